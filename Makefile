@@ -1,0 +1,28 @@
+# Both targets set up .venv themselves (idempotently), so they work on a fresh clone.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEMO_SAMPLE ?= samples/linux/bulk_lossy.pcap
+
+.PHONY: demo test venv clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[test,pyshark]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+demo: venv
+	$(BIN)/tracekit analyze $(DEMO_SAMPLE)
+	$(BIN)/tracekit analyze $(DEMO_SAMPLE) --report demo-report.html
+	@echo "report written to demo-report.html"
+
+test: venv
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) .pytest_cache demo-report.html

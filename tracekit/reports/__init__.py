@@ -1,0 +1,1 @@
+"""Reports: text tables and JSON summaries, charts, HTML pages, comparisons and grading."""

@@ -1,0 +1,135 @@
+"""Plain outputs of an analysis: the JSON document of ``analyze --json``, rich tables, parquet export."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tracekit.analysis import Analysis
+
+#: Version of the ``--json`` document layout (docs/cli.md).
+SCHEMA_VERSION = 1
+
+
+def _clean(v: Any) -> Any:
+    """Make a value JSON-safe: NaN/inf -> None, containers recursively."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {str(k): _clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_clean(x) for x in v]
+    return v
+
+
+def summary(analysis: Analysis) -> dict[str, Any]:
+    """The ``analyze --json`` document for one trace (keys documented in docs/cli.md)."""
+    tr = analysis.trace
+    meta = {k: v for k, v in tr.meta.items() if k not in ("warnings", "parts")}
+    trace = {**meta, "packets": tr.packets.height, "samples": tr.samples.height, "warnings": tr.warnings}
+    return _clean({
+        "schema_version": SCHEMA_VERSION,
+        "trace": trace,
+        "flows": analysis.flows.to_dicts(),
+    })
+
+
+def dumps(doc: Any) -> str:
+    """Serialise to strict JSON (no NaN/Infinity)."""
+    return json.dumps(_clean(doc), indent=2, allow_nan=False, default=str)
+
+
+def _fmt(v: Any, col: str) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        if col.endswith("_bps"):
+            for unit, div in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
+                if abs(v) >= div:
+                    return f"{v / div:.3g} {unit}"
+            return f"{v:.3g} bit/s"
+        if col.endswith("_s") or col in ("start", "end", "duration"):
+            return f"{v:.4g}"
+        return f"{v:.4g}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+#: Columns shown in the terminal table (all columns are in --json and --export).
+TABLE_COLUMNS = [
+    ("flow", "flow"), ("dir", "dir"), ("src", "source"), ("dst", "destination"),
+    ("duration", "dur s"), ("packets", "pkts"), ("unique_bytes", "bytes"),
+    ("retrans_packets", "retx"), ("throughput_bps", "throughput"), ("goodput_bps", "goodput"),
+    ("rtt_p50_s", "rtt p50 s"), ("handshake_rtt_s", "hs rtt s"),
+]
+
+
+def print_table(analysis: Analysis, console: Console) -> None:
+    """Print the per-flow table and the trace's warnings with rich."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    tr = analysis.trace
+    title = f"{escape(tr.path)}  [{escape(str(tr.meta.get('format')))}, {tr.packets.height:,} packet events]"
+    table = Table(title=title, title_justify="left")
+    cols = [(c, h) for c, h in TABLE_COLUMNS if c in analysis.flows.columns]
+    for c, h in cols:
+        table.add_column(h, justify="left" if c in ("src", "dst") else "right")
+    for row in analysis.flows.iter_rows(named=True):
+        cells = []
+        for c, _ in cols:
+            v = row[c]
+            if c in ("src", "dst"):
+                port = row["sport" if c == "src" else "dport"]
+                v = f"{v}:{port}" if port is not None else v
+            cells.append(escape(_fmt(v, c)))
+        table.add_row(*cells)
+    console.print(table)
+    for w in tr.warnings:
+        console.print(f"[yellow]warning[/] {escape(w['code'])}: {escape(w['message'])} (×{w['count']})")
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write a file through a temporary file and ``os.replace``: never half-written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def export(analysis: Analysis, outdir: Path) -> list[Path]:
+    """Write packets, samples, flows and every analysis frame as parquet files in ``outdir``.
+
+    Returns:
+        The files written.
+    """
+    from tracekit.errors import OutputError
+
+    frames = {"packets": analysis.trace.packets, "samples": analysis.trace.samples, "flows": analysis.flows}
+    frames.update(analysis.extra)
+    written = []
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+        for name, df in frames.items():
+            p = outdir / f"{name}.parquet"
+            tmp = outdir / f".{name}.parquet.tmp"
+            df.write_parquet(tmp)
+            os.replace(tmp, p)
+            written.append(p)
+    except OSError as exc:
+        raise OutputError(f"cannot write parquet files: {exc.strerror or exc}", path=str(outdir),
+                          hint="choose a writable --export directory") from None
+    return written

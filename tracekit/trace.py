@@ -1,0 +1,225 @@
+"""The :class:`Trace` every parser returns, and the warning log parsers fill.
+
+``meta`` keys (documented in docs/schema.md):
+
+* ``format`` (str): the reader's registry name, e.g. ``"pcap"``, ``"ns2"``.
+* ``tool`` (str): what produced the file: ``"tcpdump"``, ``"ns-2"``, ``"ns-3"``, ...
+* ``paths`` (list[str]): the file(s) read.
+* ``linktypes`` (list[int]): capture link types (captures only).
+* ``t0_ns`` (int | None): epoch of ``time == 0`` in ns, where the format knows it.
+* ``units`` (dict[str, str]): the original units of converted quantities.
+* ``segment_size`` (int | None): payload bytes per segment where the format counts packets.
+* ``warnings`` (list[dict]): ``{"code", "message", "count", "offset", "line"}``.
+* ``counts`` (dict[str, int]): records seen but not turned into rows (non-IP frames, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import polars as pl
+
+from tracekit import schema
+from tracekit.errors import CorruptTraceError, TruncatedError
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One trace in the tracekit schema.
+
+    Attributes:
+        packets: One row per packet event (:data:`tracekit.schema.PACKETS`).
+        samples: One row per tool-reported sample (:data:`tracekit.schema.SAMPLES`).
+        meta: Provenance and units; see the module docstring for the keys.
+    """
+
+    packets: pl.DataFrame
+    samples: pl.DataFrame
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def warnings(self) -> list[dict[str, Any]]:
+        """The warnings the reader raised (code, message, count, location)."""
+        return list(self.meta.get("warnings", []))
+
+    @property
+    def path(self) -> str:
+        """The file(s) read, joined for messages."""
+        return ", ".join(self.meta.get("paths", []))
+
+    def with_meta(self, **updates: Any) -> Trace:
+        """Return a copy with ``meta`` keys updated."""
+        return replace(self, meta={**self.meta, **updates})
+
+
+def make_trace(
+    packets: pl.DataFrame | None,
+    samples: pl.DataFrame | None,
+    meta: dict[str, Any],
+    warnings: WarningLog | None = None,
+) -> Trace:
+    """Conform frames to the schema, attach warnings and validate.
+
+    Args:
+        packets: The packet columns the format has (others become null).
+        samples: The sample columns the format has.
+        meta: Provenance; must hold ``format`` and ``paths``.
+        warnings: The reader's warning log.
+
+    Returns:
+        A validated :class:`Trace`.
+
+    Raises:
+        SchemaError: if the frames cannot be made to conform.
+    """
+    pk = schema.conform(packets if packets is not None else pl.DataFrame(), schema.PACKETS)
+    sm = schema.conform(samples if samples is not None else pl.DataFrame(), schema.SAMPLES)
+    meta = dict(meta)
+    meta.setdefault("tool", meta.get("format"))
+    meta.setdefault("units", {})
+    meta.setdefault("counts", {})
+    meta.setdefault("t0_ns", None)
+    meta.setdefault("segment_size", None)
+    meta["warnings"] = warnings.to_list() if warnings is not None else list(meta.get("warnings", []))
+    return schema.validate(Trace(pk, sm, meta))
+
+
+class WarningLog:
+    """Collects a reader's warnings; in strict mode the first one raises instead.
+
+    Args:
+        path: The file being read (for messages).
+        strict: Turn every warning into a :class:`CorruptTraceError`.
+    """
+
+    def __init__(self, path: str | None, strict: bool = False) -> None:
+        self.path = path
+        self.strict = strict
+        self._items: dict[str, dict[str, Any]] = {}
+
+    def add(
+        self,
+        code: str,
+        message: str,
+        *,
+        count: int = 1,
+        offset: int | None = None,
+        line: int | None = None,
+        frame: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        """Record a warning (counts add up per code; the first location is kept).
+
+        Raises:
+            CorruptTraceError: in strict mode (``TruncatedError`` for W-TRUNCATED).
+        """
+        if count <= 0:
+            return
+        if self.strict:
+            cls = TruncatedError if code == "W-TRUNCATED" else CorruptTraceError
+            raise cls(
+                f"{message} ({code}; strict mode)",
+                path=self.path,
+                offset=offset,
+                line=line,
+                frame=frame,
+                hint=hint or "rerun without --strict to keep what could be read",
+            )
+        item = self._items.get(code)
+        if item is None:
+            self._items[code] = {
+                "code": code,
+                "message": message,
+                "count": count,
+                "offset": offset,
+                "line": line,
+                "frame": frame,
+            }
+        else:
+            item["count"] += count
+
+    def extend(self, items: list[dict[str, Any]]) -> None:
+        """Merge warnings from another log (e.g. one file of a directory)."""
+        for it in items:
+            self.add(it["code"], it["message"], count=it.get("count", 1), offset=it.get("offset"),
+                     line=it.get("line"), frame=it.get("frame"))
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    def codes(self) -> list[str]:
+        """The warning codes raised so far."""
+        return list(self._items)
+
+    def to_list(self) -> list[dict[str, Any]]:
+        """The warnings as JSON-ready dicts."""
+        return [dict(v) for v in self._items.values()]
+
+
+#: Sample metrics counted in packets that have a byte equivalent (x segment size).
+_PACKET_METRICS = ("cwnd", "ssthresh", "inflight")
+
+
+def combine(traces: list[Trace], *, path: str, skipped: list[str] | None = None) -> Trace:
+    """Combine the traces of one run (e.g. ns-2 ``out.tr`` + ``Window.tr`` + ``WindowMon.tr``).
+
+    Packets are concatenated (flow ids of later files are offset so they stay
+    distinct) and stably sorted by time; samples are concatenated. Where a
+    packet trace gives the segment size, sample series counted in packets
+    (cwnd, ssthresh, inflight) gain a byte series beside them.
+
+    Args:
+        traces: The traces read from the run's files.
+        path: The directory, for ``meta``.
+        skipped: Files that were not recognised.
+
+    Returns:
+        One validated Trace with ``meta["format"] == "dir"``.
+    """
+    log = WarningLog(path)
+    packets = []
+    offset = 0
+    for t in traces:
+        log.extend(t.warnings)
+        if t.packets.height:
+            pk = t.packets.with_columns(pl.col("flow") + offset)
+            fmax = t.packets["flow"].max()
+            offset += int(fmax) + 1 if fmax is not None else 0  # type: ignore[arg-type]
+            packets.append(pk)
+    if len(packets) > 1:
+        log.add("W-MULTIPLE-PACKET-FILES", f"{len(packets)} files carry packets; flows kept apart per file")
+    if skipped:
+        log.add("W-SKIPPED-FILE", "files not recognised as traces: " + ", ".join(skipped[:10]),
+                count=len(skipped))
+    pk_all = pl.concat(packets) if packets else schema.empty(schema.PACKETS)
+    if len(packets) > 1:
+        pk_all = pk_all.sort("time", maintain_order=True)
+    samples = pl.concat([t.samples for t in traces])
+    seg = next((t.meta.get("segment_size") for t in traces if t.meta.get("segment_size")), None)
+    if seg and samples.height:
+        have_bytes = set(samples.filter(pl.col("unit") == "bytes")["metric"].unique().to_list())
+        extra = samples.filter(
+            (pl.col("unit") == "packets") & pl.col("metric").is_in(_PACKET_METRICS)
+            & ~pl.col("metric").is_in(list(have_bytes))
+        ).with_columns(value=pl.col("value") * seg, unit=pl.lit("bytes"))
+        samples = pl.concat([samples, extra])
+    units: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for t in traces:
+        units.update(t.meta.get("units", {}))
+        for k, v in t.meta.get("counts", {}).items():
+            counts[k] = counts.get(k, 0) + v
+    meta = {
+        "format": "dir",
+        "tool": next((t.meta.get("tool") for t in traces if t.packets.height), traces[0].meta.get("tool")),
+        "formats": [t.meta.get("format") for t in traces],
+        "paths": [p for t in traces for p in t.meta.get("paths", [])],
+        "dir": path,
+        "units": units,
+        "counts": counts,
+        "segment_size": seg,
+        "t0_ns": next((t.meta.get("t0_ns") for t in traces if t.meta.get("t0_ns") is not None), None),
+        "parts": [{k: v for k, v in t.meta.items() if k not in ("warnings",)} for t in traces],
+    }
+    return make_trace(pk_all, samples, meta, log)
