@@ -29,6 +29,17 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _CHUNK = 1 << 20
 
 
+class NamedBytes(bytes):
+    """Bytes that remember the file they came from, so errors name it (``describe`` reads ``.name``)."""
+
+    name: str
+
+    def __new__(cls, data: bytes, name: str) -> NamedBytes:
+        obj = super().__new__(cls, data)
+        obj.name = name
+        return obj
+
+
 @dataclass(frozen=True)
 class Loaded:
     """An input's (decompressed) bytes and where they came from."""
@@ -42,6 +53,8 @@ def describe(source: Source) -> str:
     """A printable name for a source (its path, or ``<bytes>``/``<stream>``)."""
     if isinstance(source, (str, os.PathLike)):
         return os.fspath(source)  # type: ignore[return-value]
+    if isinstance(source, NamedBytes):
+        return source.name
     if isinstance(source, (bytes, bytearray, memoryview)):
         return "<bytes>"
     return str(getattr(source, "name", "<stream>"))
@@ -55,7 +68,9 @@ def read_raw(source: Source, limits: Limits = DEFAULT) -> tuple[bytes, str]:
         LimitError: if the input is larger than allowed.
     """
     name = describe(source)
-    if isinstance(source, (bytes, bytearray, memoryview)):
+    if isinstance(source, NamedBytes):
+        data = source
+    elif isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
     elif isinstance(source, (str, os.PathLike)):
         p = Path(source)

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from tracekit._source import Source, compression_of, describe, read_raw
+from tracekit._source import NamedBytes, Source, compression_of, describe, read_raw
 from tracekit.errors import LimitError, TracekitError, UnknownFormatError
 from tracekit.limits import DEFAULT, Limits
 
@@ -152,14 +152,29 @@ def read(source: Source, format: str | None = None, *, limits: Limits = DEFAULT,
         if mod is None:
             raise UnknownFormatError(f"reader {format!r} is not available in this installation")
         return _call(mod, source, limits, options)
-    data, name = read_raw(source, limits)
+    if isinstance(source, (str, os.PathLike)):
+        # Sniff from the head only; the reader reads the file itself (no second copy in memory).
+        name = describe(source)
+        try:
+            size = os.stat(source).st_size
+            with open(source, "rb") as fh:
+                data = fh.read(4 * HEAD_BYTES)
+        except OSError:
+            data, name = read_raw(source, limits)  # raises the proper error
+            size = len(data)
+        if size > limits.max_input_bytes:
+            read_raw(source, limits)  # raises LimitError
+        target: Any = source
+    else:
+        data, name = read_raw(source, limits)
+        target = NamedBytes(data, name)
     head = head_of(data)
     found = sniff_bytes(head)
     if found is None:
         raise _unknown(name, head if compression_of(data[:8]) else data)
     mod = _module(found)
     assert mod is not None
-    return _call(mod, data, limits, {**options, "name": name})
+    return _call(mod, target, limits, {**options, "name": name})
 
 
 def _call(mod: ModuleType, source: Any, limits: Limits, options: dict[str, Any]) -> Any:
