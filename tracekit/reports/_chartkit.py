@@ -1,0 +1,208 @@
+"""Shared pieces of tracekit's charts: safe labels, JSON-ready rows, layering, stall bands.
+
+Kept apart from :mod:`tracekit.reports.charts` (time charts of one flow) and
+:mod:`tracekit.reports.charts_runs` (charts across flows and runs) so that both stay small.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import altair as alt
+import polars as pl
+
+from tracekit.reports.downsample import MAX_MARKERS, cap
+
+WIDTH = 760
+HEIGHT = 260
+#: Longest label kept (RELIABILITY §7.5 rule 5).
+MAX_LABEL = 64
+# C0/C1 controls, bidi overrides/isolates and line/paragraph separators: they can
+# break layouts or spoof the order of text in a label (RELIABILITY §7.5 rule 5).
+_UNSAFE_CHARS = r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]"
+
+#: Series names and colours: tracekit's own constants, fixed so legends agree across charts.
+SEQ_COLORS = {"data": "#1f77b4", "retransmission": "#d62728", "ack": "#2ca02c",
+              "window": "#9467bd", "sack": "#ff7f0e", "stall": "#7f7f7f"}
+CWND_COLORS = {"cwnd (trace)": "#1f77b4", "cwnd (estimate)": "#17becf", "ssthresh": "#d62728",
+               "in flight": "#2ca02c", "slow_start": "#aec7e8", "recovery": "#ff9896", "stall": "#7f7f7f"}
+TPUT_COLORS = {"throughput": "#1f77b4", "goodput": "#2ca02c", "mathis": "#d62728",
+               "padhye": "#ff7f0e", "window limited": "#9467bd", "stall": "#7f7f7f"}
+MODEL_COLUMNS = {"mathis_bps": "mathis", "padhye_bps": "padhye", "window_limited_bps": "window limited"}
+
+
+class NoData(Exception):  # noqa: N818 - a signal, not an error: caught by tracekit.reports.figures
+    """There is nothing to draw; the message says why (shown in the report)."""
+
+
+def safe_label(value: Any) -> str:
+    """Make an untrusted string fit for a title or a label: no control characters, ≤ 64 chars."""
+    text = re.sub(_UNSAFE_CHARS, "", str(value))
+    return text if len(text) <= MAX_LABEL else text[: MAX_LABEL - 1] + "…"
+
+
+def safe_label_expr(expr: pl.Expr) -> pl.Expr:
+    """:func:`safe_label` as a polars expression (vectorised, for label columns)."""
+    cleaned = expr.cast(pl.String).str.replace_all(_UNSAFE_CHARS, "")
+    return (
+        pl.when(cleaned.str.len_chars() > MAX_LABEL)
+        .then(cleaned.str.slice(0, MAX_LABEL - 1) + "…")
+        .otherwise(cleaned)
+    )
+
+
+def records(df: pl.DataFrame, digits: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """Rows as JSON-ready dicts: floats rounded, NaN/inf -> null (invalid JSON otherwise).
+
+    Args:
+        df: A small frame (already thinned).
+        digits: Decimal places per float column (default 6).
+
+    Returns:
+        One dict per row.
+    """
+    digits = digits or {}
+    exprs = []
+    for name, dtype in df.schema.items():
+        if dtype.is_float():
+            col = pl.col(name)
+            exprs.append(
+                pl.when(col.is_finite()).then(col.round(digits.get(name, 6))).otherwise(None).alias(name)
+            )
+    return (df.with_columns(exprs) if exprs else df).to_dicts()
+
+
+class Bag:
+    """A chart's datasets, kept out of altair until the chart is finished.
+
+    Altair deep-copies and validates inline ``values`` at every step (layering,
+    ``properties``): with a few thousand rows per layer that costs seconds per
+    chart. Layers refer to named datasets instead (``bag(rows)`` gives the
+    reference); :meth:`attach` puts the rows into the finished chart's top-level
+    ``datasets`` -- the chart's ``to_dict()`` is complete and valid Vega-Lite --
+    and :func:`spec` serialises it without walking the rows.
+    """
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.rows: dict[str, list[dict[str, Any]]] = {}
+
+    def __call__(self, rows: list[dict[str, Any]]) -> alt.NamedData:
+        name = f"{self.prefix}_d{len(self.rows)}"
+        self.rows[name] = rows
+        return alt.NamedData(name=name)
+
+    def series(self) -> set[str]:
+        """The ``s`` (series) values the datasets carry: the legend shows only these."""
+        return {str(r["s"]) for rows in self.rows.values() for r in rows if r.get("s") is not None}
+
+    def attach(self, chart: Any) -> Any:
+        """Set the datasets on the finished chart (call last: later altair steps would copy them)."""
+        chart.datasets = dict(self.rows)
+        return chart
+
+
+def spec(chart: Any) -> dict[str, Any]:
+    """The Vega-Lite dict of a chart, fast: the datasets are added after altair's ``to_dict``.
+
+    Equal to ``chart.to_dict(validate=False)``; altair's own conversion walks every
+    row of every dataset value by value (~0.25 s per 10,000 rows).
+    """
+    kwds = getattr(chart, "_kwds", None)
+    datasets = kwds.get("datasets", alt.Undefined) if isinstance(kwds, dict) else alt.Undefined
+    if not isinstance(datasets, dict):
+        return chart.to_dict(validate=False)  # type: ignore[no-any-return]
+    kwds["datasets"] = alt.Undefined
+    try:
+        out: dict[str, Any] = chart.to_dict(validate=False)
+    finally:
+        kwds["datasets"] = datasets
+    out["datasets"] = {**out.get("datasets", {}), **datasets}
+    return out
+
+
+def color_scale(colors: dict[str, str], title: str | None = None) -> alt.Color:
+    return alt.Color("s:N", scale=alt.Scale(domain=list(colors), range=list(colors.values())),
+                     title=title, legend=alt.Legend(orient="top"))
+
+
+def has(df: pl.DataFrame | None, *cols: str) -> bool:
+    return df is not None and df.height > 0 and all(c in df.columns for c in cols)
+
+
+def one_flow(df: pl.DataFrame, flow: int, dir: int) -> pl.DataFrame:
+    return df.filter((pl.col("flow") == flow) & (pl.col("dir") == dir))
+
+
+def zoom(name: str) -> alt.Parameter:
+    # Explicit names: altair's automatic ones come from a global counter (non-deterministic specs).
+    return alt.selection_interval(bind="scales", encodings=["x"], name=f"{name}_zoom")
+
+
+def stall_layer(stalls: pl.DataFrame | None, flow: int | None, dir: int | None, name: str,
+                bag: Bag) -> alt.Chart | None:
+    """Grey bands for the stalls of a flow (all flows when ``flow`` is None); None if there are none.
+
+    Args:
+        stalls: The :data:`~tracekit.schema.STALLS` frame (or None).
+        flow: Flow id to select, or None for every flow.
+        dir: Direction to select (ignored when ``flow`` is None).
+        name: Prefix for the layer's name.
+        bag: The chart's datasets.
+    """
+    if not has(stalls, "start", "end"):
+        return None
+    assert stalls is not None
+    st = stalls if flow is None else one_flow(stalls, flow, dir if dir is not None else 0)
+    if st.is_empty():
+        return None
+    st, _ = cap(st.sort("start"), n=MAX_MARKERS)
+    cause = pl.col("cause").cast(pl.String) if "cause" in st.columns else pl.lit(None, pl.String)
+    data = st.select(pl.col("start").alias("t"), pl.col("end").alias("t2"), cause.alias("cause"),
+                     pl.lit("stall").alias("s"))
+    return (
+        alt.Chart(bag(records(data)), name=f"{name}_stalls")
+        .mark_rect(opacity=0.18)
+        .encode(x=alt.X("t:Q"), x2="t2:Q", color=alt.Color("s:N"),
+                tooltip=[alt.Tooltip("t:Q", title="stall from (s)"), alt.Tooltip("t2:Q", title="to (s)"),
+                         alt.Tooltip("cause:N", title="cause")])
+    )
+
+
+def layered(layers: list[alt.Chart], name: str, title: str, colors: dict[str, str], y_title: str,
+            bag: Bag, x_title: str = "time (s)") -> alt.LayerChart:
+    """Stack layers, add the shared colour legend (series drawn only), x zoom, title and the data."""
+    seen = bag.series()
+    shown = {k: v for k, v in colors.items() if k in seen}
+    # a series the palette does not know (a new RTT method, say) still gets drawn, in grey
+    shown.update({k: "#8c8c8c" for k in sorted(seen - set(colors))})
+    shown = shown or colors
+    first = layers[0].add_params(zoom(name))
+    chart = alt.layer(first, *layers[1:]).encode(color=color_scale(shown))
+    chart = chart.properties(width=WIDTH, height=HEIGHT, title=safe_label(title) if title else "").configure_axis(
+        labelFontSize=11, titleFontSize=12
+    ).configure_legend(labelLimit=200).properties(
+        usermeta={"tracekit": {"chart": name, "x": x_title, "y": y_title}}
+    )
+    return chart
+
+
+def axes(x_title: str, y_title: str, y: str = "y", fmt: str | None = None) -> dict[str, Any]:
+    return {"x": alt.X("t:Q", title=x_title),
+            "y": alt.Y(f"{y}:Q", title=y_title, axis=alt.Axis(format=fmt) if fmt else alt.Axis())}
+
+
+def with_notes(chart: alt.TopLevelMixin, notes: list[str]) -> alt.TopLevelMixin:
+    if notes:
+        meta = dict(chart.usermeta) if chart.usermeta is not alt.Undefined else {}
+        tk = dict(meta.get("tracekit", {}))
+        tk["notes"] = notes
+        chart = chart.properties(usermeta={**meta, "tracekit": tk})
+    return chart
+
+
+def notes_of(chart: alt.TopLevelMixin) -> list[str]:
+    """Notes a chart function attached (e.g. markers left out by the cap)."""
+    meta = chart.usermeta if chart.usermeta is not alt.Undefined else {}
+    return list(meta.get("tracekit", {}).get("notes", []))

@@ -1,0 +1,469 @@
+"""Charts: pure functions from tracekit frames to Altair charts, the same for every input format.
+
+Each function takes the frames declared in :mod:`tracekit.schema` (plus the flow
+it is about) and returns an :class:`altair.TopLevelMixin`, or raises
+:class:`NoData` naming why there is nothing to draw. No I/O happens here.
+
+Rules every chart follows (RELIABILITY.md §7.5, ECOSYSTEM.md §3.3):
+
+* Data is thinned in polars first (:mod:`tracekit.reports.downsample`): lines keep
+  their extremes, markers are capped; a chart holds a few thousand rows at most.
+* Strings from the input (addresses, node and link names, file names, run labels)
+  enter a spec only as data *values* in fixed, tracekit-chosen fields, or as
+  plain titles -- never as field names and never inside Vega expressions
+  (filters use :class:`altair.FieldOneOfPredicate`). They pass :func:`safe_label`
+  first (control/bidi characters stripped, 64 characters at most).
+* Every view and parameter has an explicit name, so specs are deterministic
+  (golden tests compare them).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import altair as alt
+import polars as pl
+
+from tracekit.reports._chartkit import (
+    Bag,
+    CWND_COLORS,
+    HEIGHT,
+    MAX_LABEL,
+    MODEL_COLUMNS,
+    SEQ_COLORS,
+    TPUT_COLORS,
+    WIDTH,
+    NoData,
+    axes,
+    has,
+    layered,
+    notes_of,
+    one_flow,
+    records,
+    safe_label,
+    safe_label_expr,
+    spec,
+    stall_layer,
+    with_notes,
+    zoom,
+)
+from tracekit.reports.charts_runs import ellipse, ellipse_points, flows_bar, jain, overlay, sweep_chart
+from tracekit.reports.downsample import MAX_POINTS, cap, minmax
+from tracekit.schema import ACK
+
+__all__ = [
+    "CWND_COLORS", "HEIGHT", "MAX_LABEL", "MODEL_COLUMNS", "SEQ_COLORS", "TPUT_COLORS", "WIDTH", "NoData",
+    "cwnd", "ellipse", "ellipse_points", "flows_bar", "jain", "notes_of", "overlay", "queue", "records", "rtt",
+    "safe_label", "safe_label_expr", "samples", "spec", "stall_layer", "sweep_chart", "throughput", "time_sequence",
+]
+
+# ---- time-sequence graph ---------------------------------------------------------------------------
+
+
+def _retrans_from_packets(data: pl.DataFrame) -> pl.DataFrame:
+    """Data segments resending bytes sent before (the flows table's definition), for old analyses."""
+    seq_end = pl.col("seq") + pl.col("payload").cast(pl.Int64)
+    prev = seq_end.cum_max().shift(1)
+    return data.filter(pl.col("seq") < prev.fill_null(-(1 << 62))).select(
+        "time", "seq", pl.col("payload").cast(pl.Int64).alias("len"))
+
+
+def time_sequence(
+    packets: pl.DataFrame,
+    flow: int,
+    dir: int,
+    *,
+    retransmissions: pl.DataFrame | None = None,
+    stalls: pl.DataFrame | None = None,
+    title: str = "",
+    name: str = "timeseq",
+) -> alt.LayerChart:
+    """Stevens/tcptrace time–sequence graph of one connection direction.
+
+    Data segments are vertical bars from ``seq`` to ``seq + payload``; the
+    reverse direction's cumulative ACK is a step line and ACK + advertised
+    window a second one (the sender may not go above it); retransmissions
+    and SACK blocks are marked.
+
+    Args:
+        packets: Packets at the vantage point (:data:`~tracekit.schema.PACKETS`).
+        flow: Connection id.
+        dir: The data direction (0 or 1); ACKs are read from the other one.
+        retransmissions: :data:`~tracekit.schema.RETRANSMISSIONS`; when None they
+            are found from the packets (bytes below the highest sequence sent).
+        stalls: :data:`~tracekit.schema.STALLS`, shaded.
+        title: Chart title (untrusted text is cleaned).
+        name: View-name prefix (keeps specs deterministic and unique in a page).
+
+    Returns:
+        The layered chart.
+
+    Raises:
+        NoData: when the direction carried no payload with sequence numbers.
+    """
+    bag = Bag(name)
+    need = ("flow", "dir", "time", "seq", "payload")
+    if not has(packets, *need):
+        raise NoData("no packets with sequence numbers")
+    pk = packets.filter(pl.col("flow") == flow)
+    data = pk.filter((pl.col("dir") == dir) & (pl.col("payload") > 0) & pl.col("seq").is_not_null()).sort(
+        "time", maintain_order=True)
+    if data.is_empty():
+        raise NoData("this direction carried no data segments with sequence numbers")
+    layers: list[alt.Chart] = []
+    segs = minmax(data.select("time", "seq", (pl.col("seq") + pl.col("payload").cast(pl.Int64)).alias("end")),
+                  "time", "end", max_points=MAX_POINTS)
+    seg_rows = segs.select(pl.col("time").alias("t"), pl.col("seq").alias("y"), pl.col("end").alias("y2"),
+                           pl.lit("data").alias("s"))
+    layers.append(alt.Chart(bag(records(seg_rows)), name=f"{name}_data")
+                  .mark_rule(strokeWidth=1.5).encode(**axes("time (s)", "relative sequence number (bytes)"),
+                                                     y2="y2:Q"))
+    notes: list[str] = []
+    flags = pl.col("flags").fill_null(0) if "flags" in pk.columns else pl.lit(ACK)
+    acks = pk.filter((pl.col("dir") == 1 - dir) & pl.col("ack").is_not_null() & ((flags & ACK) != 0)) \
+        if "ack" in pk.columns else pk.clear()
+    acks = acks.sort("time", maintain_order=True)
+    if acks.height:
+        ack_rows = minmax(acks.select("time", "ack"), "time", "ack").select(
+            pl.col("time").alias("t"), pl.col("ack").alias("y"), pl.lit("ack").alias("s"))
+        layers.append(alt.Chart(bag(records(ack_rows)), name=f"{name}_ack")
+                      .mark_line(interpolate="step-after", strokeWidth=1).encode(x="t:Q", y="y:Q"))
+        if "win" in acks.columns and acks["win"].null_count() < acks.height:
+            win = acks.filter(pl.col("win").is_not_null()).select("time", (pl.col("ack") + pl.col("win")).alias("w"))
+            win_rows = minmax(win, "time", "w").select(pl.col("time").alias("t"), pl.col("w").alias("y"),
+                                                       pl.lit("window").alias("s"))
+            layers.append(alt.Chart(bag(records(win_rows)), name=f"{name}_window")
+                          .mark_line(interpolate="step-after", strokeWidth=1, strokeDash=[4, 2])
+                          .encode(x="t:Q", y="y:Q"))
+        if "sack" in acks.columns and acks["sack"].null_count() < acks.height:
+            blocks = (acks.filter(pl.col("sack").list.len() > 0).select("time", "sack").explode("sack")
+                      .select(pl.col("time").alias("t"), pl.col("sack").arr.get(0).alias("y"),
+                              pl.col("sack").arr.get(1).alias("y2"), pl.lit("sack").alias("s")))
+            blocks, left = cap(blocks)
+            if left:
+                notes.append(f"{left:,} SACK blocks not drawn")
+            if blocks.height:
+                layers.append(alt.Chart(bag(records(blocks)), name=f"{name}_sack")
+                              .mark_rule(strokeWidth=3, opacity=0.6).encode(x="t:Q", y="y:Q", y2="y2:Q"))
+    if retransmissions is not None and has(retransmissions, "flow", "dir", "time", "seq"):
+        re_ = one_flow(retransmissions, flow, dir).select(
+            "time", "seq", (pl.col("len") if "len" in retransmissions.columns else pl.lit(0)).alias("len"),
+            (pl.col("kind") if "kind" in retransmissions.columns else pl.lit(None, pl.String)).alias("kind"))
+    elif retransmissions is None:
+        re_ = _retrans_from_packets(data).with_columns(kind=pl.lit(None, pl.String))
+    else:
+        re_ = pl.DataFrame(schema={"time": pl.Float64, "seq": pl.Int64, "len": pl.Int64, "kind": pl.String})
+    if re_.height:
+        re_, left = cap(re_.sort("time"))
+        if left:
+            notes.append(f"{left:,} retransmission markers not drawn")
+        rows = re_.select(pl.col("time").alias("t"), (pl.col("seq") + pl.col("len").fill_null(0)).alias("y"),
+                          pl.col("kind").cast(pl.String).alias("kind"), pl.lit("retransmission").alias("s"))
+        layers.append(alt.Chart(bag(records(rows)), name=f"{name}_retrans")
+                      .mark_point(shape="diamond", size=40, filled=True)
+                      .encode(x="t:Q", y="y:Q", tooltip=[alt.Tooltip("t:Q", title="time (s)"),
+                                                         alt.Tooltip("y:Q", title="seq end"),
+                                                         alt.Tooltip("kind:N", title="kind")]))
+    st = stall_layer(stalls, flow, dir, name, bag)
+    if st is not None:
+        layers.append(st)
+    chart = layered(layers, name, title or "time–sequence", SEQ_COLORS, "relative sequence number (bytes)", bag)
+    return bag.attach(with_notes(chart, notes))
+
+
+# ---- congestion window ----------------------------------------------------------------------------
+
+
+def _phase_bands(cw: pl.DataFrame) -> pl.DataFrame:
+    """Contiguous runs of one phase as [start, end) bands (end = the next run's start)."""
+    runs = (
+        cw.select("time", pl.col("phase").cast(pl.String))
+        .filter(pl.col("phase").is_not_null())
+        .with_columns(run=(pl.col("phase") != pl.col("phase").shift(1)).fill_null(True).cum_sum())
+        .group_by("run", maintain_order=True)
+        .agg(pl.col("phase").first(), pl.col("time").min().alias("t"))
+        .with_columns(t2=pl.col("t").shift(-1).fill_null(cw["time"].max()))
+    )
+    # congestion avoidance is the unshaded default; only the other phases get a band
+    return runs.filter(pl.col("phase").is_in(["slow_start", "recovery"])).select(
+        "t", "t2", pl.col("phase").alias("s"))
+
+
+def cwnd(
+    cwnd: pl.DataFrame,
+    flow: int,
+    dir: int,
+    *,
+    flight: pl.DataFrame | None = None,
+    stalls: pl.DataFrame | None = None,
+    title: str = "",
+    name: str = "cwnd",
+) -> alt.LayerChart:
+    """Congestion window (traced and/or estimated), ssthresh, phases shaded, bytes in flight.
+
+    Args:
+        cwnd: :data:`~tracekit.schema.CWND` rows.
+        flow: Connection id.
+        dir: Sending direction.
+        flight: :data:`~tracekit.schema.FLIGHT` rows, drawn as "in flight".
+        stalls: :data:`~tracekit.schema.STALLS`, shaded.
+        title: Chart title.
+        name: View-name prefix.
+
+    Returns:
+        The layered chart.
+
+    Raises:
+        NoData: when there is neither a window nor a flight series for this direction.
+    """
+    bag = Bag(name)
+    cw = one_flow(cwnd, flow, dir).sort("time") if has(cwnd, "flow", "dir", "time", "cwnd_bytes") else None
+    fl = one_flow(flight, flow, dir).sort("time") if has(flight, "flow", "dir", "time", "flight_bytes") else None
+    if (cw is None or cw.is_empty()) and (fl is None or fl.is_empty()):
+        raise NoData("no congestion-window samples or estimate, and no bytes-in-flight series")
+    layers: list[alt.Chart] = []
+    y_title = "bytes"
+    if cw is not None and cw.height:
+        src = pl.col("source").cast(pl.String) if "source" in cw.columns else pl.lit("trace")
+        cw = cw.with_columns(s=pl.concat_str(pl.lit("cwnd ("), src.fill_null("trace"), pl.lit(")")))
+        if "phase" in cw.columns and cw["phase"].null_count() < cw.height:
+            # bands from one source only: the traced window when present (it is exact)
+            pref = cw.filter(pl.col("s") == "cwnd (trace)")
+            bands = _phase_bands(pref if pref.height else cw)
+            bands, _ = cap(bands)
+            if bands.height:
+                layers.append(alt.Chart(bag(records(bands)), name=f"{name}_phases")
+                              .mark_rect(opacity=0.25).encode(x=alt.X("t:Q", title="time (s)"), x2="t2:Q"))
+        lines = minmax(cw.select("time", "s", "cwnd_bytes"), "time", "cwnd_bytes", by=["s"])
+        layers.append(alt.Chart(bag(records(lines.select(
+            pl.col("time").alias("t"), pl.col("cwnd_bytes").alias("y"), "s"), {"y": 0})), name=f"{name}_cwnd")
+            .mark_line(interpolate="step-after", strokeWidth=1.5)
+            .encode(**axes("time (s)", y_title), detail="s:N"))
+        if "ssthresh_bytes" in cw.columns:
+            # An "infinite" initial ssthresh (ns-3 4294967295, Linux 2^31-1) would flatten the
+            # chart: values far above every window seen are not drawn.
+            top = cw["cwnd_bytes"].max()
+            limit = 16 * float(top) if top is not None and top > 0 else math.inf  # type: ignore[arg-type]
+            ss = cw.filter(pl.col("ssthresh_bytes").is_not_null() & (pl.col("ssthresh_bytes") < limit)
+                           & (pl.col("s") == (pl.col("s").first())))
+            if ss.height:
+                ss = minmax(ss.select("time", "ssthresh_bytes"), "time", "ssthresh_bytes").select(
+                    pl.col("time").alias("t"), pl.col("ssthresh_bytes").alias("y"), pl.lit("ssthresh").alias("s"))
+                layers.append(alt.Chart(bag(records(ss, {"y": 0})), name=f"{name}_ssthresh")
+                              .mark_line(interpolate="step-after", strokeDash=[6, 3], strokeWidth=1)
+                              .encode(x="t:Q", y="y:Q"))
+    if fl is not None and fl.height:
+        rows = minmax(fl.select("time", "flight_bytes"), "time", "flight_bytes").select(
+            pl.col("time").alias("t"), pl.col("flight_bytes").alias("y"), pl.lit("in flight").alias("s"))
+        layers.append(alt.Chart(bag(records(rows)), name=f"{name}_flight")
+                      .mark_line(interpolate="step-after", strokeWidth=1, opacity=0.8)
+                      .encode(**axes("time (s)", y_title)))
+    st = stall_layer(stalls, flow, dir, name, bag)
+    if st is not None:
+        layers.append(st)
+    return bag.attach(layered(layers, name, title or "congestion window", CWND_COLORS, y_title, bag))
+
+
+# ---- throughput -----------------------------------------------------------------------------------
+
+
+def throughput(
+    tput: pl.DataFrame,
+    flow: int,
+    dir: int,
+    *,
+    models: dict[str, float | None] | None = None,
+    stalls: pl.DataFrame | None = None,
+    title: str = "",
+    name: str = "tput",
+) -> alt.LayerChart:
+    """Throughput and goodput per time bin, with model predictions as horizontal reference lines.
+
+    Args:
+        tput: :data:`~tracekit.schema.THROUGHPUT` rows.
+        flow: Connection id.
+        dir: Sending direction.
+        models: Flow-table columns ``mathis_bps``, ``padhye_bps``, ``window_limited_bps``
+            (missing or null ones are not drawn).
+        stalls: :data:`~tracekit.schema.STALLS`, shaded.
+        title: Chart title.
+        name: View-name prefix.
+
+    Returns:
+        The layered chart.
+
+    Raises:
+        NoData: when there are no bins for this direction.
+    """
+    bag = Bag(name)
+    if not has(tput, "flow", "dir", "time", "throughput_bps"):
+        raise NoData("no throughput time series")
+    tp = one_flow(tput, flow, dir).sort("time")
+    if tp.is_empty():
+        raise NoData("no throughput bins for this direction")
+    cols = [c for c in ("throughput_bps", "goodput_bps") if c in tp.columns]
+    long = tp.select("time", *cols).unpivot(index="time", on=cols, variable_name="s", value_name="y").with_columns(
+        s=pl.col("s").str.replace("_bps", ""))
+    long = minmax(long, "time", "y", by=["s"])
+    layers: list[alt.Chart] = [
+        alt.Chart(bag(records(long.select(pl.col("time").alias("t"), "y", "s"), {"y": 0})),
+                  name=f"{name}_series")
+        .mark_line(interpolate="step-after", strokeWidth=1.5)
+        .encode(**axes("time (s)", "bit/s", fmt="~s"), detail="s:N")
+    ]
+    ref = [{"s": label, "y": round(float(v))} for col, label in MODEL_COLUMNS.items()
+           if (v := (models or {}).get(col)) is not None and math.isfinite(v) and v > 0]
+    if ref:
+        layers.append(alt.Chart(bag(ref), name=f"{name}_models")
+                      .mark_rule(strokeDash=[6, 3], strokeWidth=1.5)
+                      .encode(y="y:Q", tooltip=[alt.Tooltip("s:N", title="model"),
+                                                alt.Tooltip("y:Q", title="bit/s", format="~s")]))
+    st = stall_layer(stalls, flow, dir, name, bag)
+    if st is not None:
+        layers.append(st)
+    return bag.attach(layered(layers, name, title or "throughput", TPUT_COLORS, "bit/s", bag))
+
+
+# ---- RTT ------------------------------------------------------------------------------------------
+
+
+def rtt(
+    rtt: pl.DataFrame,
+    flow: int,
+    dir: int,
+    *,
+    stalls: pl.DataFrame | None = None,
+    title: str = "",
+    name: str = "rtt",
+) -> alt.LayerChart:
+    """RTT samples over time, one colour per method (sequence/ACK matching, timestamps).
+
+    Args:
+        rtt: :data:`~tracekit.schema.RTT` rows.
+        flow: Connection id.
+        dir: The data direction whose segments were timed.
+        stalls: :data:`~tracekit.schema.STALLS`, shaded.
+        title: Chart title.
+        name: View-name prefix.
+
+    Returns:
+        The layered chart.
+
+    Raises:
+        NoData: when there are no samples for this direction.
+    """
+    bag = Bag(name)
+    if not has(rtt, "flow", "dir", "time", "rtt_s"):
+        raise NoData("no RTT samples")
+    rt = one_flow(rtt, flow, dir).filter(pl.col("rtt_s").is_not_null()).sort("time")
+    if rt.is_empty():
+        raise NoData("no RTT samples for this direction")
+    method = pl.col("method").cast(pl.String).fill_null("rtt") if "method" in rt.columns else pl.lit("rtt")
+    rt = rt.select("time", "rtt_s", method.alias("s"))
+    rt = minmax(rt, "time", "rtt_s", by=["s"])
+    colors = {"seq": "#1f77b4", "ts": "#ff7f0e", "rtt": "#2ca02c", "stall": "#7f7f7f"}
+    layers: list[alt.Chart] = [
+        alt.Chart(bag(records(rt.select(pl.col("time").alias("t"), pl.col("rtt_s").alias("y"), "s"))),
+                  name=f"{name}_samples")
+        .mark_point(size=8, filled=True, opacity=0.7)
+        .encode(**axes("time (s)", "RTT (s)"))
+    ]
+    st = stall_layer(stalls, flow, dir, name, bag)
+    if st is not None:
+        layers.append(st)
+    return bag.attach(layered(layers, name, title or "round-trip time", colors, "RTT (s)", bag))
+
+
+# ---- queue ----------------------------------------------------------------------------------------
+
+
+def queue(q: pl.DataFrame, *, title: str = "", name: str = "queue") -> alt.LayerChart:
+    """Queue length (packets) per link over time, drops marked where the cumulative count rises.
+
+    Args:
+        q: :data:`~tracekit.schema.QUEUE` rows (simulators).
+        title: Chart title.
+        name: View-name prefix.
+
+    Returns:
+        The layered chart.
+
+    Raises:
+        NoData: when there is no queue series.
+    """
+    bag = Bag(name)
+    if not has(q, "link", "time", "packets"):
+        raise NoData("no queue monitor or queue events in this trace (a capture does not see router queues)")
+    df = q.with_columns(s=safe_label_expr(pl.col("link").fill_null("?"))).sort("time")
+    line = minmax(df.select("time", "s", "packets"), "time", "packets", by=["s"])
+    layers: list[alt.Chart] = [
+        alt.Chart(bag(records(line.select(pl.col("time").alias("t"), pl.col("packets").alias("y"), "s"))),
+                  name=f"{name}_len")
+        .mark_line(interpolate="step-after", strokeWidth=1.2)
+        .encode(x=alt.X("t:Q", title="time (s)"), y=alt.Y("y:Q", title="queue length (packets)"),
+                color=alt.Color("s:N", title="link", legend=alt.Legend(orient="top")))
+    ]
+    notes: list[str] = []
+    if "drops" in df.columns:
+        inc = df.filter(pl.col("drops").diff().over("s").fill_null(pl.col("drops")) > 0).select(
+            pl.col("time").alias("t"), pl.col("packets").alias("y"), "s",
+            pl.col("drops").alias("total"))
+        inc, left = cap(inc, by=["s"])
+        if left:
+            notes.append(f"{left:,} drop markers not drawn")
+        if inc.height:
+            layers.append(alt.Chart(bag(records(inc)), name=f"{name}_drops")
+                          .mark_point(shape="triangle-down", size=50, filled=True, color="#d62728")
+                          .encode(x="t:Q", y="y:Q", tooltip=[alt.Tooltip("s:N", title="link"),
+                                                             alt.Tooltip("t:Q", title="time (s)"),
+                                                             alt.Tooltip("total:Q", title="drops so far")]))
+    first = layers[0].add_params(zoom(name))
+    chart = alt.layer(first, *layers[1:]).properties(
+        width=WIDTH, height=HEIGHT, title=safe_label(title) if title else "queue length and drops (▼)")
+    return bag.attach(with_notes(chart, notes))
+
+
+# ---- tool-reported series -------------------------------------------------------------------------
+
+
+def samples(smp: pl.DataFrame, metric: str, unit: str, *, title: str = "", name: str = "samples") -> alt.LayerChart:
+    """One metric the tool reported itself (``trace.samples``: ns-2 Window.tr, OPNET, ns-3 ...), per series.
+
+    A series is one (source, node, flow) of the metric; its label is data, the
+    metric name (from the input) only a cleaned title.
+
+    Args:
+        smp: :data:`~tracekit.schema.SAMPLES` rows.
+        metric: The metric to draw.
+        unit: Its unit (a metric may come in two units, e.g. cwnd in packets and bytes).
+        title: Chart title.
+        name: View-name prefix.
+
+    Returns:
+        The chart.
+
+    Raises:
+        NoData: when there is no finite value of the metric.
+    """
+    bag = Bag(name)
+    if not has(smp, "time", "metric", "value", "unit"):
+        raise NoData("the trace has no tool-reported series")
+    df = smp.filter((pl.col("metric") == metric) & (pl.col("unit") == unit) & pl.col("value").is_finite())
+    if df.is_empty():
+        raise NoData(f"no finite {safe_label(metric)} values")
+    parts = [pl.col(c).cast(pl.String) for c in ("source", "node") if c in df.columns]
+    if "flow" in df.columns:
+        parts.append(pl.format("flow {}", pl.col("flow")))
+    label = pl.concat_str([p.fill_null("") for p in parts], separator=" ").str.strip_chars() if parts else pl.lit("")
+    df = df.with_columns(s=safe_label_expr(label)).sort("time")
+    df = minmax(df.select("time", "s", "value"), "time", "value", by=["s"])
+    line = alt.Chart(bag(records(df.select(pl.col("time").alias("t"), pl.col("value").alias("y"), "s"))),
+                     name=f"{name}_series")
+    mark = line.mark_line(interpolate="step-after", point=df.height <= 200, strokeWidth=1.3)
+    chart = mark.encode(x=alt.X("t:Q", title="time (s)"),
+                        y=alt.Y("y:Q", title=safe_label(f"{metric} ({unit})"),
+                                axis=alt.Axis(format="~s") if unit in ("bps", "bytes") else alt.Axis()),
+                        color=alt.Color("s:N", title=None, legend=alt.Legend(orient="top", labelLimit=300)))
+    return bag.attach(alt.layer(chart.add_params(zoom(name))).properties(
+        width=WIDTH, height=HEIGHT - 60, title=safe_label(title) if title else safe_label(metric)))

@@ -1,0 +1,139 @@
+"""The ``report``, ``compare`` and ``sweep`` commands: parse options, call the library, write files.
+
+Only click is imported at module level (``tracekit --help`` must stay fast);
+the work is done by :mod:`tracekit.reports.html`, :mod:`~tracekit.reports.compare`
+and :mod:`~tracekit.reports.sweep`. Errors are :mod:`tracekit.errors` classes,
+which the CLI group prints as one line (exit 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _read_options(f: F) -> F:
+    # The same three options as tracekit.cli.read_options (not imported: cli imports this module).
+    f = click.option("--format", "fmt", metavar="NAME", help="Reader to use instead of detecting it.")(f)
+    f = click.option("--strict", is_flag=True, help="Turn warnings (truncated files, bad lines) into errors.")(f)
+    f = click.option("--config", type=click.Path(dir_okay=False), help="TOML file with a [limits] table.")(f)
+    return f
+
+
+def _limits(config: str | None) -> Any:
+    from tracekit.cli import _limits as limits
+
+    return limits(config)
+
+
+@click.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
+              help="HTML file to write (one self-contained page, works offline).")
+@click.option("--png", "png_dir", type=click.Path(file_okay=False), help="Also write every chart as PNG into DIR.")
+@click.option("--svg", "svg_dir", type=click.Path(file_okay=False), help="Also write every chart as SVG into DIR.")
+@click.option("--max-flows", default=6, show_default=True, type=click.IntRange(1, 100),
+              help="Connection directions charted one by one per trace (largest first).")
+@_read_options
+def report(files: tuple[str, ...], output: str, png_dir: str | None, svg_dir: str | None, max_flows: int,
+           fmt: str | None, strict: bool, config: str | None) -> None:
+    """Write an HTML report of FILE... (time–sequence, cwnd, throughput, RTT, queue, fairness charts).
+
+    \b
+    Example:
+        tracekit report samples/linux/bulk_lossy.pcap -o report.html
+        tracekit report samples/ns2/lab_reno/ -o reno.html --png charts/
+    """
+    from tracekit.reports.compare import load
+    from tracekit.reports.html import write_report
+
+    limits = _limits(config)
+    analyses = [load(f, fmt=fmt, strict=strict, limits=limits) for f in files]
+    write_report(analyses, Path(output), png_dir=Path(png_dir) if png_dir else None,
+                 svg_dir=Path(svg_dir) if svg_dir else None, max_flows=max_flows)
+    click.echo(f"wrote {output}", err=True)
+
+
+@click.command()
+@click.argument("files", nargs=-1, type=click.Path(exists=True))
+@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
+              help="HTML file to write.")
+@click.option("--label", "labels", multiple=True, metavar="NAME=PATH",
+              help="Name a run in the page (PATH as given; repeatable). A PATH not among FILES is added.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the table as JSON.")
+@_read_options
+def compare(files: tuple[str, ...], output: str, labels: tuple[str, ...], json_path: str | None,
+            fmt: str | None, strict: bool, config: str | None) -> None:
+    """Compare runs from any formats on common units; the first run is the reference.
+
+    \b
+    Example:
+        tracekit compare samples/ns2/lab_reno samples/linux/bulk_lossy.pcap -o compare.html
+        tracekit compare a.pcap b.tr --label linux=a.pcap --label ns2=b.tr -o compare.html
+    """
+    from tracekit.reports import compare as cmp
+    from tracekit.reports.html import write_atomic
+
+    named = cmp.parse_labels(labels)
+    paths = list(files)
+    for _, p in named:
+        if p not in paths:
+            if not Path(p).exists():
+                from tracekit.errors import UsageError
+
+                raise UsageError(f"--label names a path that does not exist: {p!r}")
+            paths.append(p)
+    result = cmp.compare(paths, {p: n for n, p in named} or None, fmt=fmt, strict=strict, limits=_limits(config))
+    cmp.write(result, Path(output))
+    if json_path:
+        from tracekit.errors import OutputError
+        from tracekit.reports.text import dumps
+
+        try:
+            write_atomic(Path(json_path), dumps(result.to_dict()).encode("utf-8"))
+        except OSError as exc:
+            raise OutputError(f"cannot write: {exc.strerror or exc}", path=json_path) from None
+    click.echo(f"wrote {output}", err=True)
+
+
+@click.command()
+@click.argument("files", nargs=-1, type=click.Path(exists=True))
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False), help="HTML file to write.")
+@click.option("--param", "param", metavar="PATTERN",
+              help="Read parameters from the paths, e.g. 'win{window}_d{delay}.tr' (matches the path's end).")
+@click.option("--manifest", type=click.Path(exists=True, dir_okay=False),
+              help="CSV with a 'path' column and one column per parameter.")
+@click.option("--x", "x", metavar="NAME", help="Parameter on the x axis (default: the first one).")
+@click.option("--by", "by", metavar="NAME", help="Parameter naming the lines (default: 'variant' if present).")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False), help="Also write the table as CSV.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the table as JSON.")
+@_read_options
+def sweep(files: tuple[str, ...], output: str | None, param: str | None, manifest: str | None, x: str | None,
+          by: str | None, csv_path: str | None, json_path: str | None,
+          fmt: str | None, strict: bool, config: str | None) -> None:
+    """Chart goodput and download time against a parameter over many runs (per TCP variant).
+
+    Parameters come from --param, --manifest, or run.json in each run directory.
+
+    \b
+    Example:
+        tracekit sweep samples/ns2/sweep/win* --param 'win{window_kb}' -o sweep.html --csv sweep.csv
+        tracekit sweep --manifest runs.csv -o sweep.html
+    """
+    from tracekit.errors import UsageError
+    from tracekit.reports import sweep as sw
+
+    if not (output or csv_path or json_path):
+        raise UsageError("nothing to write", hint="give -o sweep.html, --csv FILE or --json FILE")
+    if not files and not manifest:
+        raise UsageError("no runs given", hint="give run paths, or --manifest runs.csv")
+    result = sw.sweep(list(files), param=param, manifest=manifest, x=x, by=by, fmt=fmt, strict=strict,
+                      limits=_limits(config))
+    sw.write(result, Path(output) if output else None, csv_path=Path(csv_path) if csv_path else None,
+             json_path=Path(json_path) if json_path else None)
+    click.echo(f"sweep over {result.x!r}: {len(result.runs)} runs", err=True)

@@ -1,0 +1,348 @@
+"""``tracekit compare``: several runs, from any formats, side by side on common units.
+
+Every input is read and analysed like ``tracekit analyze`` does; each run is
+summarised by its *main connection direction* (the one that carried the most
+unique bytes) so that a capture, an ns-2 run and an ns-3 run of one scenario
+line up. The first run is the reference: the table gives every metric for
+each run and its difference from the reference (absolute, and relative when
+the reference is not zero). The charts overlay the runs' series with time
+counted from each main connection's first packet (runs start at different
+moments in different tools: ns-2 labs start FTP at 0.5 s, captures at 0).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from tracekit.errors import UsageError
+from tracekit.reports import charts
+from tracekit.reports.figures import Figure, flow_labels, frame, main_directions, throughput_frame
+
+if TYPE_CHECKING:
+    from tracekit.analysis import Analysis
+    from tracekit.limits import Limits
+
+#: Metrics of the main connection direction, in table order: (flows-table column, title).
+METRICS: list[tuple[str, str]] = [
+    ("goodput_bps", "goodput"), ("throughput_bps", "throughput"), ("transfer_s", "transfer time s"),
+    ("duration", "duration s"), ("unique_bytes", "bytes delivered"), ("data_packets", "data packets"),
+    ("retrans_packets", "retransmitted packets"), ("retrans_bytes", "retransmitted bytes"),
+    ("retrans_fast", "fast retransmits"), ("retrans_rto", "timeout retransmits"),
+    ("rtt_p50_s", "RTT median s"), ("rtt_mean_s", "RTT mean s"), ("handshake_rtt_s", "handshake RTT s"),
+    ("max_cwnd_bytes", "max cwnd bytes"), ("stall_s", "stalled s"),
+    ("mathis_bps", "Mathis model"), ("padhye_bps", "Padhye model"), ("window_limited_bps", "window limit"),
+]
+#: Run-level metrics (not about one connection).
+RUN_METRICS: list[tuple[str, str]] = [("flows", "data directions"), ("packets", "packets analysed")]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One compared run.
+
+    Attributes:
+        label: Display name (cleaned; from ``--label`` or the path).
+        path: The input as given.
+        analysis: Its analysis.
+        main: The main connection direction's flows-table row (with ``label``), or None.
+        metrics: Metric values by key (:data:`METRICS` and :data:`RUN_METRICS`).
+    """
+
+    label: str
+    path: str
+    analysis: Any
+    main: dict[str, Any] | None
+    metrics: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """Runs compared against the first one.
+
+    Attributes:
+        runs: The runs; ``runs[0]`` is the reference.
+        metrics: (key, title) of the metrics at least one run has, in table order.
+    """
+
+    runs: list[Run]
+    metrics: list[tuple[str, str]] = field(default_factory=list)
+
+    def delta(self, i: int, key: str) -> tuple[float | None, float | None]:
+        """(run i − reference, relative difference) for a metric; None where undefined."""
+        ref, v = self.runs[0].metrics.get(key), self.runs[i].metrics.get(key)
+        if not _num(ref) or not _num(v):
+            return None, None
+        d = float(v) - float(ref)
+        return d, (d / float(ref) if float(ref) != 0 else None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary: per run its label, path, format and metrics, plus deltas."""
+        out = []
+        for i, r in enumerate(self.runs):
+            deltas = {k: dict(zip(("abs", "rel"), self.delta(i, k), strict=True)) for k, _ in self.metrics}
+            out.append({"label": r.label, "path": r.path, "format": r.analysis.trace.meta.get("format"),
+                        "tool": r.analysis.trace.meta.get("tool"), "main": r.main,
+                        "metrics": {k: r.metrics.get(k) for k, _ in self.metrics},
+                        "delta": deltas if i else None})
+        return {"reference": self.runs[0].label if self.runs else None, "runs": out}
+
+
+def _signed(d: float, key: str) -> str:
+    """A difference with its sign, in the metric's unit (bit/s scaled; counts with separators)."""
+    from tracekit.reports.text import _fmt
+
+    if key.endswith("_bps") or abs(d) < 1000:
+        text = _fmt(abs(d), key) if d else "0"
+    else:
+        text = f"{abs(d):,.0f}"
+    return ("+" if d > 0 else "−" if d < 0 else "±") + text
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def load(path: str | Path, *, fmt: str | None = None, strict: bool = False, limits: Limits | None = None) -> Analysis:
+    """Read and analyse one input exactly as ``tracekit analyze`` does."""
+    import tracekit
+    from tracekit.limits import DEFAULT
+
+    trace = tracekit.read(str(path), fmt, strict=strict, limits=limits or DEFAULT)
+    return tracekit.analyze(trace)
+
+
+def main_flow(analysis: Any) -> dict[str, Any] | None:
+    """The flows-table row (with ``label``) of the direction that carried the most unique bytes."""
+    top, _ = main_directions(flow_labels(analysis.flows), 1)
+    return top.to_dicts()[0] if top.height else None
+
+
+def run_metrics(analysis: Any) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """The main direction's row and the metric values of a run."""
+    main = main_flow(analysis)
+    values: dict[str, Any] = {k: (main or {}).get(k) for k, _ in METRICS}
+    values["flows"] = analysis.flows.height
+    values["packets"] = analysis.packets.height
+    return main, values
+
+
+def parse_labels(items: Sequence[str]) -> list[tuple[str, str]]:
+    """Parse ``--label NAME=PATH`` options.
+
+    Raises:
+        UsageError: when an item has no ``=`` or an empty side.
+    """
+    out = []
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not name.strip() or not path:
+            raise UsageError(f"--label {item!r} is not NAME=PATH", hint="e.g. --label linux=run1/cap.pcap")
+        out.append((name.strip(), path))
+    return out
+
+
+def _default_labels(paths: Sequence[str]) -> list[str]:
+    """File (or directory) names; the parent directory is added where names repeat."""
+    names = [Path(p).name or str(p) for p in paths]
+    if len(set(names)) < len(names):
+        names = [f"{Path(p).parent.name}/{Path(p).name}" for p in paths]
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        out.append(n if seen[n] == 1 else f"{n} #{seen[n]}")
+    return out
+
+
+def compare(
+    paths: Sequence[str | Path],
+    labels: Sequence[str] | dict[str, str] | None = None,
+    *,
+    fmt: str | None = None,
+    strict: bool = False,
+    limits: Limits | None = None,
+) -> CompareResult:
+    """Read, analyse and line up several runs; the first is the reference.
+
+    Args:
+        paths: Inputs (files or run directories), any formats.
+        labels: One label per path, or a mapping path -> label (others keep their file name).
+        fmt: Force a reader for every input.
+        strict: Turn reader warnings into errors.
+        limits: Resource limits.
+
+    Returns:
+        The comparison.
+
+    Raises:
+        UsageError: with fewer than two inputs, or labels that do not fit the paths.
+        TracekitError: when an input cannot be read.
+    """
+    paths = [str(p) for p in paths]
+    if len(paths) < 2:
+        raise UsageError("compare needs at least two runs", hint="tracekit compare A B [C ...] -o compare.html")
+    names = _default_labels(paths)
+    if isinstance(labels, dict):
+        unknown = [p for p in labels if p not in paths]
+        if unknown:
+            raise UsageError(f"--label names a path that is not compared: {unknown[0]!r}",
+                             hint="give the same path as on the command line")
+        names = [labels.get(p, n) for p, n in zip(paths, names, strict=True)]
+    elif labels is not None:
+        if len(labels) != len(paths):
+            raise UsageError(f"{len(labels)} labels for {len(paths)} runs")
+        names = list(labels)
+    runs = []
+    for path, name in zip(paths, names, strict=True):
+        analysis = load(path, fmt=fmt, strict=strict, limits=limits)
+        main, values = run_metrics(analysis)
+        runs.append(Run(charts.safe_label(name), path, analysis, main, values))
+    present = [(k, t) for k, t in METRICS + RUN_METRICS if any(r.metrics.get(k) is not None for r in runs)]
+    return CompareResult(runs, present)
+
+
+# ---- charts ---------------------------------------------------------------------------------------
+
+
+def _series(result: CompareResult, pick: Any) -> pl.DataFrame:
+    """Stack one series per run: ``pick(run, flow, dir, t0)`` returns a frame with ``t``, ``y``."""
+    parts = []
+    for r in result.runs:
+        if r.main is None:
+            continue
+        df = pick(r, int(r.main["flow"]), int(r.main["dir"]), float(r.main.get("start") or 0.0))
+        if df is not None and df.height:
+            parts.append(df.select(pl.lit(r.label).alias("label"), pl.col("t").cast(pl.Float64),
+                                   pl.col("y").cast(pl.Float64)))
+    return pl.concat(parts) if parts else pl.DataFrame(schema={"label": pl.String, "t": pl.Float64, "y": pl.Float64})
+
+
+def _sel(df: pl.DataFrame | None, flow: int, dir: int, need: tuple[str, ...]) -> pl.DataFrame | None:
+    if df is None or df.is_empty() or not all(c in df.columns for c in ("flow", "dir", *need)):
+        return None
+    return df.filter((pl.col("flow") == flow) & (pl.col("dir") == dir))
+
+
+def _seq(r: Run, f: int, d: int, t0: float) -> pl.DataFrame | None:
+    pk = _sel(r.analysis.packets, f, d, ("time", "seq", "payload"))
+    if pk is None:
+        return None
+    pk = pk.filter((pl.col("payload") > 0) & pl.col("seq").is_not_null())
+    return pk.select((pl.col("time") - t0).alias("t"), (pl.col("seq") + pl.col("payload").cast(pl.Int64)).alias("y"))
+
+
+def _tput(r: Run, f: int, d: int, t0: float) -> pl.DataFrame | None:
+    tp = _sel(throughput_frame(r.analysis), f, d, ("time", "goodput_bps"))
+    return None if tp is None else tp.select((pl.col("time") - t0).alias("t"), pl.col("goodput_bps").alias("y"))
+
+
+def _cwnd(r: Run, f: int, d: int, t0: float) -> pl.DataFrame | None:
+    cw = _sel(frame(r.analysis, "cwnd"), f, d, ("time", "cwnd_bytes"))
+    if cw is None or cw.is_empty():
+        return None
+    if "source" in cw.columns and (cw["source"] == "trace").any():
+        cw = cw.filter(pl.col("source") == "trace")  # the tool's own numbers beat an estimate
+    return cw.select((pl.col("time") - t0).alias("t"), pl.col("cwnd_bytes").alias("y"))
+
+
+def _rtt(r: Run, f: int, d: int, t0: float) -> pl.DataFrame | None:
+    rt = _sel(frame(r.analysis, "rtt"), f, d, ("time", "rtt_s"))
+    return None if rt is None else rt.select((pl.col("time") - t0).alias("t"), pl.col("rtt_s").alias("y"))
+
+
+def figures(result: CompareResult) -> list[Figure]:
+    """The overlay charts of a comparison (or why each is missing)."""
+    specs = [
+        ("timeseq", "sequence number over time", _seq, "highest sequence sent (bytes)", "line", None),
+        ("throughput", "goodput over time", _tput, "goodput (bit/s)", "line", "~s"),
+        ("cwnd", "congestion window", _cwnd, "cwnd (bytes)", "line", None),
+        ("rtt", "round-trip time", _rtt, "RTT (s)", "point", None),
+    ]
+    out = []
+    for kind, title, pick, y_title, mark, fmt in specs:
+        key = f"cmp-{kind}"
+        try:
+            chart = charts.overlay(_series(result, pick), y_title=y_title, title=title, name=key.replace("-", "_"),
+                                   mark=mark, y_format=fmt)
+            out.append(Figure(kind, key, title, chart=chart))
+        except charts.NoData as why:
+            out.append(Figure(kind, key, title, reason=str(why)))
+    pts = []
+    for r in result.runs:
+        if r.main is None:
+            continue
+        keys = pl.DataFrame({"flow": [r.main["flow"]], "dir": [r.main["dir"]], "label": [r.label]},
+                            schema={"flow": pl.UInt32, "dir": pl.Int8, "label": pl.String})
+        rt, tp = frame(r.analysis, "rtt"), throughput_frame(r.analysis)
+        if rt is not None and tp is not None:
+            pts.append(charts.ellipse_points(rt, tp, keys))
+    try:
+        chart = charts.ellipse(pl.concat(pts) if pts else pl.DataFrame(), title="throughput vs RTT per run",
+                               name="cmp_ellipse")
+        out.append(Figure("ellipse", "cmp-ellipse", "throughput vs RTT", chart=chart))
+    except charts.NoData as why:
+        out.append(Figure("ellipse", "cmp-ellipse", "throughput vs RTT", reason=str(why)))
+    return out
+
+
+def render(result: CompareResult) -> str:
+    """The comparison page: runs, the side-by-side metric table with deltas, overlay charts."""
+    from tracekit.reports import html as H
+
+    runs = result.runs
+    parts = ["<h1>tracekit compare</h1>", "<h2>Runs</h2>"]
+    parts.append(H.table([("run", "run"), ("path", "input"), ("format", "format"), ("tool", "tool"),
+                          ("connection", "main connection")],
+                         [{"run": r.label, "path": r.path, "format": r.analysis.trace.meta.get("format"),
+                           "tool": r.analysis.trace.meta.get("tool"),
+                           "connection": (r.main or {}).get("label") or "(no TCP data)"} for r in runs],
+                         table_id="runs"))
+    parts.append(f"<h2>Metrics (reference: {H.esc(runs[0].label)})</h2>")
+    head = "<th class=\"t\">metric</th>" + "".join(
+        f'<th data-run="{i}">{H.esc(r.label)}</th>' + (f'<th data-run="{i}">Δ {H.esc(r.label)}</th>' if i else "")
+        for i, r in enumerate(runs))
+    rows = []
+    for key, title in result.metrics:
+        cells = [f'<th class="t" data-col="{H.esc(key)}">{H.esc(title)}</th>']
+        for i, r in enumerate(runs):
+            cells.append(H.cell(r.metrics.get(key), key).replace("<td", f'<td data-run="{i}"', 1))
+            if i:
+                d, rel = result.delta(i, key)
+                text = "–" if d is None else (_signed(d, key) + (f" ({rel:+.1%})" if rel is not None else ""))
+                cls = "" if not d else (' class="pos"' if d > 0 else ' class="neg"')
+                cells.append(f'<td data-run="{i}" data-delta="{H.esc(key)}"{cls}>{H.esc(text)}</td>')
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    parts.append(f'<table id="metrics"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+    specs: dict[str, dict[str, Any]] = {}
+    parts.append("<h2>Overlays</h2><p class=\"note\">Time counts from each run's main connection start.</p>")
+    missing = []
+    for fig in figures(result):
+        if fig.present:
+            parts.append(H.figure_html(fig, fig.key, specs))
+        else:
+            missing.append(f"<li>{H.esc(fig.title)}: {H.esc(fig.reason)}</li>")
+    if missing:
+        parts.append(f'<h3>Charts not drawn</h3><ul class="missing">{"".join(missing)}</ul>')
+    for i, r in enumerate(runs):
+        if r.analysis.trace.warnings:
+            items = "".join(f"<li class=\"warn\"><code>{H.esc(w.get('code'))}</code> {H.esc(w.get('message'))}</li>"
+                            for w in r.analysis.trace.warnings)
+            parts.append(f"<h3>Warnings of {H.esc(r.label)}</h3><ul>{items}</ul>")
+    return H.page("tracekit compare — " + ", ".join(r.label for r in runs[:4]), "\n".join(parts), specs)
+
+
+def write(result: CompareResult, path: Path) -> None:
+    """Write the comparison page atomically.
+
+    Raises:
+        OutputError: when the file cannot be written.
+    """
+    from tracekit.reports.html import write_text
+
+    write_text(Path(path), render(result))

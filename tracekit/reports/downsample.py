@@ -1,0 +1,113 @@
+"""Keep charts light: thin long series in polars before they reach Vega-Lite.
+
+A chart is a few hundred pixels wide, so a 1M-point series carries ~1,000 times
+more points than can be seen. :func:`minmax` keeps, per pixel bucket and per
+series, the first, last, lowest and highest point (the M4 rule): the drawn line
+keeps every visible spike and dip, which plain decimation would lose.
+Event markers (retransmissions, SACK blocks, drops) are never thinned that way
+-- every marker matters -- but are capped by :func:`cap` with the number left
+out reported, so a pathological trace cannot produce a 100 MB page.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+#: Points per series a chart keeps (≈ 2 per horizontal pixel of a 1,000 px wide chart).
+MAX_POINTS = 2000
+#: Markers per layer (retransmissions, SACK blocks, drops) a chart keeps.
+MAX_MARKERS = 1500
+
+
+def minmax(
+    df: pl.DataFrame,
+    x: str,
+    y: str,
+    *,
+    by: list[str] | None = None,
+    max_points: int = MAX_POINTS,
+) -> pl.DataFrame:
+    """Thin each series to at most ~``max_points`` rows, keeping its extremes (M4).
+
+    The x range of each series is cut into ``max_points // 4`` equal buckets; in
+    each bucket the rows holding the first and last x and the lowest and highest
+    y are kept (at most four rows, fewer when they coincide).
+
+    Args:
+        df: Tidy data, one row per point.
+        x: The x column (numeric, e.g. ``time``).
+        y: The y column whose extremes must survive.
+        by: Columns naming a series (each is thinned on its own).
+        max_points: Target size per series.
+
+    Returns:
+        The kept rows, in their original order (a subset of ``df``; unchanged when
+        every series is already short enough).
+    """
+    by = list(by or [])
+    if df.height <= max_points or x not in df.columns or y not in df.columns:
+        return df
+    if by:
+        sizes = df.group_by(by).len()
+        if sizes["len"].max() <= max_points:  # type: ignore[operator]
+            return df
+    buckets = max(1, max_points // 4)
+    idx = "__row"
+    data = df.with_row_index(idx).filter(pl.col(x).is_not_null())
+    xmin = pl.col(x).min().over(by) if by else pl.col(x).min()
+    xmax = pl.col(x).max().over(by) if by else pl.col(x).max()
+    span = xmax - xmin
+    bucket = (
+        pl.when(span > 0)
+        .then(((pl.col(x) - xmin) / span * buckets).floor().clip(0, buckets - 1))
+        .otherwise(0)
+        .cast(pl.Int64)
+        .alias("__bucket")
+    )
+    data = data.with_columns(bucket)
+    keys = [*by, "__bucket"]
+    # Rows with a null y still mark the series' extent in x: keep first/last by x only.
+    picked = data.group_by(keys).agg(
+        pl.col(idx).get(pl.col(x).arg_min()).alias("a"),
+        pl.col(idx).get(pl.col(x).arg_max()).alias("b"),
+        pl.col(idx).get(pl.col(y).arg_min()).alias("c"),
+        pl.col(idx).get(pl.col(y).arg_max()).alias("d"),
+    )
+    keep = pl.concat([picked.select(pl.col(c).alias(idx)) for c in "abcd"]).drop_nulls().unique()
+    return (
+        df.with_row_index(idx)
+        .join(keep, on=idx, how="semi")
+        .sort(idx)
+        .drop(idx)
+    )
+
+
+def cap(df: pl.DataFrame, *, by: list[str] | None = None, n: int = MAX_MARKERS) -> tuple[pl.DataFrame, int]:
+    """Keep at most ``n`` marker rows (per group, evenly spread over the series).
+
+    Markers are not thinned by extremes: a retransmission is an event, not a
+    value. An even spread (every k-th row) keeps the chart's picture of *where*
+    the events happen, unlike "the first n", which would hide a late burst.
+
+    Args:
+        df: Marker rows in time order.
+        by: Groups capped separately (e.g. per flow).
+        n: Rows kept per group.
+
+    Returns:
+        The kept rows and the number of rows left out.
+    """
+    by = list(by or [])
+    if df.height <= n:
+        return df, 0
+    pos = pl.int_range(pl.len(), dtype=pl.Int64)
+    size = pl.len().cast(pl.Int64)
+    if by:
+        pos, size = pos.over(by), size.over(by)
+    # keep row i when floor(i * n / size) steps up: exactly min(n, size) rows per group, evenly spread
+    tmp = df.with_columns((pos * n // size).alias("__step"), size.alias("__size"))
+    prev = pl.col("__step").shift(1)
+    if by:
+        prev = prev.over(by)
+    out = tmp.filter((pl.col("__size") <= n) | (pl.col("__step") != prev).fill_null(True)).drop("__step", "__size")
+    return out, df.height - out.height

@@ -1,0 +1,208 @@
+"""Which charts a report holds: every chart kind for an :class:`~tracekit.analysis.Analysis`, or why not.
+
+:func:`figures` is the one place that decides what is drawn; the HTML page,
+the PNG/SVG export, ``compare`` and the golden tests all use it. A chart that
+cannot be drawn is still a :class:`Figure`, with ``chart=None`` and a reason
+the report lists (e.g. "captures do not see queues").
+
+The analysis frames are read defensively (``getattr``): this module works
+with any Analysis that has ``packets`` and ``flows``, and draws more as the
+analyses provide more frames.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from tracekit.reports import charts
+from tracekit.reports.charts import NoData
+
+if TYPE_CHECKING:
+    from tracekit.analysis import Analysis
+
+#: Chart kinds, in page order. Per-direction kinds come first, then whole-trace ones.
+FLOW_KINDS = ("timeseq", "cwnd", "throughput", "rtt")
+TRACE_KINDS = ("queue", "flows", "ellipse", "samples")
+KINDS = FLOW_KINDS + TRACE_KINDS
+TITLES = {
+    "timeseq": "time–sequence",
+    "cwnd": "congestion window and bytes in flight",
+    "throughput": "throughput and goodput",
+    "rtt": "round-trip time",
+    "queue": "queue length and drops",
+    "flows": "flows compared",
+    "ellipse": "throughput vs RTT",
+    "samples": "tool-reported series",
+}
+#: Tool-reported metrics charted (one chart each), at most.
+MAX_SAMPLE_CHARTS = 8
+#: Connection directions that get their own charts (the largest by bytes).
+MAX_FLOWS = 6
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One chart of a report, or the reason it is missing.
+
+    Attributes:
+        kind: One of :data:`KINDS`.
+        key: Stable id, unique in a page (``timeseq-f0-d0``); safe in file names.
+        title: Human title (cleaned of unsafe characters).
+        flow: Connection id for per-direction kinds.
+        dir: Direction for per-direction kinds.
+        chart: The Altair chart, or None.
+        reason: Why there is no chart.
+        notes: What the chart left out (capped markers).
+    """
+
+    kind: str
+    key: str
+    title: str
+    flow: int | None = None
+    dir: int | None = None
+    chart: Any = None
+    reason: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def present(self) -> bool:
+        """True when there is a chart to show."""
+        return self.chart is not None
+
+
+def frame(analysis: Any, name: str) -> pl.DataFrame | None:
+    """An analysis frame by name, or None when this Analysis does not provide it."""
+    if name == "throughput":
+        return throughput_frame(analysis)
+    try:
+        value = getattr(analysis, name)
+    except AttributeError:
+        return None
+    return value if isinstance(value, pl.DataFrame) else None
+
+
+def throughput_frame(analysis: Any, bin_s: float | None = None) -> pl.DataFrame | None:
+    """``analysis.throughput(bin_s)`` (a method) or ``analysis.throughput`` (a frame), else None."""
+    try:
+        value = getattr(analysis, "throughput")  # noqa: B009 - Analysis.__getattr__ may raise AttributeError
+    except AttributeError:
+        return None
+    if callable(value):
+        value = value(bin_s=bin_s)
+    return value if isinstance(value, pl.DataFrame) else None
+
+
+def flow_labels(flows: pl.DataFrame) -> pl.DataFrame:
+    """The flows table with a ``label`` column: ``src:sport → dst:dport`` (cleaned, ≤ 64 chars)."""
+    if flows.is_empty():
+        return flows.with_columns(label=pl.lit(None, pl.String))
+
+    def end(host: str, port: str) -> pl.Expr:
+        h = pl.col(host).cast(pl.String).fill_null("?") if host in flows.columns else pl.lit("?")
+        if port not in flows.columns:
+            return h
+        return pl.when(pl.col(port).is_not_null()).then(pl.format("{}:{}", h, pl.col(port))).otherwise(h)
+
+    return flows.with_columns(label=charts.safe_label_expr(pl.concat_str(end("src", "sport"), pl.lit(" → "),
+                                                                          end("dst", "dport"))))
+
+
+def main_directions(flows: pl.DataFrame, limit: int = MAX_FLOWS) -> tuple[pl.DataFrame, int]:
+    """The data directions to chart (largest first by unique bytes), and how many were left out."""
+    if flows.is_empty() or "flow" not in flows.columns:
+        return flows, 0
+    size = next((c for c in ("unique_bytes", "data_bytes", "packets") if c in flows.columns), None)
+    ranked = flows.sort([size, "flow", "dir"], descending=[True, False, False], nulls_last=True) if size else flows
+    return ranked.head(limit), max(0, ranked.height - limit)
+
+
+def _draw(kind: str, key: str, title: str, fn: Any, *args: Any, flow: int | None = None,
+          dir: int | None = None, **kw: Any) -> Figure:
+    try:
+        chart = fn(*args, title=title, name=key.replace("-", "_"), **kw)
+    except NoData as why:
+        return Figure(kind, key, title, flow, dir, None, str(why))
+    return Figure(kind, key, title, flow, dir, chart, None, tuple(charts.notes_of(chart)))
+
+
+def figures(analysis: Analysis, *, max_flows: int = MAX_FLOWS, kinds: tuple[str, ...] = KINDS) -> list[Figure]:
+    """Every chart for one analysed trace, with a reason for each one that cannot be drawn.
+
+    Args:
+        analysis: The analysed trace.
+        max_flows: Connection directions charted one by one (largest first).
+        kinds: Chart kinds to build (default: all of :data:`KINDS`).
+
+    Returns:
+        Per-direction figures (direction by direction, in :data:`FLOW_KINDS` order),
+        then the whole-trace ones.
+    """
+    flows = flow_labels(analysis.flows)
+    shown, left_out = main_directions(flows, max_flows)
+    stalls = frame(analysis, "stalls")
+    tput = throughput_frame(analysis) if {"throughput", "flows", "ellipse"} & set(kinds) else None
+    rtt = frame(analysis, "rtt")
+    out: list[Figure] = []
+    if shown.is_empty():
+        for kind in FLOW_KINDS:
+            if kind in kinds:
+                out.append(Figure(kind, kind, TITLES[kind], reason="no TCP connection carried data"))
+    for row in shown.iter_rows(named=True):
+        f, d, label = int(row["flow"]), int(row["dir"]), row["label"]
+        tag = f"f{f}-d{d}"
+        models = {c: row.get(c) for c in charts.MODEL_COLUMNS}
+        makers = {
+            "timeseq": (charts.time_sequence, (analysis.packets, f, d),
+                        {"retransmissions": frame(analysis, "retransmissions"), "stalls": stalls}),
+            "cwnd": (charts.cwnd, (_or_empty(frame(analysis, "cwnd")), f, d),
+                     {"flight": frame(analysis, "flight"), "stalls": stalls}),
+            "throughput": (charts.throughput, (_or_empty(tput), f, d), {"models": models, "stalls": stalls}),
+            "rtt": (charts.rtt, (_or_empty(rtt), f, d), {"stalls": stalls}),
+        }
+        for kind in FLOW_KINDS:
+            if kind not in kinds:
+                continue
+            fn, args, kw = makers[kind]
+            out.append(_draw(kind, f"{kind}-{tag}", f"{TITLES[kind]} · {label}", fn, *args, flow=f, dir=d, **kw))
+    if left_out:
+        out.append(Figure("timeseq", "more-flows", "more flows",
+                          reason=f"{left_out:,} more connection directions not charted one by one "
+                                 f"(the report shows the {max_flows} largest)"))
+    if "queue" in kinds:
+        out.append(_draw("queue", "queue", TITLES["queue"], charts.queue, _or_empty(frame(analysis, "queue"))))
+    if "flows" in kinds:
+        out.append(_draw("flows", "flows", "", charts.flows_bar, flows, tput=tput,
+                         fairness=frame(analysis, "fairness")))
+    if "ellipse" in kinds:
+        keys = shown.select("flow", "dir", "label") if shown.height else pl.DataFrame(
+            schema={"flow": pl.UInt32, "dir": pl.Int8, "label": pl.String})
+        pts = charts.ellipse_points(_or_empty(rtt), _or_empty(tput), keys)
+        out.append(_draw("ellipse", "ellipse", TITLES["ellipse"], charts.ellipse, pts))
+    if "samples" in kinds:
+        out += _sample_figures(analysis.trace.samples)
+    return out
+
+
+def _sample_figures(smp: pl.DataFrame) -> list[Figure]:
+    """One chart per (metric, unit) the tool reported, largest series first up to the cap."""
+    if smp.is_empty():
+        return [Figure("samples", "samples", TITLES["samples"], reason="the trace has no tool-reported series")]
+    pairs = (smp.filter(pl.col("value").is_finite()).group_by("metric", "unit").len()
+             .sort(["len", "metric", "unit"], descending=[True, False, False]))
+    out = []
+    for i, (metric, unit, _n) in enumerate(pairs.head(MAX_SAMPLE_CHARTS).iter_rows()):
+        title = f"{TITLES['samples']} · {charts.safe_label(metric)} ({unit})"
+        out.append(_draw("samples", f"samples-{i}", title, charts.samples, smp, metric, unit))
+    if pairs.height > MAX_SAMPLE_CHARTS:
+        out.append(Figure("samples", "samples-more", TITLES["samples"],
+                          reason=f"{pairs.height - MAX_SAMPLE_CHARTS} more reported metrics not charted"))
+    if not out:
+        out.append(Figure("samples", "samples", TITLES["samples"], reason="no finite tool-reported values"))
+    return out
+
+
+def _or_empty(df: pl.DataFrame | None) -> pl.DataFrame:
+    return df if df is not None else pl.DataFrame()

@@ -1,0 +1,380 @@
+"""Self-contained, offline HTML reports built from tracekit's own small template.
+
+Why not ``chart.save("x.html")`` or ``vl_convert.vegalite_to_html``: both load
+Vega from a CDN unless told otherwise, and neither escapes the spec for the
+``<script>`` context -- a student's flow label ``</script><script>…`` would run
+(ECOSYSTEM.md §3.1, RELIABILITY.md §7.5). Here:
+
+* the Vega/Vega-Lite/vega-embed bundle (``vl_convert.javascript_bundle()``) is
+  inlined once per page: no network request at all;
+* all specs sit in one ``<script type="application/json">`` block written by
+  :func:`script_json` (``<``, ``>``, ``&``, U+2028/2029 as ``\\uXXXX``), so no
+  data value can end the script element;
+* every other text goes through :func:`html.escape`;
+* a Content-Security-Policy meta tag allows nothing but inline scripts (Vega
+  compiles its expressions with ``Function``, hence ``'unsafe-eval'``), inline
+  styles and ``data:`` images.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import json
+import os
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tracekit.errors import OutputError
+from tracekit.reports.text import _fmt
+
+if TYPE_CHECKING:
+    from tracekit.analysis import Analysis
+    from tracekit.reports.figures import Figure
+
+CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
+       "img-src data:; base-uri 'none'; form-action 'none'")
+_KEY = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
+#: Flow-table columns shown on the page, in order, when the analysis provides them.
+FLOW_COLUMNS = [
+    ("flow", "flow"), ("dir", "dir"), ("label", "connection"), ("duration", "duration s"),
+    ("packets", "packets"), ("unique_bytes", "bytes"), ("retrans_packets", "retransmitted"),
+    ("retrans_fast", "fast retx"), ("retrans_rto", "RTO retx"), ("throughput_bps", "throughput"),
+    ("goodput_bps", "goodput"), ("transfer_s", "transfer s"), ("rtt_p50_s", "RTT p50 s"),
+    ("handshake_rtt_s", "handshake RTT s"), ("max_cwnd_bytes", "max cwnd bytes"),
+    ("mathis_bps", "Mathis model"), ("padhye_bps", "Padhye model"), ("window_limited_bps", "window limit"),
+    ("stall_s", "stalled s"),
+]
+
+_STYLE = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1100px;padding:12px 24px;color:#222}
+h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ccc}
+h3{font-size:15px;margin:18px 0 6px}table{border-collapse:collapse;margin:6px 0 12px;font-size:13px;display:block;overflow-x:auto;max-width:100%}
+td,th{border:1px solid #ddd;padding:3px 7px;text-align:right;vertical-align:top}
+th{background:#f4f4f4}td.t,th.t{text-align:left}.meta td{text-align:left}
+.chart{margin:8px 0 18px;min-height:40px}.missing{color:#777}.warn{color:#8a5300}
+.note{color:#555;font-size:12px}.pos{color:#006d2c}.neg{color:#a50f15}code{font-size:12px}
+"""
+
+_EMBED = """
+(function () {
+  var specs = JSON.parse(document.getElementById("tk-specs").textContent);
+  var keys = Object.keys(specs), pending = [];
+  keys.forEach(function (key) {
+    var el = document.getElementById("chart-" + key);
+    if (!el) { return; }
+    pending.push(vegaEmbed(el, specs[key], {renderer: "svg", actions: false, mode: "vega-lite"})
+      .then(function () { el.setAttribute("data-rendered", "1"); })
+      .catch(function (err) {
+        el.setAttribute("data-error", String(err));
+        el.textContent = "chart failed: " + err;
+        console.error("tracekit chart " + key + ": " + err);
+      }));
+  });
+  Promise.all(pending).then(function () {
+    document.body.setAttribute("data-charts", String(pending.length));
+  });
+})();
+"""
+
+
+def script_json(obj: Any) -> str:
+    """JSON that cannot end or escape a ``<script>`` element (RELIABILITY.md §7.5 rule 1).
+
+    Raises:
+        ValueError: on NaN/inf (invalid JSON; charts map them to null first).
+    """
+    text = json.dumps(obj, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                    ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(ch, esc)
+    return text
+
+
+def esc(value: Any) -> str:
+    """HTML-escape any value (quotes too: it may land in an attribute)."""
+    return html.escape(str(value), quote=True)
+
+
+def _vl_version() -> str | None:
+    import altair as alt
+    import vl_convert as vlc
+
+    m = re.match(r"v?(\d+\.\d+)", alt.SCHEMA_VERSION)
+    return m.group(1) if m and m.group(1) in vlc.get_vegalite_versions() else None
+
+
+@functools.lru_cache(maxsize=1)
+def vega_bundle() -> str:
+    """The Vega + Vega-Lite + vega-embed JavaScript bundle, ready to inline in a ``<script>``.
+
+    Building it takes vl-convert ~2.5 s, so it is cached in memory and on disk
+    (``$XDG_CACHE_HOME/tracekit/``, keyed by the vl-convert and Vega-Lite versions).
+    A cache that cannot be written is simply not used.
+    """
+    import vl_convert as vlc
+
+    vl = _vl_version()
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tracekit"
+    cache = base / f"vega-bundle-{vlc.__version__}-{vl or 'latest'}.js"
+    try:
+        text = cache.read_text(encoding="utf-8")
+        if "window.vegaEmbed=" in text:
+            return _script_safe_js(text)
+    except (OSError, UnicodeDecodeError):
+        pass
+    text = vlc.javascript_bundle(vl_version=vl) if vl else vlc.javascript_bundle()
+    try:
+        write_atomic(cache, text.encode("utf-8"))
+    except OSError:
+        pass
+    return _script_safe_js(text)
+
+
+def _script_safe_js(js: str) -> str:
+    # The HTML parser ends a script at "</script" and changes state at "<!--" whatever the JS
+    # means; in the bundle these can only occur inside string literals, where "<\/" and "<\!"
+    # are the same characters to JavaScript. (vl-convert 1.9's bundle contains neither.)
+    js = re.sub(r"</(script)", r"<\\/\1", js, flags=re.IGNORECASE)
+    return js.replace("<!--", "<\\!--")
+
+
+def page(title: str, body: str, specs: dict[str, dict[str, Any]]) -> str:
+    """Wrap body HTML and chart specs into one self-contained page.
+
+    Args:
+        title: Page title (escaped here).
+        body: Trusted HTML built with :func:`esc` around every untrusted value.
+        specs: Vega-Lite specs by chart key; each renders into ``<div id="chart-KEY">``.
+
+    Returns:
+        The HTML text.
+    """
+    for key in specs:
+        if not _KEY.match(key):
+            raise ValueError(f"chart key {key!r} is not a safe id")
+    scripts = ""
+    if specs:
+        scripts = (f'<script type="application/json" id="tk-specs">{script_json(specs)}</script>\n'
+                   f"<script>{vega_bundle()}</script>\n<script>{_EMBED}</script>\n")
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="generator" content="tracekit">\n'
+        f"<title>{esc(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
+        f"{body}\n{scripts}</body>\n</html>\n"
+    )
+
+
+def cell(value: Any, col: str = "", text: str | None = None) -> str:
+    """One table cell: formatted text, its column key in ``data-col``, exact numbers in ``data-v``."""
+    shown = esc(text if text is not None else _fmt(value, col))
+    attr = f' data-col="{esc(col)}"' if col else ""
+    if isinstance(value, bool) or value is None or not isinstance(value, (int, float)):
+        return f'<td class="t"{attr}>{shown}</td>'
+    return f'<td{attr} data-v="{esc(repr(value))}">{shown}</td>'
+
+
+def table(columns: Sequence[tuple[str, str]], rows: Iterable[dict[str, Any]], *, cls: str = "",
+          table_id: str | None = None) -> str:
+    """An HTML table of rows (dicts); ``columns`` are (key, header) pairs, keys tracekit's own.
+
+    Each row's cells carry ``data-col`` (the key) so tests and scripts can read values back.
+    """
+    head = "".join(f'<th class="t">{esc(h)}</th>' if k in ("label", "run", "connection") else f"<th>{esc(h)}</th>"
+                   for k, h in columns)
+    body = []
+    for row in rows:
+        cells = "".join(cell(row.get(k), k) for k, _ in columns)
+        body.append(f"<tr>{cells}</tr>")
+    attrs = (f' class="{esc(cls)}"' if cls else "") + (f' id="{esc(table_id)}"' if table_id else "")
+    return f"<table{attrs}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def figure_html(fig: Figure, key: str, specs: dict[str, dict[str, Any]]) -> str:
+    """The chart ``<div>`` (its spec added to ``specs``) or the reason it is missing."""
+    if not fig.present:
+        return f'<p class="missing" data-missing="{esc(fig.kind)}">{esc(fig.title)}: not drawn — {esc(fig.reason)}</p>'
+    specs[key] = chart_spec(fig.chart)
+    notes = "".join(f'<p class="note">{esc(n)}</p>' for n in fig.notes)
+    return f'<div class="chart" id="chart-{key}" data-kind="{esc(fig.kind)}"></div>{notes}'
+
+
+def chart_spec(chart: Any) -> dict[str, Any]:
+    """The Vega-Lite dict of a chart (schema validation skipped: the golden tests validate)."""
+    from tracekit.reports._chartkit import spec
+
+    return spec(chart)
+
+
+def _meta_rows(analysis: Analysis) -> list[tuple[str, Any]]:
+    tr = analysis.trace
+    m = tr.meta
+    rows: list[tuple[str, Any]] = [("files", ", ".join(m.get("paths", []))), ("format", m.get("format")),
+                                   ("tool", m.get("tool"))]
+    if m.get("formats"):
+        rows.append(("formats", ", ".join(str(f) for f in m["formats"])))
+    rows += [("packet events", f"{tr.packets.height:,}"), ("analysed packets", f"{analysis.packets.height:,}"),
+             ("samples", f"{tr.samples.height:,}")]
+    for key in ("segment_size", "t0_ns", "linktypes", "units", "counts"):
+        if m.get(key) not in (None, {}, []):
+            v = m[key]
+            rows.append((key, json.dumps(v, default=str) if isinstance(v, (dict, list)) else v))
+    return rows
+
+
+def analysis_section(analysis: Analysis, prefix: str, specs: dict[str, dict[str, Any]],
+                     *, max_flows: int) -> tuple[str, list[Figure]]:
+    """The HTML of one analysed trace: metadata, warnings, flows table, charts, missing charts."""
+    from tracekit.reports.figures import FLOW_KINDS, figures, flow_labels
+
+    tr = analysis.trace
+    parts = [f"<h2>{esc(tr.path or '(bytes)')}</h2>"]
+    parts.append('<table class="meta"><tbody>' + "".join(
+        f"<tr><th class=\"t\">{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in _meta_rows(analysis))
+        + "</tbody></table>")
+    if tr.warnings:
+        items = "".join(
+            f"<li class=\"warn\"><code>{esc(w.get('code'))}</code> {esc(w.get('message'))} "
+            f"(×{esc(w.get('count', 1))}{', line ' + esc(w['line']) if w.get('line') else ''}"
+            f"{', byte ' + esc(w['offset']) if w.get('offset') is not None else ''})</li>"
+            for w in tr.warnings)
+        parts.append(f"<h3>Warnings</h3><ul>{items}</ul>")
+    flows = flow_labels(analysis.flows)
+    cols = [(k, h) for k, h in FLOW_COLUMNS if k in flows.columns]
+    parts.append("<h3>Flows</h3>" + (table(cols, flows.to_dicts(), table_id=f"{prefix}flows")
+                                     if flows.height else '<p class="missing">no TCP connection carried data</p>'))
+    figs = figures(analysis, max_flows=max_flows)
+    missing: list[str] = []
+    current: tuple[int | None, int | None] | None = None
+    for fig in figs:
+        if not fig.present:
+            missing.append(f"<li>{esc(fig.title)}: {esc(fig.reason)}</li>")
+            continue
+        if fig.kind in FLOW_KINDS and (fig.flow, fig.dir) != current:
+            current = (fig.flow, fig.dir)
+            label = fig.title.split(" · ", 1)[-1]
+            parts.append(f"<h3>Flow {esc(fig.flow)} direction {esc(fig.dir)}: {esc(label)}</h3>")
+        elif fig.kind not in FLOW_KINDS and current != (None, None):
+            current = (None, None)
+            parts.append("<h3>Whole trace</h3>")
+        parts.append(figure_html(fig, prefix + fig.key, specs))
+    if missing:
+        parts.append(f'<h3>Charts not drawn</h3><ul class="missing">{"".join(missing)}</ul>')
+    return "\n".join(parts), figs
+
+
+def render_report(analyses: Sequence[Analysis], *, max_flows: int = 6) -> tuple[str, list[tuple[str, Figure]]]:
+    """Build the report page for one or more analysed traces.
+
+    Returns:
+        The HTML text and the drawn figures with their page keys (for image export).
+    """
+    specs: dict[str, dict[str, Any]] = {}
+    sections, drawn = [], []
+    for i, analysis in enumerate(analyses):
+        prefix = f"r{i}-" if len(analyses) > 1 else ""
+        body, figs = analysis_section(analysis, prefix, specs, max_flows=max_flows)
+        sections.append(f'<section id="trace-{i}">{body}</section>')
+        drawn += [(prefix + f.key, f) for f in figs if f.present]
+    names = ", ".join(Path(a.trace.path).name for a in analyses[:3] if a.trace.path)
+    title = f"tracekit report — {names}" if names else "tracekit report"
+    header = f"<h1>{esc(title)}</h1>"
+    return page(title, header + "\n".join(sections), specs), drawn
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write through a temporary file and ``os.replace`` (never half-written), mode 0666 & ~umask.
+
+    (``mkstemp`` creates 0600 files; a report is meant to be shared like any other file.)
+    """
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write a page atomically (temp file + ``os.replace``), errors as :class:`OutputError`."""
+    path = Path(path)
+    if path.is_dir():
+        raise OutputError("is a directory, not a file", path=str(path), hint="give a file name, e.g. report.html")
+    try:
+        write_atomic(path, text.encode("utf-8"))
+    except OSError as exc:
+        raise OutputError(f"cannot write the report: {exc.strerror or exc}", path=str(path),
+                          hint="choose a writable location with -o") from None
+
+
+def export_images(figs: Sequence[tuple[str, Figure]], *, png_dir: Path | None = None,
+                  svg_dir: Path | None = None, scale: float = 2.0) -> list[Path]:
+    """Write each chart as ``KEY.png`` / ``KEY.svg`` through vl-convert (no browser, no network).
+
+    File names come from the chart keys (tracekit's own ``[A-Za-z0-9_-]`` ids), never from
+    names in the input. ``allowed_base_urls=[]`` forbids any data URL in the specs.
+
+    Returns:
+        The files written.
+
+    Raises:
+        OutputError: when a folder or file cannot be written.
+    """
+    import vl_convert as vlc
+
+    written: list[Path] = []
+    for folder, ext in ((png_dir, "png"), (svg_dir, "svg")):
+        if folder is None:
+            continue
+        folder = Path(folder)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"cannot create the image folder: {exc.strerror or exc}", path=str(folder),
+                              hint="choose a writable folder") from None
+        for key, fig in figs:
+            if not _KEY.match(key):
+                raise ValueError(f"chart key {key!r} is not a safe file name")
+            spec = chart_spec(fig.chart)
+            data = (vlc.vegalite_to_png(spec, scale=scale, allowed_base_urls=[]) if ext == "png"
+                    else vlc.vegalite_to_svg(spec, allowed_base_urls=[]).encode("utf-8"))
+            out = folder / f"{key}.{ext}"
+            try:
+                write_atomic(out, data)
+            except OSError as exc:
+                raise OutputError(f"cannot write an image: {exc.strerror or exc}", path=str(out),
+                                  hint="choose a writable folder") from None
+            written.append(out)
+    return written
+
+
+def write_report(analyses: list[Analysis], path: Path, *, png_dir: Path | None = None,
+                 svg_dir: Path | None = None, max_flows: int = 6) -> None:
+    """Write one self-contained HTML report for the analysed traces (and optionally images).
+
+    Args:
+        analyses: One Analysis per trace; all go on the same page.
+        path: The HTML file to write (atomically).
+        png_dir: Also write every chart as PNG into this folder.
+        svg_dir: Also write every chart as SVG into this folder.
+        max_flows: Connection directions charted one by one per trace.
+
+    Raises:
+        OutputError: when an output cannot be written.
+    """
+    text, drawn = render_report(analyses, max_flows=max_flows)
+    write_text(Path(path), text)
+    if png_dir is not None or svg_dir is not None:
+        export_images(drawn, png_dir=png_dir, svg_dir=svg_dir)
