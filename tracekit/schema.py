@@ -84,8 +84,9 @@ FLIGHT: dict[str, pl.DataType] = {
     "dir": pl.Int8(),
     "frame": pl.UInt64(),
     "time": pl.Float64(),
-    "flight_bytes": pl.Int64(),  # Wireshark's definition: sent and not yet cumulatively acked
+    "flight_bytes": pl.Int64(),  # Wireshark's tcp.analysis.bytes_in_flight (minus the peer's latest SACK blocks)
     "flight_sack_bytes": pl.Int64(),  # refined: minus SACKed bytes (RFC 6675 "pipe" without loss marks)
+    "unacked_bytes": pl.Int64(),  # added: highest data byte sent - highest cumulative ACK (no SACK)
 }
 
 CWND: dict[str, pl.DataType] = {

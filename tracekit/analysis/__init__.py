@@ -1,54 +1,160 @@
 """TCP analyses: pure functions over a Trace's polars frames, gathered in :class:`Analysis`.
 
-One analysis per module; each is a pure function (no I/O, no plotting) that
-returns a frame declared in :mod:`tracekit.schema`. :func:`analyze` runs them all.
+One analysis per module, each a pure function (no I/O, no plotting) returning a frame
+declared in :mod:`tracekit.schema`; :func:`analyze` runs them all, sharing the per-packet
+sequence state (:mod:`tracekit.analysis._state`) so that the work is done once:
+
+* :mod:`.vantage` — one row per packet as seen at the data sender (simulators), and where a
+  capture was taken;
+* :mod:`.flight`, :mod:`.rtt`, :mod:`.retrans`, :mod:`.stalls`, :mod:`.flows`;
+* :mod:`.cwnd`, :mod:`.throughput`, :mod:`.queue`, :mod:`.fairness` and :mod:`tracekit.models`.
+
+Definitions of every column: docs/analysis.md.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Any
 
 import polars as pl
 
+from tracekit.analysis._bins import default_bin  # first: .throughput imports it from the package
+from tracekit.analysis import _state
+from tracekit.analysis import cwnd as _cwnd
+from tracekit.analysis import fairness as _fairness
+from tracekit.analysis import queue as _queue
+from tracekit.analysis import retrans as _retrans
+from tracekit.analysis import throughput as _throughput
+from tracekit.analysis import rtt as _rtt
+from tracekit.analysis.flight import flight as _flight
 from tracekit.analysis.flows import flows as _flows
-from tracekit.analysis.vantage import vantage
+from tracekit.analysis.stalls import stalls as _stalls
+from tracekit.analysis.vantage import detect, vantage
+from tracekit.errors import UsageError
 from tracekit.trace import Trace
+
+__all__ = ["Analysis", "analyze", "default_bin"]
+
+
+def _bin(pk: pl.DataFrame, bin_s: float | None) -> float:
+    """``bin_s`` checked, or :func:`default_bin` of the packets' time span.
+
+    Raises:
+        UsageError: if ``bin_s`` is not a positive number.
+    """
+    if bin_s is None:
+        if pk.is_empty():
+            return 1.0
+        return default_bin(float(pk["time"].max() - pk["time"].min()))  # type: ignore[operator]
+    try:
+        b = float(bin_s)
+    except (TypeError, ValueError):
+        b = float("nan")
+    if not math.isfinite(b) or b <= 0:
+        raise UsageError(f"throughput bin must be a positive number of seconds, not {bin_s!r}")
+    return b
 
 
 @dataclass(frozen=True)
 class Analysis:
-    """Everything tracekit reconstructs from one trace.
+    """Everything tracekit reconstructs from one trace (frames declared in :mod:`tracekit.schema`).
 
     Attributes:
-        trace: The analysed trace.
-        packets: The packet events at the analysis vantage point (one row per packet).
-        flows: One row per connection direction that carried data.
-        extra: Further frames by name (flight, cwnd, rtt, retransmissions, stalls, queue, fairness).
+        trace: The analysed trace (``meta["vantage_point"]`` added: where it was observed).
+        packets: The packet events at the vantage point (one row per packet).
+        flows: One row per connection direction that carried data (docs/analysis.md).
+        flight: Bytes in flight at each data segment (:data:`tracekit.schema.FLIGHT`).
+        cwnd: Congestion window, traced or estimated (:data:`tracekit.schema.CWND`).
+        rtt: RTT samples (:data:`tracekit.schema.RTT`).
+        retransmissions: Retransmitted segments with their kind (:data:`tracekit.schema.RETRANSMISSIONS`).
+        stalls: Intervals without new data, with their cause (:data:`tracekit.schema.STALLS`).
+        queue: Queue length per link over time, simulators (:data:`tracekit.schema.QUEUE`).
+        fairness: Jain's index over the flows (:data:`tracekit.schema.FAIRNESS`).
     """
 
     trace: Trace
     packets: pl.DataFrame
     flows: pl.DataFrame
-    extra: dict[str, pl.DataFrame] = field(default_factory=dict)
+    flight: pl.DataFrame
+    cwnd: pl.DataFrame
+    rtt: pl.DataFrame
+    retransmissions: pl.DataFrame
+    stalls: pl.DataFrame
+    queue: pl.DataFrame
+    fairness: pl.DataFrame
+    _throughput: dict[float, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
 
-    def __getattr__(self, name: str) -> pl.DataFrame:
-        extra = object.__getattribute__(self, "extra")
-        if name in extra:
-            return extra[name]  # type: ignore[no-any-return]
-        raise AttributeError(name)
+    @property
+    def default_bin_s(self) -> float:
+        """The throughput bin used when none is given: :func:`default_bin` of the packets' time span."""
+        return _bin(self.packets, None)
+
+    def throughput(self, bin_s: float | None = None) -> pl.DataFrame:
+        """Throughput and goodput per direction in bins of ``bin_s`` seconds (:data:`tracekit.schema.THROUGHPUT`).
+
+        Args:
+            bin_s: Bin width in seconds; chosen from the duration (about 100 bins) when None.
+
+        Returns:
+            The ``throughput`` frame.
+
+        Raises:
+            UsageError: if ``bin_s`` is not a positive number.
+        """
+        b = _bin(self.packets, bin_s)
+        if b not in self._throughput:
+            self._throughput[b] = _throughput.throughput(self.packets, b)
+        return self._throughput[b]
+
+    def frames(self) -> dict[str, pl.DataFrame]:
+        """Every analysis frame by name (throughput at the default bin), for export."""
+        return {
+            "flows": self.flows, "flight": self.flight, "cwnd": self.cwnd, "rtt": self.rtt,
+            "retransmissions": self.retransmissions, "stalls": self.stalls, "queue": self.queue,
+            "fairness": self.fairness, "throughput": self.throughput(),
+        }
+
+    @property
+    def extra(self) -> dict[str, pl.DataFrame]:
+        """The frames beyond ``flows`` (kept for writers that iterate ``analysis.extra``)."""
+        return {k: v for k, v in self.frames().items() if k != "flows"}
 
 
-def analyze(trace: Trace, **options: Any) -> Analysis:
+def analyze(trace: Trace, *, bin_s: float | None = None) -> Analysis:
     """Run every analysis on a trace.
 
     Args:
         trace: A validated Trace.
-        **options: Reserved for analysis options.
+        bin_s: Throughput bin for the fairness index (default: :func:`default_bin` of the duration).
 
     Returns:
         The Analysis.
+
+    Raises:
+        UsageError: for a bad ``bin_s``.
     """
     pk = vantage(trace.packets)
-    fl = _flows(pk)
-    return Analysis(trace=trace, packets=pk, flows=fl)
+    st = _state.prepare(pk)
+    rs = _rtt.samples(st)
+    st = _rtt.with_srtt(st, rs)
+    rt = _retrans.classify(st, rs)
+    retrans_df = rt.drop("_i", "episode")
+    fl = _flight(pk, state=st)
+    sl = _stalls(pk, state=st, rtt_samples_df=rs, retrans=rt)
+    rtt_df = rs.drop("_i")
+    vp = detect(pk, rtt_df)
+    cw = _cwnd.cwnd(pk, trace.samples, fl, retrans_df, trace.meta)
+    cs = _cwnd.flow_stats(cw)
+    qu = _queue.queue(trace.packets)
+    flows_df = _flows(pk, all_packets=trace.packets, parts={
+        "state": st, "rtt_samples": rs, "retrans": rt, "flight": fl, "stalls": sl, "cwnd_stats": cs, "vantage": vp,
+    })
+    points = [v for v in flows_df["vantage_point"].unique().to_list() if v is not None]
+    where = points[0] if len(points) == 1 else ("mixed" if points else None)
+    b = _bin(pk, bin_s)
+    tp = _throughput.throughput(pk, b)
+    return Analysis(
+        trace=trace.with_meta(vantage_point=where), packets=pk, flows=flows_df, flight=fl, cwnd=cw, rtt=rtt_df,
+        retransmissions=retrans_df, stalls=sl, queue=qu, fairness=_fairness.fairness(tp), _throughput={b: tp},
+    )

@@ -1,25 +1,55 @@
-"""Per-direction connection summary: the ``flows`` frame.
+"""Per-direction connection summary: the ``flows`` frame (one row per (flow, dir) that carried data).
 
 Definitions (docs/analysis.md has the full list):
 
 * a *data segment* is a TCP segment with payload > 0;
-* ``retrans_packets``/``retrans_bytes``: data segments whose bytes were (at least partly)
-  sent before in that direction (``seq`` below the highest ``seq + payload`` seen so far);
-  only the overlapping bytes count as retransmitted;
+* ``retrans_packets``/``retrans_bytes``: the rows of the ``retransmissions`` frame
+  (Wireshark's detection, out-of-order segments excluded); only the bytes that had been sent
+  before count as retransmitted; ``retrans_fast``/``retrans_rto``/``retrans_spurious`` by kind;
 * ``unique_bytes``: highest sequence end minus lowest data sequence;
 * ``throughput_bps``: every byte on the wire in that direction (``size``) × 8 ÷ duration;
 * ``goodput_bps``: unique payload bytes × 8 ÷ duration;
 * ``handshake_rtt_s``: SYN → the initiator's ACK of the SYN-ACK (Wireshark's
-  ``tcp.analysis.initial_rtt``), on both directions' rows.
+  ``tcp.analysis.initial_rtt``), on both directions' rows;
+* ``transfer_s``: first data byte sent → the ACK of the last data byte (the "download
+  response time"); null when that ACK was not seen;
+* ``init_window_bytes``/``init_window_segments``: data sent before the first ACK of data;
+* ``window_scaling``: both SYN and SYN-ACK carried the window-scale option (RFC 7323);
+* ``rtt_*``: over the direction's ``seq`` RTT samples (``ts`` ones when there are none;
+  ``rtt_method`` says which), zero samples (same timestamp) left out;
+* ``dup_acks``: duplicate ACKs (Wireshark's rule) the other side sent about this data;
+* ``flight_max_bytes``/``flight_mean_bytes``: over the ``flight_bytes`` of the data segments;
+* ``max_cwnd_bytes``, ``cwnd_source``, ``loss_events``: from the cwnd analysis;
+* ``stall_count``/``stall_time_s``: the ``stalls`` frame;
+* ``limited_rwnd_share``/``limited_cwnd_share``/``limited_app_share``: each data segment
+  stands for the time until the next one; it is *rwnd-limited* when the data outstanding
+  after it plus one MSS exceeds the receiver's window, else *app-limited* when the next data
+  came more than one srtt later and everything sent had been acknowledged by then (the
+  sender had nothing to send), else *cwnd-limited* (sending as the ACK clock allows,
+  including loss recovery and timeouts);
+* ``drops``/``loss_rate``: simulator traces: ``drop`` events of the direction ÷ data
+  segments sent; captures (no drops recorded): non-spurious retransmissions ÷ data segments;
+* ``mathis_bps``/``padhye_bps``: the models of :mod:`tracekit.models` for ``loss_rate``, the
+  largest segment sent as MSS, ``rtt_mean_s`` and (Padhye) RTO = max(0.2 s, srtt + 4·rttvar)
+  at the end and the largest advertised window; ``window_limited_bps``: largest advertised
+  window ÷ ``rtt_mean_s``;
+* ``vantage_point``: ``sender``, ``receiver`` or ``middle`` (:func:`tracekit.analysis.vantage.detect`).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import polars as pl
 
-from tracekit.schema import ACK, SYN
+from tracekit.analysis._groups import MISSING, Grouped
+from tracekit.analysis._state import KEYS, at, other_side, pick, prepare
+from tracekit.analysis.rtt import at_rows
+from tracekit.schema import SYN
 
-FLOW_KEYS = ["flow", "dir"]
+FLOW_KEYS = KEYS
+RTO_MIN_S = 0.2
 
 
 def with_seq_end(pk: pl.DataFrame) -> pl.DataFrame:
@@ -29,20 +59,13 @@ def with_seq_end(pk: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def flows(pk: pl.DataFrame) -> pl.DataFrame:
-    """Summarise every TCP connection direction that carried data.
-
-    Args:
-        pk: Packets at the vantage point (:func:`tracekit.analysis.vantage.vantage`).
-
-    Returns:
-        One row per (flow, dir) with payload.
-    """
-    tcp = pk.filter((pl.col("proto") == "tcp") & pl.col("flow").is_not_null())
-    tcp = with_seq_end(tcp)
+def _basic(pk: pl.DataFrame) -> pl.DataFrame:
+    """Counts, bytes, endpoints and window scaling per direction with payload."""
+    tcp = pk.lazy().filter((pl.col("proto") == "tcp") & pl.col("flow").is_not_null()).select(
+        *FLOW_KEYS, "src", "dst", "sport", "dport", "time", "payload", "size", "seq", "mss", "wscale", "flags",
+        seq_end=pl.col("seq") + pl.col("payload").cast(pl.Int64),
+    )
     data = pl.col("payload") > 0
-    overlap = (pl.min_horizontal("seq_end", "prev_max_end") - pl.col("seq")).clip(lower_bound=0)
-    is_re = data & (pl.col("seq") < pl.col("prev_max_end").fill_null(-(1 << 62)))
     summary = tcp.group_by(FLOW_KEYS).agg(
         pl.col("src").first().cast(pl.String),
         pl.col("dst").first().cast(pl.String),
@@ -55,39 +78,231 @@ def flows(pk: pl.DataFrame) -> pl.DataFrame:
         pl.col("payload").cast(pl.Int64).sum().alias("data_bytes"),
         pl.col("size").cast(pl.Int64).sum().alias("wire_bytes"),
         (pl.col("seq_end").filter(data).max() - pl.col("seq").filter(data).min()).alias("unique_bytes"),
-        is_re.sum().alias("retrans_packets"),
-        overlap.filter(is_re).sum().alias("retrans_bytes"),
         pl.col("mss").drop_nulls().first().alias("mss"),
         pl.col("wscale").drop_nulls().first().alias("wscale"),
-    )
-    summary = summary.filter(pl.col("data_bytes") > 0)
-    # handshake: SYN (initiator) -> first ACK from the initiator after the SYN-ACK
+        pl.col("payload").max().cast(pl.Int64).alias("_smss"),
+    ).filter(pl.col("data_bytes") > 0).collect()
     flags = pl.col("flags").fill_null(0)
-    syn_t = tcp.filter((pl.col("dir") == 0) & ((flags & (SYN | ACK)) == SYN)).group_by("flow").agg(
-        pl.col("time").min().alias("_syn"))
-    synack_t = tcp.filter((pl.col("dir") == 1) & ((flags & (SYN | ACK)) == (SYN | ACK))).group_by("flow").agg(
-        pl.col("time").min().alias("_synack"))
-    ack_t = (
-        tcp.filter((pl.col("dir") == 0) & ((flags & (SYN | ACK)) == ACK))
-        .join(synack_t, on="flow")
-        .filter(pl.col("time") >= pl.col("_synack"))
-        .group_by("flow")
-        .agg(pl.col("time").min().alias("_ack3"))
-    )
-    hs = syn_t.join(synack_t, on="flow").join(ack_t, on="flow").select(
-        "flow", (pl.col("_ack3") - pl.col("_syn")).alias("handshake_rtt_s"))
+    syns = tcp.filter((flags & SYN) != 0).collect()
+    # window scaling is in effect only when both SYN and SYN-ACK carried the option
+    ws = syns.group_by("flow").agg(
+        (pl.col("wscale").is_not_null() & (pl.col("dir") == 0)).any().alias("_w0"),
+        (pl.col("wscale").is_not_null() & (pl.col("dir") == 1)).any().alias("_w1"),
+    ).select("flow", window_scaling=pl.col("_w0") & pl.col("_w1"))
     duration = pl.col("end") - pl.col("start")
-    out = (
-        summary.join(hs, on="flow", how="left")
-        .with_columns(duration=duration)
+    return (
+        summary.join(ws, on="flow", how="left")
+        .with_columns(duration=duration, window_scaling=pl.col("window_scaling").fill_null(False))
         .with_columns(
             unique_bytes=pl.col("unique_bytes").fill_null(0),
             throughput_bps=pl.when(pl.col("duration") > 0).then(pl.col("wire_bytes") * 8 / pl.col("duration")),
             goodput_bps=pl.when(pl.col("duration") > 0).then(pl.col("unique_bytes") * 8 / pl.col("duration")),
         )
-        .sort(FLOW_KEYS)
     )
-    order = ["flow", "dir", "src", "sport", "dst", "dport", "start", "end", "duration", "packets",
-             "data_packets", "data_bytes", "unique_bytes", "wire_bytes", "retrans_packets", "retrans_bytes",
-             "throughput_bps", "goodput_bps", "handshake_rtt_s", "mss", "wscale"]
-    return out.select(order)
+
+
+def _timing(st: pl.DataFrame) -> pl.DataFrame:
+    """transfer_s, the initial window and the largest advertised window per data direction."""
+    data = pick(st, pl.col("len") > 0, "_i", *KEYS, "time", "seq", "len", "dend")
+    first = data.group_by(KEYS).agg(
+        pl.col("time").min().alias("_t0"), pl.col("seq").min().alias("_s0"), pl.col("dend").max().alias("_last"))
+    # only ACKs that raise the cumulative ACK can be the first to cover anything
+    acks = other_side(st.lazy().filter(pl.col("new_ack")).select("_i", *KEYS, "ack", "time").collect(),
+                      {"_ack": pl.col("ack"), "_t": pl.col("time")}).join(first, on=KEYS)
+    fin = acks.filter(pl.col("_ack") >= pl.col("_last")).group_by(KEYS).agg(pl.col("_t").min().alias("_tend"))
+    first_ack = acks.filter(pl.col("_ack") > pl.col("_s0")).group_by(KEYS).agg(pl.col("_i").min().alias("_ai"))
+    iw = data.join(first_ack, on=KEYS).filter(pl.col("_i") < pl.col("_ai")).group_by(KEYS).agg(
+        pl.col("len").sum().alias("init_window_bytes"), pl.len().cast(pl.Int64).alias("init_window_segments"))
+    rwin = st.lazy().group_by("flow", (1 - pl.col("dir")).cast(pl.Int8).alias("dir")).agg(
+        pl.col("win").max().alias("max_rwnd_bytes")).collect()
+    return (
+        first.join(fin, on=KEYS, how="left").join(iw, on=KEYS, how="left").join(rwin, on=KEYS, how="left")
+        .select(*KEYS, (pl.col("_tend") - pl.col("_t0")).alias("transfer_s"), "init_window_bytes",
+                "init_window_segments", "max_rwnd_bytes")
+    )
+
+
+def _rtt_stats(rs: pl.DataFrame) -> pl.DataFrame:
+    if rs.is_empty():
+        return pl.DataFrame(schema={"flow": pl.UInt32, "dir": pl.Int8, "rtt_min_s": pl.Float64, "rtt_mean_s": pl.Float64,
+                                    "rtt_p50_s": pl.Float64, "rtt_p95_s": pl.Float64, "rtt_samples": pl.Int64,
+                                    "rtt_method": pl.String})
+    pos = rs.filter(pl.col("rtt_s") > 0)
+    has_seq = pos.group_by(KEYS).agg((pl.col("method") == "seq").any().alias("_hs"))
+    use = pos.join(has_seq, on=KEYS).filter((pl.col("method") == "seq") | ~pl.col("_hs"))
+    return use.group_by(KEYS).agg(
+        pl.col("rtt_s").min().alias("rtt_min_s"), pl.col("rtt_s").mean().alias("rtt_mean_s"),
+        pl.col("rtt_s").median().alias("rtt_p50_s"), pl.col("rtt_s").quantile(0.95, "linear").alias("rtt_p95_s"),
+        pl.len().cast(pl.Int64).alias("rtt_samples"), pl.col("method").first().alias("rtt_method"),
+    )
+
+
+def _shares(st: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
+    """Time shares limited by the receiver window, the application and cwnd (module docstring)."""
+    empty_shares = pl.DataFrame(schema={"flow": pl.UInt32, "dir": pl.Int8, "limited_cwnd_share": pl.Float64,
+                                        "limited_rwnd_share": pl.Float64, "limited_app_share": pl.Float64})
+    data = pick(st, pl.col("len") > 0, "_i", "g", "time", "hi_dend", "r_win", "r_hi_ack", "r_i", "len")
+    if data.is_empty():
+        return empty_shares
+    data = at_rows(st, est, data)
+    gp = Grouped(data["g"].to_numpy())
+    T = gp.take  # noqa: N806
+    g = T(data["g"].to_numpy()).astype(np.int64)
+    t = T(data["time"].to_numpy())
+    hd = T(data["hi_dend"].to_numpy())
+    ack = T(data["r_hi_ack"].fill_null(MISSING).to_numpy())
+    win = T(data["r_win"].fill_null(MISSING).to_numpy())
+    srtt = T(data["srtt"].fill_null(0.0).to_numpy())
+    ln = T(data["len"].to_numpy())
+    last = np.ones(len(g), dtype=bool)
+    last[:-1] = gp.first[1:]
+    nxt = lambda x, fill: np.where(last, fill, np.roll(x, -1))  # noqa: E731 - next row of the same direction
+    w = np.clip(nxt(t, t) - t, 0.0, None)  # each segment stands for the time until the next one
+    mss = np.maximum.reduceat(ln, np.flatnonzero(gp.first))[gp.rank]
+    unacked = np.where(ack == MISSING, 0, np.clip(hd - ack, 0, None))
+    rwnd = (win != MISSING) & (ack != MISSING) & (unacked + mss > win)
+    next_ack = nxt(ack, MISSING)
+    app = ~rwnd & (w > srtt) & (next_ack != MISSING) & (next_ack >= hd)
+    cw = ~rwnd & ~app
+    ng = int(g.max()) + 1
+    tot = np.bincount(g, weights=w, minlength=ng)
+    groups = np.unique(g)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = {k: (np.bincount(g, weights=np.where(m, w, 0.0), minlength=ng) / tot)[groups]
+                 for k, m in (("cwnd", cw), ("rwnd", rwnd), ("app", app))}
+    return pl.DataFrame({
+        "flow": (groups // 2).astype(np.uint32), "dir": (groups % 2).astype(np.int8),
+        **{f"limited_{k}_share": v for k, v in share.items()},
+    }).with_columns(pl.col("^limited_.*$").fill_nan(None))
+
+
+def _models(out: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
+    """Mathis, Padhye and window-limit predictions next to the measured goodput."""
+    last = est.sort("_i").group_by(KEYS).agg(pl.col("srtt").last(), pl.col("rttvar").last())
+    out = out.join(last, on=KEYS, how="left", maintain_order="left")
+    try:
+        from tracekit import models
+    except ImportError:  # pragma: no cover - tracekit.models is part of the package
+        return out.with_columns(mathis_bps=pl.lit(None, pl.Float64), padhye_bps=pl.lit(None, pl.Float64),
+                                window_limited_bps=pl.lit(None, pl.Float64))
+    p = out["loss_rate"].cast(pl.Float64).to_numpy()
+    mss = out["_smss"].cast(pl.Float64).to_numpy()
+    rtt = out["rtt_mean_s"].cast(pl.Float64).to_numpy()
+    rto = out.select(pl.max_horizontal(pl.lit(RTO_MIN_S), pl.col("srtt") + 4 * pl.col("rttvar"))).to_series()
+    wmax = out["max_rwnd_bytes"].cast(pl.Float64).to_numpy()
+    with np.errstate(all="ignore"):
+        ok = (p > 0) & (rtt > 0) & np.isfinite(p) & np.isfinite(rtt)
+        ps, rs = np.where(ok, p, 0.5), np.where(ok, rtt, 1.0)
+        ma = np.where(ok, models.mathis(ps, mss, rs), np.nan)
+        wm = np.where(np.isfinite(wmax), wmax, np.nan)
+        pa = np.where(ok & np.isfinite(rto.to_numpy()),
+                      models.padhye(ps, mss, rs, np.nan_to_num(rto.to_numpy(), nan=1.0),
+                                    wmax_bytes=np.where(np.isfinite(wm), wm, 1e12)), np.nan)
+        wl = np.where((rtt > 0) & np.isfinite(wm), models.window_limited(np.nan_to_num(wm), np.where(rtt > 0, rtt, 1.0)),
+                      np.nan)
+    clean = lambda a: pl.Series(a, dtype=pl.Float64).fill_nan(None)  # noqa: E731
+    return out.with_columns(mathis_bps=clean(ma), padhye_bps=clean(pa), window_limited_bps=clean(wl))
+
+
+#: Column order of the flows frame.
+COLUMNS = [
+    "flow", "dir", "src", "sport", "dst", "dport", "vantage_point", "start", "end", "duration", "transfer_s",
+    "packets", "data_packets", "data_bytes", "unique_bytes", "wire_bytes", "init_window_bytes",
+    "init_window_segments", "retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto", "retrans_spurious",
+    "dup_acks", "drops", "loss_rate", "throughput_bps", "goodput_bps", "mathis_bps", "padhye_bps",
+    "window_limited_bps", "handshake_rtt_s", "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s", "rtt_samples",
+    "rtt_method", "flight_max_bytes", "flight_mean_bytes", "max_cwnd_bytes", "cwnd_source", "loss_events",
+    "stall_count", "stall_time_s", "limited_cwnd_share", "limited_rwnd_share", "limited_app_share", "mss",
+    "wscale", "window_scaling", "max_rwnd_bytes",
+]
+
+
+def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: dict[str, Any] | None = None
+          ) -> pl.DataFrame:
+    """Summarise every TCP connection direction that carried data (see the module docstring).
+
+    Args:
+        pk: Packets at the vantage point (:func:`tracekit.analysis.vantage.vantage`).
+        all_packets: The trace's full packets frame (simulator ``drop`` events); ``pk`` when None.
+        parts: Frames already computed by :func:`tracekit.analysis.analyze` — ``state``,
+            ``rtt_samples``, ``retrans`` (with ``_i``), ``flight``, ``stalls``, ``cwnd_stats``,
+            ``vantage`` — each computed here when missing.
+
+    Returns:
+        One row per (flow, dir) with payload, columns in :data:`COLUMNS` order.
+    """
+    from tracekit.analysis import retrans as _re
+    from tracekit.analysis import rtt as _rtt
+    from tracekit.analysis.flight import flight as _flight
+    from tracekit.analysis.stalls import stalls as _stalls
+    from tracekit.analysis.vantage import detect
+
+    parts = dict(parts or {})
+    out = _basic(pk)
+    st = parts.get("state")
+    st = prepare(pk) if st is None else st
+    if out.is_empty() or st.is_empty():
+        return _finish(out)
+    rs = parts.get("rtt_samples")
+    rs = _rtt.samples(st) if rs is None else rs
+    rt = parts.get("retrans")
+    rt = _re.classify(st, rs) if rt is None else rt
+    fl = parts.get("flight")
+    fl = _flight(pk, state=st) if fl is None else fl
+    sl = parts.get("stalls")
+    sl = _stalls(pk, state=st, rtt_samples_df=rs, retrans=rt) if sl is None else sl
+    vp = parts.get("vantage")
+    vp = detect(pk, rs.drop("_i")) if vp is None else vp
+    est = _rtt.smoothed(rs)
+    over = (pl.min_horizontal(at(st, rt["_i"], "dend"), at(st, rt["_i"], "nxt")) - rt["seq"]).clip(lower_bound=0)
+    rts = rt.with_columns(over=over).group_by(KEYS).agg(
+        pl.len().cast(pl.Int64).alias("retrans_packets"),
+        pl.col("over").fill_null(pl.col("len")).sum().alias("retrans_bytes"),
+        *[(pl.col("kind") == k).sum().cast(pl.Int64).alias(f"retrans_{k}") for k in ("fast", "rto", "spurious")],
+    )
+    fls = fl.group_by(KEYS).agg(pl.col("flight_bytes").max().alias("flight_max_bytes"),
+                                pl.col("flight_bytes").mean().alias("flight_mean_bytes"))
+    sls = sl.group_by(KEYS).agg(pl.len().cast(pl.Int64).alias("stall_count"), pl.col("duration").sum().alias("stall_time_s"))
+    hs = _rtt.handshake(st).rename({"hs_rtt": "handshake_rtt_s"})
+    out = (
+        out.join(hs, on="flow", how="left")
+        .join(_timing(st), on=KEYS, how="left")
+        .join(_rtt_stats(rs), on=KEYS, how="left")
+        .join(rts, on=KEYS, how="left")
+        .join(_re.dup_acks(st), on=KEYS, how="left")
+        .join(fls, on=KEYS, how="left")
+        .join(sls, on=KEYS, how="left")
+        .join(_shares(st, est), on=KEYS, how="left")
+        .join(vp, on="flow", how="left")
+        .with_columns(
+            pl.col("retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto", "retrans_spurious",
+                   "stall_count").fill_null(0),
+            pl.col("stall_time_s").fill_null(0.0),
+            pl.col("dup_acks").fill_null(0).cast(pl.Int64),
+        )
+    )
+    cs = parts.get("cwnd_stats")
+    if cs is not None and cs.height:
+        out = out.join(cs.select([c for c in ("flow", "dir", "max_cwnd_bytes", "cwnd_source", "loss_events")
+                                  if c in cs.columns]), on=KEYS, how="left")
+    allp = pk if all_packets is None else all_packets
+    sim = allp.height > 0 and bool((allp["event"] != "capture").any())
+    if sim:
+        drops = allp.filter(pl.col("event") == "drop").group_by(KEYS).agg(pl.len().cast(pl.Int64).alias("drops"))
+        out = out.join(drops, on=KEYS, how="left").with_columns(pl.col("drops").fill_null(0))
+        lost = pl.col("drops")
+    else:
+        out = out.with_columns(drops=pl.lit(None, pl.Int64))
+        lost = pl.col("retrans_packets") - pl.col("retrans_spurious")
+    out = out.with_columns(loss_rate=pl.when(pl.col("data_packets") > 0).then(lost / pl.col("data_packets")))
+    return _finish(_models(out, est))
+
+
+def _finish(out: pl.DataFrame) -> pl.DataFrame:
+    """Add missing columns as nulls and put them in :data:`COLUMNS` order."""
+    types: dict[str, pl.DataType] = {"cwnd_source": pl.String(), "rtt_method": pl.String(), "vantage_point": pl.String(),
+                                     "window_scaling": pl.Boolean(), "src": pl.String(), "dst": pl.String()}
+    types.update({c: pl.Int64() for c in COLUMNS if c.endswith(("_packets", "_segments", "_count", "_samples"))
+                  or c.startswith("retrans_") or c in ("loss_events", "drops", "dup_acks")})
+    cols = [pl.col(c) if c in out.columns else pl.lit(None, types.get(c, pl.Float64())).alias(c) for c in COLUMNS]
+    return out.select(cols).sort(KEYS)

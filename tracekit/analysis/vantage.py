@@ -1,21 +1,43 @@
 """Choosing the vantage point: one row per packet, as a capture at the sender would see it.
 
-A capture already has one row per packet (``event == "capture"``). A simulator
-trace records a packet once per link and per event (enqueue, dequeue, receive,
-drop); analyses need one observation per packet, taken where the sender puts
-it on the wire. tracekit uses, for each connection direction, the events on the
-*sender's first link* (the link whose upstream node is the packet's source node):
-``dequeue`` events there when the trace has them (the moment the packet starts
-transmission), else ``enqueue``, else ``send``; traces with only ``recv`` events
-(NetSim) use the first hop's receptions. Drops are kept out of this view; the
-queue and loss analyses read them from the full trace.
+A capture already has one row per packet (``event == "capture"``); where it was taken is
+*detected* (:func:`detect`). A simulator trace records a packet once per link and per
+event (enqueue, dequeue, receive, drop); analyses need one observation per packet, taken
+where a capture on the data sender would take it. For each connection tracekit picks:
+
+* the **data sender** ``H``: the upstream node of the first link of the direction that
+  carried more payload (ns-2 ``from`` node, ns-3 node of the device);
+* its direction's events on that **first link**, the earliest event a packet has there:
+  ``send``, else ``enqueue`` (ns-2 ``+``: the moment the TCP agent sends it, before the
+  link's queue, so packets dropped by that queue are seen, as ``tcpdump`` would), else
+  ``dequeue``, else ``recv``. Drops on that link of packets never enqueued there (ns-2
+  ErrorModel losses at the link head, ns-3 queue drops, which have no ``+``) are kept too:
+  the agent did send them;
+* the other direction's ``recv`` events **at** ``H`` (ACK arrivals at the sender: the link's
+  downstream node is ``H``); when the trace has none there, that direction's events on its
+  own first link, with the same preference (RTTs then miss the return path).
+
+Drops elsewhere are kept out of this view; the queue and loss analyses read the full trace.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-_PREFERENCE = ("capture", "dequeue", "enqueue", "send", "recv")
+from tracekit.schema import ACK, SYN
+
+#: Earliest observation of a packet on a link first.
+_RANK = {"capture": 0, "send": 1, "enqueue": 2, "dequeue": 3, "recv": 4, "drop": 5}
+KEYS = ["flow", "dir"]
+
+
+def _ends(link: pl.Expr, node: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """Upstream and downstream node of a link: ``"a->b"`` (ns-2, NetSim), else the observing node."""
+    arrow = link.str.contains("->", literal=True).fill_null(False)
+    parts = link.str.split("->")
+    up = pl.when(arrow).then(parts.list.first()).otherwise(node)
+    down = pl.when(arrow).then(parts.list.last()).otherwise(pl.lit(None, pl.String))
+    return up, down
 
 
 def vantage(packets: pl.DataFrame) -> pl.DataFrame:
@@ -25,26 +47,131 @@ def vantage(packets: pl.DataFrame) -> pl.DataFrame:
         packets: A Trace's packets frame.
 
     Returns:
-        The selected rows in time order.
+        The selected rows in time order (captures: unchanged).
     """
     if packets.is_empty():
         return packets
     events = set(packets["event"].cast(pl.String).unique().to_list())
-    if events == {"capture"}:
+    if events <= {"capture"}:
         return packets
-    pk = packets.filter(pl.col("event") != "drop")
-    if pk.is_empty():
-        return pk
-    # the sender's first link of each (flow, dir): the link of the direction's first event
-    first_link = (
-        pk.filter(pl.col("flow").is_not_null())
-        .group_by("flow", "dir")
-        .agg(pl.col("link").sort_by("time").first().alias("_first_link"))
+    rank = pl.col("event").cast(pl.String).replace_strict(_RANK, default=9, return_dtype=pl.Int8)
+    up, down = _ends(pl.col("link"), pl.col("node"))
+    pk = packets.with_row_index("_r").with_columns(_rank=rank, _up=up, _down=down)
+    fl = pk.filter(pl.col("flow").is_not_null() & pl.col("dir").is_not_null())
+    if fl.is_empty():
+        return _best_events(pk, None).drop("_r", "_rank", "_up", "_down")
+    size = pl.coalesce(pl.col("payload").cast(pl.Int64), pl.lit(0))
+    firsts = (
+        fl.sort("time", "_r")
+        .group_by(KEYS)
+        .agg(
+            pl.col("link").first().alias("_flink"),
+            pl.col("_up").first().alias("_src"),
+            size.filter(pl.col("event") != "drop").sum().alias("_bytes"),
+            pl.col("size").cast(pl.Int64).sum().alias("_wire"),
+        )
     )
-    pk = pk.join(first_link, on=["flow", "dir"], how="left", maintain_order="left")
-    pk = pk.filter(pl.col("_first_link").is_null() | (pl.col("link") == pl.col("_first_link")) | pl.col("link").is_null())
-    have = set(pk["event"].cast(pl.String).unique().to_list())
-    for ev in _PREFERENCE:
-        if ev in have:
-            return pk.filter(pl.col("event") == ev).drop("_first_link").sort("time", maintain_order=True)
-    return pk.drop("_first_link")
+    data_dir = (
+        firsts.sort("_bytes", "_wire", descending=True)
+        .group_by("flow").agg(pl.col("dir").first().alias("_ddir"), pl.col("_src").first().alias("_H"))
+    )
+    fl = fl.join(firsts.select(*KEYS, "_flink"), on=KEYS, how="left").join(data_dir, on="flow", how="left")
+    on_first = pl.col("link").eq_missing(pl.col("_flink"))
+    is_data = pl.col("dir") == pl.col("_ddir")
+    # data direction: its first link; drops kept only for packets never enqueued there
+    enq_ids = fl.filter(is_data & on_first & (pl.col("event") == "enqueue") & pl.col("pkt_id").is_not_null()).select(
+        "flow", "pkt_id", _enq=pl.lit(True)).unique()
+    fl = fl.join(enq_ids, on=["flow", "pkt_id"], how="left")
+    data_rows = fl.filter(is_data & on_first)
+    kept_drops = data_rows.filter((pl.col("event") == "drop") & pl.col("_enq").is_null())
+    data_rows = _best_events(data_rows.filter(pl.col("event") != "drop"), KEYS)
+    if kept_drops.height and data_rows.height and data_rows["_rank"].min() <= _RANK["enqueue"]:
+        data_rows = pl.concat([data_rows, kept_drops])
+    # other direction: arrivals at the data sender, else its own first link
+    back = fl.filter(~is_data & (pl.col("event") != "drop"))
+    at_h = back.filter(
+        (pl.col("event") == "recv") & (pl.col("_down").eq_missing(pl.col("_H")) | (pl.col("_down").is_null()
+                                                                                   & (pl.col("node") == pl.col("_H"))))
+    )
+    have = at_h.select(*KEYS).unique().with_columns(_have=pl.lit(True))
+    rest = back.join(have, on=KEYS, how="left").filter(pl.col("_have").is_null() & on_first).drop("_have")
+    back_rows = pl.concat([at_h, _best_events(rest, KEYS)]) if rest.height else at_h
+    other = _best_events(pk.filter(pl.col("flow").is_null() | pl.col("dir").is_null()), None)
+    cols = packets.columns
+    out = pl.concat([data_rows.select(*cols, "_r"), back_rows.select(*cols, "_r"), other.select(*cols, "_r")])
+    return out.sort("time", "_r").drop("_r")
+
+
+def _best_events(df: pl.DataFrame, keys: list[str] | None) -> pl.DataFrame:
+    """Keep the rows of the best-ranked event (per group, or overall)."""
+    if df.is_empty():
+        return df
+    best = pl.col("_rank").min() if keys is None else pl.col("_rank").min().over(keys)
+    return df.filter((pl.col("_rank") == best) & (pl.col("event") != "drop"))
+
+
+def detect(pk: pl.DataFrame, rtt_samples: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Where the packets of each connection were observed: ``sender``, ``receiver`` or ``middle``.
+
+    From the handshake when it was seen: at the initiator the SYN-ACK comes one RTT after the
+    SYN and the initiator's ACK right after it; at the responder the other way round; in the
+    middle both take part of the RTT. The side whose answer took under a tenth of SYN→ACK (or
+    under 0.5 ms) is next to the vantage point; when neither is, it is in the ``middle``.
+    Without a handshake: a median data→ACK delay under 2 ms means the ACKs were sent right
+    here (``receiver``), else ``sender``. ``sender``/``receiver`` refer to the direction that
+    carried more payload.
+
+    Args:
+        pk: Packets at the vantage point.
+        rtt_samples: The ``rtt`` frame, for connections without a handshake.
+
+    Returns:
+        ``flow, vantage_point`` (null when the flow carried no TCP data).
+    """
+    tcp = pk.lazy().filter(
+        (pl.col("proto") == "tcp") & pl.col("flow").is_not_null() & pl.col("dir").is_not_null()
+    ).select("flow", "dir", "time", "flags", "payload").collect()
+    if tcp.is_empty():
+        return pl.DataFrame(schema={"flow": pl.UInt32, "vantage_point": pl.String})
+    fl = pl.col("flags").fill_null(0)
+    ddir = (
+        tcp.group_by(KEYS).agg(pl.col("payload").cast(pl.Int64).sum().alias("_b"))
+        .sort("_b", descending=True).group_by("flow").agg(pl.col("dir").first().alias("_ddir"),
+                                                          pl.col("_b").first().alias("_bytes"))
+    )
+    syn = tcp.filter((pl.col("dir") == 0) & ((fl & (SYN | ACK)) == SYN)).group_by("flow").agg(
+        pl.col("time").min().alias("_syn"))
+    synack = tcp.filter((pl.col("dir") == 1) & ((fl & (SYN | ACK)) == (SYN | ACK))).group_by("flow").agg(
+        pl.col("time").min().alias("_synack"))
+    ack3 = (
+        tcp.filter((pl.col("dir") == 0) & ((fl & (SYN | ACK)) == ACK)).join(synack, on="flow")
+        .filter(pl.col("time") >= pl.col("_synack")).group_by("flow").agg(pl.col("time").min().alias("_ack3"))
+    )
+    h1 = pl.col("_synack") - pl.col("_syn")
+    h2 = pl.col("_ack3") - pl.col("_synack")
+    # the side that answered at once is next to the vantage point: its delay is under a tenth of
+    # the round trip, or under 0.5 ms (loopback and LAN round trips are that short)
+    quick = lambda h: (h < 0.1 * (h1 + h2)) | (h < 0.0005)  # noqa: E731
+    hs = syn.join(synack, on="flow").join(ack3, on="flow").with_columns(
+        _f=pl.when(quick(h2) & ~(quick(h1) & (h1 < h2))).then(1.0).when(quick(h1)).then(0.0).otherwise(0.5)
+    )
+    out = ddir.join(hs.select("flow", "_f"), on="flow", how="left")
+    if rtt_samples is not None and rtt_samples.height:
+        med = rtt_samples.filter(pl.col("method") == "seq").group_by(KEYS).agg(
+            pl.col("rtt_s").median().alias("_med"))
+        out = out.join(med, left_on=["flow", "_ddir"], right_on=KEYS, how="left")
+    else:
+        out = out.with_columns(_med=pl.lit(None, pl.Float64))
+    near_init = pl.col("_f") == 1.0
+    near_resp = pl.col("_f") == 0.0
+    at_sender = pl.when(pl.col("_ddir") == 0).then(near_init).otherwise(near_resp)
+    at_receiver = pl.when(pl.col("_ddir") == 0).then(near_resp).otherwise(near_init)
+    vp = (
+        pl.when(pl.col("_bytes").fill_null(0) == 0).then(None)
+        .when(pl.col("_f").is_not_null() & pl.col("_f").is_finite())
+        .then(pl.when(at_sender).then(pl.lit("sender")).when(at_receiver).then(pl.lit("receiver"))
+              .otherwise(pl.lit("middle")))
+        .when(pl.col("_med").is_not_null())
+        .then(pl.when(pl.col("_med") < 0.002).then(pl.lit("receiver")).otherwise(pl.lit("sender")))
+    )
+    return out.select(pl.col("flow").cast(pl.UInt32), vp.cast(pl.String).alias("vantage_point")).sort("flow")

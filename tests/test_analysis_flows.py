@@ -1,0 +1,209 @@
+"""The flows table, the vantage point (simulators and captures) and the Analysis object."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+from conftest import make_events, make_trace, need_tool, sample
+from tcpconv import P, conv, handshake
+
+import tracekit
+from tracekit import schema
+from tracekit.analysis import Analysis, analyze, default_bin
+from tracekit.analysis.flows import COLUMNS
+from tracekit.analysis.vantage import vantage
+from tracekit.errors import UsageError
+
+MSS = 1000
+
+
+@pytest.fixture(scope="module")
+def lossy() -> Analysis:
+    return analyze(tracekit.read(sample("linux", "bulk_lossy.pcap")))
+
+
+def test_analysis_is_frozen_with_every_frame(lossy: Analysis) -> None:
+    names = {f.name for f in dataclasses.fields(Analysis) if not f.name.startswith("_")}
+    assert names == {"trace", "packets", "flows", "flight", "cwnd", "rtt", "retransmissions", "stalls", "queue",
+                     "fairness"}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        lossy.flows = pl.DataFrame()  # type: ignore[misc]
+    for name, cols in [("flight", schema.FLIGHT), ("rtt", schema.RTT), ("retransmissions", schema.RETRANSMISSIONS),
+                       ("stalls", schema.STALLS), ("cwnd", schema.CWND), ("queue", schema.QUEUE),
+                       ("fairness", schema.FAIRNESS)]:
+        assert getattr(lossy, name).schema == pl.Schema(cols), name
+    assert set(lossy.frames()) == {"flows", "flight", "cwnd", "rtt", "retransmissions", "stalls", "queue",
+                                   "fairness", "throughput"}
+
+
+def test_throughput_bins(lossy: Analysis) -> None:
+    tp = lossy.throughput()
+    assert tp.schema == pl.Schema(schema.THROUGHPUT)
+    if tp.height:  # part B's analysis present
+        assert tp["bin_s"].unique().to_list() == [lossy.default_bin_s]
+        assert lossy.throughput(0.1)["bin_s"].unique().to_list() == [0.1]
+    with pytest.raises(UsageError):
+        lossy.throughput(0)
+
+
+def test_default_bin_is_round_and_gives_about_a_hundred_bins() -> None:
+    assert default_bin(1.2947) == 0.02
+    assert default_bin(60) == 1.0
+    assert default_bin(7.5) == 0.1
+    assert default_bin(0.0) == 1.0
+    assert default_bin(0.01) == 0.001
+
+
+def test_flows_columns(lossy: Analysis) -> None:
+    assert lossy.flows.columns == COLUMNS
+    row = lossy.flows.row(0, named=True)
+    assert (row["flow"], row["dir"], row["sport"], row["dport"]) == (0, 0, 40000, 5001)
+
+
+def test_linux_transfer_facts(lossy: Analysis) -> None:
+    row = lossy.flows.row(0, named=True)
+    assert row["vantage_point"] == "sender" and lossy.trace.meta["vantage_point"] == "sender"
+    assert row["window_scaling"] is True
+    assert row["init_window_segments"] == 10 and row["init_window_bytes"] == 10 * 1448  # Linux IW10
+    assert row["retrans_packets"] == row["retrans_fast"] + row["retrans_rto"] + row["retrans_spurious"] > 0
+    assert row["retrans_bytes"] == row["retrans_packets"] * 1448
+    assert row["loss_rate"] == pytest.approx(row["retrans_packets"] / row["data_packets"])
+    assert row["drops"] is None  # captures do not record drops
+    assert 0 < row["rtt_min_s"] <= row["rtt_p50_s"] <= row["rtt_p95_s"]
+    assert row["rtt_samples"] > 100 and row["rtt_method"] == "seq"
+    assert row["dup_acks"] > 0 and row["flight_max_bytes"] >= row["flight_mean_bytes"] > 0
+    assert row["stall_count"] == 0 and row["stall_time_s"] == 0
+    assert row["limited_cwnd_share"] + row["limited_rwnd_share"] + row["limited_app_share"] == pytest.approx(1)
+    assert row["transfer_s"] <= row["duration"]
+    for m in ("mathis_bps", "padhye_bps", "window_limited_bps"):
+        assert row[m] > 0
+
+
+def test_transfer_time_and_initial_window_of_a_small_transfer() -> None:
+    pk = conv(*handshake(), P(0.02, 0, 1, MSS, 1), P(0.021, 0, 1001, MSS, 1), P(0.03, 1, 1, 0, 1001),
+              P(0.031, 0, 2001, 500, 1), P(0.04, 1, 1, 0, 2001), P(0.05, 1, 1, 0, 2501))
+    row = analyze(make_trace(pk)).flows.row(0, named=True)
+    assert row["transfer_s"] == pytest.approx(0.03)
+    assert (row["init_window_bytes"], row["init_window_segments"]) == (2000, 2)
+    assert row["unique_bytes"] == 2500 and row["retrans_packets"] == 0 and row["loss_rate"] == 0
+    assert row["mathis_bps"] is None  # no loss: the model has no prediction
+
+
+def test_no_tcp_no_flows() -> None:
+    a = analyze(make_trace(schema.empty(schema.PACKETS)))
+    assert a.flows.is_empty() and a.flows.columns == COLUMNS
+    assert a.trace.meta["vantage_point"] is None
+
+
+def test_json_document_carries_the_vantage_point(lossy: Analysis) -> None:
+    from tracekit.reports import text
+
+    doc = json.loads(text.dumps(text.summary(lossy)))
+    assert doc["trace"]["vantage_point"] == "sender"
+    assert doc["flows"][0]["vantage_point"] == "sender"
+
+
+def test_ns2_vantage_is_the_senders_first_link() -> None:
+    """ns-2 logs + - r on every link: data as enqueued on 0->1 (by the agent), ACKs as received back at node 0."""
+    trace = tracekit.read(sample("ns2", "lab_lossy", "out.tr"))
+    v = vantage(trace.packets)
+    seen = v.group_by("dir", "event", "link").len().sort("dir", "event").rows()
+    # the error model drops at the head of 0->1 before the enqueue trace: those sends are kept as drops
+    assert seen == [(0, "enqueue", "0->1", seen[0][3]), (0, "drop", "0->1", seen[1][3]), (1, "recv", "1->0", seen[2][3])]
+    raw = trace.packets
+    assert seen[0][3] == raw.filter((pl.col("event") == "enqueue") & (pl.col("link") == "0->1")).height
+    assert seen[2][3] == raw.filter((pl.col("event") == "recv") & (pl.col("link") == "1->0")).height
+    a = analyze(trace)
+    row = a.flows.row(0, named=True)
+    assert row["vantage_point"] == "sender"
+    assert row["drops"] == raw.filter(pl.col("event") == "drop").height
+    assert row["loss_rate"] == pytest.approx(row["drops"] / row["data_packets"])
+    # RTT at the sender: 2 x 100 ms propagation + the transmissions at 1 Mb/s: 40-byte SYN and
+    # SYN-ACK for the smallest sample, a 540-byte segment and its 40-byte ACK for the typical one
+    assert row["rtt_min_s"] == pytest.approx(0.2 + 2 * 40 * 8 / 1e6, abs=1e-6)
+    assert row["rtt_p50_s"] == pytest.approx(0.2 + (540 + 40) * 8 / 1e6, abs=1e-6)
+
+
+def test_ns2_multi_hop_dumbbell_uses_each_senders_access_link() -> None:
+    a = analyze(tracekit.read(sample("ns2", "dumbbell")))
+    links = a.packets.filter(pl.col("dir") == 0).group_by("flow").agg(pl.col("link").unique()).sort("flow")
+    for flow, ls in links.rows():
+        assert len(ls) == 1, (flow, ls)
+    assert set(a.flows["vantage_point"]) == {"sender"}
+
+
+def test_ns3_vantage_per_flow() -> None:
+    """ns-3 traced n0's device (flow 0's sender) but not n1's: flow 1 is seen at router n2, in the middle."""
+    a = analyze(tracekit.read(sample("ns3", "dumbbell", "dumbbell.tr.gz")))
+    assert a.flows.select("flow", "vantage_point").rows() == [(0, "sender"), (1, "middle")]
+    assert a.trace.meta["vantage_point"] == "mixed"
+
+
+@pytest.mark.parametrize(("name", "where"), [("dumbbell-0-0.pcap", "sender"), ("dumbbell-2-2.pcap", "middle"),
+                                             ("dumbbell-3-0.pcap", "middle")])
+def test_capture_vantage_detected_from_the_handshake(name: str, where: str) -> None:
+    a = analyze(tracekit.read(sample("ns3", "dumbbell", name)))
+    assert set(a.flows["vantage_point"]) == {where}
+
+
+def test_receiver_side_capture() -> None:
+    """The same connection seen from the receiver: swap what each side would see (ACKs leave at once)."""
+    pk = conv(P(0.0, 0, 0, 0, None, "S"), P(0.00001, 1, 0, 0, 1, "SA"), P(0.02, 0, 1, 0, 1, "A"),
+              P(0.03, 0, 1, MSS, 1), P(0.03001, 1, 1, 0, 1001))
+    assert analyze(make_trace(pk)).flows["vantage_point"].to_list() == ["receiver"]
+
+
+def test_tcptrace_initial_window_agrees() -> None:
+    tool = need_tool("tcptrace")
+    import subprocess
+
+    out = subprocess.run([tool, "-l", "-n", str(sample("linux", "bulk_lossy.pcap"))], capture_output=True, text=True,
+                         check=True).stdout
+    iw = [ln.split()[2] for ln in out.splitlines() if ln.strip().startswith("initial window:") and "bytes" in ln]
+    row = analyze(tracekit.read(sample("linux", "bulk_lossy.pcap"))).flows.row(0, named=True)
+    assert int(iw[0]) == row["init_window_bytes"]
+
+
+def _random_frame(rng: np.random.Generator, n: int) -> pl.DataFrame:
+    """A schema-valid packets frame with hostile values: nulls, huge and negative numbers, disorder."""
+    def nullable(vals: list, p: float) -> list:
+        return [None if rng.random() < p else v for v in vals]
+
+    seq = (rng.choice([0, 1, 1449, -5, 2**40, 2**62], n) if rng.random() < 0.3
+           else np.cumsum(rng.integers(0, 3000, n))).tolist()
+    cols = {
+        "time": (np.sort(rng.random(n) * 5) if rng.random() < 0.7 else rng.random(n) * 5).tolist(),
+        "flow": nullable([int(x) for x in rng.integers(0, 3, n)], 0.05),
+        "dir": nullable([int(x) for x in rng.integers(0, 2, n)], 0.05),
+        "seq": nullable([int(x) for x in seq], 0.05),
+        "payload": [int(x) for x in rng.choice([0, 0, 1, 1448, 100], n)],
+        "ack": nullable([int(x) for x in np.cumsum(rng.integers(0, 3000, n))], 0.2),
+        "flags": [int(x) for x in rng.integers(0, 256, n)],
+        "win": nullable([int(x) for x in rng.choice([0, 1000, 65535, 2**30], n)], 0.1),
+        "sack": [None if rng.random() < 0.7 else
+                 [[int(a), int(a + b)] for a, b in zip(rng.integers(-100, 10000, 3), rng.integers(-500, 5000, 3))]
+                 [: int(rng.integers(0, 4))] for _ in range(n)],
+        "ts_val": nullable([int(x) for x in rng.integers(0, 2**32, n)], 0.3),
+        "ts_ecr": nullable([int(x) for x in rng.integers(0, 2**32, n)], 0.3),
+    }
+    if rng.random() < 0.3:  # simulator-like events on links
+        cols["event"] = [str(x) for x in rng.choice(["enqueue", "dequeue", "recv", "drop", "send"], n)]
+        cols["link"] = [str(x) for x in rng.choice(["0->1", "1->0", "1->2"], n)]
+        cols["pkt_id"] = [int(x) for x in rng.integers(0, 50, n)]
+    return make_events(n, **cols)
+
+
+def test_any_schema_valid_frame_is_analysed_without_error() -> None:
+    """Hostile but schema-valid input: every analysis returns its declared frame, nothing raises."""
+    rng = np.random.default_rng(20261121)
+    for _ in range(25):
+        pk = _random_frame(rng, int(rng.integers(1, 150)))
+        a = analyze(make_trace(pk))
+        for name, cols in [("flight", schema.FLIGHT), ("rtt", schema.RTT), ("retransmissions", schema.RETRANSMISSIONS),
+                           ("stalls", schema.STALLS)]:
+            assert getattr(a, name).schema == pl.Schema(cols), name
+        assert a.flows.columns == COLUMNS
