@@ -161,6 +161,17 @@ class WarningLog:
 _PACKET_METRICS = ("cwnd", "ssthresh", "inflight")
 
 
+def _merge_counts(into: dict[str, Any], add: dict[str, Any]) -> None:
+    """Add counts (numbers, or nested dicts of numbers) from one reader into another's."""
+    for k, v in add.items():
+        if isinstance(v, dict):
+            sub = into.setdefault(k, {})
+            if isinstance(sub, dict):
+                _merge_counts(sub, v)
+        elif isinstance(v, (int, float)) and isinstance(into.get(k, 0), (int, float)):
+            into[k] = into.get(k, 0) + v
+
+
 def combine(traces: list[Trace], *, path: str, skipped: list[str] | None = None) -> Trace:
     """Combine the traces of one run (e.g. ns-2 ``out.tr`` + ``Window.tr`` + ``WindowMon.tr``).
 
@@ -208,8 +219,7 @@ def combine(traces: list[Trace], *, path: str, skipped: list[str] | None = None)
     counts: dict[str, int] = {}
     for t in traces:
         units.update(t.meta.get("units", {}))
-        for k, v in t.meta.get("counts", {}).items():
-            counts[k] = counts.get(k, 0) + v
+        _merge_counts(counts, t.meta.get("counts", {}))
     meta = {
         "format": "dir",
         "tool": next((t.meta.get("tool") for t in traces if t.packets.height), traces[0].meta.get("tool")),

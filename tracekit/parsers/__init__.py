@@ -39,6 +39,7 @@ READERS: dict[str, str] = {
     "ns3-series": "ns3_series",
     "netsim": "netsim",
     "opnet": "opnet",
+    "tshark": "tshark",
 }
 
 HEAD_BYTES = 64 * 1024
@@ -221,4 +222,12 @@ def read_dir(path: Path, *, limits: Limits = DEFAULT, **options: Any) -> Any:
     if not traces:
         raise UnknownFormatError("directory holds no recognised trace file", path=str(path),
                                  hint="pass the trace file itself, or check `tracekit formats`")
-    return combine(traces, path=str(path), skipped=skipped)
+    try:
+        return combine(traces, path=str(path), skipped=skipped)
+    except TracekitError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the contract: no other exception type escapes a reader
+        from tracekit.errors import CorruptTraceError
+
+        raise CorruptTraceError(f"the files of this directory cannot be combined ({type(exc).__name__}: {exc})",
+                                path=str(path), hint="read the files one by one") from exc
