@@ -34,13 +34,45 @@ class _Group(click.Group):
 
 
 def _limits(config: str | None) -> Any:
+    """Limits from --config (or ./tracekit.toml), then any --limit NAME=VALUE overrides."""
     from tracekit.limits import DEFAULT, Limits
 
     if config:
-        return Limits.from_toml(config)
-    if Path("tracekit.toml").is_file():
-        return Limits.from_toml("tracekit.toml")
-    return DEFAULT
+        limits = Limits.from_toml(config)
+    elif Path("tracekit.toml").is_file():
+        limits = Limits.from_toml("tracekit.toml")
+    else:
+        limits = DEFAULT
+    ctx = click.get_current_context(silent=True)
+    overrides = ctx.meta.get("tracekit.limits", {}) if ctx else {}
+    return limits.replace(**overrides) if overrides else limits
+
+
+def _store_limits(ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> None:
+    from tracekit.errors import UsageError
+
+    out: dict[str, float | int] = {}
+    for v in values:
+        name, sep, num = v.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            out[name.strip()] = int(num) if num.strip().lstrip("-").isdigit() else float(num)
+        except ValueError:
+            raise UsageError(f"--limit takes NAME=NUMBER, got {v!r}", hint="see docs/limits.md") from None
+    ctx.meta.setdefault("tracekit.limits", {}).update(out)
+
+
+def guard_output(path: str | Path | None, force: bool) -> None:
+    """Refuse to overwrite an existing output file unless --force was given.
+
+    Raises:
+        OutputError: when ``path`` exists and ``force`` is false.
+    """
+    from tracekit.errors import OutputError
+
+    if path is not None and Path(path).exists() and not force:
+        raise OutputError("output exists", path=str(path), hint="pass --force to overwrite it")
 
 
 def read_options(f: F) -> F:
@@ -48,6 +80,9 @@ def read_options(f: F) -> F:
     f = click.option("--format", "fmt", metavar="NAME", help="Reader to use instead of detecting it (see `tracekit formats`).")(f)
     f = click.option("--strict", is_flag=True, help="Turn warnings (truncated files, bad lines) into errors.")(f)
     f = click.option("--config", type=click.Path(dir_okay=False), help="TOML file with a [limits] table.")(f)
+    f = click.option("--limit", "limit_overrides", multiple=True, metavar="NAME=VALUE", expose_value=False,
+                     callback=_store_limits, is_eager=True,
+                     help="Override one limit (docs/limits.md), e.g. --limit max_packets=1e8. Repeatable.")(f)
     return f
 
 
@@ -70,10 +105,14 @@ def main(ctx: click.Context, debug: bool) -> None:
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (an array for several files).")
 @click.option("--export", "export_dir", type=click.Path(file_okay=False), help="Write every frame as parquet into DIR.")
-@click.option("--report", "report", type=click.Path(dir_okay=False), help="Also write an HTML report to this file.")
+@click.option("--report", "report", type=click.Path(dir_okay=False),
+              help="Also write one HTML report of all FILEs to this file.")
+@click.option("--map", "maps", multiple=True, metavar="PATTERN=METRIC",
+              help="OPNET exports: map statistic headers matching PATTERN (glob) to METRIC. Repeatable.")
+@click.option("--force", is_flag=True, help="Overwrite an existing --report file.")
 @read_options
 def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, report: str | None,
-            fmt: str | None, strict: bool, config: str | None) -> None:
+            maps: tuple[str, ...], force: bool, fmt: str | None, strict: bool, config: str | None) -> None:
     """Per-flow summary of each FILE (a capture, a simulator trace or a run directory).
 
     \b
@@ -87,22 +126,33 @@ def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, repor
     from tracekit.reports import text
 
     limits = _limits(config)
+    guard_output(report, force)
+    options: dict[str, Any] = {}
+    if maps:
+        from tracekit.parsers.opnet import parse_map_option
+
+        options["mapping"] = parse_map_option(list(maps))
     docs = []
-    console = Console()
+    analyses = []
+    # rich wraps at 80 columns when not on a terminal; a flows table needs more
+    console = Console(width=None if sys.stdout.isatty() else 160)
     for i, f in enumerate(files):
-        trace = tracekit.read(f, fmt, strict=strict, limits=limits)
+        trace = tracekit.read(f, fmt, strict=strict, limits=limits, **options)
         analysis = tracekit.analyze(trace)
         if export_dir:
-            out = Path(export_dir) if len(files) == 1 else Path(export_dir) / f"{i:03d}-{Path(f).name}"
+            # one folder per input; the index keeps names apart without building paths from file content
+            out = Path(export_dir) if len(files) == 1 else Path(export_dir) / f"{i:03d}"
             text.export(analysis, out)
         if report:
-            from tracekit.reports.html import write_report
-
-            write_report([analysis], Path(report))
+            analyses.append(analysis)
         if as_json:
             docs.append(text.summary(analysis))
         else:
             text.print_table(analysis, console)
+    if report:
+        from tracekit.reports.html import write_report
+
+        write_report(analyses, Path(report))
     if as_json:
         click.echo(text.dumps(docs[0] if len(docs) == 1 else docs))
 
@@ -124,3 +174,10 @@ def run() -> None:
     except KeyboardInterrupt:
         click.echo("tracekit: interrupted", err=True)
         sys.exit(130)
+
+# Commands defined in their own modules (each imports only click at module level).
+from tracekit.grade_commands import batch, check, grade  # noqa: E402
+from tracekit.reports.commands import compare, report, sweep  # noqa: E402
+
+for _cmd in (report, compare, sweep, grade, check, batch):
+    main.add_command(_cmd)

@@ -390,6 +390,9 @@ def _plot(headers: list[str], table: pl.DataFrame, sep: str, path: str, log: War
     bad = samples["time"].is_null() | samples["value"].is_null()
     if bad.any():
         log.add("W-BADLINE", f"{int(bad.sum()):,} cell(s) without a number (skipped)", count=int(bad.sum()))
+    nf = int((~bad & ~(samples["value"].is_finite() & samples["time"].is_finite()).fill_null(False)).sum())
+    if nf:
+        log.add("W-NONFINITE", f"{nf} NaN/infinite value(s) left out", count=nf)
     samples = samples.filter(~bad & pl.col("value").is_finite() & pl.col("time").is_finite())
     meta = {**base, "kind": "plot", "units": {"time": headers[0], **{f"c{i}": hd for i, hd in enumerate(headers)}},
             "counts": {"rows": table.height}}

@@ -18,17 +18,24 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _read_options(f: F) -> F:
-    # The same three options as tracekit.cli.read_options (not imported: cli imports this module).
-    f = click.option("--format", "fmt", metavar="NAME", help="Reader to use instead of detecting it.")(f)
-    f = click.option("--strict", is_flag=True, help="Turn warnings (truncated files, bad lines) into errors.")(f)
-    f = click.option("--config", type=click.Path(dir_okay=False), help="TOML file with a [limits] table.")(f)
-    return f
+    # tracekit.cli.read_options, imported late: cli imports this module at its end.
+    from tracekit.cli import read_options
+
+    f = click.option("--force", is_flag=True, help="Overwrite existing output files.")(f)
+    return read_options(f)
 
 
 def _limits(config: str | None) -> Any:
     from tracekit.cli import _limits as limits
 
     return limits(config)
+
+
+def _guard(force: bool, *paths: str | None) -> None:
+    from tracekit.cli import guard_output
+
+    for p in paths:
+        guard_output(p, force)
 
 
 @click.command()
@@ -41,7 +48,7 @@ def _limits(config: str | None) -> Any:
               help="Connection directions charted one by one per trace (largest first).")
 @_read_options
 def report(files: tuple[str, ...], output: str, png_dir: str | None, svg_dir: str | None, max_flows: int,
-           fmt: str | None, strict: bool, config: str | None) -> None:
+           force: bool, fmt: str | None, strict: bool, config: str | None) -> None:
     """Write an HTML report of FILE... (time–sequence, cwnd, throughput, RTT, queue, fairness charts).
 
     \b
@@ -52,6 +59,7 @@ def report(files: tuple[str, ...], output: str, png_dir: str | None, svg_dir: st
     from tracekit.reports.compare import load
     from tracekit.reports.html import write_report
 
+    _guard(force, output)
     limits = _limits(config)
     analyses = [load(f, fmt=fmt, strict=strict, limits=limits) for f in files]
     write_report(analyses, Path(output), png_dir=Path(png_dir) if png_dir else None,
@@ -68,7 +76,7 @@ def report(files: tuple[str, ...], output: str, png_dir: str | None, svg_dir: st
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the table as JSON.")
 @_read_options
 def compare(files: tuple[str, ...], output: str, labels: tuple[str, ...], json_path: str | None,
-            fmt: str | None, strict: bool, config: str | None) -> None:
+            force: bool, fmt: str | None, strict: bool, config: str | None) -> None:
     """Compare runs from any formats on common units; the first run is the reference.
 
     \b
@@ -79,6 +87,7 @@ def compare(files: tuple[str, ...], output: str, labels: tuple[str, ...], json_p
     from tracekit.reports import compare as cmp
     from tracekit.reports.html import write_atomic
 
+    _guard(force, output, json_path)
     named = cmp.parse_labels(labels)
     paths = list(files)
     for _, p in named:
@@ -115,7 +124,7 @@ def compare(files: tuple[str, ...], output: str, labels: tuple[str, ...], json_p
 @_read_options
 def sweep(files: tuple[str, ...], output: str | None, param: str | None, manifest: str | None, x: str | None,
           by: str | None, csv_path: str | None, json_path: str | None,
-          fmt: str | None, strict: bool, config: str | None) -> None:
+          force: bool, fmt: str | None, strict: bool, config: str | None) -> None:
     """Chart goodput and download time against a parameter over many runs (per TCP variant).
 
     Parameters come from --param, --manifest, or run.json in each run directory.
@@ -132,6 +141,7 @@ def sweep(files: tuple[str, ...], output: str | None, param: str | None, manifes
         raise UsageError("nothing to write", hint="give -o sweep.html, --csv FILE or --json FILE")
     if not files and not manifest:
         raise UsageError("no runs given", hint="give run paths, or --manifest runs.csv")
+    _guard(force, output, csv_path, json_path)
     result = sw.sweep(list(files), param=param, manifest=manifest, x=x, by=by, fmt=fmt, strict=strict,
                       limits=_limits(config))
     sw.write(result, Path(output) if output else None, csv_path=Path(csv_path) if csv_path else None,
