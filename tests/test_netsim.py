@@ -63,7 +63,8 @@ def test_analyze_json_on_the_packet_trace() -> None:
     (flow,) = json.loads(r.output)["flows"]
     assert (flow["src"], flow["dst"], flow["sport"]) == ("10.0.1.2", "10.0.1.3", None)
     assert (flow["data_packets"], flow["unique_bytes"], flow["retrans_packets"]) == (13, 12 * 1460, 1)
-    assert flow["handshake_rtt_s"] == pytest.approx(10.000264 - 10.0000528, abs=1e-9)
+    # NetSim's packet trace carries no ack numbers, so no RTT can be matched (docs/formats-simulators.md)
+    assert flow["rtt_samples"] is None and flow["handshake_rtt_s"] is None
 
 
 def test_real_excerpt() -> None:

@@ -31,7 +31,7 @@ FIN, SYN, RST, PSH, ACK, URG, ECE, CWR = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x4
 #: One row per observed packet event.
 PACKETS: dict[str, pl.DataType] = {
     "frame": pl.UInt64(),  # capture frame number (1-based) or text line number
-    "time": pl.Float64(),  # seconds since the trace's first event
+    "time": pl.Float64(),  # seconds: captures from the first record, simulators on the simulation clock
     "event": EVENT,
     "node": pl.String(),  # where observed (null for plain captures)
     "link": pl.String(),  # "from->to" / device path (null for plain captures)

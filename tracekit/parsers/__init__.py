@@ -44,6 +44,10 @@ READERS: dict[str, str] = {
 
 HEAD_BYTES = 64 * 1024
 
+#: File endings in a run directory that are not traces and are skipped without a warning.
+_NOT_TRACES = {".json", ".md", ".py", ".sh", ".tcl", ".cc", ".plot", ".toml", ".html", ".png", ".svg",
+               ".pdf", ".nam", ".gp", ".txt~", ".log"}
+
 
 @dataclass(frozen=True)
 class ReaderInfo:
@@ -216,7 +220,10 @@ def read_dir(path: Path, *, limits: Limits = DEFAULT, **options: Any) -> Any:
             continue
         fmt = sniff(p)
         if fmt is None:
-            skipped.append(p.name)
+            # Run folders hold scripts, notes and parameters beside the traces; only other
+            # unrecognised files are worth a warning. (Detection itself never uses the name.)
+            if p.suffix.lower() not in _NOT_TRACES:
+                skipped.append(p.name)
             continue
         traces.append(read(p, fmt, limits=limits, **{k: v for k, v in options.items() if k != "name"}))
     if not traces:
