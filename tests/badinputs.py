@@ -223,4 +223,51 @@ def cases() -> list[Case]:
     add("tcp_seq_wrap", pcap(seqwrap), "ok", "TCP sequence wrap")
     add("headers_only", pcap([p[:54] for p in hs], origlens=[len(p) for p in hs]), "ok",
         "captured length < IP length (headers only)")
+
+    # §7.3 simulator and CSV inputs
+    ns2 = (b"+ 0.5 0 1 tcp 40 ------- 1 0.0 1.0 0 0\n- 0.5 0 1 tcp 40 ------- 1 0.0 1.0 0 0\n"
+           b"r 0.60032 0 1 tcp 40 ------- 1 0.0 1.0 0 0\n+ 0.60032 1 0 ack 40 ------- 1 1.0 0.0 0 1\n"
+           b"+ 0.70064 0 1 tcp 540 ------- 1 0.0 1.0 1 2\n")
+    add("ns2_ok", ns2, "ok", "ns-2 wired trace (control)")
+    add("ns2_missing_columns", ns2 + b"r 0.2 0 2 tcp\n", "W-BADLINE", "ns-2 wired trace with missing columns")
+    add("ns2_non_numeric", ns2 + b"+ 0.9 0 1 tcp 540 ------- 1 0.0 1.0 abc 9\n", "W-BADLINE",
+        "ns-2 non-numeric field")
+    add("ns2_nonfinite_time", ns2 + b"+ 1e309 0 1 tcp 540 ------- 1 0.0 1.0 2 9\n+ nan 0 1 tcp 540 ------- 1 0.0 1.0 2 9\n",
+        "W-BADLINE", "numbers like 1e309, NaN")
+    add("ns2_truncated_line", ns2 + b"r 0.8", "W-TRUNCATED", "simulator killed: last line cut")
+    add("ns2_binary_junk", ns2 * 100 + bytes(range(256)) * 4 + b"\n" + ns2, "W-BADLINE", "binary junk in a text trace")
+    add("ns2_overlong_line", ns2 + b"+ 0.9 0 1 tcp 540 ------- 1 0.0 1.0 2 9" + b" x" * 70000 + b"\n",
+        "W-BADLINE", "very long lines")
+    add("ns2_crlf", ns2.replace(b"\n", b"\r\n"), "ok", "CRLF line ends")
+    add("ns2_wireless_old", b"s 76.0 _98_ AGT  --- 1812 tcp 1040 [0 0 0 0] ------- [98:0 0:0 32 0] [1 0] 0 0\n"
+        b"r 76.1 _0_ AGT  --- 1812 tcp 1040 [0 0 0 0] ------- [98:0 0:0 32 0] [1 0] 1 0\n", "ok",
+        "ns-2 old wireless format (not parsed as wired)")
+    add("ns2_wireless_new", b"s -t 0.267662078 -Hs 0 -Hd -1 -Ni 0 -Nx 5.00 -Ny 2.00 -Nz 0.00 -Ne -1.000000 -Nl AGT "
+        b"-Nw --- -Ma 0 -Md 0 -Ms 0 -Mt 0 -Is 0.0 -Id 1.0 -It tcp -Il 1040 -If 0 -Ii 0 -Iv 32 -Pn tcp -Ps 1 -Pa 0 "
+        b"-Pf 0 -Po 0 \n", "ok", "ns-2 new wireless format")
+    ns3 = (b"+ 2 /NodeList/0/DeviceList/0/$ns3::PointToPointNetDevice/TxQueue/Enqueue ns3::PppHeader "
+           b"(Point-to-Point Protocol: IP (0x0021)) ns3::Ipv4Header (tos 0x0 DSCP Default ECN Not-ECT ttl 64 id 0 "
+           b"protocol 17 offset (bytes) 0 flags [none] length: 1052 10.1.1.1 > 10.1.1.2) ns3::UdpHeader "
+           b"(length: 1032 49153 > 9) Payload (size=1024)\n")
+    add("ns3_ascii_udp", ns3, "ok", "ns-3 ASCII trace")
+    opnet = "time (sec)\tNet.client.TCP Connection.Congestion Window Size (bytes)\n0\t536\n1\t1072\n"
+    add("csv_bom_crlf", b"\xef\xbb\xbf" + opnet.replace("\n", "\r\n").encode(), "ok", "CSV with UTF-8 BOM + CRLF")
+    add("csv_semicolon_decimal_comma", b"time (sec);Net.client.TCP Connection.Congestion Window Size (bytes)\n"
+        b"0;536\n1,5;1072,5\n", "ok", "CSV with ; and decimal commas")
+    add("csv_utf16", opnet.encode("utf-16"), "ok", "UTF-16 CSV (Excel Unicode text)")
+    add("csv_gzip", gzip.compress(opnet.encode()), "ok", "gzip CSV (decompressed with a cap)")
+    add("csv_nonfinite", (opnet + "2\tNaN\n3\tinf\n4\t1e309\n").encode(), "W-NONFINITE",
+        "NaN / inf / 1e309 values")
+    add("csv_unknown_column", (opnet.replace("\n", "\tNet.x.Foo Bar (bits)\n", 1)
+                               .replace("536\n", "536\t1\n").replace("1072\n", "1072\t2\n")).encode(),
+        "W-UNMAPPED", "OPNET export: unknown column")
+    add("netsim_missing_columns", b"PACKET_ID,SEGMENT_ID,PACKET_TYPE,CONTROL_PACKET_TYPE/APP_NAME,SOURCE_ID,"
+        b"DESTINATION_ID,TRANSMITTER_ID\n1,1,FTP,APP1_FTP,NODE-1,NODE-2,NODE-1\n", "UnknownFormatError",
+        "NetSim export missing required columns")
+    add("flent_newer_version", gzip.compress(b'{"version": 9, "x_values": [0.0], "results": {}, "metadata": {}, '
+                                             b'"raw_values": {}}'), "UnknownFormatError",
+        "Flent file of a newer format version")
+    add("xml_entity_bomb", b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;">]>'
+        b"<FlowMonitor><FlowStats>&lol2;</FlowStats></FlowMonitor>", "UnknownFormatError",
+        "XML with entity declarations (billion laughs)")
     return c

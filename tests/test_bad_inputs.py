@@ -48,3 +48,73 @@ def test_documented_outcome(case: Case, outcomes: dict[str, dict]) -> None:
         assert r["detail"].startswith(case.expect + ":"), f"{case.row}: {r['detail']}"
         # every refusal names the file
         assert f"{case.name}.bin" in r["detail"]
+
+
+# ---- §7.4 filesystem and environment ---------------------------------------------------------------
+
+def test_odd_paths_work_on_the_command_line(tmp_path: Path) -> None:
+    """Spaces, unicode and a leading dash in names: paths pass through untouched."""
+    import shutil
+
+    from click.testing import CliRunner
+    from conftest import sample
+
+    from tracekit.cli import main
+
+    d = tmp_path / "dir with space ü"
+    d.mkdir()
+    p = d / "-odd näme.pcap"
+    shutil.copy(sample("linux", "slow_reader.pcap"), p)
+    r = CliRunner().invoke(main, ["analyze", "--json", "--", str(p)])
+    assert r.exit_code == 0, r.output
+    assert '"format": "pcap"' in r.output
+
+
+def test_unwritable_output_is_one_clear_error(tmp_path: Path) -> None:
+    """An export folder that cannot be created gives E-OUTPUT naming it, exit 1."""
+    from click.testing import CliRunner
+    from conftest import sample
+
+    from tracekit.cli import main
+
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    r = CliRunner().invoke(main, ["analyze", str(sample("linux", "slow_reader.pcap")), "--export",
+                                  str(blocker / "sub")])
+    assert r.exit_code == 1
+    assert "cannot write" in r.output and "a_file" in r.output
+
+
+def test_existing_output_needs_force(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+    from conftest import sample
+
+    from tracekit.cli import main
+
+    out = tmp_path / "r.html"
+    out.write_text("keep me")
+    src = str(sample("linux", "slow_reader.pcap"))
+    r = CliRunner().invoke(main, ["report", src, "-o", str(out)])
+    assert r.exit_code == 1 and "output exists" in r.output
+    assert out.read_text() == "keep me"
+    r = CliRunner().invoke(main, ["report", src, "-o", str(out), "--force"])
+    assert r.exit_code == 0, r.output
+    assert out.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_run_directory_does_not_follow_links_out(tmp_path: Path) -> None:
+    """A symlink in a run directory pointing outside it is skipped with a warning."""
+    import shutil
+
+    import tracekit
+    from conftest import sample
+
+    outside = tmp_path / "outside.pcap"
+    shutil.copy(sample("linux", "slow_reader.pcap"), outside)
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(sample("linux", "any_sll.pcap"), run / "mine.pcap")
+    (run / "escape.pcap").symlink_to(outside)
+    tr = tracekit.read(run)
+    assert tr.meta["paths"] == [str(run / "mine.pcap")]
+    assert any("link out of the directory" in w["message"] for w in tr.warnings)
