@@ -1,0 +1,184 @@
+"""Benchmark: capture reading and ``tracekit analyze`` end to end, beside tcptrace and tshark.
+
+On one capture (default ``bench/data/big.pcap``, >= 1M packets, made by ``bench/make_capture.sh``;
+any capture works for a try-out) it times, in one run:
+
+* ``tracekit analyze --json FILE`` end to end, as a subprocess (interpreter start, imports,
+  reading, every analysis, JSON out);
+* the reader alone, ``tracekit.read(FILE)`` in a fresh Python process after an untimed warm-up
+  read of a small capture (imports, polars thread pool), best of ``--repeat``;
+* ``tcptrace -l -r FILE`` (C; per-connection statistics);
+* ``tshark -r FILE -T fields -e tcp.analysis.bytes_in_flight`` (C; Wireshark's TCP analysis).
+
+Each is a separate child process, run through a tiny Python wrapper that reports the child's
+wall time, CPU time (user + system, all threads) and peak RSS (``getrusage(RUSAGE_CHILDREN)``
+of the wrapper, so every number belongs to exactly one command). The machine is shared, so
+wall times move with the load; CPU time is the steadier measure of work.
+
+    python bench/bench_analyze.py                     # prints the table, writes it to bench/README.md
+    python bench/bench_analyze.py --file x.pcap --no-append --skip-tshark
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "bench" / "data" / "big.pcap"
+README = ROOT / "bench" / "README.md"
+WARMUP = ROOT / "samples" / "linux" / "slow_reader.pcap"
+SECTION = "## Capture reading and analyze end to end"
+
+# Runs argv, then prints the child's wall/CPU/peak RSS as JSON on stderr's last line.
+_WRAPPER = textwrap.dedent("""
+    import json, resource, subprocess, sys, time
+    t = time.perf_counter()
+    rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode
+    wall = time.perf_counter() - t
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(json.dumps({"rc": rc, "wall": wall, "cpu": ru.ru_utime + ru.ru_stime,
+                      "rss_mb": ru.ru_maxrss / 1024}), file=sys.stderr)
+""")
+
+# The reader alone: warm up, then time tracekit.read (best of N), report the peak RSS of the reads.
+_READER = textwrap.dedent("""
+    import json, re, resource, sys, time
+    import tracekit
+    tracekit.read(sys.argv[2])
+    base = int(re.search(r"VmRSS:\\s+(\\d+)", open("/proc/self/status").read()).group(1)) / 1024
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+    best = None
+    for _ in range(int(sys.argv[3])):
+        t, c = time.perf_counter(), time.process_time()
+        tr = tracekit.read(sys.argv[1])
+        wall, cpu = time.perf_counter() - t, time.process_time() - c
+        if best is None or wall < best[0]:
+            best = (wall, cpu)
+        records = tr.meta["counts"]["records"]
+        del tr
+    hwm = int(re.search(r"VmHWM:\\s+(\\d+)", open("/proc/self/status").read()).group(1)) / 1024
+    print(json.dumps({"rc": 0, "wall": best[0], "cpu": best[1], "rss_mb": hwm, "base_mb": base,
+                      "records": records}),
+          file=sys.stderr)
+""")
+
+
+def measure(argv: list[str], wrapper: str = _WRAPPER) -> dict[str, float]:
+    """Run one command in a fresh process; return its wall, CPU and peak RSS."""
+    proc = subprocess.run([sys.executable, "-c", wrapper, *argv], capture_output=True, text=True)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise SystemExit(f"benchmark command failed: {argv}\n{proc.stderr[-2000:]}")
+    out = json.loads(lines[-1])
+    if out["rc"] != 0:
+        raise SystemExit(f"{argv[0]} exited with {out['rc']}")
+    return out
+
+
+def run(path: Path, repeat: int, skip_tshark: bool) -> dict[str, dict[str, float]]:
+    """Time the four commands on ``path``."""
+    tracekit_cli = shutil.which("tracekit") or str(Path(sys.executable).with_name("tracekit"))
+    res: dict[str, dict[str, float]] = {}
+    res["tracekit analyze --json"] = measure([tracekit_cli, "analyze", "--json", str(path)])
+    res["tracekit.read (in-process)"] = measure([str(path), str(WARMUP), str(repeat)], wrapper=_READER_CALL)
+    if shutil.which("tcptrace"):
+        res["tcptrace -l -r"] = measure(["tcptrace", "-l", "-r", str(path)])
+    if shutil.which("tshark") and not skip_tshark:
+        res["tshark -T fields -e tcp.analysis.bytes_in_flight"] = measure(
+            ["tshark", "-n", "-r", str(path), "-T", "fields", "-e", "tcp.analysis.bytes_in_flight"])
+    return res
+
+
+# The reader runs as `python -c _READER FILE WARMUP N` directly (its own RSS is what counts).
+_READER_CALL = textwrap.dedent(f"""
+    import subprocess, sys
+    proc = subprocess.run([sys.executable, "-c", {_READER!r}, *sys.argv[1:]], capture_output=True, text=True)
+    sys.stderr.write(proc.stderr)
+    sys.exit(proc.returncode)
+""")
+
+
+def report(path: Path, res: dict[str, dict[str, float]]) -> str:
+    """The markdown table, ratios and targets."""
+    size_mb = path.stat().st_size / 2**20
+    rd = res["tracekit.read (in-process)"]
+    records = int(rd["records"])
+    an = res["tracekit analyze --json"]
+    lines = [
+        f"{date.today()} — `{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}`: "
+        f"{records:,} packets, {size_mb:,.1f} MiB; {platform.python_implementation()} "
+        f"{platform.python_version()}, {os.cpu_count()} CPUs (shared), load average "
+        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}",
+        "",
+        "| command | wall s | CPU s | peak RSS MiB | RSS / file |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, r in res.items():
+        lines.append(f"| {name} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['rss_mb']:,.0f} | "
+                     f"{r['rss_mb'] / size_mb:.1f}x |")
+    pps_wall, pps_cpu = records / rd["wall"], records / rd["cpu"]
+    lines += ["", f"* reader: {pps_wall / 1e6:.2f} M packets/s wall, {pps_cpu / 1e6:.2f} M packets/s of CPU "
+                  "(target >= 1.5 M/s)"]
+    tt = res.get("tcptrace -l -r")
+    if tt:
+        lines.append(f"* analyze / tcptrace: {an['wall'] / tt['wall']:.1f}x wall, {an['cpu'] / tt['cpu']:.1f}x CPU "
+                     "(target <= 5x)")
+    ts = next((v for k, v in res.items() if k.startswith("tshark")), None)
+    if ts:
+        lines.append(f"* tshark / analyze: {ts['wall'] / an['wall']:.1f}x wall, {ts['cpu'] / an['cpu']:.1f}x CPU "
+                     "(target >= 10x)")
+    lines.append(f"* peak RSS / file size: analyze {an['rss_mb'] / size_mb:.1f}x, reader {rd['rss_mb'] / size_mb:.1f}x "
+                 f"({(rd['rss_mb'] - rd['base_mb']) / size_mb:.1f}x above the {rd['base_mb']:.0f} MiB of the "
+                 "interpreter with numpy/polars loaded) (target <= 3x)")
+    return "\n".join(lines)
+
+
+def append(table: str) -> None:
+    """Add the run under this benchmark's heading in bench/README.md (other sections untouched)."""
+    text = README.read_text(encoding="utf-8") if README.exists() else "# Benchmarks\n"
+    intro = (
+        f"{SECTION}\n\n`python bench/bench_analyze.py` times `tracekit analyze --json` end to end, the reader "
+        "alone (`tracekit.read`, in a fresh process after a warm-up read), `tcptrace -l -r` and "
+        "`tshark -T fields -e tcp.analysis.bytes_in_flight` on `bench/data/big.pcap` (made by "
+        "`bench/make_capture.sh`), each in its own child process (wall, CPU of all threads, peak RSS). "
+        "Each run appends its table here.\n"
+    )
+    if SECTION not in text:
+        text = text.rstrip("\n") + "\n\n" + intro
+    # insert the new run at the end of this section (before the next "## " heading)
+    start = text.index(SECTION)
+    m = re.search(r"^## ", text[start + len(SECTION):], flags=re.M)
+    end = start + len(SECTION) + m.start() if m else len(text)
+    text = text[:end].rstrip("\n") + "\n\n" + table + "\n" + ("\n" + text[end:] if m else "")
+    README.write_text(text, encoding="utf-8")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--file", type=Path, default=DATA, help="capture to time (default: bench/data/big.pcap)")
+    ap.add_argument("--repeat", type=int, default=3, help="reader runs, best kept (default 3)")
+    ap.add_argument("--skip-tshark", action="store_true", help="do not run tshark (slow on big files)")
+    ap.add_argument("--no-append", action="store_true", help="do not write the table to bench/README.md")
+    args = ap.parse_args()
+    if not args.file.exists():
+        raise SystemExit(f"{args.file} is missing: run `sudo bench/make_capture.sh` first, or pass --file")
+    res = run(args.file.resolve(), args.repeat, args.skip_tshark)
+    table = report(args.file.resolve(), res)
+    print(table)
+    if not args.no_append:
+        append(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,241 @@
+"""The libpcap container: magics, byte orders, Kuznetzov, compression, damaged files, the CLI on
+a bad file, and real captures from samples/."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import resource
+import struct
+from pathlib import Path
+
+import craft
+import numpy as np
+import polars as pl
+import pytest
+from click.testing import CliRunner
+from conftest import SAMPLES, sample
+
+import tracekit
+from tracekit._source import NamedBytes
+from tracekit.cli import main
+from tracekit.errors import CorruptTraceError, TruncatedError, UnknownFormatError
+from tracekit.parsers.pcap import walk_records
+
+PKTS, EXPECTED = craft.conversation()
+FRAMES = [craft.ether(p) for p in PKTS]
+GOOD = craft.pcap(FRAMES)
+COLS = ["frame", "flow", "dir", "src", "dst", "sport", "dport", "seq", "ack", "flags", "win", "payload", "sack"]
+
+
+def _same(a: tracekit.Trace, b: tracekit.Trace, cols: list[str] = COLS) -> None:
+    assert a.packets.select(cols).equals(b.packets.select(cols))
+
+
+@pytest.mark.parametrize("endian", ["<", ">"], ids=["little", "big"])
+@pytest.mark.parametrize("nanos", [False, True], ids=["usec", "nsec"])
+def test_magics_and_byte_orders(endian: str, nanos: bool) -> None:
+    ts = [(craft.T0 + i, (123456789 if nanos else 123456) + i) for i in range(len(FRAMES))]
+    t = tracekit.read(craft.pcap(FRAMES, endian=endian, nanos=nanos, ts=ts))
+    _same(t, tracekit.read(GOOD))
+    frac = 1e-9 if nanos else 1e-6
+    assert t.packets["time"].to_list() == pytest.approx([i + i * frac for i in range(len(FRAMES))], abs=1e-12)
+    start = ts[0][1] * (1 if nanos else 1000)
+    assert t.meta["t0_ns"] == craft.T0 * 10**9 + start
+    assert t.meta["time_resolution"] == ("ns" if nanos else "us")
+
+
+def test_nanosecond_timestamps_stay_exact() -> None:
+    ts = [(craft.T0, 1), (craft.T0, 2), (craft.T0 + 1, 999_999_999)]
+    t = tracekit.read(craft.pcap(FRAMES[:3], nanos=True, ts=ts))
+    assert t.meta["t0_ns"] == craft.T0 * 10**9 + 1
+    assert t.packets["time"].to_list() == [0.0, 1e-9, 1.999999998]
+
+
+def test_kuznetzov_records_have_24_byte_headers() -> None:
+    t = tracekit.read(craft.pcap(FRAMES, kuznetzov=True))
+    _same(t, tracekit.read(GOOD))
+
+
+@pytest.mark.parametrize("pack", [gzip.compress, bz2.compress], ids=["gzip", "bz2"])
+def test_compressed_capture(tmp_path: Path, pack: object) -> None:
+    p = tmp_path / "c.pcap.gz"
+    p.write_bytes(pack(GOOD))  # type: ignore[operator]
+    t = tracekit.read(p)
+    _same(t, tracekit.read(GOOD))
+    assert t.meta["compression"] in ("gzip", "bz2") and t.meta["paths"] == [str(p)]
+
+
+def test_file_and_bytes_give_the_same_trace(tmp_path: Path) -> None:
+    p = tmp_path / "x.pcap"
+    p.write_bytes(GOOD)
+    a, b = tracekit.read(p), tracekit.read(GOOD)
+    assert a.packets.equals(b.packets)
+
+
+def test_fcs_length_in_the_linktype_field_is_stripped() -> None:
+    with_fcs = [f + b"\xde\xad\xbe\xef" for f in FRAMES]
+    t = tracekit.read(craft.pcap(with_fcs, fcs_bits=2))  # 2 x 16-bit words
+    assert t.packets["size"].to_list() == [len(f) for f in FRAMES]
+    _same(t, tracekit.read(GOOD))
+
+
+def test_old_versions_have_caplen_and_length_swapped() -> None:
+    data = bytearray(GOOD)
+    struct.pack_into("<HH", data, 4, 2, 2)
+    # write the lengths of every record the 2.2 way: original length first
+    off = 24
+    frames_cut = []
+    out = bytearray(data[:24])
+    for f in FRAMES:
+        cut = f[:60]
+        frames_cut.append(cut)
+        out += struct.pack("<IIII", craft.T0, 0, len(f), len(cut)) + cut
+        off += 16 + len(cut)
+    t = tracekit.read(bytes(out))
+    assert t.packets["caplen"].to_list() == [len(c) for c in frames_cut]
+    assert t.packets["size"].to_list() == [len(f) for f in FRAMES]
+
+
+# ---- damaged input ------------------------------------------------------------------------------
+
+def test_empty_file_is_one_clear_error(tmp_path: Path) -> None:
+    p = tmp_path / "empty.pcap"
+    p.write_bytes(b"")
+    with pytest.raises(UnknownFormatError) as err:
+        tracekit.read(p)
+    assert str(err.value).startswith(f"{p}: empty file")
+
+
+def test_not_a_capture(tmp_path: Path) -> None:
+    p = tmp_path / "notes.pcap"
+    p.write_bytes(b"this is a lab report, not a capture\n" * 4)
+    with pytest.raises(UnknownFormatError) as err:
+        tracekit.read(p)
+    assert err.value.path == str(p) and err.value.offset == 0
+    assert "not a recognised trace format" in str(err.value) and "pcap" in str(err.value.hint)
+
+
+@pytest.mark.parametrize("cut", [4, 10, 23])
+def test_truncated_file_header(tmp_path: Path, cut: int) -> None:
+    p = tmp_path / "short.pcap"
+    p.write_bytes(GOOD[:cut])
+    with pytest.raises(CorruptTraceError) as err:
+        tracekit.read(p, "pcap")
+    assert err.value.offset == cut
+    assert str(err.value).startswith(f"{p}: at byte {cut}: truncated file header: {cut} of 24 bytes")
+
+
+@pytest.mark.parametrize("cut", [1, 10, 16, 40], ids=["in-header", "in-header-10", "after-header", "in-data"])
+def test_truncated_last_record_keeps_every_packet_before_it(tmp_path: Path, cut: int) -> None:
+    last = len(FRAMES[-1]) + 16
+    p = tmp_path / "cut.pcap"
+    p.write_bytes(GOOD[: len(GOOD) - last + cut])
+    t = tracekit.read(p)
+    assert t.packets["frame"].to_list() == list(range(1, len(FRAMES)))
+    (w,) = [w for w in t.warnings if w["code"] == "W-TRUNCATED"]
+    assert w["offset"] == len(GOOD) - last and w["frame"] == len(FRAMES)
+    with pytest.raises(TruncatedError) as err:
+        tracekit.read(p, strict=True)
+    assert err.value.offset == len(GOOD) - last and str(p) in str(err.value)
+
+
+def test_huge_caplen_is_refused_without_a_huge_allocation() -> None:
+    data = bytearray(GOOD)
+    rec = 24 + sum(16 + len(f) for f in FRAMES[:3])  # the 4th record
+    struct.pack_into("<I", data, rec + 8, 0xFFFFFFF0)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(CorruptTraceError) as err:
+        tracekit.read(NamedBytes(bytes(data), "bad.pcap"))
+    grown_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kb < 100_000  # a 4 GiB buffer was never allocated
+    e = err.value
+    assert (e.frame, e.offset) == (4, rec)
+    assert str(e).startswith(f"bad.pcap: frame 4 at byte {rec}: record claims a captured length of 4,294,967,280")
+
+
+def test_caplen_over_the_limit_is_refused_even_when_the_record_fits() -> None:
+    big = craft.ether(PKTS[0]) + b"\0" * 300_000
+    with pytest.raises(CorruptTraceError, match="262,144"):
+        tracekit.read(craft.pcap([FRAMES[0], big, FRAMES[1]]))
+    t = tracekit.read(craft.pcap([FRAMES[0], big]), limits=tracekit.Limits(max_caplen=400_000))
+    assert t.packets.height == 2
+
+
+def test_non_monotonic_timestamps_warn_and_keep_frame_order() -> None:
+    ts = craft.times(len(FRAMES))
+    ts[3], ts[7] = (craft.T0 - 5, 0), (craft.T0 - 1, 0)
+    t = tracekit.read(craft.pcap(FRAMES, ts=ts))
+    assert t.packets["frame"].to_list() == list(range(1, len(FRAMES) + 1))
+    (w,) = [w for w in t.warnings if w["code"] == "W-NONMONOTONIC"]
+    assert w["count"] == 2
+    assert t.packets["time"][3] == -5.0
+
+
+def test_zero_length_records_advance_the_walk() -> None:
+    t = tracekit.read(craft.pcap([b""] * 500 + FRAMES))
+    assert t.meta["counts"]["records"] == 500 + len(FRAMES) and t.meta["counts"]["non_ip"] == 500
+    assert t.packets["frame"][0] == 501
+
+
+def test_walk_records_reports_where_it_stopped() -> None:
+    offs, reason, stop = walk_records(GOOD, 24, "<", 16, 262144)
+    assert reason is None and stop == len(GOOD)
+    expect = np.cumsum([24] + [16 + len(f) for f in FRAMES[:-1]])
+    assert offs.tolist() == expect.tolist()
+    offs, reason, stop = walk_records(GOOD + b"\x01\x02", 24, "<", 16, 262144)
+    assert (reason, stop, len(offs)) == ("truncated-header", len(GOOD), len(FRAMES))
+    offs, reason, stop = walk_records(GOOD[:-1], 24, "<", 16, 262144)
+    assert (reason, stop, len(offs)) == ("truncated-data", int(expect[-1]), len(FRAMES) - 1)
+    offs, reason, stop = walk_records(GOOD, 24, "<", 16, 100)
+    assert (reason, stop, len(offs)) == ("caplen", int(expect[3]), 3)  # frames 1-3 are 54-78 bytes
+
+
+def test_cli_analyze_on_a_bad_file_exits_1_with_one_line(tmp_path: Path) -> None:
+    p = tmp_path / "broken.pcap"
+    data = bytearray(GOOD)
+    struct.pack_into("<I", data, 24 + 8, 0xFFFFFFF0)
+    p.write_bytes(bytes(data))
+    result = CliRunner().invoke(main, ["analyze", str(p)])
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"tracekit: error: {p}: frame 1 at byte 24: ")
+    assert result.stdout == ""
+
+
+# ---- real captures ------------------------------------------------------------------------------
+
+def _captures() -> list[Path]:
+    return sorted(p for p in SAMPLES.glob("**/*.pcap*") if p.is_file())
+
+
+@pytest.mark.parametrize("path", _captures(), ids=lambda p: str(p.relative_to(SAMPLES)))
+def test_every_sample_capture_reads_cleanly(path: Path) -> None:
+    t = tracekit.read(path)
+    assert t.meta["format"] in ("pcap", "pcapng")
+    assert t.warnings == [] or {w["code"] for w in t.warnings} <= {"W-TRUNCATED"}
+    tcp = t.packets.filter(pl.col("proto") == "tcp")
+    assert tcp.height >= 20
+    # every TCP row belongs to a connection, with a direction and relative numbers
+    assert tcp.select(pl.col("flow", "dir", "seq", "win").null_count()).row(0) == (0, 0, 0, 0)
+    assert (tcp["seq"] >= 0).all()
+
+
+def test_linux_bulk_sample_handshake() -> None:
+    t = tracekit.read(sample("linux", "bulk_lossy.pcap"))
+    syn = t.packets.row(0, named=True)
+    assert (syn["flags"], syn["seq"], syn["dir"], syn["sport"], syn["dport"]) == (0x02, 0, 0, 40000, 5001)
+    assert syn["mss"] == 1460 and syn["wscale"] is not None and syn["ts_val"] is not None
+    data = t.packets.filter((pl.col("dir") == 0) & (pl.col("payload") > 0))
+    assert data["seq"].min() == 1
+    end = data.select((pl.col("seq") + pl.col("payload")).max()).item()
+    assert end == 750_001  # 750,000 bytes sent (samples/linux/README.md)
+    fin = t.packets.filter((pl.col("dir") == 0) & (pl.col("flags") & 0x01 != 0))
+    assert (fin["seq"] + fin["payload"]).unique().to_list() == [end]  # the FIN may carry the last data
+
+
+def test_ns3_ppp_sample() -> None:
+    t = tracekit.read(sample("ns3", "dumbbell", "dumbbell-0-0.pcap"))
+    assert t.meta["linktypes"] == [9] and t.meta["counts"]["records"] == 437
+    assert t.packets["flow"].n_unique() == 1
