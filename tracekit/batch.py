@@ -1,0 +1,399 @@
+"""Batch analysis: a report per trace, an index page, ``summary.json`` / ``summary.csv``.
+
+Each trace is read, analysed and rendered in a worker (:mod:`tracekit.executors`):
+a corrupt file, a hang past the timeout or a worker over its memory cap is
+recorded as failed with its reason and the batch goes on. The parent process
+alone writes files, all inside the output folder. Re-running into the same
+folder skips traces whose content (sha256) and tracekit version are unchanged
+(``force=True`` redoes them). Ctrl-C writes what finished, then
+``KeyboardInterrupt`` propagates (the CLI exits 130).
+
+Layout of the output folder::
+
+    OUT/index.html           one row per trace, links to the reports
+    OUT/summary.json         schema_version 1; "run" holds the volatile fields (times, executor)
+    OUT/summary.csv          the same rows, spreadsheet-safe
+    OUT/reports/NAME.html    one self-contained report per trace
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tracekit.errors import OutputError, UsageError
+from tracekit.executors import Outcome, Task, make_executor
+from tracekit.limits import DEFAULT, Limits
+
+SCHEMA_VERSION = 1
+#: Fields of an entry that change from run to run (ignored when comparing summaries).
+VOLATILE = ("elapsed_s", "cached")
+CSV_COLUMNS = ("path", "status", "format", "tool", "packets", "flows", "goodput_bps", "retrans_packets",
+               "warning_count", "warnings", "report", "error", "sha256")
+
+
+def _version() -> str:
+    from tracekit import __version__
+
+    return __version__
+
+
+# ---- inputs ---------------------------------------------------------------------------------------------------
+
+
+def expand(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], list[dict[str, Any]]]:
+    """The traces named by the arguments, in order, and the entries refused up front.
+
+    A file is one trace. A directory is a folder of traces: each file in it is a
+    trace and each subdirectory a run directory (its files read together as one
+    trace). Hidden names are skipped; links pointing out of the folder are refused.
+    """
+    out: list[Path] = []
+    refused: list[dict[str, Any]] = []
+    seen: set[str] = set()
+
+    def add(p: Path) -> None:
+        key = os.fspath(p)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+
+    for arg in paths:
+        p = Path(arg)
+        if not p.exists():
+            raise UsageError("no such file or directory", path=str(p))
+        if p.is_file():
+            add(p)
+            continue
+        root = p.resolve()
+        for child in sorted(p.iterdir()):
+            if child.name.startswith("."):
+                continue
+            if not child.resolve().is_relative_to(root):
+                refused.append(_failed(child, {"kind": "error", "message": "a link pointing out of the folder"}))
+                continue
+            if child.is_file() or child.is_dir():
+                add(child)
+    return out, refused
+
+
+def content_hash(path: Path) -> str:
+    """sha256 of a file, or of a run directory's file names and contents (hidden files skipped)."""
+    h = hashlib.sha256()
+    if path.is_file():
+        files = [path]
+    else:
+        files = sorted(c for c in path.iterdir() if c.is_file() and not c.name.startswith("."))
+    for f in files:
+        if path.is_dir():
+            h.update(f.name.encode("utf-8", "surrogateescape") + b"\0")
+        try:
+            with open(f, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    h.update(chunk)
+        except OSError:
+            h.update(b"<unreadable>")
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def report_name(path: Path) -> str:
+    """A safe, stable file name for a trace's report: cleaned stem + 8 hex digits of the path."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", path.name).strip("._-")[:48] or "trace"
+    digest = hashlib.sha256(os.fspath(path).encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return f"{stem}-{digest}.html"
+
+
+# ---- the task (runs in a worker) ----------------------------------------------------------------------------
+
+
+def process_trace(path: str, limits: Limits = DEFAULT, strict: bool = False) -> dict[str, Any]:
+    """Read, analyse and render one trace; return its summary row and the report's HTML.
+
+    Raises:
+        TracekitError: when the trace cannot be read (the executor records it as failed).
+    """
+    import tracekit
+    from tracekit.reports.html import render_report
+
+    trace = tracekit.read(path, strict=strict, limits=limits)
+    analysis = tracekit.analyze(trace)
+    flows = analysis.flows
+    row: dict[str, Any] = {
+        "format": trace.meta.get("format"),
+        "tool": trace.meta.get("tool"),
+        "packets": trace.packets.height,
+        "flows": flows.height,
+        "goodput_bps": None,
+        "retrans_packets": None,
+        "warnings": sorted({str(w.get("code")) for w in trace.warnings}),
+        "warning_count": int(sum(int(w.get("count") or 1) for w in trace.warnings)),
+    }
+    if flows.height:
+        size = "unique_bytes" if "unique_bytes" in flows.columns else flows.columns[0]
+        top = flows.sort(size, descending=True, nulls_last=True).row(0, named=True)
+        g = top.get("goodput_bps")
+        row["goodput_bps"] = float(g) if isinstance(g, (int, float)) and g == g else None
+        if "retrans_packets" in flows.columns:
+            row["retrans_packets"] = int(flows["retrans_packets"].fill_null(0).sum())
+    html, _ = render_report([analysis])
+    return {"row": row, "html": html}
+
+
+# ---- the runner ---------------------------------------------------------------------------------------------
+
+
+def worker_limits(limits: Limits, max_memory: int | None) -> Limits:
+    """Limits for a worker with an address-space cap: inputs above half the cap are refused.
+
+    Reading a file asks for a buffer of ``max_input_bytes`` up front, which counts against
+    ``RLIMIT_AS`` even for a small file, and a worker could not analyse such a file anyway.
+    """
+    if not max_memory:
+        return limits
+    return limits.replace(max_input_bytes=min(limits.max_input_bytes, max(64 << 20, max_memory // 2)))
+
+
+def _failed(path: Path, error: dict[str, Any]) -> dict[str, Any]:
+    return {"path": os.fspath(path), "status": "failed", "error": error}
+
+
+def safe_join(out: Path, *parts: str) -> Path:
+    """``out/parts…`` resolved, refusing anything that would land outside ``out``.
+
+    Raises:
+        OutputError: when the result escapes the folder.
+    """
+    root = out.resolve()
+    p = root.joinpath(*parts).resolve()
+    if not p.is_relative_to(root) or p == root:
+        raise OutputError("refusing to write outside the output folder", path=os.fspath(p))
+    return p
+
+
+def neutralise(value: Any) -> Any:
+    """Make a CSV cell safe for spreadsheets: text starting with = + - @ tab CR gets a leading '."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, list):
+        return ";".join(str(x) for x in v)
+    if isinstance(v, dict):
+        return str(v.get("message", ""))
+    return str(v)
+
+
+def csv_text(rows: list[dict[str, Any]], columns: Iterable[str]) -> str:
+    """CSV of ``rows`` with every text cell neutralised (RELIABILITY.md §7.5 rule 7)."""
+    cols = list(columns)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(cols)
+    for r in rows:
+        w.writerow([neutralise(_cell(r.get(c))) for c in cols])
+    return buf.getvalue()
+
+
+def write_json(path: Path, doc: Any) -> None:
+    """Strict JSON (no NaN), written atomically."""
+    from tracekit.reports.text import write_atomic
+
+    try:
+        write_atomic(path, (json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n").encode("utf-8"))
+    except OSError as exc:
+        raise OutputError(f"cannot write: {exc.strerror or exc}", path=str(path)) from None
+
+
+def write_file(path: Path, text: str) -> None:
+    """Text written atomically, errors as OutputError."""
+    from tracekit.reports.text import write_atomic
+
+    try:
+        write_atomic(path, text.encode("utf-8"))
+    except OSError as exc:
+        raise OutputError(f"cannot write: {exc.strerror or exc}", path=str(path),
+                          hint="choose a writable folder (Docker: -u $(id -u):$(id -g))") from None
+
+
+def _previous(out: Path) -> dict[str, dict[str, Any]]:
+    try:
+        doc = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+        return {e["path"]: e for e in doc.get("traces", []) if isinstance(e, dict) and "path" in e}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+
+
+@dataclass
+class BatchResult:
+    """What a batch produced."""
+
+    out: Path
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    interrupted: bool = False
+
+    @property
+    def failed(self) -> int:
+        """Entries that failed."""
+        return sum(e["status"] == "failed" for e in self.entries)
+
+    @property
+    def exit_code(self) -> int:
+        """0 all fine · 4 some traces failed · 130 interrupted."""
+        return 130 if self.interrupted else (4 if self.failed else 0)
+
+
+def _progress(enabled: bool, total: int) -> Any:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=console, disable=not enabled, transient=False)
+
+
+def run_batch(paths: Iterable[str | os.PathLike[str]], out: str | os.PathLike[str], *, jobs: int | None = None,
+              timeout: float | None = None, max_memory: int | None = None, scheduler: str | None = None,
+              force: bool = False, limits: Limits = DEFAULT, strict: bool = False, progress: bool = False,
+              initializer: str | None = None) -> BatchResult:
+    """Analyse every trace into ``out`` (see the module docstring for the layout).
+
+    Args:
+        paths: Files and folders of traces.
+        out: Output folder (created).
+        jobs: Local worker processes (default: the cores available).
+        timeout: Seconds per trace (default ``limits.timeout_s``); the worker is killed past it.
+        max_memory: Address space per worker in bytes (default ``limits.max_memory_bytes``).
+        scheduler: ``tcp://host:port`` of a dask scheduler to run on instead.
+        force: Redo traces whose content and tracekit version are unchanged.
+        limits: Reader limits.
+        strict: Turn reader warnings into failures.
+        progress: Show a progress bar on stderr.
+        initializer: ``"module:function"`` run in each local worker (tests).
+
+    Returns:
+        The entries, in input order (failed ones with ``error``).
+
+    Raises:
+        UsageError: a missing input. OutputError: the folder cannot be written.
+        KeyboardInterrupt: after writing what finished.
+    """
+    outdir = Path(out)
+    try:
+        (outdir / "reports").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create the output folder: {exc.strerror or exc}", path=str(outdir),
+                          hint="choose a writable folder with -o") from None
+    inputs, refused = expand(paths)
+    version = _version()
+    previous = {} if force else _previous(outdir)
+    entries: dict[str, dict[str, Any]] = {e["path"]: e for e in refused}
+    order = [e["path"] for e in refused] + [os.fspath(p) for p in inputs]
+    tasks: list[Task] = []
+    started = time.time()
+    timeout = limits.timeout_s if timeout is None else timeout
+    max_memory = limits.max_memory_bytes if max_memory is None else max_memory
+    limits = worker_limits(limits, max_memory)
+    for p in inputs:
+        key = os.fspath(p)
+        digest = content_hash(p)
+        name = report_name(p)
+        old = previous.get(key)
+        if (old and old.get("status") == "ok" and old.get("sha256") == digest
+                and old.get("tracekit_version") == version and (outdir / "reports" / name).is_file()):
+            entries[key] = {**old, "cached": True}
+            continue
+        entries[key] = {"path": key, "status": "pending", "sha256": digest, "tracekit_version": version,
+                        "report": f"reports/{name}"}
+        tasks.append(Task(key, "tracekit.batch:process_trace", (key, limits, strict)))
+    result = BatchResult(outdir)
+    executor = make_executor(jobs, scheduler=scheduler, timeout=timeout, max_memory=max_memory,
+                             initializer=initializer)
+
+    def done(o: Outcome) -> None:
+        e = entries[o.key]
+        e["elapsed_s"] = round(o.elapsed_s, 3)
+        e["cached"] = False
+        if o.ok:
+            write_file(safe_join(outdir, e["report"]), o.value["html"])
+            e.update(o.value["row"], status="ok", error=None)
+        else:
+            e.update(status="failed", error=o.error, report=None)
+        bar.advance(task_id)
+
+    with _progress(progress, len(tasks)) as bar:
+        task_id = bar.add_task("analysing", total=len(tasks))
+        try:
+            executor.run(tasks, done)
+        except KeyboardInterrupt:
+            result.interrupted = True
+        finally:
+            if scheduler:
+                executor.shutdown()
+    result.entries = [entries[k] for k in order if entries[k]["status"] != "pending"]
+    write_outputs(result, executor.describe(), started, pending=sum(e["status"] == "pending" for e in entries.values()))
+    if result.interrupted:
+        raise KeyboardInterrupt
+    return result
+
+
+def write_outputs(result: BatchResult, executor: str, started: float, pending: int = 0) -> None:
+    """Write summary.json, summary.csv and index.html for the finished entries."""
+    out = result.out
+    counts = {s: sum(e["status"] == s for e in result.entries) for s in ("ok", "failed")}
+    counts["cached"] = sum(bool(e.get("cached")) for e in result.entries)
+    counts["not_run"] = pending
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "tracekit_version": _version(),
+        "interrupted": result.interrupted,
+        "counts": counts,
+        "traces": result.entries,
+        "run": {"executor": executor, "started": round(started, 3), "elapsed_s": round(time.time() - started, 3)},
+    }
+    write_json(out / "summary.json", doc)
+    write_file(out / "summary.csv", csv_text(result.entries, CSV_COLUMNS))
+    write_file(out / "index.html", index_page(result.entries, counts, result.interrupted))
+
+
+def index_page(entries: list[dict[str, Any]], counts: dict[str, int], interrupted: bool) -> str:
+    """The index: one row per trace with a link to its report or the reason it failed."""
+    from tracekit.reports.html import esc, page
+    from tracekit.reports.text import _fmt
+
+    rows = []
+    for e in entries:
+        if e["status"] == "ok" and e.get("report"):
+            link = f'<a href="{esc(e["report"])}">report</a>'
+            why = ""
+        else:
+            link = ""
+            err = e.get("error") or {}
+            why = f'<span class="warn">{esc(err.get("kind", "failed"))}: {esc(err.get("message", ""))}</span>'
+        warn = ", ".join(e.get("warnings") or [])
+        rows.append(
+            f'<tr data-status="{esc(e["status"])}"><td class="t">{esc(e["path"])}</td>'
+            f'<td class="t">{esc(e.get("format") or "")}</td><td>{esc(_fmt(e.get("flows"), "flows"))}</td>'
+            f'<td>{esc(_fmt(e.get("goodput_bps"), "goodput_bps"))}</td>'
+            f'<td>{esc(_fmt(e.get("retrans_packets"), "retrans_packets"))}</td>'
+            f'<td class="t">{esc(warn)}</td><td class="t">{link}{why}</td></tr>')
+    head = "".join(f'<th{" class=t" if h in ("trace", "format", "warnings", "report") else ""}>{h}</th>'
+                   for h in ("trace", "format", "flows", "goodput", "retransmissions", "warnings", "report"))
+    note = "<p class=\"warn\">Interrupted: only the traces that finished are listed.</p>" if interrupted else ""
+    body = (f"<h1>tracekit batch</h1>{note}<p>{counts['ok']} analysed ({counts['cached']} unchanged since the "
+            f"last run), {counts['failed']} failed.</p>"
+            f"<table id=\"batch\"><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    return page("tracekit batch", body, {})

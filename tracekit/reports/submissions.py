@@ -1,0 +1,350 @@
+"""Finding student submissions and reading each one as a Trace, without trusting any name in them.
+
+A submissions folder holds one entry per student:
+
+* a trace file (``alice.pcap``) — id ``alice``;
+* a directory (``bob/`` with ``out.tr``, ``Window.tr``, ...) — its files are read
+  together as one run (a directory holding only one sub-folder is entered);
+* a zip (``carol.zip``) — its members are read together as one run.
+
+``--submissions`` may also be one zip holding all of them (an LMS download): its
+top-level files, folders and inner zips are the submissions (a single top-level
+folder wrapping everything is entered).
+
+Zip members are read as streams, never extracted (RELIABILITY.md §7.5): members
+with absolute paths, ``..``, drive letters, NUL bytes, links or other non-regular
+types, and encrypted ones are refused and reported; the member count and the
+uncompressed bytes actually read are capped by ``Limits.max_archive_members`` /
+``max_archive_bytes``. Submission ids are derived from names but always match
+``^[A-Za-z0-9._-]{1,64}$``; output paths are checked to stay in the output folder.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import stat
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from tracekit.errors import LimitError, OutputError, TracekitError, UnknownFormatError, UsageError
+from tracekit.limits import DEFAULT, Limits
+from tracekit.reports.rubric import valid_id
+
+#: Files every zip tool adds that are never traces.
+_NOISE = ("__MACOSX/", ".DS_Store", "Thumbs.db", "desktop.ini")
+_COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One student's submission.
+
+    Attributes:
+        id: Safe id (file and CSV name); unique within the batch.
+        kind: ``file``, ``dir``, ``zip`` (a zip file) or ``members`` (a group inside a submissions zip).
+        path: The file, folder or zip on disk.
+        members: For ``members``: the member names (already checked) in the zip at ``path``.
+        nested: For ``members``: the single member is itself a zip to read from memory.
+        original: The name it was found under (display only; may be anything).
+        notes: Members refused while discovering it, ``{"member", "reason"}``.
+    """
+
+    id: str
+    kind: str
+    path: str
+    members: tuple[str, ...] = ()
+    nested: bool = False
+    original: str = ""
+    notes: tuple[dict[str, str], ...] = ()
+
+
+@dataclass
+class Discovery:
+    """The submissions found, and what was refused on the way."""
+
+    submissions: list[Submission] = field(default_factory=list)
+    rejected: list[dict[str, str]] = field(default_factory=list)
+
+
+def printable(name: str, limit: int = 120) -> str:
+    """A name fit for messages: control characters replaced, length capped."""
+    text = re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]", "?", name)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def make_id(name: str, taken: set[str]) -> str:
+    """A safe, unique id from a file or folder name (extension and compression suffix dropped)."""
+    base = name.rstrip("/").rsplit("/", 1)[-1]
+    for suf in _COMPRESSED:
+        if base.lower().endswith(suf):
+            base = base[: -len(suf)]
+    stem, dot, ext = base.rpartition(".")
+    if dot and stem and len(ext) <= 8:
+        base = stem
+    sid = re.sub(r"[^A-Za-z0-9._-]+", "_", base).strip("._-")[:60] or "submission"
+    cand, n = sid, 2
+    while cand in taken or not valid_id(cand):
+        cand = f"{sid[:56]}-{n}"
+        n += 1
+    taken.add(cand)
+    return cand
+
+
+def member_problem(info: zipfile.ZipInfo) -> str | None:
+    """Why a zip member may not be read, or None. Directory entries are not members."""
+    name = info.filename
+    if "\x00" in name:
+        return "NUL byte in the name"
+    norm = name.replace("\\", "/")
+    if norm.startswith("/"):
+        return "absolute path"
+    if re.match(r"^[A-Za-z]:", norm):
+        return "drive letter in the path"
+    if ".." in PurePosixPath(norm).parts:
+        return "'..' in the path"
+    ftype = stat.S_IFMT(info.external_attr >> 16)
+    # Made on Unix, the high 16 bits are st_mode; many writers (Python's writestr) set only the
+    # permission bits, so no type at all means a plain file.
+    if info.create_system == 3 and ftype:
+        if ftype == stat.S_IFLNK:
+            return "symbolic link"
+        if ftype not in (stat.S_IFREG, stat.S_IFDIR):
+            return "not a regular file"
+    if info.flag_bits & 0x1:
+        return "encrypted"
+    return None
+
+
+def _noise(name: str) -> bool:
+    norm = name.replace("\\", "/")
+    base = norm.rsplit("/", 1)[-1]
+    return norm.startswith(_NOISE[0]) or base in _NOISE[1:] or base.startswith(".")
+
+
+def check_archive(zf: zipfile.ZipFile, label: str,
+                  limits: Limits) -> tuple[list[zipfile.ZipInfo], list[dict[str, str]]]:
+    """The readable file members of an archive and the refused ones.
+
+    Raises:
+        LimitError: too many members, or declared sizes over the cap.
+    """
+    infos = zf.infolist()
+    if len(infos) > limits.max_archive_members:
+        raise LimitError(f"the archive has {len(infos):,} members, over the limit of {limits.max_archive_members:,}",
+                         path=label, hint="raise max_archive_members in [limits] if this is intended")
+    ok: list[zipfile.ZipInfo] = []
+    bad: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for info in infos:
+        why = member_problem(info)
+        if why:
+            bad.append({"member": printable(info.filename), "reason": why})
+            continue
+        if info.is_dir() or _noise(info.filename):
+            continue
+        norm = info.filename.replace("\\", "/")
+        if norm in seen:
+            bad.append({"member": printable(info.filename), "reason": "duplicate name"})
+            continue
+        seen.add(norm)
+        ok.append(info)
+    declared = sum(i.file_size for i in ok)
+    if declared > limits.max_archive_bytes:
+        raise LimitError(f"the archive declares {declared:,} uncompressed bytes, over the limit of "
+                         f"{limits.max_archive_bytes:,}", path=label,
+                         hint="raise max_archive_bytes in [limits] if this is intended")
+    return ok, bad
+
+
+def discover(path: str | os.PathLike[str], limits: Limits = DEFAULT) -> Discovery:
+    """Find the submissions in a folder or in one zip of them (see the module docstring).
+
+    Raises:
+        UsageError: when ``path`` does not exist. LimitError: an archive over its caps.
+    """
+    p = Path(path)
+    found = Discovery()
+    taken: set[str] = set()
+    if p.is_file() and zipfile.is_zipfile(p):
+        return _discover_zip(p, limits, taken)
+    if p.is_file():
+        found.submissions.append(Submission(make_id(p.name, taken), "zip" if zipfile.is_zipfile(p) else "file",
+                                            os.fspath(p), original=printable(p.name)))
+        return found
+    if not p.is_dir():
+        raise UsageError("no such submissions folder or zip", path=os.fspath(p))
+    root = p.resolve()
+    for child in sorted(p.iterdir()):
+        if child.name.startswith(".") or child.name in ("__MACOSX", *_NOISE[1:]):
+            continue
+        if child.is_symlink() or not child.resolve().is_relative_to(root):
+            found.rejected.append({"member": printable(child.name), "reason": "symbolic link"})
+            continue
+        if child.is_dir():
+            kind = "dir"
+        elif child.is_file():
+            kind = "zip" if zipfile.is_zipfile(child) else "file"
+        else:
+            found.rejected.append({"member": printable(child.name), "reason": "not a regular file"})
+            continue
+        found.submissions.append(Submission(make_id(child.name, taken), kind, os.fspath(child),
+                                            original=printable(child.name)))
+    return found
+
+
+def _discover_zip(p: Path, limits: Limits, taken: set[str]) -> Discovery:
+    found = Discovery()
+    try:
+        with zipfile.ZipFile(p) as zf:
+            members, found.rejected = check_archive(zf, os.fspath(p), limits)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        raise UnknownFormatError(f"cannot read the submissions zip: {exc}", path=os.fspath(p)) from None
+    names = [m.filename.replace("\\", "/") for m in members]
+    tops = {n.split("/", 1)[0] for n in names}
+    prefix = ""
+    if len(tops) == 1 and all("/" in n for n in names):
+        top = next(iter(tops)) + "/"
+        inner = [n[len(top):] for n in names]
+        # one folder wrapping every submission (folders or zips inside it): enter it; a single
+        # folder with trace files directly in it is one student's run
+        if all("/" in n or n.lower().endswith(".zip") for n in inner):
+            prefix = top
+    groups: dict[str, list[str]] = {}
+    for m, n in zip(members, names, strict=True):
+        rest = n[len(prefix):]
+        head, sep, _ = rest.partition("/")
+        groups.setdefault(head + sep, []).append(m.filename)
+    for head in sorted(groups):
+        nested = not head.endswith("/") and head.lower().endswith(".zip")
+        found.submissions.append(Submission(make_id(head, taken), "members", os.fspath(p),
+                                            members=tuple(groups[head]), nested=nested,
+                                            original=printable(prefix + head)))
+    return found
+
+
+# ---- reading (in a worker) ---------------------------------------------------------------------------------
+
+
+def _read_members(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], label: str, limits: Limits,
+                  budget: list[int]) -> list[tuple[str, bytes]]:
+    """Read members as streams, counting the bytes really produced against the archive cap."""
+    out = []
+    for info in infos:
+        buf = io.BytesIO()
+        try:
+            with zf.open(info) as fh:
+                while chunk := fh.read(1 << 20):
+                    budget[0] += len(chunk)
+                    if budget[0] > limits.max_archive_bytes:
+                        raise LimitError(f"more than {limits.max_archive_bytes:,} uncompressed bytes — a zip bomb?",
+                                         path=f"{label}:{printable(info.filename)}",
+                                         hint="raise max_archive_bytes in [limits] if the archive is genuine")
+                    if buf.tell() + len(chunk) > limits.max_input_bytes:
+                        raise LimitError("member over max_input_bytes", path=f"{label}:{printable(info.filename)}")
+                    buf.write(chunk)
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
+            from tracekit.errors import CorruptTraceError
+
+            raise CorruptTraceError(f"damaged zip member: {exc}", path=f"{label}:{printable(info.filename)}",
+                                    hint="re-create the zip") from None
+        out.append((info.filename, buf.getvalue()))
+    return out
+
+
+def _traces_from(files: list[tuple[str, bytes]], label: str, limits: Limits, strict: bool) -> Any:
+    from tracekit._source import NamedBytes
+    from tracekit.parsers import read as read_any
+    from tracekit.trace import combine
+
+    traces, skipped = [], []
+    for name, data in sorted(files):
+        shown = f"{label}:{printable(name)}"
+        try:
+            traces.append(read_any(NamedBytes(data, shown), limits=limits, strict=strict))
+        except UnknownFormatError:
+            skipped.append(printable(name.rsplit("/", 1)[-1]))
+    if not traces:
+        raise UnknownFormatError("the zip holds no recognised trace file", path=label,
+                                 hint="zip the trace files themselves (e.g. out.tr, Window.tr)")
+    if len(traces) == 1 and not skipped:
+        return traces[0]
+    return combine(traces, path=label, skipped=skipped)
+
+
+def _read_zip_bytes(zf: zipfile.ZipFile, label: str, limits: Limits, strict: bool,
+                    budget: list[int], notes: list[dict[str, str]]) -> Any:
+    infos, bad = check_archive(zf, label, limits)
+    notes.extend(bad)
+    return _traces_from(_read_members(zf, infos, label, limits, budget), label, limits, strict)
+
+
+def read_submission(sub: Submission, limits: Limits = DEFAULT,
+                    strict: bool = False) -> tuple[Any, list[dict[str, str]]]:
+    """Read one submission into a Trace.
+
+    Returns:
+        The Trace and the members refused while reading it (``{"member", "reason"}``).
+
+    Raises:
+        TracekitError: when nothing usable can be read.
+    """
+    import tracekit
+
+    notes = list(sub.notes)
+    label = sub.id
+    if sub.kind == "file":
+        return tracekit.read(sub.path, limits=limits, strict=strict), notes
+    if sub.kind == "dir":
+        d = Path(sub.path)
+        entries = [c for c in d.iterdir() if not c.name.startswith(".")]
+        if len(entries) == 1 and entries[0].is_dir() and not entries[0].is_symlink():
+            d = entries[0]  # a folder wrapping the run
+        return tracekit.read(d, limits=limits, strict=strict), notes
+    budget = [0]
+    try:
+        with zipfile.ZipFile(sub.path) as zf:
+            if sub.kind == "zip":
+                return _read_zip_bytes(zf, label, limits, strict, budget, notes), notes
+            infos = [zf.getinfo(m) for m in sub.members]
+            files = _read_members(zf, infos, label, limits, budget)
+        if sub.nested:
+            with zipfile.ZipFile(io.BytesIO(files[0][1])) as inner:
+                return _read_zip_bytes(inner, label, limits, strict, budget, notes), notes
+        return _traces_from(files, label, limits, strict), notes
+    except TracekitError:
+        raise
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, KeyError) as exc:
+        raise UnknownFormatError(f"cannot read the zip: {exc}", path=label, hint="re-create the zip") from None
+
+
+def single(path: str | os.PathLike[str], sub_id: str | None = None) -> Submission:
+    """One submission given directly (``--submission``: e.g. Gradescope's ``/autograder/submission``).
+
+    Raises:
+        UsageError: when the path does not exist.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise UsageError("no such submission", path=os.fspath(p))
+    kind = "dir" if p.is_dir() else ("zip" if zipfile.is_zipfile(p) else "file")
+    sid = sub_id if sub_id and valid_id(sub_id) else make_id(p.name, set())
+    return Submission(sid, kind, os.fspath(p), original=printable(p.name))
+
+
+def output_path(outdir: Path, sub_id: str, filename: str) -> Path:
+    """``outdir/sub_id/filename``, refusing an unsafe id or a path leaving ``outdir``.
+
+    Raises:
+        OutputError: for an invalid id or an escaping path.
+    """
+    if not valid_id(sub_id) or not valid_id(filename):
+        raise OutputError(f"unsafe output name {printable(sub_id)!r}/{printable(filename)!r}", path=str(outdir))
+    root = outdir.resolve()
+    p = (root / sub_id / filename).resolve()
+    if not p.is_relative_to(root):
+        raise OutputError("refusing to write outside the output folder", path=str(p))
+    return p
