@@ -83,7 +83,9 @@ def read_raw(source: Source, limits: Limits = DEFAULT) -> tuple[bytes, str]:
                 raise LimitError(f"file is {size:,} bytes, over the limit of {limits.max_input_bytes:,}",
                                  path=name, hint="raise max_input_bytes in [limits] if this is intended")
             with open(p, "rb") as fh:
-                data = fh.read(limits.max_input_bytes + 1)
+                # read(size + 1), not read(limit + 1): CPython sizes its buffer from the argument,
+                # which under an address-space cap (batch workers) fails before reading anything.
+                data = fh.read(size + 1)
         except TracekitError:
             raise
         except FileNotFoundError:
@@ -91,7 +93,15 @@ def read_raw(source: Source, limits: Limits = DEFAULT) -> tuple[bytes, str]:
         except OSError as exc:
             raise UnknownFormatError(f"cannot read file: {exc.strerror or exc}", path=name) from None
     else:
-        data = source.read(limits.max_input_bytes + 1)
+        chunks: list[bytes] = []
+        total = 0
+        while total <= limits.max_input_bytes:
+            chunk = source.read(1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        data = b"".join(chunks)
     if len(data) > limits.max_input_bytes:
         raise LimitError(f"input is over the limit of {limits.max_input_bytes:,} bytes", path=name)
     return data, name

@@ -155,8 +155,8 @@ def process_trace(path: str, limits: Limits = DEFAULT, strict: bool = False) -> 
 def worker_limits(limits: Limits, max_memory: int | None) -> Limits:
     """Limits for a worker with an address-space cap: inputs above half the cap are refused.
 
-    Reading a file asks for a buffer of ``max_input_bytes`` up front, which counts against
-    ``RLIMIT_AS`` even for a small file, and a worker could not analyse such a file anyway.
+    A worker could not analyse a file that large anyway (reading and analysing need several
+    times the file's size), so it is refused up front with a clear limit error.
     """
     if not max_memory:
         return limits
