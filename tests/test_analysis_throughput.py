@@ -1,0 +1,125 @@
+"""Throughput/goodput bins (totals, the lab monitor's own rates) and Jain's fairness index."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from anb_data import ns2_run, ns3_sender
+from conftest import make_events, sample
+
+import tracekit
+from tracekit import schema
+from tracekit.analysis import analyze, default_bin
+from tracekit.analysis.fairness import fairness
+from tracekit.analysis.throughput import throughput
+from tracekit.errors import UsageError
+
+
+def _totals(tp: pl.DataFrame) -> pl.DataFrame:
+    return tp.group_by("flow", "dir").agg(
+        (pl.col("throughput_bps") * pl.col("bin_s") / 8).sum().round(6).alias("wire"),
+        (pl.col("goodput_bps") * pl.col("bin_s") / 8).sum().round(6).alias("good"),
+        (pl.col("packets_per_s") * pl.col("bin_s")).sum().round(6).alias("pkts"),
+    )
+
+
+@pytest.mark.parametrize("source", ["linux", "ns3", "lab_lossy", "dumbbell"])
+@pytest.mark.parametrize("bin_s", [None, 0.05, 1.0])
+def test_totals_equal_wire_and_unique_bytes(source: str, bin_s: float | None) -> None:
+    """Summed over the bins, every direction gives exactly its wire bytes, unique bytes and packets."""
+    if source == "linux":
+        an = analyze(tracekit.read(sample("linux", "bulk_lossy.pcap")))
+    elif source == "ns3":
+        an = ns3_sender()[1]
+    else:
+        an = ns2_run(source)[1]
+    tp = throughput(an.packets, bin_s)
+    got = _totals(tp).join(an.flows.select("flow", "dir", "wire_bytes", "unique_bytes", "packets"), on=["flow", "dir"])
+    assert got.height == an.flows.height >= 1
+    assert (got["wire"] == got["wire_bytes"]).all()
+    assert (got["good"] == got["unique_bytes"]).all()
+    assert (got["pkts"] == got["packets"]).all()
+    if an.flows["retrans_bytes"].sum() > 0:  # retransmissions are on the wire, not in the goodput
+        data = got.filter(pl.col("good") > 0)
+        assert (data["wire"] > data["good"]).all()
+
+
+@pytest.mark.parametrize("run", ["lab_reno", "lab_tahoe", "lab_lossy"])
+def test_departures_match_windowmon(run: str) -> None:
+    """Packets dequeued on n0->n1 per 1-s bin ending at each WindowMon.tr sample = its ``tput`` column."""
+    t, _ = ns2_run(run)
+    departures = t.packets.filter((pl.col("event") == "dequeue") & (pl.col("link") == "0->1"))
+    tp = throughput(departures, 1.0, origin=0.1)  # the monitor samples at 1.1, 2.1, … (FORMATS.md §2.2)
+    mon = t.samples.filter(pl.col("metric") == "throughput_pps").select(
+        (pl.col("time") - 1.0).round(6).alias("bin"), pl.col("value").alias("tput"))
+    j = mon.join(tp.select(pl.col("time").round(6).alias("bin"), "packets_per_s"), on="bin", how="left")
+    print(run, j.rows()[:6], "…")
+    assert j.height == 19
+    assert (j["packets_per_s"] == j["tput"]).all()
+
+
+def test_bins_grid_zeros_and_edges() -> None:
+    """Empty bins are zeros; a packet on a bin edge belongs to the bin starting there."""
+    pk = make_events(time=[0.0, 0.05, 0.35, 1.1], seq=[1, 1449, 2897, 1], payload=[1448, 1448, 1448, 1448],
+                     size=[1500] * 4)
+    tp = throughput(pk, 0.1)
+    assert tp.columns == list(schema.THROUGHPUT)
+    assert tp["time"].round(6).to_list() == [round(0.1 * k, 6) for k in range(12)]
+    assert tp["packets_per_s"].to_list() == [20.0, 0, 0, 10.0] + [0.0] * 7 + [10.0]
+    # the last packet re-sends bytes 1..1449: on the wire, not new
+    assert tp["goodput_bps"].to_list()[-1] == 0.0 and tp["throughput_bps"].to_list()[-1] == 1500 * 8 / 0.1
+    edge = throughput(make_events(time=[1.0999999999999999, 2.1], payload=[1, 1], seq=[1, 2]), 1.0, origin=0.1)
+    assert edge["time"].round(6).to_list() == [1.1, 2.1] and edge["packets_per_s"].to_list() == [1.0, 1.0]
+
+
+def test_default_bin_and_bad_bins() -> None:
+    pk = make_events(time=[0.0, 20.0], seq=[1, 1449])
+    tp = throughput(pk)
+    assert tp["bin_s"][0] == default_bin(20.0) == 0.2
+    for bad in (0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(UsageError):
+            throughput(pk, bad)
+    assert throughput(schema.empty(schema.PACKETS)).schema == pl.Schema(schema.THROUGHPUT)
+
+
+# ---- fairness ----------------------------------------------------------------------------------
+
+
+def _tp(rates: dict[int, list[float]], bin_s: float = 1.0) -> pl.DataFrame:
+    rows = [{"flow": f, "dir": 0, "time": i * bin_s, "bin_s": bin_s, "throughput_bps": r, "goodput_bps": r,
+             "packets_per_s": 1.0} for f, rs in rates.items() for i, r in enumerate(rs)]
+    acks = [{"flow": f, "dir": 1, "time": 0.0, "bin_s": bin_s, "throughput_bps": 1e3, "goodput_bps": 0.0,
+             "packets_per_s": 1.0} for f in rates]  # ACK directions carry no data: not counted
+    return schema.conform(pl.DataFrame(rows + acks), schema.THROUGHPUT)
+
+
+def test_jain_equal_flows_and_one_hog() -> None:
+    equal = fairness(_tp({0: [5e6, 5e6], 1: [5e6, 5e6], 2: [5e6, 5e6]}))
+    assert equal.columns == list(schema.FAIRNESS)
+    assert equal["jain"].to_list() == [1.0, 1.0, 1.0] and equal["flows"].to_list() == [3, 3, 3]
+    assert equal["time"].to_list() == [0.0, 1.0, None]
+    hog = fairness(_tp({0: [8e6], 1: [0.0], 2: [0.0], 3: [0.0]}))
+    # flows 1-3 sent nothing at all: only one data direction remains
+    assert hog["jain"].to_list() == [1.0, 1.0]
+    hog = fairness(_tp({0: [8e6, 8e6], 1: [0.0, 1.0], 2: [0.0, 1.0], 3: [0.0, 1.0]}))
+    assert hog["jain"][0] == pytest.approx(0.25) and hog["flows"][0] == 4
+    two = fairness(_tp({0: [3e6], 1: [1e6]}))
+    assert two["jain"][0] == pytest.approx(16 / (2 * 10))  # (x1+x2)^2 / (2(x1^2+x2^2))
+
+
+def test_jain_all_idle_is_undefined() -> None:
+    f = fairness(_tp({0: [1e6, 0.0], 1: [1e6, 0.0]}))
+    assert f["jain"].to_list() == [1.0, None, 1.0]
+    assert fairness(schema.empty(schema.THROUGHPUT)).is_empty()
+
+
+def test_dumbbell_fairness_is_sane() -> None:
+    """Four TCP variants with different RTTs on one 1.5 Mb/s bottleneck: unequal, but far from one hog."""
+    _, an = ns2_run("dumbbell")
+    f = an.fairness
+    overall = f.filter(pl.col("time").is_null()).row(0, named=True)
+    per_bin = f.filter(pl.col("time").is_not_null()).drop_nulls("jain")
+    print("dumbbell overall", overall, "per-bin median", per_bin["jain"].median())
+    assert overall["flows"] == 4 and 0.5 < overall["jain"] < 0.95
+    assert ((per_bin["jain"] >= 1 / per_bin["flows"] - 1e-12) & (per_bin["jain"] <= 1 + 1e-12)).all()
+    assert per_bin.filter(pl.col("time") > 2.0)["flows"].min() == 4  # all four run after 1.6 s

@@ -1,0 +1,312 @@
+"""Congestion window per data direction: the simulator's own and an estimate from packets.
+
+The ``cwnd`` frame (:data:`tracekit.schema.CWND`) holds two kinds of rows:
+
+* ``source = "trace"``: what the tool itself reported (samples with metric ``cwnd``):
+  ns-2 ``Window.tr`` / the agent's ``cwnd_`` trace (packets × segment size), ns-3
+  ``CongestionWindow`` (bytes), OPNET/NetSim exports, Flent ``tcp_cwnd`` (packets × MSS).
+  ``ssthresh_bytes`` comes from the tool's ssthresh samples where it has them, else it
+  is inferred from the series' own multiplicative decreases (see :func:`_decrease_ssthresh`).
+* ``source = "estimate"``: reconstructed from packets at every data segment the
+  sender transmits (:mod:`tracekit.analysis._cwnd_estimate` explains how).
+
+``phase`` is ``recovery`` inside a fast-recovery episode (found from the packets),
+else ``slow_start`` while cwnd < ssthresh (or no ssthresh is known yet), else
+``congestion_avoidance``. docs/analysis.md defines every column.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import polars as pl
+
+from tracekit import schema
+from tracekit.analysis._cwnd_estimate import estimate
+from tracekit.schema import SYN
+
+KEYS = ["flow", "dir"]
+#: ssthresh values at or above this many bytes are a tool's "not set yet" sentinel
+#: (ns-3 writes UINT32_MAX, Linux tcp_probe 2^31-1 packets).
+SSTHRESH_UNSET = float(1 << 30)
+#: A fall of the cwnd series by at least this fraction (over one run of decreasing
+#: samples) is a multiplicative decrease; Reno halves, CUBIC keeps 70 %.
+DECREASE = 0.2
+
+_STATS = {"flow": pl.UInt32(), "dir": pl.Int8(), "max_cwnd_bytes": pl.Float64(), "cwnd_source": pl.String(),
+          "loss_events": pl.UInt32(), "first_loss_s": pl.Float64()}
+_EVENTS = {"flow": pl.UInt32(), "dir": pl.Int8(), "source": pl.String(), "time": pl.Float64(),
+           "cwnd_bytes": pl.Float64(), "ssthresh_bytes": pl.Float64()}
+
+
+def data_directions(pk: pl.DataFrame, meta: dict[str, Any]) -> pl.DataFrame:
+    """The TCP directions that carry payload, with their sender address and segment size.
+
+    ``mss`` is the MSS option of the peer's SYN (it bounds what this side may send),
+    else the simulator's segment size (``meta["tcp_flows"][flow]["segment_size"]`` or
+    ``meta["segment_size"]``), else the largest payload seen.
+
+    Args:
+        pk: Packets at the vantage point.
+        meta: The trace's metadata.
+
+    Returns:
+        ``flow, dir, src, dst, sport, dport, mss`` (one row per data direction).
+    """
+    out_schema = {"flow": pl.UInt32(), "dir": pl.Int8(), "src": pl.String(), "dst": pl.String(),
+                  "sport": pl.Int32(), "dport": pl.Int32(), "mss": pl.Float64()}
+    if pk.is_empty():
+        return pl.DataFrame(schema=out_schema)
+    tcp = pk.filter((pl.col("proto") == "tcp") & pl.col("flow").is_not_null())
+    dirs = tcp.group_by(KEYS).agg(
+        pl.col("payload").cast(pl.Int64).sum().alias("_bytes"),
+        pl.col("payload").max().cast(pl.Float64).alias("_maxpay"),
+        pl.col("src").cast(pl.String).first().alias("src"),
+        pl.col("dst").cast(pl.String).first().alias("dst"),
+        pl.col("sport").first(), pl.col("dport").first(),
+    ).filter(pl.col("_bytes") > 0)
+    peer = tcp.filter(((pl.col("flags").fill_null(0) & SYN) != 0) & pl.col("mss").is_not_null()).group_by(KEYS).agg(
+        pl.col("mss").first().cast(pl.Float64).alias("_peer_mss")).with_columns((1 - pl.col("dir")).cast(pl.Int8))
+    per_flow = {int(k): v.get("segment_size") for k, v in (meta.get("tcp_flows") or {}).items()
+                if str(k).isdigit() and isinstance(v, dict)}
+    seg = meta.get("segment_size")
+    dirs = dirs.join(peer, on=KEYS, how="left").with_columns(
+        _meta=pl.col("flow").replace_strict(per_flow, default=seg, return_dtype=pl.Float64)
+        if per_flow else pl.lit(seg, pl.Float64))
+    return dirs.select(
+        "flow", "dir", "src", "dst", "sport", "dport", pl.coalesce("_peer_mss", "_meta", "_maxpay").alias("mss"),
+    ).sort(KEYS).cast({"flow": pl.UInt32(), "dir": pl.Int8()})
+
+
+def _aliases(dirs: pl.DataFrame) -> pl.DataFrame:
+    """The names a tool may give a data direction's sender in its samples' ``node`` column.
+
+    The sender address alone (``0``, ``10.1.1.1``), with its port (``0.0``, ``10.1.1.1:49153``),
+    or the whole connection (``0.0->6.0`` as tracekit's ns-2 agent-trace reader writes it).
+    """
+    src, dst = pl.col("src"), pl.col("dst")
+    sp, dp = pl.col("sport").cast(pl.String), pl.col("dport").cast(pl.String)
+    forms = [src, pl.concat_str(src, pl.lit("."), sp), pl.concat_str(src, pl.lit(":"), sp),
+             pl.concat_str(src, pl.lit("."), sp, pl.lit("->"), dst, pl.lit("."), dp),
+             pl.concat_str(src, pl.lit(":"), sp, pl.lit("->"), dst, pl.lit(":"), dp)]
+    out = pl.concat([dirs.select("flow", "dir", f.alias("node")) for f in forms]).drop_nulls("node")
+    # a name shared by two directions (one host sending two flows) identifies neither
+    return out.filter(pl.len().over("node") == 1).unique()
+
+
+def _assign(samples: pl.DataFrame, dirs: pl.DataFrame) -> pl.DataFrame:
+    """Give every sample the data direction it belongs to (``flow``/``dir``; null if unknown).
+
+    A sample with a flow keeps it (and takes that flow's data direction); one without
+    belongs to the trace's single data direction when there is exactly one, else to the
+    direction its ``node`` names (:func:`_aliases`).
+    """
+    first_dir = dirs.group_by("flow").agg(pl.col("dir").min())
+    s = samples.join(first_dir, on="flow", how="left")
+    if dirs.height == 1:
+        one = dirs.row(0, named=True)
+        s = s.with_columns(
+            pl.when(pl.col("flow").is_null()).then(pl.lit(one["dir"], pl.Int8)).otherwise(pl.col("dir")).alias("dir"),
+            pl.col("flow").fill_null(pl.lit(one["flow"], pl.UInt32)),
+        )
+    elif dirs.height > 1:
+        names = _aliases(dirs).rename({"flow": "_f", "dir": "_d"})
+        s = s.join(names, on="node", how="left").with_columns(
+            pl.coalesce("flow", "_f").alias("flow"),
+            pl.when(pl.col("flow").is_null()).then(pl.col("_d")).otherwise(pl.col("dir")).alias("dir"),
+        ).drop("_f", "_d")
+    return s
+
+
+def _in_bytes(s: pl.DataFrame, dirs: pl.DataFrame, meta: dict[str, Any]) -> pl.DataFrame:
+    """Values in bytes: packet-counted series × the direction's segment size.
+
+    A series given in both units (``combine`` adds a bytes copy) keeps its bytes rows.
+    Rows that cannot be converted (no segment size known) are left out.
+    """
+    series = ["metric", "flow", "node", "source"]
+    has_bytes = s.filter(pl.col("unit") == "bytes").select(series).unique().with_columns(_hb=pl.lit(True))
+    s = s.join(has_bytes, on=series, how="left", nulls_equal=True)
+    s = s.filter((pl.col("unit") == "bytes") | ((pl.col("unit") == "packets") & pl.col("_hb").is_null()))
+    s = s.join(dirs.select(*KEYS, "mss"), on=KEYS, how="left")
+    seg = meta.get("segment_size")
+    factor = pl.when(pl.col("unit") == "bytes").then(1.0).otherwise(pl.coalesce("mss", pl.lit(seg, pl.Float64)))
+    return s.with_columns(value=pl.col("value") * factor).filter(pl.col("value").is_not_null())
+
+
+def _trace_rows(samples: pl.DataFrame, dirs: pl.DataFrame, meta: dict[str, Any]) -> pl.DataFrame:
+    """The tool's own cwnd (and ssthresh) as CWND rows, phases not yet set."""
+    out_schema = {"flow": pl.UInt32(), "dir": pl.Int8(), "time": pl.Float64(), "cwnd_bytes": pl.Float64(),
+                  "ssthresh_bytes": pl.Float64(), "_series": pl.String(), "_mss": pl.Float64()}
+    s = samples.filter(pl.col("metric").is_in(["cwnd", "ssthresh"]))
+    if s.is_empty():
+        return pl.DataFrame(schema=out_schema)
+    s = _assign(s, dirs)
+    if dirs.is_empty():
+        # no packets to attach them to: each series the tool wrote (Flent's ``TCP upload::1``,
+        # ``::2`` …, OPNET columns) becomes a flow of its own, numbered in order of appearance
+        ids = s.select("source", "node").unique(maintain_order=True).with_row_index("_sid")
+        s = s.join(ids, on=["source", "node"], how="left", nulls_equal=True).with_columns(
+            pl.coalesce("flow", pl.col("_sid").cast(pl.UInt32)).alias("flow"),
+            pl.col("dir").fill_null(pl.lit(0, pl.Int8)),
+        ).drop("_sid")
+    s = _in_bytes(s, dirs, meta)
+    cw = s.filter((pl.col("metric") == "cwnd") & (pl.col("value") > 0) & (pl.col("value") < SSTHRESH_UNSET))
+    if cw.is_empty():
+        return pl.DataFrame(schema=out_schema)
+    # one series per direction: the tool may write the same trace source twice (ns-3's
+    # sixth.cc and tcp-variants-comparison files): keep the longest
+    n = cw.group_by("flow", "dir", "source").len()
+    best = n.sort("len", "source", descending=[True, False]).group_by("flow", "dir").agg(pl.col("source").first())
+    cw = cw.join(best, on=["flow", "dir", "source"], nulls_equal=True).sort("flow", "dir", "time", maintain_order=True)
+    seg = meta.get("segment_size")
+    cw = cw.select("flow", "dir", "time", pl.col("value").alias("cwnd_bytes"), pl.col("source").alias("_series"),
+                   pl.coalesce("mss", pl.lit(seg, pl.Float64)).alias("_mss"))
+    st = s.filter(pl.col("metric") == "ssthresh").select(
+        "flow", "dir", "time", pl.when(pl.col("value") < SSTHRESH_UNSET).then(pl.col("value")).alias("_st"))
+    key = [pl.col("flow").cast(pl.Int64).fill_null(-1).alias("_kf"), pl.col("dir").cast(pl.Int64).fill_null(-1).alias("_kd")]
+    cw = cw.with_columns(key).sort("time")
+    if st.height:
+        st = st.with_columns(key).select("_kf", "_kd", "time", "_st").sort("time")
+        cw = cw.join_asof(st, on="time", by=["_kf", "_kd"], strategy="backward", check_sortedness=False)
+        has_st = pl.col("_st").is_not_null().any().over("_kf", "_kd")
+    else:
+        cw = cw.with_columns(_st=pl.lit(None, pl.Float64))
+        has_st = pl.lit(False)
+    cw = cw.sort("_kf", "_kd", "time", maintain_order=True)
+    cw = cw.with_columns(_inf=_decrease_ssthresh(cw, "cwnd_bytes", "_mss", ["_kf", "_kd"]))
+    cw = cw.with_columns(ssthresh_bytes=pl.when(has_st).then(pl.col("_st")).otherwise(pl.col("_inf")))
+    return cw.select(list(out_schema))
+
+
+def _decreases(df: pl.DataFrame, value: str, group: list[str]) -> pl.Series:
+    """Mark multiplicative decreases in a series (rows sorted by time within ``group``).
+
+    A decrease starts where a run of consecutive falling samples begins, and counts
+    when the run's lowest value is at most ``1 − DECREASE`` of the value before it.
+    Runs, not single steps: ns-3's PRR and Linux lower cwnd one ACK at a time.
+
+    Returns:
+        A boolean Series, true on the first sample of each decrease.
+    """
+    v = pl.col(value)
+    d = df.select(*group, value).with_columns(_prev=v.shift(1).over(group))
+    d = d.with_columns(_dec=(v < pl.col("_prev")).fill_null(False))
+    d = d.with_columns(_start=pl.col("_dec") & ~pl.col("_dec").shift(1).over(group).fill_null(False))
+    d = d.with_columns(_run=pl.col("_start").cast(pl.Int64).cum_sum().over(group))
+    d = d.with_columns(_run_min=pl.when("_dec").then(v).min().over([*group, "_run"]))
+    ev = pl.col("_start") & (pl.col("_run_min") <= (1.0 - DECREASE) * pl.col("_prev"))
+    return d.select(ev.fill_null(False).alias("_ev"))["_ev"]
+
+
+def _decrease_ssthresh(df: pl.DataFrame, value: str, mss: str, group: list[str]) -> pl.Series:
+    """ssthresh inferred from a series' multiplicative decreases (:func:`_decreases`).
+
+    At each decrease ssthresh becomes half the value before it, rounded down to whole
+    segments (at least 2), as ns-2 (``int(window/2)``) and Linux (``cwnd >> 1``) do;
+    null before the first decrease.
+    """
+    seg = pl.col(mss).fill_null(1.0)
+    prev = pl.col(value).shift(1).over(group)
+    half = pl.max_horizontal((prev / 2.0 / seg).floor() * seg, 2.0 * seg)
+    d = df.select(*group, value, mss).with_columns(_ev=_decreases(df, value, group))
+    return d.select(pl.when("_ev").then(half).forward_fill().over(group).alias("_st"))["_st"]
+
+
+def _phases(rows: pl.DataFrame, episodes: pl.DataFrame) -> pl.DataFrame:
+    """Set ``phase`` on trace rows: recovery inside the packets' fast-recovery episodes, else by ssthresh."""
+    rec = episodes.filter(pl.col("recovery")).select(
+        *KEYS, pl.col("start").alias("time"), pl.col("end").fill_null(math.inf).alias("_end")).sort("time")
+    rows = rows.sort("time")
+    if rec.height:
+        rows = rows.join_asof(rec, on="time", by=KEYS, strategy="backward", check_sortedness=False)
+        in_rec = pl.col("_end").is_not_null() & (pl.col("time") < pl.col("_end"))
+    else:
+        in_rec = pl.lit(False)
+    st = pl.col("ssthresh_bytes")
+    return rows.with_columns(phase=pl.when(in_rec).then(pl.lit("recovery"))
+                             .when(st.is_null() | (pl.col("cwnd_bytes") < st)).then(pl.lit("slow_start"))
+                             .otherwise(pl.lit("congestion_avoidance")))
+
+
+def cwnd(pk: pl.DataFrame, samples: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame,
+         meta: dict[str, Any]) -> pl.DataFrame:
+    """Congestion window over time for every data direction: the tool's own and an estimate.
+
+    Args:
+        pk: Packets at the sender's vantage point (one row per packet).
+        samples: The trace's samples (metric ``cwnd``/``ssthresh`` are used).
+        flight: The flight frame (``flow, dir, frame, time, flight_bytes, flight_sack_bytes``).
+        retrans: The retransmissions frame (``flow, dir, frame, time, seq, len, kind``).
+        meta: The trace's metadata (``segment_size``, ``tcp_flows``).
+
+    Returns:
+        A :data:`tracekit.schema.CWND` frame sorted by flow, dir, source, time.
+    """
+    dirs = data_directions(pk, meta)
+    est, episodes = estimate(pk, flight, retrans, dirs)
+    tr = _trace_rows(samples, dirs, meta)
+    tr = _phases(tr, episodes).with_columns(source=pl.lit("trace"))
+    est = est.with_columns(source=pl.lit("estimate"))
+    out = pl.concat([schema.conform(tr, schema.CWND), schema.conform(est, schema.CWND)])
+    return out.sort("flow", "dir", "source", "time", maintain_order=True, nulls_last=True)
+
+
+def loss_events(cwnd_df: pl.DataFrame) -> pl.DataFrame:
+    """Loss events (multiplicative decreases) in a cwnd frame, per flow, dir and source.
+
+    * ``trace`` rows: every decrease of the series (:func:`_decreases`: a run of falling
+      samples that loses at least :data:`DECREASE`) — a tool's series only falls when the
+      sender reacts to a loss;
+    * ``estimate`` rows: where the estimate sets a new ssthresh, enters ``recovery``, or
+      falls to half or less outside a recovery (a timeout or Tahoe restart to one segment).
+      Back-to-back timeouts that find cwnd and ssthresh already at their floor show
+      nowhere in the series and count once.
+
+    Args:
+        cwnd_df: A :data:`tracekit.schema.CWND` frame.
+
+    Returns:
+        ``flow, dir, source, time, cwnd_bytes, ssthresh_bytes`` (the first row of each event).
+    """
+    if cwnd_df.is_empty():
+        return pl.DataFrame(schema=_EVENTS)
+    keys = ["_kf", "_kd", "source"]
+    df = cwnd_df.with_columns(
+        _kf=pl.col("flow").cast(pl.Int64).fill_null(-1), _kd=pl.col("dir").cast(pl.Int64).fill_null(-1)
+    ).sort(*keys, "time", maintain_order=True)
+    df = df.with_columns(_dec=_decreases(df, "cwnd_bytes", keys))
+    st, prev_st = pl.col("ssthresh_bytes"), pl.col("ssthresh_bytes").shift(1).over(keys)
+    prev_phase = pl.col("phase").shift(1).over(keys).fill_null("")
+    est_ev = (
+        (st.is_not_null() & (prev_st.is_null() | (st != prev_st)))
+        | ((pl.col("phase") == "recovery") & (prev_phase != "recovery"))
+        | ((pl.col("cwnd_bytes") <= 0.5 * pl.col("cwnd_bytes").shift(1).over(keys)) & (prev_phase != "recovery"))
+    ).fill_null(False)
+    ev = pl.when(pl.col("source") == "trace").then(pl.col("_dec")).otherwise(est_ev)
+    return df.filter(ev).select(list(_EVENTS)).sort("flow", "dir", "source", "time", nulls_last=True)
+
+
+def flow_stats(cwnd_df: pl.DataFrame) -> pl.DataFrame:
+    """Per data direction: the largest cwnd, which source it comes from, and the loss events.
+
+    The tool's own series is preferred when the trace has one (``cwnd_source = "trace"``).
+
+    Args:
+        cwnd_df: A :data:`tracekit.schema.CWND` frame.
+
+    Returns:
+        ``flow, dir, max_cwnd_bytes, cwnd_source, loss_events, first_loss_s``.
+    """
+    if cwnd_df.is_empty():
+        return pl.DataFrame(schema=_STATS)
+    pick = cwnd_df.group_by(KEYS).agg(
+        pl.when((pl.col("source") == "trace").any()).then(pl.lit("trace")).otherwise(pl.lit("estimate"))
+        .alias("cwnd_source"))
+    chosen = cwnd_df.join(pick, left_on=[*KEYS, "source"], right_on=[*KEYS, "cwnd_source"], nulls_equal=True)
+    ev = loss_events(chosen).group_by(KEYS).agg(pl.len().alias("loss_events"), pl.col("time").min().alias("first_loss_s"))
+    stats = chosen.group_by(KEYS).agg(pl.col("cwnd_bytes").max().alias("max_cwnd_bytes"),
+                                      pl.col("source").first().alias("cwnd_source"))
+    out = stats.join(ev, on=KEYS, how="left", nulls_equal=True).with_columns(pl.col("loss_events").fill_null(0))
+    return out.select([pl.col(c).cast(t) for c, t in _STATS.items()]).sort(KEYS, nulls_last=True)
