@@ -284,7 +284,8 @@ def _filtered_pipe(data: pl.DataFrame, start_mark: np.ndarray, bound_mark: np.nd
         _epoch=pl.Series(np.cumsum(start_mark)),
         _seg=pl.Series(np.cumsum(bound_mark)),
         # time in units of the direction's filter width, so one window size fits every direction
-        _tau=(pl.col("time") / w * 1000.0).round().cast(pl.Int64),
+        # strict=False: an absurd time (a damaged trace's 1e179 s) becomes null instead of an overflow error
+        _tau=(pl.col("time") / w * 1000.0).round().cast(pl.Int64, strict=False),
     ).with_columns(
         _pipe=(pl.col("seq_end").cum_max().over(*KEYS, "_epoch") - pl.col("_una") - pl.col("_sacked"))
         .clip(lower_bound=0).cast(pl.Float64),

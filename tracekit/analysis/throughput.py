@@ -26,9 +26,13 @@ import polars as pl
 
 from tracekit import schema
 from tracekit.analysis import default_bin
-from tracekit.errors import UsageError
+from tracekit.errors import LimitError, UsageError
 
 KEYS = ["flow", "dir"]
+
+
+#: Most time bins one flow direction may span (a dense grid of zeros is built between them).
+MAX_BINS = 10_000_000
 
 
 def throughput(pk: pl.DataFrame, bin_s: float | None = None, *, origin: float = 0.0) -> pl.DataFrame:
@@ -63,7 +67,7 @@ def throughput(pk: pl.DataFrame, bin_s: float | None = None, *, origin: float = 
         _low=pl.col("seq").filter(data).min().over(KEYS),
         # round before floor: a packet stamped exactly on a bin edge (1.1 with origin 0.1)
         # must not fall into the previous bin through binary rounding
-        _k=((pl.col("time") - origin) / b).round(9).floor().cast(pl.Int64),
+        _k=((pl.col("time") - origin) / b).round(9).floor().cast(pl.Int64, strict=False),
     ).with_columns(
         _prev=pl.col("_end").cum_max().shift(1).over(KEYS),
     ).with_columns(
@@ -75,6 +79,11 @@ def throughput(pk: pl.DataFrame, bin_s: float | None = None, *, origin: float = 
         pl.col("_new").sum().alias("_good"),
         pl.len().alias("_n"),
     )
+    span = rows.select((pl.col("_k").max() - pl.col("_k").min()).over(KEYS).max()).item()
+    if span is None or span > MAX_BINS:
+        # damaged times (1e179 s) or a tiny bin over a long trace: refuse rather than allocate
+        raise LimitError(f"{span if span is not None else 'unbounded'} throughput bins of {b:g} s in one flow, "
+                         f"over the limit of {MAX_BINS:,}", hint="choose a larger bin, or check the trace's times")
     grid = (rows.group_by(KEYS).agg(pl.int_ranges(pl.col("_k").min(), pl.col("_k").max() + 1).first().alias("_k"))
             .explode("_k"))
     out = grid.join(per_bin, on=[*KEYS, "_k"], how="left").with_columns(
