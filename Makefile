@@ -18,7 +18,7 @@ venv: $(VENV)/.installed
 
 demo: venv
 	$(BIN)/tracekit analyze $(DEMO_SAMPLE)
-	$(BIN)/tracekit analyze $(DEMO_SAMPLE) --report demo-report.html
+	$(BIN)/tracekit analyze $(DEMO_SAMPLE) --report demo-report.html --force --json > /dev/null
 	@echo "report written to demo-report.html"
 
 test: venv
