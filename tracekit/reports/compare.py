@@ -321,14 +321,7 @@ def render(result: CompareResult) -> str:
     parts.append(f'<table id="metrics"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
     specs: dict[str, dict[str, Any]] = {}
     parts.append("<h2>Overlays</h2><p class=\"note\">Time counts from each run's main connection start.</p>")
-    missing = []
-    for fig in figures(result):
-        if fig.present:
-            parts.append(H.figure_html(fig, fig.key, specs))
-        else:
-            missing.append(f"<li>{H.esc(fig.title)}: {H.esc(fig.reason)}</li>")
-    if missing:
-        parts.append(f'<h3>Charts not drawn</h3><ul class="missing">{"".join(missing)}</ul>')
+    parts.extend(H.figures_html(list(figures(result)), specs))
     for i, r in enumerate(runs):
         if r.analysis.trace.warnings:
             items = "".join(f"<li class=\"warn\"><code>{H.esc(w.get('code'))}</code> {H.esc(w.get('message'))}</li>"

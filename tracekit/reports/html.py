@@ -194,6 +194,20 @@ def table(columns: Sequence[tuple[str, str]], rows: Iterable[dict[str, Any]], *,
     return f"<table{attrs}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
+def figures_html(figs: list[Figure], specs: dict[str, dict[str, Any]]) -> list[str]:
+    """HTML parts for a run of figures: each drawn chart, then one list of the charts not drawn and why."""
+    parts: list[str] = []
+    missing = []
+    for fig in figs:
+        if fig.present:
+            parts.append(figure_html(fig, fig.key, specs))
+        else:
+            missing.append(f"<li>{esc(fig.title)}: {esc(fig.reason)}</li>")
+    if missing:
+        parts.append(f'<h3>Charts not drawn</h3><ul class="missing">{"".join(missing)}</ul>')
+    return parts
+
+
 def figure_html(fig: Figure, key: str, specs: dict[str, dict[str, Any]]) -> str:
     """The chart ``<div>`` (its spec added to ``specs``) or the reason it is missing."""
     if not fig.present:

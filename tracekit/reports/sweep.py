@@ -360,14 +360,7 @@ def render(result: SweepResult) -> str:
     shown = [result.x] + ([result.by] if result.by else []) + varying[:3]
     parts = [f"<h1>tracekit sweep — {H.esc(charts.safe_label(result.x))}</h1>"]
     specs: dict[str, dict[str, Any]] = {}
-    missing = []
-    for fig in figures(result):
-        if fig.present:
-            parts.append(H.figure_html(fig, fig.key, specs))
-        else:
-            missing.append(f"<li>{H.esc(fig.title)}: {H.esc(fig.reason)}</li>")
-    if missing:
-        parts.append(f'<h3>Charts not drawn</h3><ul class="missing">{"".join(missing)}</ul>')
+    parts.extend(H.figures_html(list(figures(result)), specs))
     titles = dict(H.FLOW_COLUMNS) | {"flows": "data directions"}
     head = ("<th class=\"t\">run</th>" + "".join(f'<th data-param="{H.esc(n)}">{H.esc(charts.safe_label(n))}</th>'
                                                for n in shown)
