@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracekit.errors import OutputError
-from tracekit.reports.text import _fmt
+from tracekit.reports.text import _fmt, write_atomic
 
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
@@ -298,27 +298,6 @@ def render_report(analyses: Sequence[Analysis], *, max_flows: int = 6) -> tuple[
     title = f"tracekit report — {names}" if names else "tracekit report"
     header = f"<h1>{esc(title)}</h1>"
     return page(title, header + "\n".join(sections), specs), drawn
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write through a temporary file and ``os.replace`` (never half-written), mode 0666 & ~umask.
-
-    (``mkstemp`` creates 0600 files; a report is meant to be shared like any other file.)
-    """
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_text(path: Path, text: str) -> None:

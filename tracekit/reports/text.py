@@ -98,12 +98,18 @@ def print_table(analysis: Analysis, console: Console) -> None:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write a file through a temporary file and ``os.replace``: never half-written."""
+    """Write through a temporary file and ``os.replace`` (never half-written), mode 0666 & ~umask.
+
+    (``mkstemp`` creates 0600 files; outputs are meant to be shared like any other file.)
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
