@@ -269,3 +269,44 @@ def test_empty_and_ack_only_inputs() -> None:
     acks_only = make_events(payload=[0, 0, 0], flags=[0x10] * 3)
     assert _run(acks_only).is_empty()
     assert data_directions(acks_only, {}).is_empty()
+
+
+def test_hostile_frames_never_raise() -> None:
+    """Random, inconsistent packet frames (nulls, negative numbers, ACKs from nowhere): frames out, no exception."""
+    from tracekit.analysis.fairness import fairness
+    from tracekit.analysis.queue import queue
+    from tracekit.analysis.throughput import throughput
+
+    rng = np.random.default_rng(20)
+
+    def holes(values: np.ndarray) -> list[object]:
+        return [None if rng.random() < 0.1 else v.item() for v in values]
+
+    for _ in range(60):
+        n = int(rng.integers(1, 50))
+        ev = make_events(
+            time=sorted((rng.random(n) * rng.choice([1e-6, 1.0, 1e5])).tolist()),
+            flow=holes(rng.integers(0, 3, n)), dir=holes(rng.integers(0, 2, n)),
+            seq=holes(rng.integers(-5, 5000, n)), ack=holes(rng.integers(-5, 5000, n)),
+            payload=holes(rng.choice([0, 0, 1, 500, 1448], n)), size=rng.integers(40, 1600, n).tolist(),
+            flags=holes(rng.choice([0x02, 0x12, 0x10, 0x18, 0x11, 0], n)), mss=holes(rng.choice([536, 1460], n)),
+            event=rng.choice(["enqueue", "dequeue", "drop", "recv"], n).tolist(),
+            link=rng.choice(["0->1", "1->0"], n).tolist(), pkt_id=holes(rng.integers(0, 8, n)),
+        )
+        sm = schema.conform(pl.DataFrame({
+            "time": rng.random(4), "metric": rng.choice(["cwnd", "ssthresh"], 4), "value": rng.random(4) * 1e5,
+            "unit": rng.choice(["bytes", "packets"], 4), "source": "x", "flow": holes(rng.integers(0, 3, 4)),
+        }), schema.SAMPLES)
+        out = _run(ev, sm, segment_size=500)
+        assert out.schema == pl.Schema(schema.CWND)
+        assert out["cwnd_bytes"].is_finite().all() and (out["cwnd_bytes"] >= 0).all()
+        assert set(out["phase"].drop_nulls()) <= {"slow_start", "congestion_avoidance", "recovery"}
+        flow_stats(out)
+        loss_events(out)
+        tp = throughput(ev)
+        assert tp.schema == pl.Schema(schema.THROUGHPUT)
+        fairness(tp)
+        q = queue(ev)
+        keyed = ev.filter(pl.col("pkt_id").is_not_null())
+        if keyed.height == ev.height:  # with packet ids a queue can never go negative
+            assert (q["packets"] >= 0).all()

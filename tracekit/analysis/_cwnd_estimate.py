@@ -1,38 +1,41 @@
 """The congestion-window estimate from packets (the ``source = "estimate"`` rows of :mod:`.cwnd`).
 
-A sender that is cwnd-limited keeps exactly one congestion window of data
-outstanding: each arriving ACK frees room and the sender fills it at once. So at
-every data segment it sends, ``pipe = snd_nxt − snd_una`` (minus SACKed bytes)
-*is* cwnd. tracekit measures that pipe at each data segment and corrects it
-where the sender is, by construction, not cwnd-limited:
+A sender that is cwnd-limited keeps one congestion window of data outstanding: each
+ACK frees room and the sender fills it at once. So after the segments an ACK releases,
+``pipe = snd_nxt − snd_una − SACKed`` *is* cwnd. tracekit measures that pipe at every
+data segment and corrects it where the sender is not cwnd-limited:
 
-1. **Loss events.** A retransmission starts a loss event unless it belongs to
-   one already under way: an event lasts until the cumulative ACK passes its
-   *recovery point* (the highest byte sent before it, RFC 6582 "recover"), so
-   NewReno partial-ACK and SACK retransmissions of the same window count once.
-   A retransmission that follows a silence (no new ACK for at least one minimum
-   RTT, and no data sent for half of one) is a **timeout** and always starts a
-   new event, even inside another one — a Reno fast recovery that fails ends in
-   a timeout, and the simulators cut cwnd twice (FORMATS.md §2.1 shows 66 → 33 → 1).
-2. **snd_nxt is reset at each event**, as go-back-N senders (ns-2 Tahoe/Reno
-   after a timeout, Tahoe after a fast retransmit) restart from snd_una:
-   ``pipe`` uses the highest byte sent *since the event began*.
-3. **Fast recovery.** When the sender transmits new data (above the recovery
-   point) while the event is under way, it is in Reno-style fast recovery: its
-   window was cut to ssthresh, and the extra segments are the dupACK "inflation"
-   (ns-2 keeps it out of ``cwnd_``) or PRR's sending budget. The estimate inside
-   such an episode is ssthresh (phase ``recovery``). An event with no new data
-   before it ends is a Tahoe-style restart (cwnd = 1 MSS, slow start): the reset
-   pipe already follows it.
-4. **ssthresh** at an event = half the estimate just before it, rounded down to
-   whole segments, at least 2 MSS (RFC 5681 eq. 4; ns-2 and Linux keep whole
-   segments too).
-5. **Smoothing.** The pipe is max-filtered over one minimum RTT, restarting at
-   every event start and end so that the filter never carries a pre-loss window
-   across a reduction. It removes the dips of ACK compression and delayed ACKs.
+1. **Loss events.** A retransmission starts a loss event unless one is under way: an
+   event lasts until the cumulative ACK passes its *recovery point* (the highest byte
+   sent before it, RFC 6582 "recover"), so NewReno partial-ACK and SACK retransmissions
+   of one window count once. A retransmission after no new ACK for at least one minimum
+   RTT, and not sent at the instant an ACK arrived, is a **timeout** and always starts a
+   new event — a Reno recovery that stalls ends in one, and the simulators cut cwnd
+   twice (FORMATS.md §2.1: 66 → 33 → 1). A retransmitted SYN is a loss too (cwnd starts
+   at 1 segment, ssthresh 2 segments, RFC 5681).
+2. **snd_nxt restarts at each event**: go-back-N senders (timeouts, Tahoe's fast
+   retransmit) resend from snd_una, so the pipe uses the highest byte sent since.
+3. **Fast recovery or restart.** A fast-retransmit event is a Reno-style *recovery*
+   (estimate = ssthresh, phase ``recovery``: ns-2 keeps the dupACK inflation out of
+   ``cwnd_``, PRR converges to it) unless the sender shows go-back-N: it resends old
+   data beyond the first hole, contiguously, before any new data (a SACK sender skips
+   the SACKed segments). When it sends nothing at all until the event ends, the burst
+   the ending ACK releases decides: Tahoe sends ~2 segments, Reno resumes at ssthresh.
+4. **ssthresh** = half the estimate just before the event (with SACK information, half
+   the un-SACKed flight if smaller: RFC 5681 eq. 4's FlightSize, as ns-3 does), rounded
+   down to whole segments, at least 2 MSS (ns-2 and Linux keep whole segments).
+5. **Not measurements of the window**: segments sent on duplicate ACKs (RFC 3042 limited
+   transmit, dupACK inflation) are skipped; the segments one ACK releases count as one
+   burst (a capture sees them spaced by the serialisation time).
+6. **Smoothing**: a causal max filter over two minimum RTTs (queueing and delayed ACKs
+   stretch the RTT), restarted at every event start and end so that no pre-loss window
+   is carried across a reduction.
+7. **Congestion avoidance** grows cwnd smoothly while the pipe can only step by whole
+   segments: between two one-segment steps the estimate is interpolated linearly.
 
-The estimate is only as good as the vantage point: it needs the sender's own
-view (its segments when sent, ACKs when they reach it). ACKs observed elsewhere
+Python loops run over directions with retransmissions and over loss events only; every
+per-packet step is a polars/numpy column operation. The estimate needs the sender's
+own view (its segments when sent, ACKs when they reach it): ACKs observed elsewhere
 (e.g. at the receiver) make the pipe lag by a one-way delay.
 """
 

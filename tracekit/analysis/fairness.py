@@ -22,6 +22,7 @@ KEYS = ["flow", "dir"]
 
 
 def _jain(x: pl.Expr) -> pl.Expr:
+    """Jain's index of the values of ``x`` (null when they are all zero)."""
     sq = (x * x).sum()
     return pl.when(sq > 0).then(x.sum() ** 2 / (pl.len() * sq))
 
