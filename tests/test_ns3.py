@@ -348,6 +348,24 @@ def test_run_directory_reads_into_one_trace() -> None:
     assert "flows.txt" in skipped["message"] and "run.json" not in skipped["message"]
 
 
+def test_run_directory_is_on_the_simulation_clock() -> None:
+    """ns-3 stamps its pcaps on the simulation clock: combined, they line up with the ASCII trace and the series."""
+    t = tracekit.read(RUN)
+    cap = tracekit.read(RUN / "dumbbell-0-0.pcap")
+    assert t.meta["t0_ns"] == 0 and cap.meta["t0_ns"] == 500_000_000  # the first SYN leaves at 0.5 s
+    caps = t.packets.filter(pl.col("event") == "capture")
+    sim = t.packets.filter(pl.col("event") != "capture")
+    assert caps["time"].min() == pytest.approx(0.5)
+    # the same SYN in the ASCII trace (enqueued on node 0's device at 0.5 s)
+    assert sim["time"].min() == pytest.approx(0.5, abs=1e-6)
+    # every pcap moved by its own first record: frame times = the file's own times + t0
+    n = cap.packets.height
+    first_file = caps.filter(pl.col("flow") < cap.packets["flow"].max() + 1).head(n)
+    assert first_file["time"].to_list() == pytest.approx((cap.packets["time"] + 0.5).to_list())
+    cwnd = t.samples.filter((pl.col("metric") == "cwnd") & (pl.col("source") == "dumbbell.cwnd"))
+    assert cwnd["time"].min() >= caps["time"].min()
+
+
 def test_analyze_json_on_a_series_file() -> None:
     r = CliRunner().invoke(main, ["analyze", str(RUN / "dumbbell-rtt.data"), "--json"])
     assert r.exit_code == 0, r.output

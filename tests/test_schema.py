@@ -62,3 +62,16 @@ def test_combine_adds_byte_cwnd_from_segment_size() -> None:
     assert got == [500.0, 1000.0]
     assert both.meta["format"] == "dir" and both.meta["segment_size"] == 500
     assert both.packets.height == 2
+
+
+def test_combine_aligns_wall_clock_captures_on_the_earliest() -> None:
+    """Two captures of one run that started 2 s apart keep their real distance once combined."""
+    a = make_trace(make_events(time=[0.0, 1.0])).with_meta(t0_ns=10**18)
+    b = make_trace(make_events(time=[0.0, 0.5])).with_meta(t0_ns=10**18 + 2 * 10**9)
+    c = combine([b, a], path="run")
+    assert c.meta["t0_ns"] == 10**18
+    assert c.packets["time"].to_list() == [0.0, 1.0, 2.0, 2.5]
+    # a wall-clock capture beside a simulator trace: no common clock, times untouched
+    sim = make_trace(make_events(time=[5.0]))
+    d = combine([b, sim], path="run")
+    assert d.meta["t0_ns"] is None and d.packets["time"].to_list() == [0.0, 0.5, 5.0]

@@ -172,11 +172,49 @@ def _merge_counts(into: dict[str, Any], add: dict[str, Any]) -> None:
             into[k] = into.get(k, 0) + v
 
 
+#: A capture whose first record is earlier than this (ns since 1970, ~11.6 days) was not
+#: stamped by a wall clock: ns-3 writes its pcaps on the simulation clock (epoch 0).
+SIM_EPOCH_MAX_NS = 10**15
+
+
+def _common_clock(traces: list[Trace]) -> tuple[list[Trace], int | None]:
+    """Shift the parts of one run onto one clock; returns them and the combined ``t0_ns``.
+
+    Captures count time from their first record (``t0_ns`` = its absolute time), simulator
+    text traces and series from the simulation's zero (``t0_ns`` None). ns-3 pcaps are
+    stamped on the simulation clock, so a run directory's ``dumbbell-0-0.pcap`` (first packet
+    at 1.0 s) and its ``cwnd.data`` (from 1.0 s) only line up once the capture is moved by
+    its ``t0_ns``. Several wall-clock captures (tcpdump on both hosts, Flent + tcpdump) are
+    aligned on the earliest one.
+    """
+    timed = [t for t in traces if t.meta.get("t0_ns") is not None and (t.packets.height or t.samples.height)]
+    if not timed:
+        return traces, None
+    untimed = any(t.meta.get("t0_ns") is None and (t.packets.height or t.samples.height) for t in traces)
+    starts = [int(t.meta["t0_ns"]) for t in timed]
+    if untimed and all(0 <= s < SIM_EPOCH_MAX_NS for s in starts):
+        base = 0  # everything on the simulation clock
+    elif untimed:
+        return traces, None  # a wall-clock capture beside simulator files: no common clock to find
+    else:
+        base = min(starts)
+    out = []
+    for t in traces:
+        t0 = t.meta.get("t0_ns")
+        shift = (int(t0) - base) / 1e9 if t0 is not None else 0.0
+        if shift:
+            t = replace(t, packets=t.packets.with_columns(pl.col("time") + shift),
+                        samples=t.samples.with_columns(pl.col("time") + shift))
+        out.append(t)
+    return out, base
+
+
 def combine(traces: list[Trace], *, path: str, skipped: list[str] | None = None) -> Trace:
     """Combine the traces of one run (e.g. ns-2 ``out.tr`` + ``Window.tr`` + ``WindowMon.tr``).
 
-    Packets are concatenated (flow ids of later files are offset so they stay
-    distinct) and stably sorted by time; samples are concatenated. Where a
+    All parts are first put on one clock (:func:`_common_clock`). Packets are
+    concatenated (flow ids of later files are offset so they stay distinct) and
+    stably sorted by time; samples are concatenated. Where a
     packet trace gives the segment size, sample series counted in packets
     (cwnd, ssthresh, inflight) gain a byte series beside them.
 
@@ -189,6 +227,7 @@ def combine(traces: list[Trace], *, path: str, skipped: list[str] | None = None)
         One validated Trace with ``meta["format"] == "dir"``.
     """
     log = WarningLog(path)
+    traces, t0_ns = _common_clock(traces)
     packets = []
     offset = 0
     for t in traces:
@@ -229,7 +268,7 @@ def combine(traces: list[Trace], *, path: str, skipped: list[str] | None = None)
         "units": units,
         "counts": counts,
         "segment_size": seg,
-        "t0_ns": next((t.meta.get("t0_ns") for t in traces if t.meta.get("t0_ns") is not None), None),
+        "t0_ns": t0_ns,
         "parts": [{k: v for k, v in t.meta.items() if k not in ("warnings",)} for t in traces],
     }
     return make_trace(pk_all, samples, meta, log)
