@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 from anb_data import compare_cwnd, match_events, median_rtt, ns2_run, ns3_sender, run_json
 from conftest import make_events
+from polars.testing import assert_frame_equal
 
 from tracekit import schema
 from tracekit.analysis.cwnd import cwnd, data_directions, flow_stats, loss_events
@@ -310,3 +311,66 @@ def test_hostile_frames_never_raise() -> None:
         keyed = ev.filter(pl.col("pkt_id").is_not_null())
         if keyed.height == ev.height:  # with packet ids a queue can never go negative
             assert (q["packets"] >= 0).all()
+
+
+# ---- order and scale: the estimate works direction by direction, in capture order ----------------------
+
+
+def _flows(count: int, n: int = 40) -> pl.DataFrame:
+    """``count`` ack-clocked flows (some with a timeout), interleaved in time, frames numbered in time order."""
+    parts = [_ack_clocked(window=4 + k % 5, n=n, lose_at=n // 2 if k % 3 == 0 else None).with_columns(
+        flow=pl.lit(k, pl.UInt32), time=pl.col("time") + k * 1e-4) for k in range(count)]
+    return pl.concat(parts).sort("time", maintain_order=True).with_columns(
+        frame=pl.int_range(1, pl.len() + 1).cast(pl.UInt64))
+
+
+def test_estimate_follows_capture_order_not_row_order() -> None:
+    """Rows out of time order (a capture merged from several queues) or shuffled: the same estimate."""
+    pk = _flows(3)
+    ref = _run(pk)
+    assert ref.filter(pl.col("source") == "estimate")["flow"].unique().sort().to_list() == [0, 1, 2]
+    for seed in (1, 2):
+        assert_frame_equal(_run(pk.sample(fraction=1.0, shuffle=True, seed=seed)), ref)
+    # one queue's packets written late: in frame order times go back, across flows and within one
+    late = pk.with_columns(pl.when(pl.col("flow") == 1).then(pl.col("frame") + 10**6).otherwise(pl.col("frame"))
+                           .alias("frame")).sort("frame")
+    assert_frame_equal(_run(late), ref)
+    # frame numbers out of time order within one direction (times made unique so that frames break no tie)
+    unique = pk.with_columns(pl.col("time") + pl.col("frame").cast(pl.Float64) * 1e-9)
+    acks = unique.filter((pl.col("flow") == 0) & (pl.col("dir") == 1))["frame"].to_list()
+    data = unique.filter((pl.col("flow") == 0) & (pl.col("dir") == 0))["frame"].to_list()
+    swap = {acks[2]: acks[15], acks[15]: acks[2], data[12]: data[14], data[14]: data[12]}
+    jumbled = unique.with_columns(pl.col("frame").replace(swap)).sort("frame")
+    assert_frame_equal(_run(jumbled), _run(unique))
+
+
+def test_many_flows_estimate_each_as_alone() -> None:
+    """With many directions (searches on one axis instead of one per direction) each flow is estimated as alone."""
+    pk = _flows(70, n=24)
+    together = _run(pk)
+    assert together["flow"].n_unique() == 70
+    for k in (0, 1, 33, 69):
+        alone = _run(pk.filter(pl.col("flow") == k))
+        assert alone.height > 0
+        assert_frame_equal(together.filter(pl.col("flow") == k), alone)
+    assert flow_stats(together).filter(pl.col("flow") == 33).row(0, named=True) == flow_stats(
+        _run(pk.filter(pl.col("flow") == 33))).row(0, named=True)
+
+
+def test_loss_events_and_stats_do_not_depend_on_row_order() -> None:
+    """A frame in any row order (estimate and traced series mixed) gives the same events and statistics."""
+    est = _run(_ack_clocked(window=8, n=40, lose_at=20))
+    trace = schema.conform(pl.DataFrame({
+        "flow": 0, "dir": 0, "time": [0.1 * i for i in range(8)], "cwnd_bytes": [66.0, 66, 33, 33, 33, 1, 2, 3],
+        "source": "trace", "phase": "slow_start"}), schema.CWND)
+    other = est.with_columns(flow=pl.lit(5, pl.UInt32))  # a second direction with the estimate only
+    frame = pl.concat([est, trace, other])
+    ref_events = loss_events(frame)
+    assert ref_events.select("flow", "source").unique().sort("flow", "source").rows() == [
+        (0, "estimate"), (0, "trace"), (5, "estimate")]
+    stats = flow_stats(frame)
+    assert stats.select("flow", "cwnd_source", "loss_events").rows() == [(0, "trace", 2), (5, "estimate", 1)]
+    for seed in (1, 2):
+        shuffled = frame.sample(fraction=1.0, shuffle=True, seed=seed)
+        assert_frame_equal(loss_events(shuffled).sort(ref_events.columns), ref_events.sort(ref_events.columns))
+        assert_frame_equal(flow_stats(shuffled), stats)

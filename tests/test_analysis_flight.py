@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import pytest
 from conftest import make_trace, sample
+from polars.testing import assert_frame_equal
 from tcpconv import P, conv, handshake
 
 import tracekit
 from tracekit import schema
+from tracekit.analysis import _groups, _state
+from tracekit.analysis import flight as flight_mod
+from tracekit.analysis import rtt as rtt_mod
 from tracekit.analysis.flight import flight
+from tracekit.analysis.flows import flows
+from tracekit.analysis.retrans import classify
+from tracekit.analysis.stalls import stalls
+from tracekit.analysis.vantage import vantage
 
 MSS = 1000
 
@@ -117,3 +126,57 @@ def test_sack_flight_matches_ns3_bytes_in_flight() -> None:
 def test_flight_of_a_trace_with_only_a_syn() -> None:
     tr = make_trace(conv(P(0.0, 0, 0, 0, None, "S")))
     assert flight(tr.packets).is_empty()
+
+
+def _state_frames(pk: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """Every frame built on the per-packet state (flows reads the state's columns too)."""
+    st = _state.prepare(pk)
+    rs = rtt_mod.samples(st)
+    rt = classify(st, rs)
+    fl = flight(pk, state=st)
+    sl = stalls(pk, state=st, rtt_samples_df=rs, retrans=rt)
+    fd = flows(pk, parts={"state": st, "rtt_samples": rs, "retrans": rt, "flight": fl, "stalls": sl})
+    return {"rtt": rs, "retrans": rt, "flight": fl, "stalls": sl, "flows": fd,
+            "smoothed": rtt_mod.at_rows(st, rtt_mod.smoothed(rs), st.select("_i", "r_i"))}
+
+
+def _zero_window_conversation() -> pl.DataFrame:
+    return conv(
+        *handshake(), P(0.02, 0, 1, MSS, 1), P(0.021, 0, 1001, MSS, 1),
+        P(0.05, 1, 1, 0, 2001, win=0),
+        P(0.30, 0, 2001, 1, 1), P(0.60, 0, 2001, 1, 1), P(1.2, 0, 2001, 1, 1),  # zero-window probes
+        P(1.21, 1, 1, 0, 2001, win=0), P(1.5, 1, 1, 0, 2001, win=8000),
+        P(1.51, 0, 2001, MSS, 1), P(1.52, 0, 3001, MSS, 1), P(1.6, 1, 1, 0, 2001),
+        P(1.61, 1, 1, 0, 2001, sack=[[3001, 4001]]), P(1.62, 1, 1, 0, 2001, sack=[[3001, 4001]]),
+        P(1.8, 0, 2001, MSS, 1), P(1.9, 1, 1, 0, 4001), P(5.0, 0, 4000, 0, 1),  # keep-alive
+    )
+
+
+@pytest.mark.parametrize("name", ["linux/bulk_lossy.pcap", "ns3/dumbbell/dumbbell-2-2.pcap", "ns2/dumbbell/out.tr.gz",
+                                  "linux/slow_reader.pcap", "zero_window"])
+def test_every_code_path_of_the_state_gives_the_same_frames(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """32- or 64-bit state, per-group or offset scans, merged or run-based r_i, any chunk size: the same frames.
+
+    The big-capture fast paths (32-bit arrays, loops over a few directions, chunks) and the
+    general ones must agree; the samples cover holes (dumbbell-2-2), SACK, duplicate ACKs,
+    keep-alives and several flows.
+    """
+    pk = _zero_window_conversation() if name == "zero_window" else vantage(tracekit.read(sample(*name.split("/"))).packets)
+    assert _state.prepare(pk)["nxt"].dtype == pl.Int32  # small traces take the 32-bit path
+    ref = _state_frames(pk)
+    monkeypatch.setattr(_state, "_narrow", lambda src, ln: (np.int64, _groups.MISSING))
+    monkeypatch.setattr(_groups, "_LOOP_GROUPS", 0)
+    monkeypatch.setattr(_state, "_MERGE_FLOWS", 0)
+    monkeypatch.setattr(flight_mod, "_CHUNK", 7)
+    assert _state.prepare(pk)["nxt"].dtype == pl.Int64
+    alt = _state_frames(pk)
+    for k, v in ref.items():
+        assert_frame_equal(alt[k], v, check_exact=True)
+    # the smoothed RTT per row: looked up for a few rows (binary search) or for all (per direction)
+    st = _state.prepare(pk)
+    est = rtt_mod.smoothed(rtt_mod.samples(st))
+    few = st.select("_i", "r_i").gather_every(10)
+    assert_frame_equal(rtt_mod.at_rows(st, est, few), ref["smoothed"].gather_every(10), check_exact=True)
+    if name == "zero_window":  # the three probes, the keep-alive and the two duplicate ACKs were seen
+        st = _state.prepare(pk)
+        assert (st["zwp"].sum(), st["keepalive"].sum(), st["dup"].sum()) == (3, 1, 2)

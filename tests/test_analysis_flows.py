@@ -207,3 +207,21 @@ def test_any_schema_valid_frame_is_analysed_without_error() -> None:
                            ("stalls", schema.STALLS)]:
             assert getattr(a, name).schema == pl.Schema(cols), name
         assert a.flows.columns == COLUMNS
+
+
+def test_huge_flow_ids_give_the_same_analysis() -> None:
+    """Flow ids near 2^32 (hand-built frames) are analysed like small ones (direction ids are 32-bit inside)."""
+    from dataclasses import replace
+
+    from polars.testing import assert_frame_equal
+
+    t = tracekit.read(sample("linux", "bulk_lossy.pcap"))
+    shift = (1 << 32) - 10
+    big = replace(t, packets=t.packets.with_columns((pl.col("flow").cast(pl.Int64) + shift).cast(pl.UInt32)))
+    a, b = tracekit.analyze(t), tracekit.analyze(big)
+    for name, df in a.frames().items():
+        other = b.frames()[name]
+        if "flow" in df.columns:
+            other = other.with_columns((pl.col("flow").cast(pl.Int64) - shift).cast(pl.UInt32))
+        assert_frame_equal(df, other, check_exact=False, rel_tol=1e-12)
+    assert b.flows["flow"].min() >= shift and b.packets["flow"].min() >= shift

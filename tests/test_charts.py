@@ -30,7 +30,7 @@ from report_data import XSS_IMG, XSS_SCRIPT, data_rows, summarise, synthetic, va
 from tracekit import schema
 from tracekit.reports import charts
 from tracekit.reports.downsample import cap, minmax
-from tracekit.reports.figures import KINDS, figures, frame
+from tracekit.reports.figures import KINDS, figures
 
 UPDATE = os.environ.get("TRACEKIT_UPDATE_GOLDEN") == "1"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import craft
 import polars as pl
 import pytest
-from conftest import need_tool
-from scapy.layers.inet import IP, TCP
+from conftest import SAMPLES, need_tool
+from scapy.layers.inet import IP, TCP, IPOption_NOP
 from scapy.layers.inet6 import IPv6
 
 import tracekit
@@ -177,6 +177,74 @@ def test_truncated_headers_only_frames_still_decode_tcp() -> None:
     # payload comes from the IP length fields, not from the captured bytes
     assert t.packets["payload"].to_list() == [e.payload for e in expected]
     assert t.packets["caplen"].max() == 66
+
+
+# ---- the fast path: the common layout read from one window, exactly as the generic path reads it
+
+def _edge_frames() -> list[bytes]:
+    """Frames at every edge of the fast path's layout, among ordinary ones it takes."""
+    pkts, _ = CONV
+    base = [craft.ether(p) for p in pkts]
+    ack = IP(src="10.0.0.2", dst="10.0.0.1") / TCP(sport=5001, dport=40000, flags="A", seq=9, ack=9)
+    ts = [("NOP", None), ("NOP", None), ("Timestamp", (1, 2))]
+    edges = [
+        craft.ether(IP(src="10.0.0.1", dst="10.0.0.2", options=[IPOption_NOP()] * 4)
+                    / TCP(sport=40000, dport=5001, flags="A")),  # IP options
+        craft.ether(IP(src="10.0.0.1", dst="10.0.0.2") / TCP(sport=40000, dport=5001, flags="A",
+                                                               options=[("Timestamp", (1, 2)), ("NOP", None),
+                                                                        ("NOP", None)])),  # 32 bytes, other layout
+        craft.ether(IP(src="10.0.0.1", dst="10.0.0.2", frag=3, proto=6) / (b"\0" * 40)),  # not a first fragment
+        # the TCP header (32 bytes with its options) does not fit the IP total length
+        craft.ether(IP(src="10.0.0.1", dst="10.0.0.2", len=45) / TCP(sport=40000, dport=5001, options=ts)),
+        craft.ether(ack, tags=(5,)),
+        craft.ether(IPv6(src="fd00::2", dst="fd00::1") / TCP(sport=5001, dport=40000, flags="A")),
+        craft.ether(craft.udp_packet()),
+        craft.arp_frame(),
+        craft.ether(ack)[:50],  # cut before the end of the TCP header
+        craft.ether(ack / (b"x" * 30)),
+    ]
+    frames = []
+    for i, f in enumerate(base):
+        frames += [f, edges[i % len(edges)]]
+    return frames + base[:3] + [craft.ether(ack)]  # a last frame shorter than the window
+
+
+FAST_CASES = {
+    "conversation": lambda: craft.pcap([craft.ether(p) for p in CONV[0]]),
+    "edges": lambda: craft.pcap(_edge_frames()),
+    "headers_only": lambda: craft.pcap(_edge_frames(), caplens=[min(len(f), n) for f, n in
+                                                                 zip(_edge_frames(), [66, 54, 70, 60, 66, 65] * 99)]),
+    "big_endian_ns": lambda: craft.pcap(_edge_frames(), endian=">", nanos=True),
+}
+
+
+@pytest.mark.parametrize("chunk", [4, 1 << 17], ids=["chunks_of_4", "one_chunk"])
+@pytest.mark.parametrize("case", list(FAST_CASES))
+def test_fast_path_rows_equal_the_generic_paths(case: str, chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tracekit.parsers._decode as decode_mod
+    import tracekit.parsers._fast as fast_mod
+
+    data = FAST_CASES[case]()
+    monkeypatch.setattr(decode_mod, "CHUNK", chunk)
+    used: list[int] = []
+    fill = fast_mod.fill
+    monkeypatch.setattr(fast_mod, "fill", lambda w, o: (used.append(int(w.ok.sum())), fill(w, o))[1])
+    fast = tracekit.read(data)
+    assert sum(used) > 0  # the fast path did decode packets here
+    monkeypatch.setattr(fast_mod, "eligible", lambda *a: None)
+    generic = tracekit.read(data)
+    assert fast.packets.equals(generic.packets)
+    assert fast.warnings == generic.warnings and fast.meta == generic.meta
+
+
+@pytest.mark.parametrize("path", sorted(SAMPLES.glob("**/*.pcap")), ids=lambda p: p.name)
+def test_fast_path_on_the_sample_captures(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tracekit.parsers._fast as fast_mod
+
+    fast = tracekit.read(path)
+    monkeypatch.setattr(fast_mod, "eligible", lambda *a: None)
+    generic = tracekit.read(path)
+    assert fast.packets.equals(generic.packets) and fast.warnings == generic.warnings
 
 
 # ---- the slow path: link types only tshark decodes --------------------------------------------------

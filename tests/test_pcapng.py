@@ -304,3 +304,53 @@ def test_mergecap_of_two_link_types(tmp_path: Path) -> None:
     assert t.packets.height == ta.packets.height + tb.packets.height
     # the two runs used the same port pair at different times: two connections, as tshark says
     assert t.packets.filter(pl.col("proto") == "tcp")["flow"].n_unique() == 2
+
+
+# ---- memory-lean reading: segmented walk, chunked block fields, released pages --------------------
+
+def _mixed_sections() -> bytes:
+    """Two sections of either byte order, several interfaces, every packet block kind, odd blocks."""
+    half = len(FRAMES) // 2
+    blocks = [craft.shb("<"), craft.idb(101, "<"), craft.idb(1, "<", tsresol=9), craft.block(0x0BAD, b"custom")]
+    blocks += [craft.epb(f, iface=1, ts=(US + i * 1000) * 1000, e="<") for i, f in enumerate(FRAMES[:half])]
+    blocks += [craft.shb(">"), craft.idb(1, ">"), craft.block(4, b"\0" * 4, ">")]
+    for i, f in enumerate(FRAMES[half:]):
+        us = US + (half + i) * 1000
+        blocks.append(craft.pb(f, ts=us, e=">") if i % 3 == 0 else craft.epb(f, ts=us, e=">"))
+    blocks += [craft.spb(FRAMES[0], e=">"), craft.epb(FRAMES[1], ts=US, e=">")]
+    return b"".join(blocks)
+
+
+@pytest.mark.parametrize("cut", [0, 7])
+def test_segmented_block_walk_finds_the_same_blocks(cut: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pcapng, "_WALK_SEGMENT", 50)  # shorter than most blocks
+    data = _mixed_sections()
+    data = data[:len(data) - cut]
+    whole = pcapng.walk_blocks(data, 1 << 24)
+    seen: list[int] = []
+    parts = pcapng.walk_blocks(data, 1 << 24, seen.append)
+    assert parts[0].tolist() == whole[0].tolist() and parts[1:] == whole[1:]
+    assert len(seen) > 3 and seen == sorted(seen)
+    starts = set(whole[0].tolist()) | {whole[3]}
+    assert all(u in starts or u > len(data) for u in seen)  # each is where a block starts
+    assert whole[1] == [(0, False), (len(FRAMES) // 2 + 4, True)]
+
+
+def test_file_read_in_small_pieces_equals_bytes_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mapped pcapng (walked, gathered and decoded a few blocks at a time, its pages released as
+    it goes) reads exactly as the same bytes in memory."""
+    import tracekit.parsers._decode as decode_mod
+    import tracekit.parsers._pcapng_fields as fields_mod
+
+    data = _mixed_sections()[:-9]
+    p = tmp_path / "mixed.pcapng"
+    p.write_bytes(data)
+    ref = tracekit.read(NamedBytes(data, str(p)))
+    monkeypatch.setattr(pcapng, "_WALK_SEGMENT", 100)
+    monkeypatch.setattr(fields_mod, "_CHUNK", 3)
+    monkeypatch.setattr(decode_mod, "CHUNK", 5)
+    got = tracekit.read(p)
+    assert got.packets.equals(ref.packets)
+    assert got.warnings == ref.warnings and got.meta == ref.meta
+    assert {"W-TRUNCATED", "W-UNKNOWN-BLOCK", "W-NO-TIMESTAMP"} <= set(_codes(got))
+    assert got.meta["counts"]["obsolete_packet_blocks"] > 0 and got.meta["sections"] == 2

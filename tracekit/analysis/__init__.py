@@ -15,7 +15,7 @@ Definitions of every column: docs/analysis.md.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import polars as pl
 
@@ -134,7 +134,14 @@ def analyze(trace: Trace, *, bin_s: float | None = None) -> Analysis:
     Raises:
         UsageError: for a bad ``bin_s``.
     """
+    big = _big_flow_ids(trace)
+    if big is not None:
+        return _with_flow_ids(analyze(_renumbered(trace, big), bin_s=bin_s), trace, big)
     pk = vantage(trace.packets)
+    # throughput first: its temporaries are freed before the per-packet state exists, so the
+    # two never add up in the peak memory (and the state reuses the pages they leave)
+    b = _bin(pk, bin_s)
+    tp = _throughput.throughput(pk, b)
     st = _state.prepare(pk)
     rs = _rtt.samples(st)
     st = _rtt.with_srtt(st, rs)
@@ -146,15 +153,54 @@ def analyze(trace: Trace, *, bin_s: float | None = None) -> Analysis:
     vp = detect(pk, rtt_df)
     cw = _cwnd.cwnd(pk, trace.samples, fl, retrans_df, trace.meta)
     cs = _cwnd.flow_stats(cw)
-    qu = _queue.queue(trace.packets)
     flows_df = _flows(pk, all_packets=trace.packets, parts={
         "state": st, "rtt_samples": rs, "retrans": rt, "flight": fl, "stalls": sl, "cwnd_stats": cs, "vantage": vp,
     })
+    # the per-packet state is the largest intermediate: let its memory serve the steps below
+    del st, rs, rt
+    qu = _queue.queue(trace.packets)
     points = [v for v in flows_df["vantage_point"].unique().to_list() if v is not None]
     where = points[0] if len(points) == 1 else ("mixed" if points else None)
-    b = _bin(pk, bin_s)
-    tp = _throughput.throughput(pk, b)
     return Analysis(
         trace=trace.with_meta(vantage_point=where), packets=pk, flows=flows_df, flight=fl, cwnd=cw, rtt=rtt_df,
         retransmissions=retrans_df, stalls=sl, queue=qu, fairness=_fairness.fairness(tp), _throughput={b: tp},
+    )
+
+
+#: Flow ids from this on are renumbered for the analysis (direction ids ``2·flow + dir`` are 32-bit).
+_FLOW_ID_LIMIT = 1 << 30
+
+
+def _big_flow_ids(trace: Trace) -> pl.Series | None:
+    """The sorted distinct flow ids of a trace whose ids are too large for the analyses, else None.
+
+    Readers number connections 0, 1, 2, …; only frames built by hand carry ids like 2^31.
+    """
+    tops = [f.max() for f in (trace.packets["flow"], trace.samples["flow"]) if f.len()]
+    if not any(t is not None and t >= _FLOW_ID_LIMIT for t in tops):  # type: ignore[operator]
+        return None
+    ids = pl.concat([trace.packets["flow"], trace.samples["flow"]]).drop_nulls().unique().sort()
+    return ids
+
+
+def _renumbered(trace: Trace, ids: pl.Series) -> Trace:
+    """``trace`` with flow ids replaced by their rank among ``ids`` (order kept)."""
+    dense = pl.Series(range(len(ids)), dtype=pl.UInt32)
+    to = pl.col("flow").replace_strict(ids, dense, default=None, return_dtype=pl.UInt32)
+    return replace(trace, packets=trace.packets.with_columns(to), samples=trace.samples.with_columns(to))
+
+
+def _with_flow_ids(an: Analysis, trace: Trace, ids: pl.Series) -> Analysis:
+    """The analysis of a renumbered trace with the original flow ids put back."""
+    dense = pl.Series(range(len(ids)), dtype=pl.UInt32)
+    back = pl.col("flow").replace_strict(dense, ids, default=None, return_dtype=pl.UInt32)
+
+    def fix(df: pl.DataFrame) -> pl.DataFrame:
+        return df.with_columns(back) if "flow" in df.columns else df
+
+    return Analysis(
+        trace=replace(an.trace, packets=trace.packets, samples=trace.samples), packets=fix(an.packets),
+        flows=fix(an.flows), flight=fix(an.flight), cwnd=fix(an.cwnd), rtt=fix(an.rtt),
+        retransmissions=fix(an.retransmissions), stalls=fix(an.stalls), queue=fix(an.queue),
+        fairness=fix(an.fairness), _throughput={k: fix(v) for k, v in an._throughput.items()},
     )

@@ -33,20 +33,24 @@ data segment and corrects it where the sender is not cwnd-limited:
 7. **Congestion avoidance** grows cwnd smoothly while the pipe can only step by whole
    segments: between two one-segment steps the estimate is interpolated linearly.
 
-Python loops run over directions with retransmissions and over loss events only; every
-per-packet step is a polars/numpy column operation. The estimate needs the sender's
-own view (its segments when sent, ACKs when they reach it): ACKs observed elsewhere
-(e.g. at the receiver) make the pipe lag by a one-way delay.
+Packets are sorted once (:mod:`._cwnd_rows`: every direction one contiguous run of numpy
+rows) and every per-packet step is a segmented numpy pass (:mod:`._cwnd_seg`); Python
+loops run over directions with retransmissions and over loss events only. The estimate
+needs the sender's own view (its segments when sent, ACKs when they reach it): ACKs
+observed elsewhere (e.g. at the receiver) make the pipe lag by a one-way delay.
 """
 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 
 import numpy as np
 import polars as pl
 
-from tracekit.schema import ACK, SYN
+from tracekit.analysis._cwnd_packets import Packets
+from tracekit.analysis._cwnd_rows import Rows, build
+from tracekit.analysis._cwnd_seg import count_below, cummax, window_max
 
 KEYS = ["flow", "dir"]
 #: A data segment sent within this long after an ACK arrived was clocked by it.
@@ -54,106 +58,41 @@ ACK_CLOCKED_S = 1e-3
 #: Width of the max filter, in minimum RTTs (an RTT with queueing and delayed ACKs is longer).
 FILTER_RTTS = 2.0
 ROW_SCHEMA = {"flow": pl.UInt32(), "dir": pl.Int8(), "time": pl.Float64(), "cwnd_bytes": pl.Float64(),
-              "ssthresh_bytes": pl.Float64(), "phase": pl.String()}
+              "ssthresh_bytes": pl.Float64(), "source": pl.String(), "phase": pl.String()}
 EP_SCHEMA = {"flow": pl.UInt32(), "dir": pl.Int8(), "start": pl.Float64(), "end": pl.Float64(),
              "kind": pl.String(), "recovery": pl.Boolean(), "ssthresh_bytes": pl.Float64()}
+PHASES = ["slow_start", "congestion_avoidance", "recovery"]
+_LIMIT = 1 << 62
+
+#: One loss event: (first row, end time, recovery point, timeout?)
+Event = tuple[int, float, int, bool]
 
 
-def _min_rtt(data: pl.DataFrame, acks: pl.DataFrame) -> pl.DataFrame:
-    """Per (flow, dir): the smallest time from a first transmission to the first ACK covering it."""
-    left = data.filter(~pl.col("_retx")).select(*KEYS, "time", "seq_end").sort("seq_end")
-    right = acks.select(*KEYS, pl.col("time").alias("_tack"), pl.col("_una").alias("seq_end")).sort(
-        "seq_end", maintain_order=True)
-    if left.is_empty() or right.is_empty():
-        return pl.DataFrame(schema={"flow": pl.UInt32(), "dir": pl.Int8(), "min_rtt": pl.Float64()})
-    j = left.join_asof(right, on="seq_end", by=KEYS, strategy="forward", check_sortedness=False)
-    rtt = j.filter(pl.col("_tack") > pl.col("time")).group_by(KEYS).agg(
-        (pl.col("_tack") - pl.col("time")).min().alias("min_rtt"))
-    return rtt
+def _chain(cand: np.ndarray, seq_end: np.ndarray, hi: np.ndarray, una: np.ndarray, timeout: np.ndarray,
+           t_ack: np.ndarray, una_ack: np.ndarray) -> list[Event]:
+    """Loss events of one direction from its retransmissions that are above una (``cand``, row numbers).
 
-
-def _events(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: pl.DataFrame
-            ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Data rows (with una, hi_before, retransmission marks) and the ACK stream per data direction."""
-    tcp = pk.filter((pl.col("proto") == "tcp") & pl.col("flow").is_not_null())
-    tcp = tcp.sort("time", "frame", maintain_order=True).with_row_index("_ord")
-    data = tcp.filter(pl.col("payload") > 0).join(dirs.select(KEYS), on=KEYS).select(
-        *KEYS, "_ord", "time", "frame", "seq", (pl.col("seq") + pl.col("payload").cast(pl.Int64)).alias("seq_end"))
-    flags = pl.col("flags").fill_null(ACK)
-    acks = tcp.filter(pl.col("ack").is_not_null() & ((flags & ACK) != 0)).select(
-        "flow", (1 - pl.col("dir")).cast(pl.Int8).alias("dir"), "_ord", "time", "ack").join(dirs.select(KEYS), on=KEYS)
-    big_neg = -(1 << 62)
-    acks = acks.sort(*KEYS, "_ord").with_columns(
-        _una=pl.col("ack").cum_max().over(KEYS)).with_columns(
-        _new=pl.col("_una") > pl.col("_una").shift(1).over(KEYS).fill_null(big_neg))
-    # una at each data row: the highest cumulative ACK that reached the sender before it
-    ev = pl.concat([
-        data.with_columns(_una=pl.lit(None, pl.Int64), _tnew=pl.lit(None, pl.Float64), _dup=pl.lit(None, pl.Boolean),
-                          _tack=pl.lit(None, pl.Float64), _aord=pl.lit(None, pl.UInt32)),
-        acks.select(*KEYS, "_ord", "time", pl.lit(None, pl.UInt64).alias("frame"), pl.lit(None, pl.Int64).alias("seq"),
-                    pl.lit(None, pl.Int64).alias("seq_end"), "_una",
-                    pl.when("_new").then(pl.col("time")).alias("_tnew"), (~pl.col("_new")).alias("_dup"),
-                    pl.col("time").alias("_tack"), pl.col("_ord").alias("_aord")),
-    ], how="vertical_relaxed").sort(*KEYS, "_ord")
-    ev = ev.with_columns(
-        pl.col("_una").forward_fill().over(KEYS),
-        pl.col("_tnew").forward_fill().over(KEYS),
-        pl.col("_dup").forward_fill().over(KEYS).fill_null(False),
-        pl.col("_tack").forward_fill().over(KEYS),
-        pl.col("_aord").forward_fill().over(KEYS).fill_null(0),
-    )
-    data = ev.filter(pl.col("seq").is_not_null())
-    first_seq = pl.col("seq").min().over(KEYS)
-    data = data.with_columns(
-        _una=pl.max_horizontal(pl.col("_una").fill_null(first_seq), first_seq),
-        _hi_before=pl.col("seq_end").cum_max().shift(1).over(KEYS),
-    )
-    own_retx = pl.col("seq") < pl.col("_hi_before").fill_null(big_neg)
-    if retrans.height:
-        marked = retrans.select(*KEYS, pl.col("frame").cast(pl.UInt64), pl.lit(True).alias("_given")).unique()
-        data = data.join(marked, on=[*KEYS, "frame"], how="left", maintain_order="left")
-        data = data.with_columns(_retx=own_retx | pl.col("_given").fill_null(False)).drop("_given")
-    else:
-        data = data.with_columns(_retx=own_retx)
-    # SACKed bytes above una, as the flight analysis measured them (RFC 6675 "pipe")
-    if flight.height and "flight_sack_bytes" in flight.columns:
-        # unacked − pipe = SACKed bytes above the cumulative ACK (flight_bytes is Wireshark's
-        # figure, which already subtracts the latest ACK's SACK blocks)
-        base = "unacked_bytes" if "unacked_bytes" in flight.columns else "flight_bytes"
-        sacked = flight.select(*KEYS, pl.col("frame").cast(pl.UInt64),
-                               (pl.col(base) - pl.col("flight_sack_bytes")).clip(lower_bound=0).alias("_sacked"))
-        data = data.join(sacked.unique([*KEYS, "frame"]), on=[*KEYS, "frame"], how="left", maintain_order="left")
-        data = data.with_columns(pl.col("_sacked").fill_null(0))
-    else:
-        data = data.with_columns(_sacked=pl.lit(0, pl.Int64))
-    return data, acks
-
-
-def _chain(seq_end: np.ndarray, hi: np.ndarray, una: np.ndarray, retx: np.ndarray, timeout: np.ndarray,
-           t_ack: np.ndarray, una_ack: np.ndarray) -> list[tuple[int, float, int, bool]]:
-    """Loss events of one direction: (start row, end time, recovery point, timeout?).
-
-    Loops over loss events only (never over packets): each step jumps with searchsorted.
+    ``seq_end``, ``hi``, ``una``, ``timeout`` are given at the candidate rows. Loops over loss
+    events only (never over packets): each step jumps by bisection (over Python lists: a
+    numpy call per scalar costs more than the search).
     """
-    cand = np.flatnonzero(retx & (seq_end > una))
-    if cand.size == 0:
-        return []
-    una_c = una[cand]
-    to_c = timeout[cand]
-    # next timeout-like candidate at or after each position (cand.size: none)
     m = cand.size
-    marks = np.where(to_c, np.arange(m), m)
-    nxt_to = np.append(np.minimum.accumulate(marks[::-1])[::-1], m)
-    out: list[tuple[int, float, int, bool]] = []
+    if m == 0:
+        return []
+    # next timeout-like candidate at or after each position (m: none)
+    marks = np.where(timeout, np.arange(m), m)
+    nxt_to = np.append(np.minimum.accumulate(marks[::-1])[::-1], m).tolist()
+    rps = np.maximum(hi, seq_end).tolist()
+    una_l, una_ack_l, t_ack_l = una.tolist(), una_ack.tolist(), t_ack.tolist()
+    cand_l, to_l = cand.tolist(), timeout.tolist()
+    n_ack = len(t_ack_l)
+    out: list[Event] = []
     pos = 0
     while pos < m:
-        i = int(cand[pos])
-        rp = int(max(hi[i], seq_end[i]))
-        k = int(np.searchsorted(una_ack, rp, side="left"))
-        end = float(t_ack[k]) if k < t_ack.size else math.inf
-        out.append((i, end, rp, bool(to_c[pos])))
-        p1 = max(int(np.searchsorted(una_c, rp, side="left")), pos + 1)
-        pos = min(p1, int(nxt_to[pos + 1]))
+        rp = rps[pos]
+        k = bisect_left(una_ack_l, rp)
+        out.append((cand_l[pos], float(t_ack_l[k]) if k < n_ack else math.inf, rp, to_l[pos]))
+        pos = min(max(bisect_left(una_l, rp), pos + 1), nxt_to[pos + 1])
     return out
 
 
@@ -185,8 +124,286 @@ def _go_back_n(seq: np.ndarray, seq_end: np.ndarray, una: np.ndarray, rp: int) -
     return not bool(skipped.any())
 
 
-def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: pl.DataFrame
-             ) -> tuple[pl.DataFrame, pl.DataFrame]:
+class _Episode:
+    """What the second pass needs of one loss event (all found before the pipe is built)."""
+
+    __slots__ = ("burst", "d", "end", "gbn", "hi", "i", "j_end", "last", "sacked", "to", "una")
+
+    def __init__(self, d: int, i: int, end: float, to: bool, j_end: int, last: int, gbn: bool | None, burst: int,
+                 hi: int, una: int, sacked: int) -> None:
+        self.d, self.i, self.end, self.to, self.j_end, self.last = d, i, end, to, j_end, last
+        self.gbn, self.burst = gbn, burst
+        self.hi, self.una, self.sacked = hi, una, sacked
+
+
+def _episodes(r: Rows) -> list[_Episode]:
+    """Every loss event of every direction, with its range, go-back-N verdict and burst row."""
+    ri = r.retx_rows
+    d_of = np.searchsorted(r.hi, ri, side="right")  # direction of each retransmission
+    mr = r.min_rtt[d_of]
+    t_r = r.time[ri]
+    with np.errstate(invalid="ignore"):
+        timeout = (~np.isnan(mr) & ((t_r - r.retx_tnew) >= mr)
+                   # a send at the instant an ACK arrives was clocked by that ACK, not by the timer (fast
+                   # retransmits ride the third dupACK; SACK recovery resumes on dupACKs after a pause)
+                   & ((t_r - r.retx_tack) > np.minimum(ACK_CLOCKED_S, 0.05 * mr)))
+    rlo, rhi = np.searchsorted(ri, r.lo), np.searchsorted(ri, r.hi)
+    out: list[_Episode] = []
+    for d in np.flatnonzero(rhi > rlo).tolist():
+        # only directions with retransmissions: a Python step per loss event, none per packet
+        sel = slice(int(rlo[d]), int(rhi[d]))
+        rows = ri[sel]
+        c = r.seq_end[rows] > r.una[rows]
+        cand = rows[c]
+        alo, ahi = int(r.alo[d]), int(r.ahi[d])
+        # (a direction without ACKs searches the whole ACK stream, as the join it replaces did)
+        t_ack, una_ack = (r.a_time[alo:ahi], r.a_una[alo:ahi]) if ahi > alo else (r.a_time, r.a_una)
+        ch = _chain(cand, r.seq_end[cand], r.retx_hi[sel][c], r.una[cand], timeout[sel][c], t_ack, una_ack)
+        lo, hi_r = int(r.lo[d]), int(r.hi[d])
+        tt = r.time[lo:hi_r]
+        w_s = float(r.min_rtt[d])
+        clocked = ACK_CLOCKED_S if math.isnan(w_s) else min(ACK_CLOCKED_S, 0.05 * w_s)
+        j_ends = lo + np.searchsorted(tt, [e[1] for e in ch], side="left")
+        at = {x: k for k, x in enumerate(cand.tolist())}
+        his, unas, sks = r.retx_hi[sel][c].tolist(), r.una[cand].tolist(), r.sacked(cand).tolist()
+        for k, (i, end, rp, to) in enumerate(ch):
+            j_end = int(j_ends[k])
+            nxt = ch[k + 1][0] if k + 1 < len(ch) else hi_r
+            last = min(j_end, nxt)
+            gbn = _go_back_n(r.seq_end[i:last] - r.pay[i:last], r.seq_end[i:last], r.una[i:last], rp)
+            burst = -1
+            if gbn is None and j_end < nxt:
+                # nothing sent inside: the burst released by the ACK that ends the episode tells
+                kb = lo + int(np.searchsorted(tt, r.time[j_end] + clocked, side="right")) - 1
+                burst = min(kb, nxt - 1)
+            ci = at[i]
+            out.append(_Episode(d, i, end, to, j_end, last, gbn, burst, his[ci], unas[ci], sks[ci]))
+    return out
+
+
+def _pipe(r: Rows, eps: list[_Episode]) -> tuple[np.ndarray, np.ndarray]:
+    """The pipe at each data segment, filtered (the estimate before recoveries), and its raw value at the bursts.
+
+    Frees the sequence arrays of ``r`` (nothing after needs them per row).
+    """
+    n = r.time.size
+    ev = np.array([e.i for e in eps], dtype=np.int64)
+    ends = np.array([e.j_end for e in eps if e.j_end < r.hi[e.d]], dtype=np.int64)
+    # snd_nxt restarts at each loss event (go-back-N senders resend from snd_una)
+    epochs = np.union1d(r.lo[r.lo < n], ev)
+    gone = np.empty(0, dtype=np.int64)  # (each array is freed as soon as it is used up)
+    p = cummax(r.seq_end, epochs)
+    r.seq_end = r.pay = gone
+    p -= r.una
+    r.una = gone
+    p[r.sack_at] -= r.sack_val
+    np.maximum(p, 0, out=p)
+    pipe = p.astype(np.float64)
+    del p
+    raw_burst = pipe[[e.burst for e in eps if e.burst >= 0]]
+    # a segment sent on a duplicate ACK (RFC 3042 limited transmit, or the dupACK inflation
+    # of fast recovery) may exceed cwnd: it is not a measurement of the window (-1: none)
+    dup = r.dup
+    r.dup = np.empty(0, dtype=bool)
+    dup[epochs] = False
+    pipe[dup] = -1.0
+    del dup, epochs
+    # the filter restarts at every event start and end
+    seg = np.zeros(n, dtype=bool)
+    seg[r.lo[r.lo < n]] = True
+    seg[ev] = True
+    seg[ends] = True
+    del ev, ends
+    # the segments one ACK releases leave together (a capture sees them spaced by the link's
+    # serialisation time): the window is what is outstanding after the last of them
+    burst = seg.copy()
+    burst |= r.new_ack
+    r.new_ack = np.empty(0, dtype=bool)
+    b = np.flatnonzero(burst)
+    del burst
+    gv = np.maximum.reduceat(pipe, b)
+    filt = _window(r, seg, b, gv)
+    del pipe, seg, b, gv
+    # no measurement in the window (only dupACK sends): the last filtered value, else 0
+    gap = np.flatnonzero(filt < 0)
+    if gap.size:
+        lead = np.isin(gap, r.lo)  # a direction's first rows have nothing before them
+        run = np.ones(gap.size, dtype=bool)
+        run[1:] = gap[1:] != gap[:-1] + 1
+        run |= lead
+        fill = np.where(lead[run], 0.0, filt[np.maximum(gap[run] - 1, 0)])
+        filt[gap] = np.repeat(fill, np.diff(np.flatnonzero(run), append=gap.size))
+    return filt, raw_burst
+
+
+def _window(r: Rows, seg: np.ndarray, b: np.ndarray, gv: np.ndarray) -> np.ndarray:
+    """Causal max filter of the pipe over FILTER_RTTS min RTTs, restarting at each segment (-1: no value).
+
+    A row's window holds the rows of its segment whose time, in thousandths of the filter
+    width and rounded, lies in (τ − 1000, τ] — rows at the same τ after it included. Rows of
+    one ACK's burst (starting at ``b``, maximum ``gv``) share their value, so windows are
+    taken over bursts: the sparse table is built over them.
+    """
+    n = r.time.size
+    # no RTT sample: a window of 1 µs keeps only the segments of one instant together
+    w = np.maximum(np.where(np.isnan(r.min_rtt), 1e-6, FILTER_RTTS * r.min_rtt), 1e-6)
+    tau_f = np.empty(n)
+    for d in np.flatnonzero(r.hi > r.lo).tolist():
+        np.divide(r.time[r.lo[d]:r.hi[d]], w[d], out=tau_f[r.lo[d]:r.hi[d]])
+    tau_f *= 1000.0
+    np.rint(tau_f, out=tau_f)
+    ne = r.hi > r.lo
+    tmin, tmax = tau_f[r.lo[ne]], tau_f[r.hi[ne] - 1]
+    nseg = int(np.count_nonzero(seg))
+    if not (np.isfinite(tau_f).all() and np.abs(tmin).max() < _LIMIT and np.abs(tmax).max() < _LIMIT
+            and float((tmax - tmin + 2000).sum()) + 1001.0 * nseg < 2.0 ** 61):
+        return _window_polars(r, np.repeat(gv, np.diff(b, append=n)), seg, tau_f)
+    key = tau_f.astype(np.int64)
+    del tau_f
+    # one ascending key for all directions and segments: each direction's τ shifted past the
+    # previous one's, and each segment 1001 past the previous (no window reaches across)
+    span = key[r.hi[ne] - 1] - key[r.lo[ne]] + 2000
+    off = np.zeros(r.lo.size, dtype=np.int64)
+    off[ne] = np.cumsum(span) - span - key[r.lo[ne]]
+    for d in np.flatnonzero(ne).tolist():
+        key[r.lo[d]:r.hi[d]] += off[d]
+    step = np.cumsum(seg)
+    step *= 1001
+    key += step
+    del step
+    # windows over bursts: the first burst whose last row lies inside, the burst of the last row at τ
+    left = count_below(key[np.append(b[1:], n) - 1] + 1000, key, side="right", presorted=True)
+    right = count_below(key[b], key, side="right", presorted=True)
+    right -= 1
+    del key
+    new = np.empty(n, dtype=bool)  # neighbouring rows mostly share their window of bursts
+    new[0] = True
+    np.not_equal(left[1:], left[:-1], out=new[1:])
+    new[1:] |= right[1:] != right[:-1]
+    u = np.flatnonzero(new)
+    del new
+    return np.repeat(window_max(gv, left[u], right[u]), np.diff(u, append=n))
+
+
+def _window_polars(r: Rows, pipe: np.ndarray, seg: np.ndarray, tau_f: np.ndarray) -> np.ndarray:
+    """:func:`_window` for absurd times (τ beyond int64: a damaged trace's 1e179 s), by polars' rolling max.
+
+    ``pipe`` is per row (each burst's maximum at all its rows), -1 for none.
+    """
+    counts = r.hi - r.lo
+    df = pl.DataFrame({
+        "_d": np.repeat(np.arange(counts.size), counts), "_seg": np.cumsum(seg),
+        # strict=False: an absurd time becomes null instead of an overflow error
+        "_tau": pl.Series(tau_f).cast(pl.Int64, strict=False), "_p": pl.Series(pipe).replace(-1.0, None),
+    })
+    out = df.select(pl.col("_p").rolling_max_by("_tau", window_size="1000i").over("_d", "_seg"))
+    return out.to_series().fill_null(-1.0).to_numpy(writable=True)
+
+
+def _recoveries(r: Rows, eps: list[_Episode], est: np.ndarray, raw_burst: np.ndarray
+                ) -> tuple[dict[int, float], np.ndarray, list[dict[str, object]]]:
+    """Second pass over the loss events: recovery or restart, ssthresh, the estimate inside recoveries.
+
+    ``est`` (the filtered pipe) is overwritten inside recoveries; each event's ssthresh is
+    half the estimate just before it, as the earlier events left it.
+
+    Returns:
+        (ssthresh set at each event's first row, in-recovery mask, episodes).
+    """
+    in_rec = np.zeros(est.size, dtype=bool)
+    ssth: dict[int, float] = {}
+    episodes: list[dict[str, object]] = []
+    b = 0
+    for e in eps:
+        mss = float(r.mss[e.d])
+        # at a direction's first row nothing has changed the filtered value yet
+        pre = est[e.i - 1] if e.i > r.lo[e.d] else est[e.i]
+        if e.sacked > 0:
+            # with SACK information, FlightSize (RFC 5681 eq. 4) is what is outstanding and not SACKed
+            pre = min(pre, float(max(e.hi - e.una - e.sacked, 0)))
+        s = max(math.floor(pre / 2.0 / mss) * mss, 2.0 * mss) if mss > 0 else pre / 2.0
+        restart = e.gbn
+        if e.burst >= 0:
+            # Tahoe restarts from one segment (sends ~2), Reno resumes at ssthresh
+            restart = bool(raw_burst[b] < 0.75 * s)
+            b += 1
+        recovery = (not e.to) and not restart
+        ssth[e.i] = s
+        if recovery:
+            in_rec[e.i:e.last] = True
+            est[e.i:e.last] = s
+        episodes.append({"flow": int(r.flow[e.d]), "dir": int(r.dir[e.d]), "start": float(r.time[e.i]),
+                         "end": e.end if e.end != math.inf else None, "kind": "rto" if e.to else "fast",
+                         "recovery": recovery, "ssthresh_bytes": s})
+    return ssth, in_rec, episodes
+
+
+def _ssthresh(r: Rows, ssth: dict[int, float]) -> np.ndarray:
+    """ssthresh at every row: the latest value set in its direction (NaN before any)."""
+    n = r.time.size
+    pts = {i: s for i, s in ssth.items() if not math.isnan(s)}  # a NaN ssthresh sets nothing
+    for d in np.flatnonzero(r.syn_lost & (r.hi > r.lo)).tolist():
+        # a lost SYN: ssthresh 2 MSS from the first segment on (RFC 5681 eq. 4 with FlightSize 0)
+        pts.setdefault(int(r.lo[d]), 2.0 * float(r.mss[d]))
+    starts = sorted(set(pts) | set(r.lo[r.hi > r.lo].tolist()))
+    vals = np.array([pts.get(i, np.nan) for i in starts], dtype=np.float64)
+    return np.repeat(vals, np.diff(starts, append=n))
+
+
+def _interpolate_ca(r: Rows, est: np.ndarray, ca: np.ndarray) -> None:
+    """Spread congestion-avoidance growth between the whole-segment steps the pipe shows (in place).
+
+    In congestion avoidance cwnd grows by ~1 MSS per RTT, smoothly, but a sender only
+    fills whole segments: the pipe steps up by one segment when cwnd passes the next
+    multiple. Between two such steps tracekit interpolates linearly in time (the last
+    stretch of a run, with no next step, keeps its value).
+    """
+    n = est.size
+    if n < 2:
+        return
+    t = r.time
+    # a run: consecutive rows of one direction with the same value and CA state
+    new_run = np.empty(n, dtype=bool)
+    new_run[0] = True
+    np.not_equal(est[1:], est[:-1], out=new_run[1:])
+    new_run[1:] |= ca[1:] != ca[:-1]
+    new_run[r.lo[r.lo < n]] = True
+    rs = np.flatnonzero(new_run)
+    del new_run
+    nxt = np.append(rs[1:], n)  # first row of the next run
+    j = np.minimum(nxt, n - 1)
+    d = count_below(r.hi, rs, side="right", presorted=True)
+    step = est[j] - est[rs]
+    t0 = t[rs]
+    span = t[j] - t0
+    ok = (ca[rs] & (nxt < n) & ca[j] & (j < r.hi[d]) & (step > 0) & (step <= 1.01 * r.mss[d]) & (span > 0))
+    lens = np.diff(rs, append=n)
+    # est + step * (t - t0) / span on the rows of runs that step up, est + 0.0 elsewhere
+    x = np.repeat(t0, lens)
+    np.subtract(t, x, out=x)
+    x /= np.repeat(np.where(ok, span, 1.0), lens)
+    x *= np.repeat(np.where(ok, step, 0.0), lens)
+    est += x
+
+
+def _strings(codes: np.ndarray, names: list[str], name: str) -> pl.Series:
+    """A String column from small integer codes: the commonest name repeated, the others set at their rows.
+
+    (Gathering the names would copy each long string into the column's buffer, row by row.)
+    """
+    n = codes.size
+    counts = np.bincount(codes, minlength=len(names))
+    base = int(counts.argmax()) if n else 0
+    s = pl.select(pl.repeat(names[base], n, dtype=pl.String).alias(name)).to_series()
+    for c, value in enumerate(names):
+        if c != base and counts[c]:
+            idx = np.flatnonzero(codes == c)
+            s = s.scatter(idx, pl.repeat(value, idx.size, dtype=pl.String, eager=True))
+    return s
+
+
+def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: pl.DataFrame, *,
+             packets: Packets | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Estimate cwnd at every data segment of every data direction (see the module docstring).
 
     Args:
@@ -194,193 +411,42 @@ def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs
         flight: The flight frame (only its SACK accounting is used; may be empty).
         retrans: The retransmissions frame (its frames are marked as retransmissions; may be empty).
         dirs: Data directions ``flow, dir, mss`` (from :func:`tracekit.analysis.cwnd.data_directions`).
+        packets: ``pk``'s columns if already read.
 
     Returns:
-        (rows, episodes): rows with ``flow, dir, time, cwnd_bytes, ssthresh_bytes, phase``;
+        (rows, episodes): rows with ``flow, dir, time, cwnd_bytes, ssthresh_bytes, source, phase``
+        (``source = "estimate"``, by flow, dir and time: the order of :data:`tracekit.schema.CWND`);
         episodes with ``flow, dir, start, end, kind, recovery, ssthresh_bytes``.
     """
+    empty = pl.DataFrame(schema=ROW_SCHEMA), pl.DataFrame(schema=EP_SCHEMA)
     if pk.is_empty() or dirs.is_empty():
-        return pl.DataFrame(schema=ROW_SCHEMA), pl.DataFrame(schema=EP_SCHEMA)
-    data, acks = _events(pk, flight, retrans, dirs)
-    if data.is_empty() or acks.is_empty():
-        return pl.DataFrame(schema=ROW_SCHEMA), pl.DataFrame(schema=EP_SCHEMA)
-    rtt = _min_rtt(data, acks)
-    # a retransmitted SYN is a loss too: the transfer then starts with cwnd = 1 segment
-    # and ssthresh = 2 segments (RFC 5681 eq. 4 with nothing in flight; ns-2 does exactly this)
-    syn = pk.filter((pl.col("proto") == "tcp") & ((pl.col("flags").fill_null(0) & SYN) != 0)).group_by(KEYS).agg(
-        (pl.len() > 1).alias("_syn_lost"), pl.col("time").max().alias("_syn_t"))
-    data = (data.join(rtt, on=KEYS, how="left")
-            .join(dirs.select(*KEYS, "mss"), on=KEYS, how="left")
-            .join(syn, on=KEYS, how="left")
-            .with_columns(pl.col("_syn_lost").fill_null(False),
-                          pl.coalesce("mss", (pl.col("seq_end") - pl.col("seq")).max().over(KEYS).cast(pl.Float64))
-                          .alias("mss"))
-            .sort(*KEYS, "_ord"))
-    data = data.with_columns(
-        _timeout=pl.col("_retx") & pl.col("min_rtt").is_not_null()
-        & ((pl.col("time") - pl.col("_tnew").fill_null(-math.inf)) >= pl.col("min_rtt"))
-        # a send at the instant an ACK arrives was clocked by that ACK, not by the timer (fast
-        # retransmits ride the third dupACK; SACK recovery resumes on dupACKs after a pause)
-        & ((pl.col("time") - pl.col("_tack").fill_null(-math.inf))
-           > pl.min_horizontal(pl.lit(ACK_CLOCKED_S), 0.05 * pl.col("min_rtt")))
-    )
-    acks = acks.sort(*KEYS, "_ord")
-    n = data.height
-    col = {c: data[c].to_numpy() for c in ("time", "seq", "seq_end", "_una", "_sacked", "_retx", "_timeout")}
-    hi = data["_hi_before"].fill_null(-(1 << 62)).to_numpy()
-    # contiguous row ranges of each direction, in the data rows and in the ACK stream
-    bounds = data.with_row_index("_r").group_by(KEYS, maintain_order=True).agg(
-        pl.col("_r").first().alias("lo"), (pl.col("_r").last() + 1).alias("hi"),
-        pl.col("_retx").any().alias("any_retx"))
-    abounds = acks.with_row_index("_r").group_by(KEYS, maintain_order=True).agg(
-        pl.col("_r").first().alias("alo"), (pl.col("_r").last() + 1).alias("ahi"))
-    bounds = bounds.join(abounds, on=KEYS, how="left")
-    t_ack_all, una_ack_all = acks["time"].to_numpy(), acks["_una"].to_numpy()
-    chains: list[tuple[int, int, list[tuple[int, float, int, bool]]]] = []
-    for lo, hi_r, alo, ahi in bounds.filter("any_retx").select("lo", "hi", "alo", "ahi").iter_rows():
-        # only directions with retransmissions: a Python step per loss event, none per packet
-        sl = slice(lo, hi_r)
-        ch = _chain(col["seq_end"][sl], hi[sl], col["_una"][sl], col["_retx"][sl], col["_timeout"][sl],
-                    t_ack_all[alo:ahi], una_ack_all[alo:ahi])
-        chains.append((lo, hi_r, [(i + lo, end, rp, to) for i, end, rp, to in ch]))
-    start_mark = np.zeros(n, dtype=np.int64)
-    bound_mark = np.zeros(n, dtype=np.int64)
-    t = col["time"]
-    for lo, hi_r, ch in chains:
-        for i, end, _rp, _to in ch:
-            start_mark[i] = bound_mark[i] = 1
-            j = lo + int(np.searchsorted(t[lo:hi_r], end, side="left"))
-            if j < hi_r:
-                bound_mark[j] = 1
-    raw, filt = _filtered_pipe(data, start_mark, bound_mark)
-    est, ssth_at, in_rec, episodes = _recoveries(data, col, hi, raw, filt, chains)
-    first_row = pl.col("_ord") == pl.col("_ord").min().over(KEYS)
-    frame = data.select(*KEYS, "time", "mss", "_syn_lost", first_row.alias("_first")).with_columns(
-        _st=pl.Series(ssth_at))
-    frame = frame.with_columns(
-        # a lost SYN: ssthresh 2 MSS from the first segment on (RFC 5681 eq. 4 with FlightSize 0)
-        _st=pl.when(pl.col("_st").is_not_nan()).then(pl.col("_st"))
-        .when(pl.col("_syn_lost") & pl.col("_first")).then(2.0 * pl.col("mss")),
-    ).with_columns(_st=pl.col("_st").forward_fill().over(KEYS))
-    st = frame["_st"].to_numpy().astype(float)
-    ca = ~in_rec & ~np.isnan(st) & (est >= np.nan_to_num(st, nan=np.inf))
-    est = _interpolate_ca(frame, est, ca)
-    phase = np.where(in_rec, "recovery", np.where(ca, "congestion_avoidance", "slow_start"))
-    rows = pl.DataFrame({
-        "flow": data["flow"], "dir": data["dir"], "time": data["time"], "cwnd_bytes": est,
-        "ssthresh_bytes": pl.Series(st).fill_nan(None), "phase": phase,
-    }, schema=ROW_SCHEMA)
-    syn_eps = data.filter(pl.col("_syn_lost") & first_row).select(
-        *KEYS, pl.col("_syn_t").alias("start"), pl.col("time").alias("end"), pl.lit("syn").alias("kind"),
-        pl.lit(False).alias("recovery"), (2.0 * pl.col("mss")).alias("ssthresh_bytes"))
-    eps = pl.concat([pl.DataFrame(episodes, schema=EP_SCHEMA) if episodes else pl.DataFrame(schema=EP_SCHEMA),
-                     syn_eps.cast(EP_SCHEMA)])  # type: ignore[arg-type]
-    return rows, eps
-
-
-def _filtered_pipe(data: pl.DataFrame, start_mark: np.ndarray, bound_mark: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The pipe at each data segment (raw), and its smoothed version the estimate is built on."""
-    # no RTT sample: a window of 1 µs keeps only the segments of one instant together
-    w = pl.max_horizontal(pl.coalesce(FILTER_RTTS * pl.col("min_rtt"), pl.lit(1e-6)), pl.lit(1e-6))
-    gg = data.with_columns(
-        # running counts over all rows; together with the direction they number its epochs/segments
-        _epoch=pl.Series(np.cumsum(start_mark)),
-        _seg=pl.Series(np.cumsum(bound_mark)),
-        # time in units of the direction's filter width, so one window size fits every direction
-        # strict=False: an absurd time (a damaged trace's 1e179 s) becomes null instead of an overflow error
-        _tau=(pl.col("time") / w * 1000.0).round().cast(pl.Int64, strict=False),
-    ).with_columns(
-        _pipe=(pl.col("seq_end").cum_max().over(*KEYS, "_epoch") - pl.col("_una") - pl.col("_sacked"))
-        .clip(lower_bound=0).cast(pl.Float64),
-    ).with_columns(_raw=pl.col("_pipe")).with_columns(
-        # a segment sent on a duplicate ACK (RFC 3042 limited transmit, or the dupACK inflation
-        # of fast recovery) may exceed cwnd: it is not a measurement of the window
-        _pipe=pl.when(pl.col("_dup") & (pl.col("_epoch") == pl.col("_epoch").shift(1).over(KEYS).fill_null(-1)))
-        .then(None).otherwise(pl.col("_pipe")),
-    ).with_columns(
-        # the segments one ACK releases leave together (a capture sees them spaced by the link's
-        # serialisation time): the window is what is outstanding after the last of them
-        _pipe=pl.col("_pipe").max().over(*KEYS, "_seg", "_aord"),
-    ).with_columns(
-        _filt=pl.col("_pipe").rolling_max_by("_tau", window_size="1000i").over(*KEYS, "_seg"),
-    )
-    filt = gg.select(pl.col("_filt").forward_fill().over(KEYS).fill_null(0.0))["_filt"].to_numpy()
-    return gg["_raw"].to_numpy(), filt
-
-
-def _recoveries(data: pl.DataFrame, col: dict[str, np.ndarray], hi: np.ndarray, raw: np.ndarray, filt: np.ndarray,
-                chains: list[tuple[int, int, list[tuple[int, float, int, bool]]]]
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, object]]]:
-    """Second pass over the loss events: recovery or restart, ssthresh, the estimate inside recoveries.
-
-    Returns:
-        (estimate, ssthresh set at each event's first row (NaN elsewhere), in-recovery mask, episodes).
-    """
-    t, seq, seq_end, una, sacked = col["time"], col["seq"], col["seq_end"], col["_una"], col["_sacked"]
-    n = t.size
-    est = filt.copy()
-    ssth_at = np.full(n, np.nan)
-    in_rec = np.zeros(n, dtype=bool)
-    mss_all = data["mss"].to_numpy()
-    min_rtt = data["min_rtt"].to_numpy()
-    flows, dirs = data["flow"].to_numpy(), data["dir"].to_numpy()
-    episodes: list[dict[str, object]] = []
-    for lo, hi_r, ch in chains:
-        mss = float(mss_all[lo])
-        w_s = min_rtt[lo]
-        clocked = min(ACK_CLOCKED_S, 0.05 * w_s) if w_s == w_s else ACK_CLOCKED_S  # w_s == w_s: not NaN
-        tt = t[lo:hi_r]
-        for k, (i, end, rp, to) in enumerate(ch):
-            j_end = lo + int(np.searchsorted(tt, end, side="left"))
-            pre = est[i - 1] if i > lo else filt[i]
-            if sacked[i] > 0:
-                # with SACK information, FlightSize (RFC 5681 eq. 4) is what is outstanding and not SACKed
-                pre = min(pre, float(max(hi[i] - una[i] - sacked[i], 0)))
-            s = max(math.floor(pre / 2.0 / mss) * mss, 2.0 * mss) if mss > 0 else pre / 2.0
-            nxt = ch[k + 1][0] if k + 1 < len(ch) else hi_r
-            last = min(j_end, nxt)
-            restart = _go_back_n(seq[i:last], seq_end[i:last], una[i:last], rp)
-            if restart is None and j_end < nxt:
-                # nothing sent inside: the burst released by the ACK that ends the episode tells.
-                # Tahoe restarts from one segment (sends ~2), Reno resumes at ssthresh.
-                kb = lo + int(np.searchsorted(tt, t[j_end] + clocked, side="right")) - 1
-                restart = bool(raw[min(kb, nxt - 1)] < 0.75 * s)
-            recovery = (not to) and not restart
-            ssth_at[i] = s
-            if recovery:
-                in_rec[i:last] = True
-                est[i:last] = s
-            episodes.append({"flow": int(flows[i]), "dir": int(dirs[i]), "start": float(t[i]),
-                             "end": end if end != math.inf else None, "kind": "rto" if to else "fast",
-                             "recovery": recovery, "ssthresh_bytes": s})
-    return est, ssth_at, in_rec, episodes
-
-
-def _interpolate_ca(frame: pl.DataFrame, est: np.ndarray, ca: np.ndarray) -> np.ndarray:
-    """Spread congestion-avoidance growth between the whole-segment steps the pipe shows.
-
-    In congestion avoidance cwnd grows by ~1 MSS per RTT, smoothly, but a sender only
-    fills whole segments: the pipe steps up by one segment when cwnd passes the next
-    multiple. Between two such steps tracekit interpolates linearly in time (the last
-    stretch of a run, with no next step, keeps its value). Rows are sorted by direction.
-    """
-    n = est.size
-    if n < 2:
-        return est
-    t = frame["time"].to_numpy()
-    mss = frame["mss"].to_numpy().astype(float)
-    grp = frame.select(pl.struct(KEYS).rank("dense").alias("g"))["g"].to_numpy()
-    idx = np.arange(n)
-    # a run: consecutive rows of one direction with the same value and CA state
-    new_run = np.ones(n, dtype=bool)
-    new_run[1:] = (est[1:] != est[:-1]) | (ca[1:] != ca[:-1]) | (grp[1:] != grp[:-1])
-    run_start = np.maximum.accumulate(np.where(new_run, idx, 0))
-    nxt_start = np.minimum.accumulate(np.where(new_run, idx, n)[::-1])[::-1]
-    nxt = np.append(nxt_start[1:], n)  # first row of the next run
-    j = np.minimum(nxt, n - 1)
-    step = est[j] - est
-    ok = ca & (nxt < n) & ca[j] & (grp[j] == grp) & (step > 0) & (step <= 1.01 * mss)
-    t0 = t[run_start]
-    span = t[j] - t0
-    frac = np.where(ok & (span > 0), (t - t0) / np.where(span > 0, span, 1.0), 0.0)
-    return np.where(ok, est + step * frac, est)
+        return empty
+    r = build(pk, flight, retrans, dirs, packets)
+    if r is None:
+        return empty
+    eps = _episodes(r)
+    est, raw_burst = _pipe(r, eps)
+    ssth, in_rec, episodes = _recoveries(r, eps, est, raw_burst)
+    del eps, raw_burst
+    st = _ssthresh(r, ssth)
+    ca = ~in_rec & (est >= st)  # NaN (no ssthresh yet): slow start
+    _interpolate_ca(r, est, ca)
+    codes = ca.view(np.uint8).copy()
+    codes[in_rec] = 2
+    del ca, in_rec
+    counts = r.hi - r.lo
+    rows = pl.DataFrame([
+        pl.Series("flow", np.repeat(r.flow, counts), dtype=pl.UInt32),
+        pl.Series("dir", np.repeat(r.dir, counts), dtype=pl.Int8),
+        pl.Series("time", r.time), pl.Series("cwnd_bytes", est),
+        pl.Series("ssthresh_bytes", st, nan_to_null=True),
+        pl.select(pl.repeat("estimate", est.size, dtype=pl.String).alias("source")).to_series(),
+        _strings(codes, PHASES, "phase"),
+    ])
+    syn = np.flatnonzero(r.syn_lost & (counts > 0))
+    syn_eps = pl.DataFrame({
+        "flow": r.flow[syn], "dir": r.dir[syn], "start": r.syn_t[syn], "end": r.time[r.lo[syn]], "kind": ["syn"] * syn.size,
+        "recovery": np.zeros(syn.size, dtype=bool), "ssthresh_bytes": 2.0 * r.mss[syn]}, schema=EP_SCHEMA)
+    eps_df = pl.concat([pl.DataFrame(episodes, schema=EP_SCHEMA) if episodes else pl.DataFrame(schema=EP_SCHEMA),
+                        syn_eps])
+    return rows, eps_df

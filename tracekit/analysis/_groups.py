@@ -118,3 +118,144 @@ def gather(x: np.ndarray, idx: np.ndarray, fill: object = MISSING) -> np.ndarray
     if len(x) == 0:
         return x[:0].copy() if len(idx) == 0 else np.full(len(idx), fill, dtype=x.dtype)
     return np.where(idx >= 0, x[np.maximum(idx, 0)], fill)
+
+
+#: Up to this many groups, segmented scans loop over the groups (one numpy call each, no offsets).
+_LOOP_GROUPS = 256
+
+
+def _bisect_bounds(gid: np.ndarray, order: np.ndarray, most: int) -> np.ndarray | None:
+    """Where the group changes along a grouped order, found by bisection (no pass over the rows).
+
+    A known order with few groups needs a few hundred probes instead of a count over every
+    row; None when there are more than ``most`` groups (then counting is cheaper).
+    """
+    n = len(order)
+    cuts: list[int] = []
+    todo = [(0, n - 1, int(gid[order[0]]), int(gid[order[n - 1]]))]
+    while todo:
+        lo, hi, glo, ghi = todo.pop()
+        if glo == ghi:
+            continue  # sorted: one group throughout
+        if hi == lo + 1:
+            cuts.append(hi)
+            if len(cuts) >= most:
+                return None
+            continue
+        mid = (lo + hi) // 2
+        gm = int(gid[order[mid]])
+        todo += [(lo, mid, glo, gm), (mid, hi, gm, ghi)]
+    return np.array([0, *sorted(cuts)], dtype=np.intp)
+
+
+class Segments:
+    """Rows in grouped order with explicit group bounds: the lean variant of :class:`Grouped`.
+
+    Same grouped order (a stable sort by group id), but keeps only the group bounds (no
+    per-row rank or start arrays) and loops over the groups for the scans when there are
+    few of them, which saves the offset arithmetic of :meth:`Grouped.cummax`.
+
+    Args:
+        gid: Group id of every row (non-negative integers), in the frame's order.
+        order: The grouped order if already known (a stable argsort of ``gid``; kept in its
+            dtype: index with :meth:`rows` per group, or convert once for whole-frame gathers).
+    """
+
+    def __init__(self, gid: np.ndarray, order: np.ndarray | None = None) -> None:
+        n = len(gid)
+        if order is None:
+            # small ids sort by radix (numpy's stable sort for <= 16-bit integers): linear time
+            small = n and int(gid.max()) < (1 << 16)
+            order = np.argsort(gid.astype(np.uint16) if small else gid, kind="stable")
+        self.order = order
+        self.n = n
+        self._index: dict[int, int] | None = None
+        bounds = _bisect_bounds(gid, self.order, _LOOP_GROUPS) if n else None
+        top = int(gid.max()) if n and bounds is None else 0
+        if bounds is not None:
+            self.starts = bounds
+            self.ends = np.r_[bounds[1:], n].astype(np.intp)
+            self.keys = gid[self.order[self.starts]]
+        elif n and top < 4 * n + 1024:
+            # ids are dense enough to count: the groups are the ids that occur, in ascending order
+            counts = np.bincount(gid, minlength=top + 1)
+            self.keys = np.flatnonzero(counts)
+            lengths = counts[self.keys]
+            self.ends = np.cumsum(lengths).astype(np.intp)
+            self.starts = self.ends - lengths
+            self.keys = self.keys.astype(gid.dtype)
+        else:
+            gs = gid[self.order]
+            cut = np.flatnonzero(gs[1:] != gs[:-1]) + 1 if n > 1 else np.zeros(0, np.intp)
+            self.starts = np.concatenate(([0], cut)).astype(np.intp) if n else np.zeros(0, np.intp)
+            self.ends = np.concatenate((cut, [n])).astype(np.intp) if n else np.zeros(0, np.intp)
+            #: group id of each segment
+            self.keys = gs[self.starts] if n else gs[:0]
+
+    def find(self, key: int) -> int | None:
+        """The segment number of group ``key``, or None when no row has it."""
+        if self._index is None:
+            self._index = {int(k): j for j, k in enumerate(self.keys.tolist())}
+        return self._index.get(int(key))
+
+    def rows(self, j: int) -> np.ndarray:
+        """The frame rows of segment ``j`` (ascending), as an index array."""
+        return self.order[self.starts[j]:self.ends[j]].astype(np.intp, copy=False)
+
+    @property
+    def first(self) -> np.ndarray:
+        """True on the first row (grouped order) of every group."""
+        f = np.zeros(self.n, dtype=bool)
+        f[self.starts] = True
+        return f
+
+    def back(self, x: np.ndarray) -> np.ndarray:
+        """``x`` (grouped order) back in frame order."""
+        out = np.empty_like(x)
+        out[self.order] = x
+        return out
+
+    def cummax(self, x: np.ndarray, *, shift: bool = False, missing: int = MISSING) -> np.ndarray:
+        """Cumulative maximum within groups (``x`` in grouped order, any integer dtype).
+
+        Args:
+            x: Values in grouped order; ``missing`` (below every real value) means none yet.
+            shift: Return the maximum over the *earlier* rows of the group (``missing`` on its first row).
+            missing: The dtype's stand-in for "none" (:data:`MISSING` for int64).
+
+        Returns:
+            A new array of ``x``'s dtype.
+        """
+        out = np.empty_like(x)
+        if self.n == 0:
+            return out
+        if len(self.starts) <= _LOOP_GROUPS:
+            for s, e in zip(self.starts.tolist(), self.ends.tolist()):
+                if shift:
+                    out[s] = missing
+                    if e - s > 1:
+                        np.maximum.accumulate(x[s:e - 1], out=out[s + 1:e])
+                else:
+                    np.maximum.accumulate(x[s:e], out=out[s:e])
+            return out
+        # many groups: Grouped's offset trick (values within +-2^43, as there), on a Grouped of
+        # the rows as they are (already in grouped order: only its first/rank arrays are needed)
+        gp = Grouped.__new__(Grouped)
+        gp.first = self.first
+        gp.rank = np.cumsum(gp.first) - 1
+        gp.n = self.n
+        m = gp.cummax(np.where(x == missing, MISSING, x.astype(np.int64)))
+        m = np.where(m == MISSING, missing, m).astype(x.dtype)
+        if not shift:
+            return m
+        out[1:] = m[:-1]
+        out[self.starts] = missing
+        return out
+
+    def shift1(self, x: np.ndarray, fill: object = MISSING) -> np.ndarray:
+        """The previous row's value within the group (``fill`` on a group's first row)."""
+        y = np.empty_like(x)
+        if self.n:
+            y[1:] = x[:-1]
+            y[self.starts] = fill
+        return y

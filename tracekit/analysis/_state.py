@@ -2,30 +2,34 @@
 
 :func:`prepare` turns the vantage-point packets into one frame with a row per TCP packet
 (``_i`` = its row number) and the state Wireshark's ``tcp_analyze_sequence_number`` keeps per
-direction, computed with segmented cumulative operations (:mod:`tracekit.analysis._groups`)
-instead of a loop. Columns (per direction = per (flow, dir), in packet order):
+direction, computed with segmented cumulative operations on numpy arrays in grouped order
+(:class:`tracekit.analysis._groups.Segments`) instead of a loop. Columns (per direction = per
+(flow, dir), in packet order):
 
-* ``g``: the direction's group id (``2·flow + dir``); ``_go``: row numbers in grouped order (all
-  rows of ``g`` = 0, then ``g`` = 1, …, each in packet order); ``len``: payload bytes; ``end``:
-  ``seq + len`` plus one for SYN/FIN (Wireshark's *nextseq*: SYN and FIN occupy one sequence
-  number); ``dend``: ``seq + len``.
-* ``nxt``: the highest ``end`` sent before this packet (Wireshark's ``fwd->nextseq``;
+* the packet columns ``flow, dir, frame, time, seq, ack, win, sack, ts_val, ts_ecr`` (shared
+  with the packets frame, not copied, when every packet is a TCP one);
+* ``g``: the direction's group id (``2·flow + dir``, UInt32); ``_go``: row numbers in grouped
+  order (all rows of ``g`` = 0, then ``g`` = 1, …, each in packet order; UInt32); ``len``:
+  payload bytes; ``dend``: ``seq + len``; ``syn``, ``fin``, ``rst``, ``has_ack`` (ACK flag and
+  an ACK number); ``is_seg``: payload, SYN or FIN. A segment's *end* (Wireshark's *nextseq*)
+  is ``dend`` plus one for SYN/FIN: they occupy one sequence number.
+* ``nxt``: the highest end sent before this packet (Wireshark's ``fwd->nextseq``;
   zero-window probes do not advance it, as in Wireshark).
 * ``hi_dend``: the highest data end sent up to and including this packet; ``new``: a data
-  segment that raises it (new data); ``adv``: a segment (data, SYN or FIN) whose ``end``
-  exceeds ``nxt`` — the first transmission of its end, so ``end`` strictly increases over the
+  segment that raises it (new data); ``adv``: a segment (data, SYN or FIN) whose end
+  exceeds ``nxt`` — the first transmission of its end, so the end strictly increases over the
   ``adv`` rows of a direction.
-* ``gap``: the packet starts above ``nxt`` (bytes before it were never seen here);
-  ``gap_i``: the row of the direction's latest ``gap`` packet so far.
+* ``gap``: the packet starts above ``nxt`` (bytes before it were never seen here).
 * ``keepalive``, ``zwp``: Wireshark's keep-alive and zero-window-probe rules.
-* ``dup``: Wireshark's duplicate-ACK rule (``tcp.analysis.duplicate_ack``); ``hi_ack``: the
-  highest ACK this direction has sent; ``new_ack``: the packet raises it.
+* ``dup``: Wireshark's duplicate-ACK rule (``tcp.analysis.duplicate_ack``); ``new_ack``: the
+  packet raises the highest ACK its direction has sent.
 * ``r_i``: the row of the *other* direction's latest packet before this one (null before
-  it sends); ``r_*``: that packet's ``time``, ``ack`` (Wireshark's ``rev->lastack``),
-  ``hi_ack`` (so ``r_hi_ack`` is the highest cumulative ACK received so far), ``win``,
-  ``sack_sum`` (bytes in its SACK blocks, which Wireshark subtracts from bytes in flight),
-  ``dupnum`` (duplicate ACKs since that direction's ACK last changed) and ``sack_ev`` (a SACK
-  block above the ACK was seen since then).
+  it sends; UInt32); ``r_hi_ack``: the highest ACK that direction had sent by then (the
+  highest cumulative ACK received so far); ``r_win``: that packet's window.
+
+``dend``, ``nxt``, ``hi_dend``, ``r_hi_ack`` and ``r_win`` are Int32 when every sequence, ACK
+and window value of the trace lies within ±2^30 (relative numbers: transfers below 1 GiB per
+direction), else Int64; :class:`Ints` and :func:`take` read them as int64.
 """
 
 from __future__ import annotations
@@ -33,10 +37,16 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from tracekit.analysis._groups import MISSING, Grouped, gather, other_index
+from tracekit.analysis._groups import MISSING, Segments
 from tracekit.schema import ACK, FIN, RST, SYN
 
 KEYS = ["flow", "dir"]
+#: Packet columns the state frame carries over unchanged.
+_PACKET_COLS = ["flow", "dir", "frame", "time", "seq", "ack", "win", "sack", "ts_val", "ts_ecr"]
+#: Up to this many directions, :func:`_other_index` merges each flow's two directions in a loop.
+_MERGE_FLOWS = 512
+#: Boolean state columns computed in grouped order (bit i of one packed byte each, bit 7: pass-1 keep-alive).
+_BITS = ("gap", "keepalive", "zwp", "dup", "new", "new_ack", "adv")
 
 
 def other_side(st: pl.DataFrame, cols: dict[str, pl.Expr], *, ack_only: bool = False) -> pl.DataFrame:
@@ -63,15 +73,54 @@ def pick(df: pl.DataFrame, cond: pl.Expr, *cols: str | pl.Expr, **named: pl.Expr
     return df.lazy().filter(cond).select(*cols, **named).collect()
 
 
-def grouped(st: pl.DataFrame) -> Grouped:
-    """The rows of a prepared frame in grouped order (reusing the order :func:`prepare` stored)."""
-    gid = st["g"].to_numpy()
-    return Grouped(gid, st["_go"].to_numpy() if "_go" in st.columns else None)
+def segments(st: pl.DataFrame) -> Segments:
+    """The rows of a prepared frame in grouped order, as :class:`Segments` (no per-row rank arrays)."""
+    return Segments(st["g"].to_numpy(), _order(st))
 
 
-def _i64(s: pl.Series) -> np.ndarray:
-    """A nullable integer column as int64 with :data:`MISSING` for null."""
-    return s.cast(pl.Int64).fill_null(MISSING).to_numpy()
+def _order(st: pl.DataFrame) -> np.ndarray | None:
+    return st["_go"].to_numpy() if "_go" in st.columns else None
+
+
+class Ints:
+    """An integer column of a prepared frame, read at rows as int64 numpy with a stand-in for null.
+
+    Nulls are filled once with a value of the column's own width (the narrow state columns
+    never hold the 32-bit extremes: see :func:`prepare`; row numbers stay below 2^32 - 1), so
+    reading many row sets costs one gather each.
+    """
+
+    def __init__(self, st: pl.DataFrame | pl.Series, name: str | None = None) -> None:
+        s = st if isinstance(st, pl.Series) else st[name]
+        self.nulls = bool(s.null_count())
+        self.narrow = s.dtype == pl.Int32 or (s.dtype == pl.UInt32 and s.name == "r_i")
+        self.stand_in = (-(1 << 31) if s.dtype == pl.Int32 else (1 << 32) - 1) if self.narrow else MISSING
+        self.x = (s.fill_null(self.stand_in) if self.nulls else s).to_numpy()
+
+    def at(self, rows: np.ndarray | slice, fill: int = MISSING) -> np.ndarray:
+        """The values at ``rows`` (a new int64 array), ``fill`` for null."""
+        x = self.x[rows].astype(np.int64)
+        if self.nulls and self.stand_in != fill:
+            x[x == self.stand_in] = fill
+        return x
+
+
+def take(st: pl.DataFrame, name: str, rows: np.ndarray | None, fill: int = MISSING) -> np.ndarray:
+    """``st[name]`` at row numbers ``rows`` (all valid; None: every row) as int64 numpy, ``fill`` for null."""
+    s = st[name]
+    if rows is not None and len(rows) * 8 < len(s):  # few rows: gather them first
+        s = s.gather(pl.Series(rows, dtype=pl.UInt32))
+        rows = None
+    return Ints(s).at(slice(None) if rows is None else rows, fill)
+
+
+def row_index(s: pl.Series) -> np.ndarray:
+    """A column of row numbers (UInt32, nullable) as int64 numpy with -1 for null."""
+    if not s.null_count():
+        return s.to_numpy().astype(np.int64)
+    x = s.fill_null((1 << 32) - 1).to_numpy().astype(np.int64)
+    x[x == (1 << 32) - 1] = -1
+    return x
 
 
 def at(st: pl.DataFrame, idx: pl.Series | np.ndarray, col: str) -> pl.Series:
@@ -83,6 +132,119 @@ def at(st: pl.DataFrame, idx: pl.Series | np.ndarray, col: str) -> pl.Series:
     return vals.set(pl.Series(~ok), None) if (~ok).any() else vals  # type: ignore[arg-type]
 
 
+def sack_blocks(sack: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The SACK blocks of a ``sack`` column: row, left edge, right edge and order within the row.
+
+    Only rows with blocks are touched (the list column is never evaluated per row).
+
+    Returns:
+        ``rows`` (ascending, one entry per block), ``left`` and ``right`` (int64,
+        :data:`MISSING` where null) and ``k`` (0 for a row's first block, 1 for its second, …).
+    """
+    lens = sack.list.len()
+    rows = (lens > 0).arg_true()
+    if not len(rows):
+        z = np.zeros(0, np.int64)
+        return z, z, z, z
+    ex = sack.gather(rows).explode()
+    left = ex.arr.first().fill_null(MISSING).to_numpy()
+    right = ex.arr.last().fill_null(MISSING).to_numpy()
+    cnt = lens.gather(rows).to_numpy().astype(np.int64)
+    owner = np.repeat(rows.to_numpy().astype(np.int64), cnt)
+    k = np.arange(len(owner)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    return owner, left, right, k
+
+
+def sack_above(st: pl.DataFrame) -> np.ndarray:
+    """Rows whose SACK blocks reach above their own ACK (ascending row numbers)."""
+    # a row without blocks counts as right edge -1, and a missing ACK as 2^62 (never below)
+    out = st.select(pl.arg_where(pl.col("ack") < -1))[:, 0].to_numpy().astype(np.int64)
+    owner, _, right, _ = sack_blocks(st["sack"])
+    if owner.size:
+        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+        hi = np.maximum.reduceat(right, starts)
+        rows = owner[starts]
+        a = take(st, "ack", rows)
+        above = np.where(hi == MISSING, -1, hi) > np.where(a == MISSING, 1 << 62, a)
+        out = np.sort(np.concatenate((out[~np.isin(out, rows)], rows[above]))) if out.size else rows[above]
+    return out
+
+
+def _other_index(sg: Segments, flow: np.ndarray, dirs: np.ndarray) -> np.ndarray:
+    """Per row, the latest earlier row of the same flow and the other direction (-1: none), frame order.
+
+    Args:
+        sg: The rows grouped by direction (``g = 2·flow + dir``).
+        flow, dirs: Flow and direction of every row.
+    """
+    n = len(flow)
+    if len(sg.keys) > _MERGE_FLOWS:
+        return _other_index_runs(flow, dirs)
+    out = np.full(n, -1, dtype=np.int64)
+    for f in np.unique(sg.keys.astype(np.int64) >> 1).tolist():
+        ja, jb = sg.find(2 * f), sg.find(2 * f + 1)
+        if ja is None or jb is None:
+            continue  # one direction only: never an other side
+        a, b = sg.rows(ja), sg.rows(jb)
+        # the two directions' rows are each in packet order: merge them by counting. For the
+        # smaller side, a binary search in the larger one; the larger side then follows by
+        # counting how many of the smaller side's rows fell before each of its rows.
+        if len(a) < len(b):
+            a, b = b, a
+        pb = np.searchsorted(a, b)  # rows of a before each row of b
+        out[b] = np.r_[-1, a][pb]
+        before = np.cumsum(np.bincount(pb, minlength=len(a) + 1)[:len(a)])  # rows of b before each row of a
+        out[a] = np.r_[-1, b][before]
+    return out
+
+
+def _other_index_runs(flow: np.ndarray, dirs: np.ndarray) -> np.ndarray:
+    """:func:`_other_index` for many flows, without a loop: in flow order (a stable sort by flow),
+    the row is the one just before the current run of same-direction rows, unless the run starts the flow."""
+    n = len(flow)
+    fl = Segments(flow)
+    fo = fl.order
+    flow_start = np.zeros(n, dtype=bool)
+    flow_start[fl.starts] = True
+    ds = dirs[fo]
+    run_start = flow_start.copy()
+    run_start[1:] |= ds[1:] != ds[:-1]
+    del ds
+    pos = np.arange(n, dtype=np.int32 if n < (1 << 31) else np.int64)
+    last = np.maximum.accumulate(np.where(run_start, pos, 0))
+    del run_start
+    r = last - 1  # at a run start: the row before it, if in the same flow
+    r[flow_start[last]] = -1
+    del last, flow_start, pos
+    out = np.empty(n, dtype=np.int64)
+    out[fo] = np.where(r >= 0, fo[np.maximum(r, 0)], -1)
+    return out
+
+
+def _empty(st: pl.DataFrame) -> pl.DataFrame:
+    """The state of no packets (same columns and dtypes as :func:`prepare` gives a small trace)."""
+    i32, u32 = pl.Int32, pl.UInt32
+    types = {"len": pl.Int64, "g": u32, "dend": i32, "nxt": i32, "hi_dend": i32, "r_i": u32, "r_hi_ack": i32,
+             "r_win": i32, "_go": u32, **dict.fromkeys(("syn", "fin", "rst", "has_ack", "is_seg", *_BITS), pl.Boolean)}
+    return st.select("_i", *_PACKET_COLS).with_columns(pl.lit(None, t).alias(c) for c, t in types.items())
+
+
+def _narrow(src: pl.DataFrame, ln: pl.Series) -> tuple[type, int]:
+    """The integer dtype for sequence state and its "missing" stand-in: int32 when every value fits.
+
+    Sequence numbers are relative, so within a few hundred MB per direction they fit in 32
+    bits; half-width arrays halve the memory traffic of the scans. Kept to +-2^30 so that sums
+    of two values (``seq + len``, ``hi_dend - ack``) cannot overflow either.
+    """
+    lim = 1 << 30
+    lo = min(src["seq"].min() or 0, src["ack"].min() or 0, src["win"].min() or 0)  # type: ignore[type-var]
+    hi = max((src["seq"].max() or 0) + (ln.max() or 0) + 1, src["ack"].max() or 0,  # type: ignore[operator]
+             src["win"].max() or 0)
+    if -lim < lo and hi < lim:  # type: ignore[operator]
+        return np.int32, -(1 << 31)
+    return np.int64, MISSING
+
+
 def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     """Build the per-packet sequence state of every TCP connection (see the module docstring).
 
@@ -92,105 +254,116 @@ def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     Returns:
         One row per TCP packet with a known flow, direction and sequence number.
     """
-    flags = pl.col("flags").fill_null(0).cast(pl.Int64)
-    st = (
-        pk.lazy().filter(
-            (pl.col("proto") == "tcp") & pl.col("flow").is_not_null() & pl.col("dir").is_not_null()
-            & pl.col("seq").is_not_null()
-        )
-        .select(
-            "flow", "dir", "frame", "time", "seq", "ack", "win", "sack", "ts_val", "ts_ecr", "mss",
-            pl.col("payload").fill_null(0).cast(pl.Int64).alias("len"),
-            flags.alias("flags"),
-        )
-        .with_row_index("_i")
-        .collect()
-    )
-    sk = pl.col("sack").list.eval(pl.element().arr.last() - pl.element().arr.first()).list.sum()
-    above = pl.col("sack").list.eval(pl.element().arr.last()).list.max()
-    st = st.with_columns(
-        g=(pl.col("flow").cast(pl.UInt32) * 2 + pl.col("dir").cast(pl.UInt32)),
-        syn=(pl.col("flags") & SYN) != 0,
-        fin=(pl.col("flags") & FIN) != 0,
-        rst=(pl.col("flags") & RST) != 0,
-        has_ack=((pl.col("flags") & ACK) != 0) & pl.col("ack").is_not_null(),
-        dend=pl.col("seq") + pl.col("len"),
-        end=pl.col("seq") + pl.col("len") + ((pl.col("flags") & (SYN | FIN)) != 0).cast(pl.Int64),
-        sack_sum=sk.fill_null(0),
-        sack_above=(above.fill_null(-1) > pl.col("ack").fill_null(1 << 62)),
-    ).with_columns(is_seg=(pl.col("len") > 0) | pl.col("syn") | pl.col("fin"))
-    if st.is_empty():
-        return st.with_columns(
-            [pl.lit(None, pl.Int64).alias(c) for c in ("nxt", "hi_dend", "hi_ack", "gap_i", "r_i", "r_ack", "r_hi_ack",
-                                                        "r_win", "r_sack_sum", "r_dupnum", "_go")]
-            + [pl.lit(None, pl.Boolean).alias(c) for c in ("gap", "keepalive", "zwp", "dup", "new", "new_ack", "adv",
-                                                            "r_sack_ev")]
-            + [pl.lit(None, pl.Float64).alias("r_time")]
-        ).drop("sack_sum", "sack_above")
-    g = Grouped(st["g"].to_numpy())
-    r_i = other_index(st["flow"].to_numpy().astype(np.int64), st["dir"].to_numpy().astype(np.int64))
-    T = g.take  # noqa: N806 - frame order -> grouped order
-    seq, ln, end, dend = (T(st[c].to_numpy()) for c in ("seq", "len", "end", "dend"))
-    ack, win = T(_i64(st["ack"])), T(_i64(st["win"]))
-    syn, fin, rst = (T(st[c].to_numpy()) for c in ("syn", "fin", "rst"))
-    sfr = syn | fin | rst
+    keep = (pl.col("proto") == "tcp") & pl.col("flow").is_not_null() & pl.col("dir").is_not_null() \
+        & pl.col("seq").is_not_null()
+    cols = [*_PACKET_COLS, "payload", "flags"]
+    mask = pk.select(keep.alias("k"))["k"]
+    # every row kept (the usual capture): select only, so the columns are shared, not copied
+    src = pk.select(cols) if mask.all() else pk.lazy().filter(keep).select(cols).collect()
+    ln_s = src["payload"].fill_null(0).cast(pl.Int64).alias("len")
+    base = src.drop("payload", "flags").with_row_index("_i")
+    if base.is_empty():
+        return _empty(base)
+    n = base.height
+    it, miss = _narrow(src, ln_s)
+    pt = pl.Int32 if it is np.int32 else pl.Int64
+    seq = src["seq"].cast(pt).to_numpy()
+    ln = ln_s.cast(pt).to_numpy()
+    flags = src["flags"].fill_null(0).to_numpy()
+    flow = src["flow"].to_numpy()
+    g = flow * np.uint32(2)
+    np.add(g, src["dir"].to_numpy(), out=g, casting="unsafe")
+    sg = Segments(g)
+    o = sg.order
+    r_i = _other_index(sg, flow, src["dir"].to_numpy())
+    del flow
+
+    seq_g, ln_g, fl_g = seq[o], ln[o], flags[o]
+    sfr_g = (fl_g & (SYN | FIN | RST)) != 0
+    end_g = seq_g + ln_g
+    end_g += (fl_g & (SYN | FIN)) != 0
     # pass 1: Wireshark's nextseq from every packet (pure ACKs have end == seq and do not move it)
-    nxt1 = g.shift1(g.cummax(end))
-    ka1 = (ln <= 1) & (seq == nxt1 - 1) & ~sfr & (nxt1 != MISSING)
-    r_win = gather(g.back(win), r_i)
+    nxt = sg.cummax(end_g, shift=True, missing=miss)
+    ka1 = (ln_g <= 1) & (seq_g == nxt - 1) & ~sfr_g & (nxt != miss)
+    win = src["win"].cast(pt).fill_null(miss).to_numpy()
     # Zero-window probes (1 byte at nextseq while the peer's window is 0) do not advance nextseq
     # in Wireshark, so the next probe at the same seq is a probe again, not a retransmission.
-    cand = (ln == 1) & (T(r_win) == 0)
-    nxt_nc = g.shift1(g.cummax(np.where(cand, MISSING, end)))
-    zwp = cand & (seq == nxt_nc) & (nxt_nc != MISSING)
-    eff = np.where(zwp, seq, end)
-    hi_end = g.cummax(eff)
-    nxt = g.shift1(hi_end)
-    hi_dend = g.cummax(np.where(ln > 0, dend, MISSING))
-    prev_hd = g.shift1(hi_dend)
-    new = (ln > 0) & ((prev_hd == MISSING) | (dend > prev_hd))
-    gap = (nxt != MISSING) & (seq > nxt) & ~rst
-    keepalive = (ln <= 1) & (seq == nxt - 1) & ~(syn | fin | rst) & (nxt != MISSING)
+    one = np.flatnonzero(ln_g == 1)
+    r1 = r_i[o[one]]
+    cand_rows = one[np.where(r1 >= 0, win[np.maximum(r1, 0)], miss) == 0]
+    zwp = np.zeros(n, dtype=bool)
+    eff = end_g
+    if cand_rows.size:
+        cand = np.zeros(n, dtype=bool)
+        cand[cand_rows] = True
+        nxt_nc = sg.cummax(np.where(cand, miss, end_g), shift=True, missing=miss)
+        zwp = cand & (seq_g == nxt_nc) & (nxt_nc != miss)
+        del nxt_nc, cand
+        eff = np.where(zwp, seq_g, end_g)
+        nxt = sg.cummax(eff, shift=True, missing=miss)
+        # (pass-1 keep-alives stay as they are: the duplicate-ACK rule below uses them)
+    has_nxt = nxt != miss
+    keepalive = (ln_g <= 1) & (seq_g == nxt - 1) & ~sfr_g & has_nxt
+    gap = has_nxt & (seq_g > nxt) & ((fl_g & RST) == 0)
+    adv = ((ln_g > 0) | ((fl_g & (SYN | FIN)) != 0)) & (~has_nxt | (eff > nxt))
+    del eff, end_g
+    dend_g = seq_g + ln_g
+    data = ln_g > 0
+    hi_dend = sg.cummax(np.where(data, dend_g, miss), missing=miss)
+    new = data & (dend_g > sg.shift1(hi_dend, miss))  # (a missing previous maximum is below any end)
+    del dend_g, data
     # Wireshark's duplicate ACK: no payload, same non-zero window, seq and ACK as this
-    # direction's previous packet, not a keep-alive ACK, no SYN/FIN/RST. Simulator traces carry
-    # no window: the window conditions then do not apply.
-    prev_ack, prev_win = g.shift1(ack), g.shift1(win)
-    r_ka = T(gather(g.back(ka1), r_i, False))
-    win_ok = (win == MISSING) | ((win != 0) & (win == prev_win))
-    dup = ((ln == 0) & win_ok & (seq == nxt) & (nxt != MISSING) & (ack == prev_ack) & (ack != MISSING)
-           & ~sfr & ~r_ka)
-    changed = ack != prev_ack
-    dupnum = g.cumsum(dup.astype(np.int64), starts=changed)
-    sack_ev = g.cumsum(T(st["sack_above"].to_numpy()).astype(np.int64), starts=changed) > 0
-    has_ack = T(st["has_ack"].to_numpy())
-    hi_ack = g.cummax(np.where(has_ack, ack, MISSING))
-    prev_hi_ack = g.shift1(hi_ack)
-    new_ack = has_ack & (ack != MISSING) & ((prev_hi_ack == MISSING) | (ack > prev_hi_ack))
-    adv = T(st["is_seg"].to_numpy()) & ((nxt == MISSING) | (eff > nxt))
-    gp_pos = g.ffill_index(gap)
-    gap_i = np.where(gp_pos >= 0, g.order[np.maximum(gp_pos, 0)], MISSING)
-    B = g.back  # noqa: N806 - grouped order -> frame order
-    own = {"nxt": B(nxt), "hi_dend": B(hi_dend), "hi_ack": B(hi_ack), "gap_i": B(gap_i)}
-    flags_own = {"gap": B(gap), "keepalive": B(keepalive), "zwp": B(zwp), "dup": B(dup), "new": B(new),
-                 "new_ack": B(new_ack), "adv": B(adv)}
-    time = st["time"].to_numpy()
-    rev = {
-        "r_ack": gather(B(ack), r_i), "r_hi_ack": gather(own["hi_ack"], r_i), "r_win": B(T(r_win)),
-        "r_sack_sum": gather(st["sack_sum"].to_numpy().astype(np.int64), r_i), "r_dupnum": gather(B(dupnum), r_i),
-    }
+    # direction's previous packet, not the ACK of a keep-alive, no SYN/FIN/RST. Simulator
+    # traces carry no window: the window conditions then do not apply.
+    win_g = win[o]
+    dup = (win_g == miss) | ((win_g != 0) & (win_g == sg.shift1(win_g, miss)))
+    del win_g
+    dup &= (ln_g == 0) & (seq_g == nxt) & has_nxt & ~sfr_g
+    del seq_g, ln_g, sfr_g, has_nxt
+    ack = src["ack"].cast(pt).fill_null(miss).to_numpy()
+    ack_g = ack[o]
+    dup &= (ack_g == sg.shift1(ack_g, miss)) & (ack_g != miss)
+    has_ack_g = ((fl_g & ACK) != 0) & (ack_g != miss)
+    hi_ack = sg.cummax(np.where(has_ack_g, ack_g, miss), missing=miss)
+    new_ack = has_ack_g & (ack_g > sg.shift1(hi_ack, miss))
+    del has_ack_g, ack_g, fl_g
+
+    bits = np.zeros(n, dtype=np.uint8)
+    for k, b in enumerate((gap, keepalive, zwp, dup, new, new_ack, adv, ka1)):
+        bits |= b.view(np.uint8) << k
+    del gap, keepalive, zwp, dup, new, new_ack, adv, ka1
+    bits = sg.back(bits)
+    dc = np.flatnonzero(bits & 8)
+    if dc.size:  # not the ACK of a keep-alive (pass 1) of the other side
+        r = r_i[dc]
+        ka = np.where(r >= 0, (bits[np.maximum(r, 0)] & 128) != 0, False)
+        bits[dc[ka]] &= ~np.uint8(8)
+    # the other side's values at r_i; r_i = -1 reads a spare "missing" slot at the end
+    hi_ack_f = np.empty(n + 1, dtype=hi_ack.dtype)
+    hi_ack_f[o] = hi_ack
+    hi_ack_f[n] = miss
+    del hi_ack
+    r_hi_ack = hi_ack_f[r_i]
+    del hi_ack_f
+    r_win = win[r_i]
+    r_win[r_i < 0] = miss
+    del win
+    none = (1 << 32) - 1  # r_i = -1 as UInt32
     raw = pl.DataFrame({
-        **own, **flags_own, **rev,
-        "_go": g.order.astype(np.int64),
-        "r_i": r_i.astype(np.int64),
-        "r_time": np.where(r_i >= 0, time[np.maximum(r_i, 0)], np.nan),
-        "r_sack_ev": gather(B(sack_ev), r_i, False),
+        "len": ln_s, "g": g, "dend": np.add(seq, ln), "nxt": sg.back(nxt), "hi_dend": sg.back(hi_dend),
+        "r_i": r_i.astype(np.uint32), "r_hi_ack": r_hi_ack, "r_win": r_win, "_go": o.astype(np.uint32),
+        "_f": flags, "_b": bits,
     })
-    nulls = [pl.when(pl.col(c) != MISSING).then(pl.col(c)).alias(c) for c in (*own, *rev)]
-    return pl.concat([st.drop("sack_sum", "sack_above"), raw], how="horizontal").with_columns(
-        *nulls,
-        r_i=pl.when(pl.col("r_i") >= 0).then(pl.col("r_i")),
-        r_time=pl.col("r_time").fill_nan(None),
-    )
+    del nxt, hi_dend, bits, r_i, r_hi_ack, r_win
+    f, b = pl.col("_f"), pl.col("_b")
+    return pl.concat([base, raw], how="horizontal").with_columns(
+        syn=(f & SYN) != 0, fin=(f & FIN) != 0, rst=(f & RST) != 0,
+        has_ack=((f & ACK) != 0) & pl.col("ack").is_not_null(),
+        is_seg=(pl.col("len") > 0) | ((f & (SYN | FIN)) != 0),
+        **{name: (b & (1 << k)) != 0 for k, name in enumerate(_BITS)},
+        **{c: pl.when(pl.col(c) != miss).then(pl.col(c)) for c in ("nxt", "hi_dend", "r_hi_ack", "r_win")},
+        r_i=pl.when(pl.col("r_i") != none).then(pl.col("r_i")),
+    ).drop("_f", "_b")
 
 
 def holes(st: pl.DataFrame) -> pl.DataFrame:
@@ -215,8 +388,14 @@ def find_hole(hl: pl.DataFrame, g: np.ndarray, value: np.ndarray) -> np.ndarray:
 
 
 def first_fill(st: pl.DataFrame, hl: pl.DataFrame) -> pl.DataFrame:
-    """First row of each (g, seq) among the segments that start inside a hole: ``g, seq, f_i``."""
-    segs = pick(st, pl.col("is_seg"), "_i", "g", "seq")
+    """First row of each (g, seq) among the segments that start inside a hole: ``g, seq, f_i``.
+
+    Such a segment comes after the hole opened and starts below the bytes sent by then, so
+    only the segments that start below ``nxt`` need a look (and zero-window probes: one just
+    before the hole's segment can start at its lower edge without advancing ``nxt``).
+    """
+    segs = pick(st, pl.col("is_seg") & ((pl.col("seq") < pl.col("nxt")).fill_null(False) | pl.col("zwp")),
+                "_i", "g", "seq")
     j = find_hole(hl, segs["g"].to_numpy(), segs["seq"].to_numpy())
     inside = segs.filter(pl.Series(j >= 0))
     return inside.group_by("g", "seq").agg(pl.col("_i").min().alias("f_i"))

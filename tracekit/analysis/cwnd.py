@@ -20,11 +20,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from tracekit import schema
+from tracekit.analysis import _cwnd_stats as _stats
 from tracekit.analysis._cwnd_estimate import estimate
-from tracekit.schema import SYN
+from tracekit.analysis._cwnd_packets import Packets
 
 KEYS = ["flow", "dir"]
 #: ssthresh values at or above this many bytes are a tool's "not set yet" sentinel
@@ -40,7 +42,7 @@ _EVENTS = {"flow": pl.UInt32(), "dir": pl.Int8(), "source": pl.String(), "time":
            "cwnd_bytes": pl.Float64(), "ssthresh_bytes": pl.Float64()}
 
 
-def data_directions(pk: pl.DataFrame, meta: dict[str, Any]) -> pl.DataFrame:
+def data_directions(pk: pl.DataFrame, meta: dict[str, Any], *, packets: Packets | None = None) -> pl.DataFrame:
     """The TCP directions that carry payload, with their sender address and segment size.
 
     ``mss`` is the MSS option of the peer's SYN (it bounds what this side may send),
@@ -50,6 +52,7 @@ def data_directions(pk: pl.DataFrame, meta: dict[str, Any]) -> pl.DataFrame:
     Args:
         pk: Packets at the vantage point.
         meta: The trace's metadata.
+        packets: ``pk``'s columns if already read (:class:`tracekit.analysis._cwnd_packets.Packets`).
 
     Returns:
         ``flow, dir, src, dst, sport, dport, mss`` (one row per data direction).
@@ -58,16 +61,27 @@ def data_directions(pk: pl.DataFrame, meta: dict[str, Any]) -> pl.DataFrame:
                   "sport": pl.Int32(), "dport": pl.Int32(), "mss": pl.Float64()}
     if pk.is_empty():
         return pl.DataFrame(schema=out_schema)
-    tcp = pk.filter((pl.col("proto") == "tcp") & pl.col("flow").is_not_null())
-    dirs = tcp.group_by(KEYS).agg(
-        pl.col("payload").cast(pl.Int64).sum().alias("_bytes"),
-        pl.col("payload").max().cast(pl.Float64).alias("_maxpay"),
-        pl.col("src").cast(pl.String).first().alias("src"),
-        pl.col("dst").cast(pl.String).first().alias("dst"),
-        pl.col("sport").first(), pl.col("dport").first(),
-    ).filter(pl.col("_bytes") > 0)
-    peer = tcp.filter(((pl.col("flags").fill_null(0) & SYN) != 0) & pl.col("mss").is_not_null()).group_by(KEYS).agg(
-        pl.col("mss").first().cast(pl.Float64).alias("_peer_mss")).with_columns((1 - pl.col("dir")).cast(pl.Int8))
+    p = packets if packets is not None else Packets(pk)
+    g = p.groups()
+    if g is None:  # a key space too large to index (absurd flow numbers): group with polars
+        tcp = pk.select(*KEYS, "payload", "src", "dst", "sport", "dport").filter(pl.Series(p.tcp))
+        dirs = tcp.group_by(KEYS).agg(
+            pl.col("payload").cast(pl.Int64).sum().alias("_bytes"),
+            pl.col("payload").max().cast(pl.Float64).alias("_maxpay"),
+            pl.col("src").cast(pl.String).first().alias("src"),
+            pl.col("dst").cast(pl.String).first().alias("dst"),
+            pl.col("sport").first(), pl.col("dport").first(),
+        ).filter(pl.col("_bytes") > 0).drop("_bytes")
+    else:
+        flow, d, dnull, first, big = g
+        dirs = pl.concat([
+            pl.DataFrame({"flow": flow, "dir": pl.Series(d).scatter(np.flatnonzero(dnull), None),
+                          "_maxpay": big.astype(np.float64)}),
+            pk.select("src", "dst", "sport", "dport")[first].with_columns(pl.col("src", "dst").cast(pl.String)),
+        ], how="horizontal")
+    syn = pk.select(*KEYS, "mss")[np.flatnonzero(p.tcp & p.syn & p.mss_ok)]
+    peer = syn.group_by(KEYS, maintain_order=True).agg(pl.col("mss").first().cast(pl.Float64).alias("_peer_mss")
+                                                       ).with_columns((1 - pl.col("dir")).cast(pl.Int8))
     per_flow = {int(k): v.get("segment_size") for k, v in (meta.get("tcp_flows") or {}).items()
                 if str(k).isdigit() and isinstance(v, dict)}
     seg = meta.get("segment_size")
@@ -244,11 +258,15 @@ def cwnd(pk: pl.DataFrame, samples: pl.DataFrame, flight: pl.DataFrame, retrans:
     Returns:
         A :data:`tracekit.schema.CWND` frame sorted by flow, dir, source, time.
     """
-    dirs = data_directions(pk, meta)
-    est, episodes = estimate(pk, flight, retrans, dirs)
+    packets = Packets(pk)
+    dirs = data_directions(pk, meta, packets=packets)
+    est, episodes = estimate(pk, flight, retrans, dirs, packets=packets)
+    del packets
     tr = _trace_rows(samples, dirs, meta)
+    if tr.is_empty():
+        # the estimate alone is already in CWND's columns and order (flow, dir, time)
+        return est
     tr = _phases(tr, episodes).with_columns(source=pl.lit("trace"))
-    est = est.with_columns(source=pl.lit("estimate"))
     out = pl.concat([schema.conform(tr, schema.CWND), schema.conform(est, schema.CWND)])
     return out.sort("flow", "dir", "source", "time", maintain_order=True, nulls_last=True)
 
@@ -272,6 +290,9 @@ def loss_events(cwnd_df: pl.DataFrame) -> pl.DataFrame:
     """
     if cwnd_df.is_empty():
         return pl.DataFrame(schema=_EVENTS)
+    fast = _stats.loss_events(cwnd_df, list(_EVENTS), DECREASE)  # numpy, for plain frames
+    if fast is not None:
+        return fast
     keys = ["_kf", "_kd", "source"]
     df = cwnd_df.with_columns(
         _kf=pl.col("flow").cast(pl.Int64).fill_null(-1), _kd=pl.col("dir").cast(pl.Int64).fill_null(-1)
@@ -301,6 +322,9 @@ def flow_stats(cwnd_df: pl.DataFrame) -> pl.DataFrame:
     """
     if cwnd_df.is_empty():
         return pl.DataFrame(schema=_STATS)
+    fast = _stats.flow_stats(cwnd_df, _STATS, DECREASE)  # numpy, for plain frames
+    if fast is not None:
+        return fast
     pick = cwnd_df.group_by(KEYS).agg(
         pl.when((pl.col("source") == "trace").any()).then(pl.lit("trace")).otherwise(pl.lit("estimate"))
         .alias("cwnd_source"))

@@ -19,8 +19,8 @@ Three measures, one row per data segment (payload > 0) as the vantage point saw 
 * ``unacked_bytes``: highest data byte sent − highest cumulative ACK received (no SACK
   information), the classic "outstanding data" of tcptrace.
 
-Everything is computed with cumulative maxima and ``join_asof`` over the state of
-:mod:`tracekit.analysis._state`; no Python loop touches packets.
+Everything is computed with numpy over the data rows and the state of
+:mod:`tracekit.analysis._state` (cumulative sums, sorted look-ups); no Python loop touches packets.
 """
 
 from __future__ import annotations
@@ -28,121 +28,195 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from tracekit.analysis._groups import Grouped
-from tracekit.analysis._state import find_hole, first_fill, grouped, holes, pick, prepare
+from tracekit.analysis._groups import MISSING
+from tracekit.analysis._state import Ints, find_hole, first_fill, holes, pick, prepare, sack_blocks, segments, take
 from tracekit.schema import FLIGHT, empty
 
 #: Segment ranges exploded per SACK block (x rows) before giving up on the scoreboard.
 _MAX_EXPLODE_FACTOR = 8
 _K = 1 << 44  # group id above the sequence number in one int64 key
+#: Data rows per chunk of the per-row arithmetic (bounds the temporaries to a few MB).
+_CHUNK = 1 << 18
 
 
-def _lowest_seen(st: pl.DataFrame, data: pl.DataFrame) -> pl.Series:
-    """The lowest captured byte at or above the cumulative ACK, per data row.
+class _Holes:
+    """Bytes never seen at the vantage point (:func:`tracekit.analysis._state.holes`), for look-ups per data row."""
 
-    At a sender-side capture this is the ACK itself. Where segments were lost before the
-    vantage point the ACK can sit in a hole (bytes never seen here); Wireshark's list of
-    unacked segments then starts at the hole's upper edge until a retransmission fills it.
+    def __init__(self, st: pl.DataFrame) -> None:
+        self.st = st
+        self.hl = holes(st)
+        self.holes = not self.hl.is_empty()
+        if not self.holes:
+            return
+        hg = self.hl["g"].to_numpy().astype(np.int64)
+        ng = int(st["g"].max()) + 1  # type: ignore[arg-type,operator]
+        # per direction the lowest and highest hole edge: only ACKs in between can be in one
+        self.lo_t = np.full(ng, np.iinfo(np.int64).max)
+        self.hi_t = np.full(ng, MISSING)
+        np.minimum.at(self.lo_t, hg, self.hl["h_lo"].to_numpy())
+        np.maximum.at(self.hi_t, hg, self.hl["h_hi"].to_numpy())
+        self.fill = first_fill(st, self.hl)
+        gi = np.flatnonzero(st["gap"].to_numpy())
+        self.gap_key = np.sort((st["g"].to_numpy()[gi].astype(np.int64) << 32) | gi)
+
+    def lowest_seen(self, d: np.ndarray, g: np.ndarray, a: np.ndarray) -> np.ndarray:
+        """The lowest captured byte at or above the cumulative ACK ``a`` (MISSING: none), per data row ``d``.
+
+        At a sender-side capture this is the ACK itself. Where segments were lost before the
+        vantage point the ACK can sit in a hole (bytes never seen here); Wireshark's list of
+        unacked segments then starts at the hole's upper edge until a retransmission fills it.
+        """
+        if not self.holes:
+            return a
+        near = np.flatnonzero((a >= self.lo_t[g]) & (a < self.hi_t[g]) & (a != MISSING))
+        if not near.size:
+            return a
+        j = find_hole(self.hl, g[near], a[near])
+        inh = j >= 0
+        if not inh.any():
+            return a
+        k = near[inh]
+        j = j[inh]
+        sub = pl.DataFrame({"_i": d[k].astype(np.uint32), "g": g[k].astype(np.uint32), "r_hi_ack": a[k],
+                            "h_hi": self.hl["h_hi"].to_numpy()[j], "h_i": self.hl["h_i"].to_numpy()[j]}).join(
+            self.fill, left_on=["g", "r_hi_ack"], right_on=["g", "seq"], how="left", maintain_order="left")
+        filled = pl.col("f_i").is_not_null() & (pl.col("f_i") < pl.col("_i"))
+        low = sub.select(pl.when((pl.col("h_i") < pl.col("_i")) & ~filled).then(pl.col("h_hi"))
+                         .otherwise(pl.col("r_hi_ack")))[:, 0].to_numpy()
+        out = a.copy()
+        out[k] = low
+        return out
+
+    def latest_gap(self, d: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """Per data row, the row of its direction's latest ``gap`` packet at or before it (-1: none)."""
+        key = self.gap_key
+        q = (g.astype(np.int64) << 32) | d
+        j = np.searchsorted(key, q, side="right") - 1
+        jj = np.maximum(j, 0)
+        return np.where((j >= 0) & ((key[jj] >> 32) == g), key[jj] & 0xFFFFFFFF, -1)
+
+
+def _new_sack(st: pl.DataFrame, owner: np.ndarray, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The SACK blocks above the ACK, each with only its part not reported before.
+
+    Args:
+        st: Prepared state.
+        owner, left, right: Every SACK block (:func:`tracekit.analysis._state.sack_blocks`).
+
+    Returns:
+        ``ack_i, g, lo, re`` of the blocks that report something new, in block order.
     """
-    a = data["r_hi_ack"]
-    hl = holes(st)
-    if hl.is_empty():
-        return a
-    an = a.fill_null(-1).to_numpy()
-    j = find_hole(hl, data["g"].to_numpy(), an)
-    inh = j >= 0
-    if not inh.any():
-        return a
-    sub = data.filter(pl.Series(inh)).select(
-        "_i", "g", "r_hi_ack",
-        h_hi=pl.Series(hl["h_hi"].to_numpy()[j[inh]]), h_i=pl.Series(hl["h_i"].to_numpy()[j[inh]]),
-    ).join(first_fill(st, hl), left_on=["g", "r_hi_ack"], right_on=["g", "seq"], how="left")
-    filled = pl.col("f_i").is_not_null() & (pl.col("f_i") < pl.col("_i"))
-    sub = sub.select("_i", low=pl.when((pl.col("h_i") < pl.col("_i")) & ~filled).then(pl.col("h_hi"))
-                     .otherwise(pl.col("r_hi_ack")))
-    return data.select("_i").join(sub, on="_i", how="left", maintain_order="left").select(
-        pl.coalesce("low", a))["low"]
+    ack = take(st, "ack", owner, -1)
+    # D-SACK blocks report duplicates, not holes
+    k = np.flatnonzero((right != MISSING) & (right > ack))
+    owner, left, right = owner[k], left[k], right[k]
+    g = st["g"].to_numpy()[owner].astype(np.int64)
+    # successive ACKs repeat a block while its right edge grows: only the new part is new, i.e.
+    # above the largest right edge reported before with the same (direction, left edge)
+    o = np.lexsort((left, g))
+    gs, ls, rs = g[o], left[o], right[o]
+    first = np.r_[True, (gs[1:] != gs[:-1]) | (ls[1:] != ls[:-1])] if len(o) else np.zeros(0, bool)
+    run = np.cumsum(first) - 1
+    lo_v, span = (int(rs.min()), int(rs.max()) - int(rs.min()) + 1) if len(o) else (0, 1)
+    if len(o) and (run[-1] + 1) * span < (1 << 62):
+        y = (rs - lo_v) + run * span
+        prev = np.empty_like(y)
+        prev[1:] = np.maximum.accumulate(y)[:-1]
+        prev = np.where(first, MISSING, prev - run * span + lo_v)
+    else:  # (a value range too wide for the offset trick: per run)
+        prev = np.full(len(o), MISSING, dtype=np.int64)
+        for a, b in zip(np.flatnonzero(first).tolist(), np.r_[np.flatnonzero(first)[1:], len(o)].tolist()):
+            prev[a + 1:b] = np.maximum.accumulate(rs[a:b - 1])
+    lo_s = np.where(ls == MISSING, prev, np.maximum(ls, prev))  # (a missing left edge: the earlier maximum)
+    lo = np.empty_like(lo_s)
+    lo[o] = lo_s
+    k = np.flatnonzero((lo != MISSING) & (lo < right))
+    return owner[k], g[k], lo[k], right[k]
 
 
-def wireshark_bif() -> pl.Expr:
-    """Wireshark's bytes in flight on data rows carrying ``low`` (see the module docstring)."""
-    a = pl.col("r_hi_ack")
-    unacked_before = pl.col("nxt").is_not_null() & (pl.col("nxt") > a)
-    lo = pl.when(unacked_before).then(pl.min_horizontal("seq", "low")).otherwise(pl.col("seq"))
-    hi = pl.when(unacked_before).then(pl.max_horizontal("nxt", "end")).otherwise(pl.col("end"))
-    raw = hi - lo - pl.col("r_sack_sum").fill_null(0)
-    # valid_bif: an ACK from the other side has been seen, and no skipped bytes since its latest packet
-    valid = a.is_not_null() & (pl.col("gap_i").is_null() | (pl.col("r_i") > pl.col("gap_i")))
-    vif = (raw > 0) & (raw < 2_000_000_000) & valid
-    return pl.when(vif).then(raw - (pl.col("syn") | pl.col("fin")).cast(pl.Int64))
-
-
-def _sacked(st: pl.DataFrame, data: pl.DataFrame) -> np.ndarray | None:
-    """Bytes SACKed above the cumulative ACK at each data row (None when there is no SACK).
+def _sacked(st: pl.DataFrame, blocks: tuple[np.ndarray, ...]) -> np.ndarray | None:
+    """Bytes SACKed above the cumulative ACK as of every row (None when there is no SACK).
 
     Each segment first sent (the ``new`` rows: their ranges partition the bytes sent) gets the
     row of the first ACK whose SACK blocks cover it and the row of the first ACK that
     cumulatively acknowledges it; the SACKed bytes at any moment are the segments between the
-    two events, so a cumulative sum over the events, per ACK direction, read at the other
-    side's latest packet (``r_i``), is the scoreboard.
+    two events, so a running sum over the events, per ACK direction, is the scoreboard.
+
+    Returns:
+        ``st.height + 1`` values (read them at the other side's latest packet, ``r_i``; the
+        spare last one, zero, answers ``r_i`` = -1).
     """
-    blocks = (
-        pick(st, pl.col("sack").list.len() > 0, "_i", "g", "ack", "sack")
-        .explode("sack")
-        .with_columns(le=pl.col("sack").arr.first(), re=pl.col("sack").arr.last())
-        .filter(pl.col("re") > pl.col("ack").fill_null(-1))  # D-SACK blocks report duplicates, not holes
-        .drop("sack")
-    )
-    if blocks.is_empty() or data.is_empty():
+    b_i, b_g, b_lo, b_re = _new_sack(st, *blocks[:3])
+    if not len(b_i):
         return None
-    # successive ACKs repeat a block while its right edge grows: only the new part is new
-    blocks = blocks.with_columns(
-        lo=pl.max_horizontal("le", pl.col("re").cum_max().shift(1).over("g", "le"))
-    ).filter(pl.col("lo") < pl.col("re"))
-    segs = pick(st, pl.col("new"), "_i", "g", "seq", "dend")
-    sg = Grouped(segs["g"].to_numpy())
-    s_i, s_g, s_seq, s_end = (sg.take(segs[c].to_numpy()) for c in ("_i", "g", "seq", "dend"))
-    key = s_g.astype(np.int64) * _K + s_seq
-    bg = (blocks["g"].to_numpy() ^ 1).astype(np.int64)  # the data direction the blocks are about
-    a = np.searchsorted(key, bg * _K + blocks["lo"].to_numpy(), side="left")
-    b = np.searchsorted(key, bg * _K + blocks["re"].to_numpy(), side="left")
-    if int(np.clip(b - a, 0, None).sum()) > _MAX_EXPLODE_FACTOR * max(st.height, 1):
+    sg = segments(st)
+    o = sg.order
+    gcol = st["g"].to_numpy()
+    s_i = o[st["new"].to_numpy()[o]].astype(np.intp)  # first transmissions, grouped order
+    key = gcol[s_i].astype(np.int64) * _K
+    key += st["seq"].to_numpy()[s_i]
+    bg = (b_g ^ 1) * _K  # the data direction the blocks are about
+    a = np.searchsorted(key, bg + b_lo, side="left")
+    b = np.searchsorted(key, bg + b_re, side="left")
+    del key
+    cnt = np.clip(b - a, 0, None)
+    if int(cnt.sum()) > _MAX_EXPLODE_FACTOR * max(st.height, 1):
         return None
-    cover = (
-        pl.DataFrame({"ack_i": blocks["_i"], "re": blocks["re"], "a": a, "b": b})
-        .select("ack_i", "re", idx=pl.int_ranges("a", "b"))
-        .explode("idx").drop_nulls("idx")
-    )
-    if cover.is_empty():
+    # every (block, segment) pair with the segment's start inside the block
+    which = np.repeat(np.arange(len(a)), cnt)
+    seg = s_i[np.arange(len(which)) - np.repeat(np.cumsum(cnt) - cnt, cnt) + a[which]]
+    del s_i
+    if not len(seg):
         return None
-    ix = cover["idx"].to_numpy()
-    ok = (s_end[ix] <= cover["re"].to_numpy()) & (s_i[ix] < cover["ack_i"].to_numpy())
-    cover = cover.filter(pl.Series(ok)).group_by("idx").agg(pl.col("ack_i").min())
-    if cover.is_empty():
+    dend = st["dend"].to_numpy()
+    ok = (dend[seg] <= b_re[which]) & (seg < b_i[which])
+    seg, ack_at = seg[ok], b_i[which[ok]]
+    if not len(seg):
         return None
-    ix = cover["idx"].to_numpy()
-    sack_i = cover["ack_i"].to_numpy().astype(np.int64)
-    length = s_end[ix] - s_seq[ix]
+    # per segment, the first ACK whose blocks cover it
+    srt = np.lexsort((ack_at, seg))
+    seg, ack_at = seg[srt], ack_at[srt]
+    f = np.r_[True, seg[1:] != seg[:-1]]
+    ix, sack_i = seg[f], ack_at[f]
+    s_end = dend[ix].astype(np.int64)
+    length = s_end - st["seq"].to_numpy()[ix]
     # first ACK (other direction) whose cumulative value reaches the segment's end
-    acks = pick(st, pl.col("new_ack"), "_i", "g", "ack")
-    ag = Grouped(acks["g"].to_numpy())
-    a_i, a_key = ag.take(acks["_i"].to_numpy()).astype(np.int64), ag.take(acks["g"].to_numpy()).astype(np.int64) * _K + ag.take(
-        acks["ack"].to_numpy())
-    q = (s_g[ix].astype(np.int64) ^ 1) * _K + s_end[ix]
+    a_i = o[st["new_ack"].to_numpy()[o]].astype(np.intp)
+    a_key = gcol[a_i].astype(np.int64) * _K + take(st, "ack", a_i)
+    q = (gcol[ix].astype(np.int64) ^ 1) * _K + s_end
     k = np.searchsorted(a_key, q, side="left")
     kk = np.minimum(k, max(len(a_key) - 1, 0))
-    found = (k < len(a_key)) & (len(a_key) > 0) & ((a_key[kk] // _K) == (q // _K)) if len(a_key) else np.zeros(
-        len(q), bool)
+    found = (k < len(a_key)) & ((a_key[kk] // _K) == (q // _K)) if len(a_key) else np.zeros(len(q), bool)
     ack_i = np.where(found, a_i[kk] if len(a_i) else 0, -1)
     keep = (ack_i < 0) | (sack_i < ack_i)
-    ev = np.zeros(st.height, dtype=np.int64)
-    np.add.at(ev, sack_i[keep], length[keep])
     rm = keep & (ack_i >= 0)
-    np.add.at(ev, ack_i[rm], -length[rm])
-    gg = grouped(st)
-    total = gg.back(gg.cumsum(gg.take(ev)))
-    r_i = data["r_i"].fill_null(-1).to_numpy()
-    return np.where(r_i >= 0, total[np.maximum(r_i, 0)], 0)
+    ev_rows = np.concatenate((sack_i[keep], ack_i[rm]))
+    # running sum of the events per direction, only over the directions that have any
+    total = np.zeros(st.height + 1, dtype=np.int64)
+    np.add.at(total, ev_rows, np.concatenate((length[keep], -length[rm])))
+    for h in np.unique(gcol[ev_rows]).tolist():
+        rows = sg.rows(sg.find(h))  # type: ignore[arg-type]
+        total[rows] = np.cumsum(total[rows])
+    return _narrowed(total)
+
+
+def _narrowed(x: np.ndarray) -> np.ndarray:
+    """``x`` as int32 when its values fit (half the memory while the flight rows are built)."""
+    if len(x) and -(1 << 31) < int(x.min()) and int(x.max()) < (1 << 31):
+        return x.astype(np.int32)
+    return x
+
+
+def _sack_sums(st: pl.DataFrame, blocks: tuple[np.ndarray, ...]) -> np.ndarray | None:
+    """Bytes in each row's SACK blocks, ``st.height + 1`` values (the spare last one for ``r_i`` = -1)."""
+    owner, left, right, _ = blocks
+    if not owner.size:
+        return None
+    width = np.where((left == MISSING) | (right == MISSING), 0, right - left)
+    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    ss = np.zeros(st.height + 1, dtype=np.int64)
+    ss[owner[starts]] = np.add.reduceat(width, starts)
+    return _narrowed(ss)
 
 
 def flight(pk: pl.DataFrame, *, state: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -158,17 +232,72 @@ def flight(pk: pl.DataFrame, *, state: pl.DataFrame | None = None) -> pl.DataFra
     st = prepare(pk) if state is None else state
     if st.is_empty():
         return empty(FLIGHT)
-    data = pick(st, pl.col("len") > 0, "_i", "g", "flow", "dir", "frame", "time", "seq", "end", "nxt", "hi_dend",
-                "r_i", "r_hi_ack", "r_sack_sum", "gap_i", "syn", "fin")
-    if data.is_empty():
+    ln = st["len"].to_numpy()
+    m = int(np.count_nonzero(ln > 0))
+    if not m:
         return empty(FLIGHT)
-    data = data.with_columns(low=_lowest_seen(st, data))
-    a = pl.col("r_hi_ack")
-    data = data.with_columns(
-        flight_bytes=wireshark_bif(),
-        unacked_bytes=pl.when(a.is_not_null()).then((pl.col("hi_dend") - a).clip(lower_bound=0)),
+    hs = _Holes(st)
+    blocks = sack_blocks(st["sack"])
+    sacked = _sacked(st, blocks)
+    sums = _sack_sums(st, blocks)
+    del blocks
+    fb, sb, ub = (np.empty(m, dtype=np.int64) for _ in range(3))
+    valid = np.empty(m, dtype=bool)
+    has_a = np.empty(m, dtype=bool)
+    gcol, seq, dend, sf = st["g"].to_numpy(), st["seq"].to_numpy(), st["dend"].to_numpy(), \
+        (st["syn"] | st["fin"]).to_numpy()
+    # the nullable columns with nulls as their dtype's stand-in (below any value, so "x > a" is
+    # False where x is missing); r_i's nulls point at the spare zero after the last row
+    r_hi_ack, nxt, hi_dend = (Ints(st, c) for c in ("r_hi_ack", "nxt", "hi_dend"))
+    none = r_hi_ack.stand_in
+    r_i = st["r_i"].fill_null(st.height).to_numpy()
+    p0 = 0
+    for r0 in range(0, st.height, _CHUNK):  # the data rows of one slice of the packets at a time
+        dd = np.flatnonzero(ln[r0:r0 + _CHUNK] > 0) + r0
+        c = slice(p0, p0 + len(dd))
+        p0 += len(dd)
+        a = r_hi_ack.x[dd]  # the highest cumulative ACK received (the stand-in: none yet)
+        ri = r_i[dd]
+        has = a != none
+        has_a[c] = has
+        # Wireshark's bytes in flight: highest end - lowest start of the unacknowledged segments
+        nx = nxt.x[dd]
+        before = has & (nx > a)
+        end = dend[dd]
+        end += sf[dd]
+        np.maximum(end, nx, out=end, where=before)
+        del nx
+        lo = seq[dd]
+        if hs.holes:
+            np.minimum(lo, hs.lowest_seen(dd, gcol[dd], r_hi_ack.at(dd)), out=lo, where=before)
+        else:
+            np.minimum(lo, a, out=lo, where=before)
+        raw = np.subtract(end, lo, dtype=np.int64)
+        del lo, end, before
+        if sums is not None:  # minus the SACK blocks of the other side's latest packet
+            raw -= sums[ri]
+        # valid: an ACK from the other side has been seen, and no skipped bytes since its latest packet
+        if hs.holes:
+            gap_i = hs.latest_gap(dd, gcol[dd])
+            has &= (gap_i < 0) | (ri > gap_i)
+        valid[c] = has & (raw > 0) & (raw < 2_000_000_000)
+        np.subtract(raw, sf[dd], out=fb[c])
+        del raw
+        # unacked: highest data byte sent - highest cumulative ACK; the SACK variant also minus SACKed bytes
+        # (garbage where no ACK was seen: those rows are null)
+        un = np.subtract(hi_dend.x[dd], a, dtype=np.int64)
+        np.maximum(un, 0, out=un)
+        ub[c] = un
+        if sacked is None:
+            sb[c] = un
+        else:
+            un -= sacked[ri]
+            np.maximum(un, 0, out=sb[c])
+    del sacked, sums
+    ok_a = pl.lit(pl.Series(has_a))
+    keys = pick(st, pl.col("len") > 0, "flow", "dir", "frame", "time")
+    return keys.hstack(pl.DataFrame({"flight_bytes": fb, "flight_sack_bytes": sb, "unacked_bytes": ub})).with_columns(
+        flight_bytes=pl.when(pl.lit(pl.Series(valid))).then(pl.col("flight_bytes")),
+        flight_sack_bytes=pl.when(ok_a).then(pl.col("flight_sack_bytes")),
+        unacked_bytes=pl.when(ok_a).then(pl.col("unacked_bytes")),
     )
-    sacked = _sacked(st, data)
-    sk = pl.lit(0, pl.Int64) if sacked is None else pl.Series(sacked)
-    data = data.with_columns(flight_sack_bytes=(pl.col("unacked_bytes") - sk).clip(lower_bound=0))
-    return data.select(list(FLIGHT)).cast(FLIGHT)  # type: ignore[arg-type]

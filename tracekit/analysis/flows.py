@@ -43,9 +43,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tracekit.analysis._groups import MISSING, Grouped
-from tracekit.analysis._state import KEYS, at, other_side, pick, prepare
-from tracekit.analysis.rtt import at_rows
+from tracekit.analysis import _flows_np as _np
+from tracekit.analysis._state import KEYS, at, prepare
 from tracekit.schema import SYN
 
 FLOW_KEYS = KEYS
@@ -101,27 +100,6 @@ def _basic(pk: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _timing(st: pl.DataFrame) -> pl.DataFrame:
-    """transfer_s, the initial window and the largest advertised window per data direction."""
-    data = pick(st, pl.col("len") > 0, "_i", *KEYS, "time", "seq", "len", "dend")
-    first = data.group_by(KEYS).agg(
-        pl.col("time").min().alias("_t0"), pl.col("seq").min().alias("_s0"), pl.col("dend").max().alias("_last"))
-    # only ACKs that raise the cumulative ACK can be the first to cover anything
-    acks = other_side(st.lazy().filter(pl.col("new_ack")).select("_i", *KEYS, "ack", "time").collect(),
-                      {"_ack": pl.col("ack"), "_t": pl.col("time")}).join(first, on=KEYS)
-    fin = acks.filter(pl.col("_ack") >= pl.col("_last")).group_by(KEYS).agg(pl.col("_t").min().alias("_tend"))
-    first_ack = acks.filter(pl.col("_ack") > pl.col("_s0")).group_by(KEYS).agg(pl.col("_i").min().alias("_ai"))
-    iw = data.join(first_ack, on=KEYS).filter(pl.col("_i") < pl.col("_ai")).group_by(KEYS).agg(
-        pl.col("len").sum().alias("init_window_bytes"), pl.len().cast(pl.Int64).alias("init_window_segments"))
-    rwin = st.lazy().group_by("flow", (1 - pl.col("dir")).cast(pl.Int8).alias("dir")).agg(
-        pl.col("win").max().alias("max_rwnd_bytes")).collect()
-    return (
-        first.join(fin, on=KEYS, how="left").join(iw, on=KEYS, how="left").join(rwin, on=KEYS, how="left")
-        .select(*KEYS, (pl.col("_tend") - pl.col("_t0")).alias("transfer_s"), "init_window_bytes",
-                "init_window_segments", "max_rwnd_bytes")
-    )
-
-
 def _rtt_stats(rs: pl.DataFrame) -> pl.DataFrame:
     if rs.is_empty():
         return pl.DataFrame(schema={"flow": pl.UInt32, "dir": pl.Int8, "rtt_min_s": pl.Float64, "rtt_mean_s": pl.Float64,
@@ -135,45 +113,6 @@ def _rtt_stats(rs: pl.DataFrame) -> pl.DataFrame:
         pl.col("rtt_s").median().alias("rtt_p50_s"), pl.col("rtt_s").quantile(0.95, "linear").alias("rtt_p95_s"),
         pl.len().cast(pl.Int64).alias("rtt_samples"), pl.col("method").first().alias("rtt_method"),
     )
-
-
-def _shares(st: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
-    """Time shares limited by the receiver window, the application and cwnd (module docstring)."""
-    empty_shares = pl.DataFrame(schema={"flow": pl.UInt32, "dir": pl.Int8, "limited_cwnd_share": pl.Float64,
-                                        "limited_rwnd_share": pl.Float64, "limited_app_share": pl.Float64})
-    data = pick(st, pl.col("len") > 0, "_i", "g", "time", "hi_dend", "r_win", "r_hi_ack", "r_i", "len")
-    if data.is_empty():
-        return empty_shares
-    data = at_rows(st, est, data)
-    gp = Grouped(data["g"].to_numpy())
-    T = gp.take  # noqa: N806
-    g = T(data["g"].to_numpy()).astype(np.int64)
-    t = T(data["time"].to_numpy())
-    hd = T(data["hi_dend"].to_numpy())
-    ack = T(data["r_hi_ack"].fill_null(MISSING).to_numpy())
-    win = T(data["r_win"].fill_null(MISSING).to_numpy())
-    srtt = T(data["srtt"].fill_null(0.0).to_numpy())
-    ln = T(data["len"].to_numpy())
-    last = np.ones(len(g), dtype=bool)
-    last[:-1] = gp.first[1:]
-    nxt = lambda x, fill: np.where(last, fill, np.roll(x, -1))  # noqa: E731 - next row of the same direction
-    w = np.clip(nxt(t, t) - t, 0.0, None)  # each segment stands for the time until the next one
-    mss = np.maximum.reduceat(ln, np.flatnonzero(gp.first))[gp.rank]
-    unacked = np.where(ack == MISSING, 0, np.clip(hd - ack, 0, None))
-    rwnd = (win != MISSING) & (ack != MISSING) & (unacked + mss > win)
-    next_ack = nxt(ack, MISSING)
-    app = ~rwnd & (w > srtt) & (next_ack != MISSING) & (next_ack >= hd)
-    cw = ~rwnd & ~app
-    ng = int(g.max()) + 1
-    tot = np.bincount(g, weights=w, minlength=ng)
-    groups = np.unique(g)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        share = {k: (np.bincount(g, weights=np.where(m, w, 0.0), minlength=ng) / tot)[groups]
-                 for k, m in (("cwnd", cw), ("rwnd", rwnd), ("app", app))}
-    return pl.DataFrame({
-        "flow": (groups // 2).astype(np.uint32), "dir": (groups % 2).astype(np.int8),
-        **{f"limited_{k}_share": v for k, v in share.items()},
-    }).with_columns(pl.col("^limited_.*$").fill_nan(None))
 
 
 def _models(out: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
@@ -266,13 +205,13 @@ def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: d
     hs = _rtt.handshake(st).rename({"hs_rtt": "handshake_rtt_s"})
     out = (
         out.join(hs, on="flow", how="left")
-        .join(_timing(st), on=KEYS, how="left")
+        .join(_np.timing(st), on=KEYS, how="left")
         .join(_rtt_stats(rs), on=KEYS, how="left")
         .join(rts, on=KEYS, how="left")
         .join(_re.dup_acks(st), on=KEYS, how="left")
         .join(fls, on=KEYS, how="left")
         .join(sls, on=KEYS, how="left")
-        .join(_shares(st, est), on=KEYS, how="left")
+        .join(_np.shares(st, est), on=KEYS, how="left")
         .join(vp, on="flow", how="left")
         .with_columns(
             pl.col("retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto", "retrans_spurious",

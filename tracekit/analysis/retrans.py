@@ -47,7 +47,9 @@ import numpy as np
 import polars as pl
 
 from tracekit.analysis import rtt as _rtt
-from tracekit.analysis._state import KEYS, find_hole, first_fill, holes, pick, prepare
+from tracekit.analysis._groups import MISSING
+from tracekit.analysis._state import (KEYS, at, find_hole, first_fill, holes, pick, prepare, row_index, sack_above,
+                                       sack_blocks, segments, take)
 from tracekit.schema import RETRANSMISSIONS, empty
 
 #: RTO floor (Linux TCP_RTO_MIN), used when no RTT is known, and Wireshark's default out-of-order window.
@@ -58,34 +60,98 @@ OOO_DEFAULT_S = 0.003
 _SCHEMA = {"_i": pl.UInt32(), **RETRANSMISSIONS, "episode": pl.Int32()}
 
 
-def min_rtt(st: pl.DataFrame, rs: pl.DataFrame) -> pl.DataFrame:
+def min_rtt(st: pl.DataFrame, rs: pl.DataFrame, hs: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per flow, the round trip that bounds reordering (``flow -> min_rtt``).
 
     The handshake RTT (SYN → ACK spans one full round trip wherever the capture was taken,
     Wireshark's ``tcp.analysis.initial_rtt``), else the smallest RTT sample.
+
+    Args:
+        st: Prepared state.
+        rs: RTT samples.
+        hs: :func:`tracekit.analysis.rtt.handshake` of ``st``, if at hand.
     """
-    hs = _rtt.handshake(st).rename({"hs_rtt": "_hs"})
+    hs = (_rtt.handshake(st) if hs is None else hs).rename({"hs_rtt": "_hs"})
     smin = rs.filter(pl.col("rtt_s") > 0).group_by("flow").agg(pl.col("rtt_s").min().alias("_min"))
     out = smin.join(hs, on="flow", how="full", coalesce=True)
     return out.select("flow", pl.coalesce(pl.when(pl.col("_hs") > 0).then("_hs"), "_min").alias("min_rtt"))
 
 
+def _candidates(st: pl.DataFrame) -> pl.DataFrame:
+    """The segments that re-send bytes (module docstring), with the columns :func:`classify` reads."""
+    nxt = pl.col("nxt")
+    seg = pl.col("is_seg") & ~pl.col("keepalive") & ~pl.col("zwp")
+    behind = nxt.is_not_null() & (pl.col("seq") < nxt) & ~((pl.col("len") > 1) & (pl.col("seq") == nxt - 1))
+    if int(st["has_ack"].sum()) == st.height - st["ack"].null_count():
+        # every ACK number comes with the ACK flag, so the other side's latest ACK is at most the
+        # highest it sent: the spurious rule needs ``dend <= r_hi_ack`` (a cheap superset)
+        maybe = seg & (behind | ((pl.col("len") > 0) & (pl.col("dend") <= pl.col("r_hi_ack"))))
+    else:
+        r_ack = pl.col("ack").gather(pl.col("r_i").fill_null(0))
+        maybe = seg & (behind | ((pl.col("len") > 0) & pl.col("r_i").is_not_null() & (pl.col("dend") <= r_ack)))
+    rows = st.lazy().select(pl.arg_where(maybe.fill_null(False))).collect().to_series()
+    cand = st.select("_i", "g", *KEYS, "frame", "time", "seq", "len", "dend", "nxt", "r_i", "r_hi_ack")[rows]
+    r = cand["r_i"]
+    dupnum, sack_ev = _ack_runs(st, row_index(r))
+    cand = cand.with_columns(r_time=at(st, r, "time"), r_ack=at(st, r, "ack"), r_dupnum=pl.Series(dupnum),
+                             r_sack_ev=pl.Series(sack_ev))
+    spur = ((pl.col("len") > 0) & (pl.col("r_ack").fill_null(0) > 0) & (pl.col("dend") <= pl.col("r_ack"))).fill_null(
+        False)
+    return cand.with_columns(_spur=spur).filter(pl.col("_spur") | behind)
+
+
+def _ack_runs(st: pl.DataFrame, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Loss signals the other side had sent as of rows ``r`` (-1: none), since its ACK last changed.
+
+    Returns:
+        The duplicate ACKs among its packets since the latest change of the ACK number
+        (that packet included; 0 for -1), and whether one of them carried a SACK block above
+        its ACK.
+    """
+    dupnum = np.zeros(len(r), dtype=np.int64)
+    sack_ev = np.zeros(len(r), dtype=bool)
+    if not len(r):
+        return dupnum, sack_ev
+    sg = segments(st)
+    gcol = st["g"].to_numpy()
+    gr = np.where(r >= 0, gcol[np.maximum(r, 0)], -1)
+    dup = st["dup"].to_numpy()
+    above = sack_above(st)
+    above_g = gcol[above]
+    for h in np.unique(gr[r >= 0]).tolist():
+        rows = sg.rows(sg.find(h))  # type: ignore[arg-type]  # the direction's packets, in order
+        ack = take(st, "ack", rows)
+        runs = rows[np.r_[True, ack[1:] != ack[:-1]]]  # where its ACK number changed (first packet too)
+        q = np.flatnonzero(gr == h)
+        rq = r[q]
+        since = runs[np.searchsorted(runs, rq, side="right") - 1]
+        dups = rows[dup[rows]]
+        dupnum[q] = np.searchsorted(dups, rq, side="right") - np.searchsorted(dups, since, side="left")
+        sa = above[above_g == h]
+        sack_ev[q] = np.searchsorted(sa, rq, side="right") > np.searchsorted(sa, since, side="left")
+    return dupnum, sack_ev
+
+
 def _dsack(st: pl.DataFrame) -> pl.DataFrame:
     """D-SACK blocks (RFC 2883): the first block below the ACK, or inside the second block."""
-    withs = pick(st, pl.col("sack").list.len() > 0, "_i", "flow", "dir", "ack", "sack")
-    if withs.is_empty():
-        return pl.DataFrame(schema={"_i": pl.UInt32, "flow": pl.UInt32, "dir": pl.Int8,
-                                    "seq": pl.Int64, "d_re": pl.Int64})
-    b1 = pl.col("sack").list.get(0)
-    b2 = pl.col("sack").list.get(1, null_on_oob=True)
-    d = withs.select(
-        "_i", "flow", (1 - pl.col("dir")).cast(pl.Int8).alias("dir"), "ack",
-        l1=b1.arr.first(), r1=b1.arr.last(), l2=b2.arr.first(), r2=b2.arr.last(),
-    ).filter(
-        (pl.col("r1") <= pl.col("ack").fill_null(-1))
-        | ((pl.col("l2") <= pl.col("l1")) & (pl.col("r1") <= pl.col("r2"))).fill_null(False)
-    )
-    return d.select("_i", *KEYS, pl.col("l1").alias("seq"), pl.col("r1").alias("d_re"))
+    owner, left, right, k = sack_blocks(st["sack"])
+    one = k == 0
+    rows, l1, r1 = owner[one], left[one], right[one]
+    # the second block of the rows that have one (MISSING: none, or a missing edge)
+    l2 = np.full(len(rows), MISSING, dtype=np.int64)
+    r2 = np.full(len(rows), MISSING, dtype=np.int64)
+    two = k == 1
+    at2 = np.searchsorted(rows, owner[two])
+    l2[at2], r2[at2] = left[two], right[two]
+    ack = take(st, "ack", rows, -1)
+    known = (l1 != MISSING) & (r1 != MISSING)  # (a block without edges says nothing)
+    inside = (l2 != MISSING) & (r2 != MISSING) & (l2 <= l1) & (r1 <= r2)
+    d = np.flatnonzero(known & ((r1 <= ack) | inside))
+    rows = rows[d]
+    return pl.DataFrame({
+        "_i": rows.astype(np.uint32), "flow": st["flow"].to_numpy()[rows],
+        "dir": (1 - st["dir"].to_numpy()[rows]).astype(np.int8), "seq": l1[d], "d_re": r1[d],
+    })
 
 
 def classify(st: pl.DataFrame, rs: pl.DataFrame) -> pl.DataFrame:
@@ -102,14 +168,10 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame) -> pl.DataFrame:
     if st.is_empty():
         return pl.DataFrame(schema=_SCHEMA)
     nxt = pl.col("nxt")
-    seg = pl.col("is_seg") & ~pl.col("keepalive") & ~pl.col("zwp")
-    spur = (pl.col("len") > 0) & (pl.col("r_ack").fill_null(0) > 0) & (pl.col("dend") <= pl.col("r_ack"))
-    behind = nxt.is_not_null() & (pl.col("seq") < nxt) & ~((pl.col("len") > 1) & (pl.col("seq") == nxt - 1))
-    cand = pick(st, seg & (spur.fill_null(False) | behind), "_i", "g", *KEYS, "frame", "time", "seq", "len",
-                "dend", "nxt", "r_i", "r_time", "r_ack", "r_hi_ack", "r_dupnum", "r_sack_ev",
-                _spur=spur.fill_null(False))
+    cand = _candidates(st)
     if cand.is_empty():
         return pl.DataFrame(schema=_SCHEMA)
+    hs = _rtt.handshake(st)
     # out-of-order: the first segment into a hole (never-seen bytes), soon after the hole appeared
     hl = holes(st)
     if hl.height:
@@ -119,7 +181,7 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame) -> pl.DataFrame:
         cand = cand.with_columns(
             h_time=pl.Series(np.where(ok, hl["h_time"].to_numpy()[jj], np.nan)).fill_nan(None),
         ).join(first_fill(st, hl), on=["g", "seq"], how="left", maintain_order="left").join(
-            min_rtt(st, rs), on="flow", how="left", maintain_order="left")
+            min_rtt(st, rs, hs), on="flow", how="left", maintain_order="left")
         fresh = pl.col("h_time").is_not_null() & (pl.col("f_i") == pl.col("_i"))
         soon = (pl.col("time") - pl.col("h_time")) < pl.col("min_rtt").fill_null(OOO_DEFAULT_S)
         cand = cand.filter(~(fresh & soon).fill_null(False) | pl.col("_spur"))
@@ -134,7 +196,7 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame) -> pl.DataFrame:
         pl.col("rtt_s").min().alias("_near"))
     cand = (
         cand.join(near, on=KEYS, how="left", maintain_order="left")
-        .join(_rtt.handshake(st), on="flow", how="left", maintain_order="left")
+        .join(hs, on="flow", how="left", maintain_order="left")
     )
     full = pl.coalesce("hs_rtt", "srtt", "_near")
     far = (full - pl.col("_near").fill_null(0.0)).clip(lower_bound=0.0).fill_null(0.0)

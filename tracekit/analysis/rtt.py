@@ -1,6 +1,6 @@
 """Round-trip time samples: the ``rtt`` frame (:data:`tracekit.schema.RTT`).
 
-Two methods, both joins (no loop over packets); ``dir`` is the direction whose data
+Two methods, both sorted look-ups per direction (no loop over packets); ``dir`` is the direction whose data
 (or timestamps) the sample measures, ``frame``/``time`` are those of the ACK that closed it:
 
 * ``seq`` — as Wireshark's ``tcp.analysis.ack_rtt``: an ACK that raises the cumulative
@@ -22,44 +22,57 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from tracekit.analysis._groups import MISSING, Grouped
-from tracekit.analysis._state import KEYS, at, grouped, pick, prepare
+from tracekit.analysis._groups import MISSING, Segments
+from tracekit.analysis._state import at, pick, prepare, row_index, segments, take
 from tracekit.schema import RTT, empty
 
 TWO32 = 1 << 32
 HALF = 1 << 31
-_K = 1 << 44
 #: RFC 6298 gains for the smoothed RTT and its variation.
 ALPHA, BETA = 1 / 8, 1 / 4
 _SCHEMA = {"_i": pl.UInt32(), **RTT}
 
 
-def _lookup(keys_g: np.ndarray, keys_v: np.ndarray, q_g: np.ndarray, q_v: np.ndarray) -> np.ndarray:
-    """Position of (q_g, q_v) among rows sorted by (keys_g, keys_v) with unique keys, else -1."""
-    if len(keys_g) == 0 or len(q_g) == 0:
-        return np.full(len(q_g), -1, dtype=np.int64)
-    key = keys_g.astype(np.int64) * _K + keys_v
-    q = q_g.astype(np.int64) * _K + np.clip(q_v, -(1 << 43), (1 << 43) - 1)
-    k = np.searchsorted(key, q, side="left")
-    kk = np.minimum(k, len(key) - 1)
-    return np.where((k < len(key)) & (key[kk] == q), kk, -1)
+def _by_direction(sg: Segments, acks: pl.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per direction the ACKs of ``acks`` (a ``g`` column) are about: (its rows in packet order, those ACKs' indices)."""
+    ag = acks["g"].to_numpy()
+    out = []
+    for h in np.unique(ag).tolist():
+        j = sg.find(int(h) ^ 1)
+        if j is not None:
+            out.append((sg.rows(j), np.flatnonzero(ag == h)))
+    return out
 
 
-def _seq_samples(st: pl.DataFrame) -> pl.DataFrame:
-    # the first transmission of every end (``adv`` rows: strictly increasing ends per direction)
-    # (a first transmission that partly re-sends bytes sent before is ambiguous too: Karn)
-    segs = pick(st, pl.col("adv") & ~pl.col("keepalive"), "g", "end", "_i", "time",
-                s_re=pl.col("nxt").is_not_null() & (pl.col("seq") < pl.col("nxt")))
-    sg = Grouped(segs["g"].to_numpy())
-    s_g, s_end, s_i, s_t, s_re = (sg.take(segs[c].to_numpy()) for c in ("g", "end", "_i", "time", "s_re"))
+def _seq_samples(st: pl.DataFrame, sg: Segments) -> pl.DataFrame:
     acks = pick(st, pl.col("new_ack"), "_i", "g", "frame", "time", "ack")
-    pos = _lookup(s_g, s_end, acks["g"].to_numpy() ^ 1, acks["ack"].to_numpy())
-    ok = pos >= 0
+    av = acks["ack"].to_numpy()
+    s_i = np.full(acks.height, -1, dtype=np.int64)
+    adv = (st["adv"] & ~st["keepalive"]).to_numpy()
+    dend = st["dend"].to_numpy()
+    sf = st.select(pl.arg_where(pl.col("syn") | pl.col("fin")))[:, 0].to_numpy()
+    for rows, q in _by_direction(sg, acks):
+        # the first transmission of every end (``adv`` rows: strictly increasing ends per direction)
+        rows = rows[adv[rows]]
+        end = dend[rows].astype(np.int64)
+        k = np.searchsorted(rows, sf)
+        hit = k < len(rows)
+        hit[hit] = rows[k[hit]] == sf[hit]
+        end[k[hit]] += 1  # SYN and FIN occupy one sequence number
+        k = np.searchsorted(end, av[q], side="left")
+        ok = k < len(end)
+        ok[ok] = end[k[ok]] == av[q[ok]]
+        s_i[q[ok]] = rows[k[ok]]
+    ok = s_i >= 0
+    s_i = s_i[ok]
+    # (a first transmission that partly re-sends bytes sent before is ambiguous too: Karn)
+    s_re = st["seq"].to_numpy()[s_i] < take(st, "nxt", s_i)
     m = acks.filter(pl.Series(ok)).with_columns(
-        s_i=pl.Series(s_i[pos[ok]]), s_time=pl.Series(s_t[pos[ok]]), s_re=pl.Series(s_re[pos[ok]]),
+        s_i=pl.Series(s_i.astype(np.uint32)), s_time=pl.Series(st["time"].to_numpy()[s_i]), s_re=pl.Series(s_re),
     ).filter((pl.col("s_i") < pl.col("_i")) & ~pl.col("s_re"))
     # Karn: another transmission ending there before the ACK
-    re = pick(st, pl.col("is_seg") & ~pl.col("adv") & ~pl.col("keepalive") & ~pl.col("zwp"), "g", "end", "_i"
+    re = pick(st, pl.col("is_seg") & ~pl.col("adv") & ~pl.col("keepalive") & ~pl.col("zwp"), "g", "_i",
+              end=pl.col("dend") + (pl.col("syn") | pl.col("fin")).cast(pl.Int64)
               ).group_by("g", "end").agg(pl.col("_i").min().alias("r_first"))
     m = m.with_columns(dg=(pl.col("g") ^ 1)).join(re, left_on=["dg", "ack"], right_on=["g", "end"], how="left")
     m = m.filter(pl.col("r_first").is_null() | (pl.col("r_first") > pl.col("_i")))
@@ -69,35 +82,61 @@ def _seq_samples(st: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _ts_samples(st: pl.DataFrame) -> pl.DataFrame:
-    gp = grouped(st)
-    raw = st["ts_val"].cast(pl.Int64).fill_null(MISSING).to_numpy()
-    v = gp.take(raw)
-    has = v != MISSING
-    if not has.any():
+def _unwrap(v: np.ndarray) -> np.ndarray:
+    """One direction's TSvals (in order) unwrapped: a drop by more than 2^31 is a wrap."""
+    if not len(v) or int(v.max()) - int(v.min()) <= HALF:
+        return v  # no two of them are 2^31 apart: no step anywhere
+    d = v[1:] - v[:-1]
+    step = (d < -HALF).astype(np.int64) - (d > HALF)
+    return v + np.r_[0, np.cumsum(step)] * TWO32
+
+
+def _ts_samples(st: pl.DataFrame, sg: Segments) -> pl.DataFrame:
+    ts = st["ts_val"]
+    if ts.null_count() == st.height:
         return pl.DataFrame(schema=_SCHEMA)
-    # unwrap TSval per direction: a drop by more than 2^31 is a wrap
-    last = gp.ffill_index(has)
-    prev_pos = gp.shift1(last, -1)
-    prev = np.where(prev_pos >= 0, v[np.maximum(prev_pos, 0)], MISSING)
-    step = np.where(has & (prev != MISSING), ((v - prev) < -HALF).astype(np.int64) - ((v - prev) > HALF), 0)
-    tsv = np.where(has, v + gp.cumsum(step) * TWO32, MISSING)
-    hi = gp.cummax(tsv)
-    prev_hi = gp.shift1(hi)
-    first = has & ((prev_hi == MISSING) | (tsv > prev_hi))  # first packet sending this TSval
-    f_g, f_v, f_t, f_i = gp.take(st["g"].to_numpy())[first], tsv[first], gp.take(st["time"].to_numpy())[first], \
-        gp.order[first]
-    hi_f = gp.back(hi)  # latest unwrapped TSval of each row's direction
     acks = pick(st, pl.col("new_ack") & pl.col("ts_ecr").is_not_null() & (pl.col("ts_ecr") != 0),
                 "_i", "g", "frame", "time", "r_i", ecr=pl.col("ts_ecr").cast(pl.Int64))
-    r_i = acks["r_i"].fill_null(-1).to_numpy()
-    ref = np.where(r_i >= 0, hi_f[np.maximum(r_i, 0)], MISSING)
-    ecr = acks["ecr"].to_numpy()
-    ecr = np.where(ref != MISSING, ecr + np.floor_divide(ref - ecr + HALF, TWO32) * TWO32, ecr)
-    pos = _lookup(f_g, f_v, acks["g"].to_numpy() ^ 1, ecr)
-    ok = pos >= 0
+    r_i = row_index(acks["r_i"])
+    ecr_raw = acks["ecr"].to_numpy()
+    t_i = np.full(acks.height, -1, dtype=np.int64)
+    has_all = ts.is_not_null().to_numpy() if ts.null_count() else None
+    v_all = ts.fill_null(0).to_numpy() if ts.null_count() else ts.to_numpy()
+    for rows, q in _by_direction(sg, acks):
+        v = v_all[rows]
+        has = None if has_all is None else has_all[rows]
+        if has is not None and has.all():
+            has = None
+        if has is None and (not len(v) or int(v.max()) - int(v.min()) <= HALF):
+            tsv = v  # every packet has a TSval and none wraps: stay 32-bit
+        else:
+            tsv = np.full(len(rows), MISSING, dtype=np.int64)
+            valid = slice(None) if has is None else has
+            tsv[valid] = _unwrap(v[valid].astype(np.int64))
+        del v
+        hi = np.maximum.accumulate(tsv)
+        # first packet sending this TSval: above every earlier one (MISSING: no TSval)
+        first = np.empty(len(rows), dtype=bool)
+        first[:1] = True if has is None else has[:1]
+        np.greater(tsv[1:], hi[:-1], out=first[1:])
+        if has is not None:
+            first &= has
+        f_rows, f_v = rows[first], tsv[first].astype(np.int64)  # (f_v strictly increasing)
+        del tsv, first
+        # place each TSecr in the 2^32 epoch nearest to the latest TSval sent before it (the ACK's r_i)
+        r = r_i[q]
+        p = np.searchsorted(rows, r)
+        ref = np.where(r >= 0, hi[np.minimum(p, len(rows) - 1)], MISSING)
+        ecr = ecr_raw[q]
+        ecr = np.where(ref != MISSING, ecr + np.floor_divide(ref - ecr + HALF, TWO32) * TWO32, ecr)
+        k = np.searchsorted(f_v, ecr, side="left")
+        ok = k < len(f_v)
+        ok[ok] = f_v[k[ok]] == ecr[ok]
+        t_i[q[ok]] = f_rows[k[ok]]
+    ok = t_i >= 0
+    t_i = t_i[ok]
     m = acks.filter(pl.Series(ok)).with_columns(
-        t_sent=pl.Series(f_t[pos[ok]]), t_i=pl.Series(f_i[pos[ok]]), dg=pl.col("g") ^ 1,
+        t_sent=pl.Series(st["time"].to_numpy()[t_i]), t_i=pl.Series(t_i), dg=pl.col("g") ^ 1,
     ).filter(pl.col("t_i") < pl.col("_i"))
     return m.select(
         "_i", (pl.col("dg") // 2).cast(pl.UInt32).alias("flow"), (pl.col("dg") % 2).cast(pl.Int8).alias("dir"),
@@ -109,7 +148,8 @@ def samples(st: pl.DataFrame) -> pl.DataFrame:
     """RTT samples with the closing ACK's row ``_i`` (the ``rtt`` frame plus ``_i``), sorted by method and ``_i``."""
     if st.is_empty():
         return pl.DataFrame(schema=_SCHEMA)
-    parts = [p for p in (_seq_samples(st), _ts_samples(st)) if p.height]
+    sg = segments(st)
+    parts = [p for p in (_seq_samples(st, sg), _ts_samples(st, sg)) if p.height]
     if not parts:
         return pl.DataFrame(schema=_SCHEMA)
     out = pl.concat([p.select(list(_SCHEMA)).cast(_SCHEMA) for p in parts])  # type: ignore[arg-type]
@@ -130,17 +170,28 @@ def smoothed(rs: pl.DataFrame) -> pl.DataFrame:
     if rs.is_empty():
         return pl.DataFrame(schema={"_i": pl.UInt32, "flow": pl.UInt32, "dir": pl.Int8, "time": pl.Float64,
                                     "srtt": pl.Float64, "rttvar": pl.Float64})
-    has_seq = rs.group_by(KEYS).agg((pl.col("method") == "seq").any().alias("_has_seq"))
-    use = rs.join(has_seq, on=KEYS).filter(
-        (pl.col("method") == "seq") | ~pl.col("_has_seq")
-    ).sort("_i")
-    srtt = pl.col("rtt_s").ewm_mean(alpha=ALPHA, adjust=False).over(KEYS)
-    use = use.with_columns(srtt=srtt).with_columns(
-        _dev=(pl.col("rtt_s") - pl.col("srtt").shift(1).over(KEYS)).abs().fill_null(pl.col("rtt_s") / 2)
-    )
-    return use.with_columns(rttvar=pl.col("_dev").ewm_mean(alpha=BETA, adjust=False).over(KEYS)).select(
-        "_i", *KEYS, "time", "srtt", "rttvar"
-    )
+    gid = rs["flow"].to_numpy().astype(np.int64) * 2 + rs["dir"].to_numpy()
+    is_seq = (rs["method"] == "seq").to_numpy()
+    use = np.flatnonzero(is_seq | ~np.isin(gid, gid[is_seq]))
+    ii = rs["_i"].to_numpy()
+    # per direction in sample order: one RFC 6298 recursion each (polars' ewm kernel, as ``over`` runs it)
+    use = use[np.lexsort((ii[use], gid[use]))]
+    gu = gid[use]
+    cut = np.flatnonzero(np.r_[True, gu[1:] != gu[:-1], True])
+    r = rs["rtt_s"].to_numpy()[use]
+    srtt = np.empty_like(r)
+    dev = np.empty_like(r)
+    for a, b in zip(cut[:-1].tolist(), cut[1:].tolist()):
+        srtt[a:b] = pl.Series(r[a:b]).ewm_mean(alpha=ALPHA, adjust=False).to_numpy()
+        dev[a] = r[a] / 2
+        dev[a + 1:b] = np.abs(r[a + 1:b] - srtt[a:b - 1])
+        dev[a:b] = pl.Series(dev[a:b]).ewm_mean(alpha=BETA, adjust=False).to_numpy()
+    back = np.argsort(ii[use], kind="stable")
+    use = use[back]
+    return pl.DataFrame({
+        "_i": ii[use], "flow": rs["flow"].to_numpy()[use], "dir": rs["dir"].to_numpy()[use],
+        "time": rs["time"].to_numpy()[use], "srtt": srtt[back], "rttvar": dev[back],
+    })
 
 
 def at_rows(st: pl.DataFrame, est: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
@@ -160,30 +211,65 @@ def at_rows(st: pl.DataFrame, est: pl.DataFrame, rows: pl.DataFrame) -> pl.DataF
     if "srtt" in st.columns:
         ix = rows["_i"]
         return rows.with_columns(srtt=at(st, ix, "srtt"), rttvar=at(st, ix, "rttvar"))
-    n = st.height
     if est.is_empty() or rows.is_empty():
         return rows.with_columns(srtt=pl.lit(None, pl.Float64), rttvar=pl.lit(None, pl.Float64))
-    s = np.full(n, np.nan)
-    v = np.full(n, np.nan)
-    ix = est["_i"].to_numpy().astype(np.int64)
-    s[ix] = est["srtt"].to_numpy()
-    v[ix] = est["rttvar"].to_numpy()
-    gp = grouped(st)
-    p = gp.ffill_index(gp.take(~np.isnan(s)))
-    src = np.where(p >= 0, gp.order[np.maximum(p, 0)], -1)
-    last = gp.back(src)  # per row: the latest sample row of its own direction at or before it
-    r = rows["r_i"].fill_null(-1).to_numpy()
-    j = np.where(r >= 0, last[np.maximum(r, 0)], -1)
+    j = _latest_sample(st, est, rows["r_i"])  # -1: none, which reads the NaN appended below
     return rows.with_columns(
-        srtt=pl.Series(np.where(j >= 0, s[np.maximum(j, 0)], np.nan)).fill_nan(None),
-        rttvar=pl.Series(np.where(j >= 0, v[np.maximum(j, 0)], np.nan)).fill_nan(None),
+        srtt=pl.Series(np.append(est["srtt"].to_numpy(), np.nan)[j]).fill_nan(None),
+        rttvar=pl.Series(np.append(est["rttvar"].to_numpy(), np.nan)[j]).fill_nan(None),
     )
 
 
+def _latest_sample(st: pl.DataFrame, est: pl.DataFrame, r_i: pl.Series) -> np.ndarray:
+    """Per entry of ``r_i`` (rows of ``st``, nullable), the row of ``est`` of the latest sample at or
+    before it in that row's direction, else -1.
+
+    A direction's samples sit on its ACK rows (unique rows: one method per direction), so
+    with ``est`` keyed by (group of the sample row, row) the answer is a sorted look-up.
+    """
+    n = st.height
+    g = st["g"].to_numpy()
+    si = est["_i"].to_numpy().astype(np.int64)
+    key = (g[si].astype(np.int64) << 32) | si
+    ko = np.argsort(key, kind="stable")
+    key = key[ko]
+    r = r_i.fill_null(n).to_numpy()  # (n: none)
+    if len(r) * 8 < n:
+        rr = np.minimum(r, n - 1).astype(np.int64)
+        gr = g[rr].astype(np.int64)
+        j = np.searchsorted(key, (gr << 32) | rr, side="right") - 1
+        ok = (r < n) & (j >= 0) & ((key[np.maximum(j, 0)] >> 32) == gr)
+        return np.where(ok, ko[np.maximum(j, 0)], -1)
+    # many queries: for every row of a direction that has samples, its latest one (a sorted
+    # look-up of that direction's rows among its sample rows), then one gather; the spare
+    # slot at the end answers "none"
+    sg = segments(st)
+    latest = np.full(n + 1, -1, dtype=np.int32 if len(key) < (1 << 31) else np.int64)
+    kg = key >> 32
+    for j in range(len(sg.keys)):
+        lo, hi = np.searchsorted(kg, int(sg.keys[j]), side="left"), np.searchsorted(kg, int(sg.keys[j]), side="right")
+        if hi > lo:
+            rows = sg.rows(j)
+            p = np.searchsorted(key[lo:hi] & 0xFFFFFFFF, rows, side="right") - 1
+            latest[rows] = np.where(p >= 0, ko[lo + np.maximum(p, 0)], -1)
+    return latest[r]
+
+
 def with_srtt(st: pl.DataFrame, rs: pl.DataFrame) -> pl.DataFrame:
-    """``st`` with ``srtt``/``rttvar``: each row's direction's smoothed RTT as of that row (:func:`at_rows`)."""
-    return at_rows(st, smoothed(rs), st.select("_i", "r_i")).select("srtt", "rttvar").pipe(
-        lambda x: pl.concat([st, x], how="horizontal"))
+    """The state for the analyses that need the smoothed RTT per row: ``st`` itself.
+
+    :func:`at_rows` finds each row's latest sample from the row's ``r_i`` on demand (one
+    gather per direction with samples), which costs less than two Float64 columns over every
+    packet; kept so that callers need not know.
+
+    Args:
+        st: Prepared state.
+        rs: RTT samples (:func:`samples`), unused.
+
+    Returns:
+        ``st``, unchanged.
+    """
+    return st
 
 
 def handshake(st: pl.DataFrame) -> pl.DataFrame:
@@ -199,14 +285,24 @@ def handshake(st: pl.DataFrame) -> pl.DataFrame:
         pl.col("time").min().alias("_syn"))
     synack = pick(st, (pl.col("dir") == 1) & pl.col("syn") & pl.col("has_ack"), "flow", "_i").group_by("flow").agg(
         pl.col("_i").min().alias("_sa_i"))
-    # the initiator's first ACK after the SYN-ACK: its first packet after it (r_i points at the SYN-ACK or later)
-    ack3 = (
-        pick(st, (pl.col("dir") == 0) & ~pl.col("syn") & pl.col("has_ack") & pl.col("r_i").is_not_null(),
-             "flow", "r_i", "time")
-        .join(synack, on="flow").filter(pl.col("r_i") >= pl.col("_sa_i"))
-        .group_by("flow").agg(pl.col("time").min().alias("_ack3"))
-    )
-    return syn.join(ack3, on="flow").select("flow", (pl.col("_ack3") - pl.col("_syn")).alias("hs_rtt")).filter(
+    # the initiator's first ACK after the SYN-ACK: among its packets after it (those whose r_i
+    # points at the SYN-ACK or later), the earliest ACK without SYN
+    sg = segments(st)
+    ok = (st["has_ack"] & ~st["syn"]).to_numpy()
+    t = st["time"].to_numpy()
+    flows, ack3 = [], []
+    for f, sa in synack.iter_rows():
+        j = sg.find(2 * f)
+        if j is None:
+            continue
+        rows = sg.rows(j)
+        after = rows[np.searchsorted(rows, sa, side="right"):]
+        after = after[ok[after]]
+        if after.size:
+            flows.append(f)
+            ack3.append(np.fmin.reduce(t[after]))  # (polars' min: NaN only when all are)
+    a3 = pl.DataFrame({"flow": pl.Series(flows, dtype=pl.UInt32), "_ack3": pl.Series(ack3, dtype=pl.Float64)})
+    return syn.join(a3, on="flow").select("flow", (pl.col("_ack3") - pl.col("_syn")).alias("hs_rtt")).filter(
         pl.col("hs_rtt") >= 0)
 
 

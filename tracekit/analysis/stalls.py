@@ -30,13 +30,73 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from tracekit.analysis._state import KEYS, at, grouped, pick, prepare
+from tracekit.analysis._groups import MISSING, Segments
+from tracekit.analysis._state import KEYS, at, pick, prepare, segments, take
 from tracekit.analysis.rtt import at_rows, smoothed
 from tracekit.analysis.rtt import samples as rtt_samples
 from tracekit.schema import STALLS, empty
 
 MIN_STALL_S = 0.2
 RTT_FACTOR = 4.0
+
+
+def _long_gaps(st: pl.DataFrame, sg: Segments) -> pl.DataFrame:
+    """New-data rows followed by more than :data:`MIN_STALL_S` without new data (or their direction's last).
+
+    Returns:
+        ``_i, g, time, hi_dend, e_i, e_t`` (the next new data, null after the last), in packet order.
+    """
+    new = st["new"].to_numpy()
+    t = st["time"].to_numpy()
+    s_rows, e_rows = [], []
+    for j in range(len(sg.keys)):
+        rows = sg.rows(j)
+        rows = rows[new[rows]]
+        if not len(rows):
+            continue
+        tt = t[rows]
+        # every stall is longer than MIN_STALL_S: keep only those gaps (and the direction's last new data)
+        k = np.flatnonzero((tt[1:] - tt[:-1]) > MIN_STALL_S)
+        s_rows += [rows[k], rows[-1:]]
+        e_rows += [rows[k + 1], np.full(1, -1, dtype=np.intp)]
+    if not s_rows:
+        return pl.DataFrame(schema={"_i": pl.UInt32, "g": pl.UInt32, "time": pl.Float64, "hi_dend": pl.Int64,
+                                    "e_i": pl.UInt32, "e_t": pl.Float64})
+    si, ei = np.concatenate(s_rows), np.concatenate(e_rows)
+    o = np.argsort(si, kind="stable")  # packet order
+    si, ei = si[o], ei[o]
+    has_e = pl.Series(ei >= 0)
+    return pl.DataFrame({
+        "_i": si.astype(np.uint32), "g": st["g"].to_numpy()[si], "time": t[si], "hi_dend": take(st, "hi_dend", si),
+        "e_i": ei.astype(np.uint32), "e_t": t[ei],
+    }).with_columns(
+        hi_dend=pl.when(pl.col("hi_dend") != MISSING).then(pl.col("hi_dend")),
+        e_i=pl.when(has_e).then(pl.col("e_i")),
+        e_t=pl.when(has_e).then(pl.col("e_t")),
+    )
+
+
+def _ranges(sg: Segments, grp: np.ndarray, lo_i: np.ndarray, hi_i: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Grouped-order positions [a, b) of the rows of groups ``grp`` with packet rows in (lo_i, hi_i)."""
+    a = np.zeros(len(grp), dtype=np.int64)
+    b = np.zeros(len(grp), dtype=np.int64)
+    for h in np.unique(grp).tolist():
+        j = sg.find(h)
+        if j is None:
+            continue
+        m = grp == h
+        s = int(sg.starts[j])
+        rows = sg.rows(j)  # ascending packet rows
+        a[m] = s + np.searchsorted(rows, lo_i[m], side="right")
+        b[m] = s + np.searchsorted(rows, hi_i[m], side="left")
+    return a, np.maximum(a, b)
+
+
+def _count_in(flag: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per range [a, b) of the concatenated rows ``flag`` was computed on, how many are True."""
+    c = np.concatenate(([0], np.cumsum(flag, dtype=np.int64)))
+    off = np.concatenate(([0], np.cumsum(b - a)))
+    return c[off[1:]] - c[off[:-1]]
 
 
 def stalls(pk: pl.DataFrame, *, state: pl.DataFrame | None = None, rtt_samples_df: pl.DataFrame | None = None,
@@ -60,12 +120,10 @@ def stalls(pk: pl.DataFrame, *, state: pl.DataFrame | None = None, rtt_samples_d
         from tracekit.analysis.retrans import classify
 
         retrans = classify(st, rs)
-    new = pick(st, pl.col("new"), "_i", "g", "time", "hi_dend")
+    sg = segments(st)
+    new = _long_gaps(st, sg)
     if new.is_empty():
         return empty(STALLS)
-    new = new.with_columns(e_i=pl.col("_i").shift(-1).over("g"), e_t=pl.col("time").shift(-1).over("g"))
-    # every stall is longer than MIN_STALL_S: keep only those gaps (and each direction's last new data)
-    new = new.filter(pl.col("e_t").is_null() | ((pl.col("e_t") - pl.col("time")) > MIN_STALL_S))
     # the ACK of the last byte closes the final interval (a tail that needed a timeout)
     last = new.filter(pl.col("e_i").is_null()).select("g", _last="hi_dend", _li="_i")
     fin = (
@@ -92,47 +150,41 @@ def stalls(pk: pl.DataFrame, *, state: pl.DataFrame | None = None, rtt_samples_d
     gaps = new.filter(pl.col("e_t").is_not_null() & ((pl.col("e_t") - pl.col("time")) > pl.col("thr")))
     if gaps.is_empty():
         return empty(STALLS)
-    gg = grouped(st)
-    n = st.height
+    gcol = st["g"].to_numpy()
     s_i = gaps["_i"].to_numpy().astype(np.int64)
     e_i = gaps["e_i"].to_numpy().astype(np.int64)
-    e_own = at(st, e_i, "g").to_numpy() == gaps["g"].to_numpy()
-    r_all = st["r_i"].fill_null(-1).to_numpy()
-
-    def cum(flag: np.ndarray) -> np.ndarray:
-        """Running count of ``flag`` rows within each direction."""
-        return gg.back(gg.cumsum(gg.take(flag.astype(np.int64))))
-
-    def other_between(flag: np.ndarray) -> np.ndarray:
-        """Rows of the other direction with ``flag`` after the gap's start and before its end."""
-        c = cum(flag)
-        at_s = np.where(r_all[s_i] >= 0, c[np.maximum(r_all[s_i], 0)], 0)
-        r_e = r_all[e_i]
-        at_e = np.where(e_own, np.where(r_e >= 0, c[np.maximum(r_e, 0)], 0), c[e_i] - flag[e_i])
-        return at_e - at_s
-
+    g_s = gaps["g"].to_numpy().astype(np.int64)
+    e_own = gcol[e_i] == g_s
+    r_e = take(st, "r_i", e_i, -1)
+    # largest segment per direction (the MSS the window checks add)
+    ln = st["len"].to_numpy()
+    mss_of = np.zeros(int(max(gcol.max(), g_s.max())) + 1, dtype=np.int64)
+    for h in np.unique(g_s).tolist():
+        mss_of[h] = ln[sg.rows(sg.find(h))].max()  # type: ignore[arg-type]
+    # rows of the other direction after the gap's start and before its end: the windows it advertised
+    a, b = _ranges(sg, g_s ^ 1, s_i, e_i)
+    other = sg.order[np.concatenate([np.arange(x, y) for x, y in zip(a.tolist(), b.tolist())])
+                     if len(a) else np.zeros(0, np.intp)].astype(np.int64)
+    win = take(st, "win", other, -1)
+    zero = (win == 0) & ~st["syn"].to_numpy()[other]
+    # full: outstanding data (the data direction's highest byte so far - the highest ACK so far) + 1 MSS above it
+    r_o = take(st, "r_i", other, -1)
+    hd = np.where(r_o >= 0, take(st, "hi_dend", np.maximum(r_o, 0), 0), 0)
+    hi_ack = _hi_ack(st, sg, other)
+    own_mss = np.repeat(mss_of[g_s], b - a)
+    full = (win >= 0) & (hd - hi_ack + own_mss > win)
     # RTO retransmissions of this direction in the gap
-    rto = np.zeros(n, dtype=bool)
-    if retrans.height:
-        rto[retrans.filter(pl.col("kind") == "rto")["_i"].to_numpy().astype(np.int64)] = True
-    rc = cum(rto)
-    own_e = np.where(e_own, e_i, r_all[e_i])
-    n_rto = np.where(own_e >= 0, rc[np.maximum(own_e, 0)], 0) - rc[s_i]
-    # windows the other side advertised in the gap: zero, or full (outstanding + 1 MSS above it)
-    mss = st.lazy().group_by("g").agg(pl.col("len").max().alias("_mss")).collect()
-    win = st["win"].fill_null(-1).to_numpy()
-    hd = at(st, r_all, "hi_dend").fill_null(0).to_numpy()  # the data direction's highest byte so far
-    own_mss = st.select(pl.col("g") ^ 1).join(mss, on="g", how="left", maintain_order="left")["_mss"]
-    full = (win >= 0) & (hd - st["hi_ack"].fill_null(0).to_numpy() + own_mss.fill_null(0).to_numpy() > win)
-    zero = (win == 0) & ~st["syn"].to_numpy()
+    own_e = np.where(e_own, e_i, r_e)
+    n_rto = _count_rows(st, retrans.filter(pl.col("kind") == "rto")["_i"].to_numpy(), g_s, s_i, own_e)
+    acked = np.where(e_own, take(st, "r_hi_ack", e_i, -1), -1)
     gaps = gaps.with_columns(
-        zero=pl.Series(other_between(zero) > 0) | (pl.col("r_win") == 0).fill_null(False),
-        full=pl.Series(other_between(full) > 0),
+        zero=pl.Series(_count_in(zero, a, b) > 0) | (pl.col("r_win") == 0).fill_null(False),
+        full=pl.Series(_count_in(full, a, b) > 0),
         n_rto=pl.Series(n_rto),
-        acked_all=pl.Series(np.where(e_own, at(st, e_i, "r_hi_ack").fill_null(-1).to_numpy(), -1)) >= pl.col(
-            "hi_dend"),
+        acked_all=pl.Series(acked) >= pl.col("hi_dend"),
         unacked=pl.col("hi_dend") - pl.col("r_hi_ack"),
-    ).join(mss, on="g", how="left", maintain_order="left")
+        _mss=pl.Series(mss_of[g_s]),
+    )
     cause = (
         pl.when(pl.col("zero")).then(pl.lit("zero_window"))
         .when(pl.col("n_rto") > 0).then(pl.lit("rto"))
@@ -144,3 +196,35 @@ def stalls(pk: pl.DataFrame, *, state: pl.DataFrame | None = None, rtt_samples_d
     out = gaps.with_columns(start=pl.col("time"), end=pl.col("e_t")).with_columns(
         duration=pl.col("end") - pl.col("start"), cause=cause)
     return out.select(list(STALLS)).cast(STALLS).sort(*KEYS, "start")  # type: ignore[arg-type]
+
+
+def _hi_ack(st: pl.DataFrame, sg: Segments, rows: np.ndarray) -> np.ndarray:
+    """The highest ACK each row's direction has sent up to that row (0 before any).
+
+    The ``new_ack`` rows are where that running maximum rises: the latest one at or before a
+    row holds it.
+    """
+    if not len(rows):
+        return np.zeros(0, dtype=np.int64)
+    na = np.flatnonzero(st["new_ack"].to_numpy())
+    gcol = st["g"].to_numpy()
+    key = (gcol[na].astype(np.int64) << 32) | na
+    ko = np.argsort(key, kind="stable")
+    key = key[ko]
+    gr = gcol[rows].astype(np.int64)
+    j = np.searchsorted(key, (gr << 32) | rows, side="right") - 1
+    jj = np.maximum(j, 0)
+    ok = (j >= 0) & ((key[jj] >> 32) == gr) if len(key) else np.zeros(len(rows), dtype=bool)
+    return np.where(ok, take(st, "ack", na[ko[jj]] if len(key) else jj, 0), 0)
+
+
+def _count_rows(st: pl.DataFrame, marked: np.ndarray, g: np.ndarray, after: np.ndarray, upto: np.ndarray) -> np.ndarray:
+    """Per query, the marked rows of direction ``g`` in (after, upto] (``upto`` -1: as of before the direction)."""
+    m = marked.astype(np.int64)
+    key = np.sort((st["g"].to_numpy()[m].astype(np.int64) << 32) | m)
+    base = np.searchsorted(key, g << 32, side="left")
+
+    def upto_count(x: np.ndarray) -> np.ndarray:
+        return np.where(x >= 0, np.searchsorted(key, (g << 32) | np.maximum(x, 0), side="right") - base, 0)
+
+    return upto_count(upto) - upto_count(after)

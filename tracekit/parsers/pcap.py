@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import struct
 from array import array
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ import numpy as np
 from tracekit._source import Source
 from tracekit.errors import CorruptTraceError, UnknownFormatError
 from tracekit.limits import DEFAULT, Limits
-from tracekit.parsers._capture import build, fallback, load_capture
+from tracekit.parsers._capture import build, fallback, load_capture, release, releaser
 from tracekit.parsers._decode import Packets
 from tracekit.trace import Trace, WarningLog
 
@@ -50,15 +51,24 @@ def sniff(head: bytes) -> bool:
     return head[:4] in _MAGICS
 
 
+#: Bytes of a memory map walked before the pages behind the walk are released.
+_WALK_SEGMENT = 16 << 20
+
+
 def walk_records(data: Any, start: int, endian: str, rec_len: int, max_caplen: int,
-                 cap_at: int = 8) -> tuple[np.ndarray, str | None, int]:
+                 cap_at: int = 8, done: Callable[[int], None] | None = None) -> tuple[np.ndarray, str | None, int]:
     """Find record boundaries: the one per-record Python loop, kept small and isolated.
 
-    The loop only chains ``offset += header + caplen`` (a few bytecodes per record; ~0.2 µs);
+    The loop only chains ``offset += header + caplen`` (a few bytecodes per record; ~0.1 µs);
     it stops when the next caplen cannot be read (``struct.error`` at the end of the data).
     Everything else is checked afterwards with numpy: a caplen over the maximum (the walk may
     have run on through garbage after it, but the error names the first bad record), and a
     last record cut short.
+
+    With ``done``, the data is walked in segments (a view that ends early stops the loop just
+    as the end of the data does; the walk then resumes from the record it could not read),
+    and ``done(offset)`` is called after each: nothing below ``offset`` is read again, so a
+    memory map's pages can be released behind the walk instead of all staying resident.
 
     Args:
         data: The file bytes (bytes or a memory map).
@@ -68,6 +78,7 @@ def walk_records(data: Any, start: int, endian: str, rec_len: int, max_caplen: i
         max_caplen: Largest acceptable captured length.
         cap_at: Offset of the captured-length field in the record header (12 for pcap < 2.3,
             whose caplen and length fields are swapped).
+        done: Called as the walk moves on (to release a memory map's pages behind it).
 
     Returns:
         (offsets of complete records' headers as int64, stop reason or None, offset where it
@@ -76,18 +87,34 @@ def walk_records(data: Any, start: int, endian: str, rec_len: int, max_caplen: i
     read_cap = struct.Struct(endian + "I").unpack_from
     found = array("q")
     append = found.append
-    p = start + cap_at
-    try:
-        while True:
-            append(p)
-            p += rec_len + read_cap(data, p)[0]
-    except struct.error:
-        pass
     n = len(data)
+    p = start + cap_at
+    whole = done is None or n <= _WALK_SEGMENT
+    mv = None if whole else memoryview(data)
+    limit = n if whole else 0
+    while True:
+        if mv is not None:
+            limit = min(max(limit, p) + _WALK_SEGMENT, n)
+        part = data if limit == n or mv is None else mv[:limit]
+        try:
+            while True:
+                append(p)
+                p += rec_len + read_cap(part, p)[0]
+        except struct.error:
+            pass
+        del part
+        if limit == n or done is None:
+            break
+        found.pop()  # not read here, only past this segment's end: read again in the next one
+        done(p - cap_at)
+    if mv is not None:
+        mv.release()
     pos = np.frombuffer(found, dtype=np.int64)
     hdr = pos[:-1] - cap_at  # the last position is the one that could not be read
-    caps = _u32(np.frombuffer(data, dtype=np.uint8), hdr + cap_at, endian)
-    over = np.nonzero(caps > max_caplen)[0]
+    # Each step added header + caplen, so the captured lengths are the steps' sizes.
+    caps = np.diff(pos)
+    caps -= rec_len
+    over = np.flatnonzero(caps > max_caplen)
     if len(over):
         i = int(over[0])
         return hdr[:i], "caplen", int(hdr[i])
@@ -100,25 +127,57 @@ def walk_records(data: Any, start: int, endian: str, rec_len: int, max_caplen: i
     return hdr, None, failed
 
 
-def _headers(buf: np.ndarray, offs: np.ndarray, endian: str) -> tuple[np.ndarray, ...]:
-    """The four u32 fields of every record header (ts_sec, ts_frac, caplen, origlen) as int64.
+#: Records whose headers are gathered at a time.
+_HDR_CHUNK = 1 << 18
+
+
+def _headers(buf: np.ndarray, offs: np.ndarray, endian: str, nanos: bool, swapped: bool, fcs_bytes: int,
+             snaplen: int, data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int, int]]:
+    """Timestamps and lengths of every record, from its header at ``offs``.
 
     One 16-byte gather per record (an opaque ``V16`` view at every byte offset: a plain copy
-    per element), then the fields are read from the gathered, contiguous copy.
+    per element), then the fields are read from the gathered, contiguous copy. Chunk by chunk,
+    so that temporaries stay small and the memory map's pages (``data``) can be released as the
+    gathers move on.
+
+    Returns:
+        (epoch ns int64, captured length uint32, original length uint32, and the counts of
+        microsecond fractions >= 10^6, captured > original lengths, captured > snaplen).
     """
-    if not len(offs):
-        return tuple(np.zeros(0, dtype=np.int64) for _ in range(4))
-    view = np.ndarray(shape=(len(buf) - 15,), dtype="V16", buffer=buf, strides=(1,))
-    recs = view[offs].view(np.dtype(endian + "u4")).reshape(-1, 4)
-    return tuple(recs[:, k].astype(np.int64) for k in range(4))
-
-
-def _u32(buf: np.ndarray, pos: np.ndarray, endian: str) -> np.ndarray:
-    """Unaligned u32 fields at ``pos`` (all inside ``buf``) as int64, one gather each."""
-    if len(buf) < 4 or not len(pos):
-        return np.zeros(len(pos), dtype=np.int64)
-    view = np.ndarray(shape=(len(buf) - 3,), dtype=endian + "u4", buffer=buf, strides=(1,))
-    return view[pos].astype(np.int64)
+    n = len(offs)
+    ts_ns = np.empty(n, dtype=np.int64)
+    caplen = np.empty(n, dtype=np.uint32)
+    origlen = np.empty(n, dtype=np.uint32)
+    n_frac = n_cap = n_snap = 0
+    view = np.ndarray(shape=(max(len(buf) - 15, 0),), dtype="V16", buffer=buf, strides=(1,))
+    for s in range(0, n, _HDR_CHUNK):
+        e = min(s + _HDR_CHUNK, n)
+        recs = view[offs[s:e]].view(np.dtype(endian + "u4")).reshape(-1, 4)
+        sec, frac = recs[:, 0].astype(np.int64), recs[:, 1].astype(np.int64)
+        cap, orig = recs[:, 2].astype(np.int64), recs[:, 3].astype(np.int64)
+        del recs
+        if swapped:  # pcap before 2.3 wrote the original length before the captured length
+            cap, orig = orig, cap
+        if not nanos:
+            n_frac += int(np.count_nonzero(frac >= 1_000_000))
+        n_cap += int(np.count_nonzero(cap > orig))
+        np.maximum(orig, cap, out=orig)
+        if snaplen:
+            n_snap += int(np.count_nonzero(cap > snaplen))
+        if fcs_bytes:
+            # The FCS trails the frame: it is in the captured bytes only if the capture reached it.
+            orig -= fcs_bytes
+            np.maximum(orig, 0, out=orig)
+            np.minimum(cap, orig, out=cap)
+        sec *= 1_000_000_000
+        if not nanos:
+            frac *= 1000
+        sec += frac
+        ts_ns[s:e], caplen[s:e], origlen[s:e] = sec, cap, orig
+        if e < n:
+            release(data, int(offs[e]))
+    release(data)
+    return ts_ns, caplen, origlen, (n_frac, n_cap, n_snap)
 
 
 def read(
@@ -175,7 +234,9 @@ def read(
 
     # pcap before 2.3 wrote the original length before the captured length (libpcap swaps them).
     swapped = (vmaj, vmin) < (2, 3)
-    offs, reason, stop = walk_records(data, FILE_HEADER, endian, rec_len, limits.max_caplen, 12 if swapped else 8)
+    offs, reason, stop = walk_records(data, FILE_HEADER, endian, rec_len, limits.max_caplen, 12 if swapped else 8,
+                                      done=releaser(data))
+    release(data)
     if reason == "caplen":
         cap = struct.unpack_from(endian + "I", data, stop + (12 if swapped else 8))[0]
         raise CorruptTraceError(
@@ -188,38 +249,19 @@ def read(
                 offset=stop, frame=len(offs) + 1, hint="the capture was cut short; rerun without --strict to keep them")
 
     buf = np.frombuffer(data, dtype=np.uint8)
-    ts_sec, ts_frac, caplen, origlen = _headers(buf, offs, endian)
-    if swapped:
-        caplen, origlen = origlen, caplen
-    if not nanos and len(offs) and (ts_frac >= 1_000_000).any():
-        log.add("W-TIMESTAMP", "microsecond fraction >= 1,000,000 (carried into the seconds)",
-                count=int((ts_frac >= 1_000_000).sum()))
-    if len(offs) and (caplen > origlen).any():
+    ts_ns, caplen, origlen, (n_frac, n_cap, n_snap) = _headers(
+        buf, offs, endian, nanos, swapped, fcs_bytes, snaplen, data)
+    if n_frac:
+        log.add("W-TIMESTAMP", "microsecond fraction >= 1,000,000 (carried into the seconds)", count=n_frac)
+    if n_cap:
         log.add("W-CAPLEN", "captured length larger than the original length (original length raised)",
-                count=int((caplen > origlen).sum()))
-        origlen = np.maximum(origlen, caplen)
-    if snaplen and len(offs) and (caplen > snaplen).any():
-        log.add("W-SNAPLEN", "records longer than the file's snaplen (accepted, as libpcap does)",
-                count=int((caplen > snaplen).sum()))
-    if fcs_bytes:
-        # The FCS trails the frame: it is in the captured bytes only if the capture reached it.
-        caplen = np.minimum(caplen, np.maximum(origlen - fcs_bytes, 0))
-        origlen = np.maximum(origlen - fcs_bytes, 0)
-    ts_sec *= 1_000_000_000
-    ts_sec += ts_frac if nanos else ts_frac * 1000
-    ts_ns = ts_sec
-    del ts_frac
+                count=n_cap)
+    if n_snap:
+        log.add("W-SNAPLEN", "records longer than the file's snaplen (accepted, as libpcap does)", count=n_snap)
     offs += rec_len
     nrec = len(offs)
-    pk = Packets(
-        frame=np.arange(1, nrec + 1, dtype=np.uint64),
-        data_off=offs,
-        caplen=caplen,
-        origlen=origlen,
-        linktype=np.broadcast_to(np.int64(linktype), (nrec,)),  # one link type: no per-packet array
-        ts_ns=ts_ns,
-    )
-    del offs, caplen, origlen, ts_sec, ts_ns
+    pk = Packets(data_off=offs, caplen=caplen, origlen=origlen, linktype=linktype, ts_ns=ts_ns)
+    del offs, caplen, origlen, ts_ns
     if not nrec:
         log.add("W-EMPTY", "the capture holds no packets")
     meta = {

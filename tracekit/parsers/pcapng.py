@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import struct
 from array import array
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -31,8 +31,9 @@ import numpy as np
 from tracekit._source import Source
 from tracekit.errors import CorruptTraceError, UnknownFormatError
 from tracekit.limits import DEFAULT, Limits
-from tracekit.parsers._capture import build, fallback, load_capture
+from tracekit.parsers._capture import build, fallback, load_capture, release, releaser
 from tracekit.parsers._decode import Packets
+from tracekit.parsers._pcapng_fields import MAX_SEC, Fields, Interface, block_fields, options, text, ts_to_ns
 from tracekit.trace import Trace, WarningLog
 
 NAME = "pcapng"
@@ -47,8 +48,6 @@ _BOM_LE = b"\x4d\x3c\x2b\x1a"
 _BOM_BE = b"\x1a\x2b\x3c\x4d"
 #: Smallest legal total length of each packet block (header 8 + fixed fields + trailer 4).
 _MIN_LEN = {BT_EPB: 32, BT_PB: 32, BT_SPB: 16, BT_IDB: 20, BT_SHB: 28}
-#: Largest timestamp accepted, in seconds from the epoch either way (int64 ns stays exact).
-_MAX_SEC = 9_000_000_000
 _OPT_TSRESOL, _OPT_FCSLEN, _OPT_TSOFFSET, _OPT_NAME = 9, 13, 14, 2
 _OPT_USERAPPL, _OPT_OS, _OPT_HARDWARE = 4, 3, 2
 
@@ -58,29 +57,25 @@ def sniff(head: bytes) -> bool:
     return head[:4] == b"\x0a\x0d\x0d\x0a" and head[8:12] in (_BOM_LE, _BOM_BE)
 
 
-@dataclass
-class Interface:
-    """What an IDB says about one interface (its packets are decoded with these)."""
-
-    linktype: int
-    snaplen: int
-    tsresol: int = 6  # option byte: MSB 0 -> 10^-n s, MSB 1 -> 2^-n s; default 10^-6
-    tsoffset: int = 0  # seconds added to every timestamp
-    fcslen: int = 0  # FCS bytes at the end of every frame
-    name: str | None = None
-    section: int = 0
+#: Bytes of a memory map walked before the pages behind the walk are released.
+_WALK_SEGMENT = 16 << 20
 
 
-def walk_blocks(data: bytes, max_block: int) -> tuple[np.ndarray, list[tuple[int, bool]], str | None, int]:
+def walk_blocks(data: bytes, max_block: int, done: Callable[[int], None] | None = None
+                ) -> tuple[np.ndarray, list[tuple[int, bool]], str | None, int]:
     """Find block boundaries: the one per-block Python loop, kept small and isolated.
 
     The block type ``0A0D0D0A`` reads the same in both byte orders, so an SHB is recognised
     before its byte order is known; its byte-order magic then says how to read its length
     and everything up to the next SHB.
 
+    With ``done``, the data is walked in segments, as :func:`tracekit.parsers.pcap.walk_records`
+    walks it, and ``done(offset)`` is called after each (nothing below ``offset`` is read again).
+
     Args:
         data: The file bytes.
         max_block: Largest acceptable block length (checked before anything else is done with it).
+        done: Called as the walk moves on (to release a memory map's pages behind it).
 
     Returns:
         (offsets of complete blocks as int64, sections as (index of their SHB among the
@@ -98,124 +93,44 @@ def walk_blocks(data: bytes, max_block: int) -> tuple[np.ndarray, list[tuple[int
     sections: list[tuple[int, bool]] = []
     off = 0
     reason: str | None = None
-    try:
-        while True:
-            btype, ln = at(data, off)  # struct.error when fewer than 8 bytes are left
-            if btype == BT_SHB:
-                bom = data[off + 8:off + 12]
-                if bom == _BOM_LE:
-                    at = le_at
-                elif bom == _BOM_BE:
-                    at = be_at
-                else:
-                    reason = "truncated" if len(bom) < 4 else "magic"
+    mv = None if done is None or n <= _WALK_SEGMENT else memoryview(data)
+    limit = n if mv is None else 0
+    while reason is None:
+        if mv is not None:
+            limit = min(max(limit, off) + _WALK_SEGMENT, n)
+        part = data if limit == n or mv is None else mv[:limit]
+        try:
+            while True:
+                btype, ln = at(part, off)  # struct.error when fewer than 8 bytes are left
+                if btype == BT_SHB:
+                    bom = data[off + 8:off + 12]
+                    if bom == _BOM_LE:
+                        at = le_at
+                    elif bom == _BOM_BE:
+                        at = be_at
+                    else:
+                        reason = "truncated" if len(bom) < 4 else "magic"
+                        break
+                    sections.append((len(offs), at is be_at))
+                    ln = at(part, off)[1]
+                if ln < 12 or ln & 3 or ln > max_block:
+                    reason = "too-large" if ln > max_block and not ln & 3 else "length"
                     break
-                sections.append((len(offs), at is be_at))
-                ln = at(data, off)[1]
-            if ln < 12 or ln & 3 or ln > max_block:
-                reason = "too-large" if ln > max_block and not ln & 3 else "length"
-                break
-            append(off)
-            off += ln
-    except struct.error:
-        pass
+                append(off)
+                off += ln
+        except struct.error:
+            pass
+        del part
+        if limit == n or done is None:
+            break
+        done(off)  # the block at ``off`` is read again, from the next segment
+    if mv is not None:
+        mv.release()
     if reason is None and off != n:
         reason = "truncated"
         if off > n:  # the last block runs past the end of the file
             off = offs.pop()
     return np.frombuffer(offs, dtype=np.int64).copy(), sections, reason, off
-
-
-class _Fields:
-    """Gather unaligned u16/u32 fields of many blocks, each in its section's byte order.
-
-    One gather per field through an overlapping ``<u4``/``>u4`` view (positions clipped to the
-    buffer); both byte orders are read only when the file mixes them.
-    """
-
-    def __init__(self, buf: np.ndarray, big: np.ndarray) -> None:
-        self.b = buf
-        self.big = big
-        self.mixed = bool(big.any()) and not bool(big.all())
-        self.e = ">" if len(big) and big[0] else "<"
-
-    def _get(self, pos: np.ndarray, width: int) -> np.ndarray:
-        n = len(self.b) - width + 1
-        p = np.clip(pos, 0, n - 1)
-        view = lambda e: np.ndarray(shape=(n,), dtype=f"{e}u{width}", buffer=self.b, strides=(1,))  # noqa: E731
-        if not self.mixed:
-            return view(self.e)[p].astype(np.int64)
-        return np.where(self.big, view(">")[p], view("<")[p]).astype(np.int64)
-
-    def u32(self, pos: np.ndarray) -> np.ndarray:
-        return self._get(pos, 4)
-
-    def words(self, pos: np.ndarray, k: int) -> np.ndarray:
-        """``k`` consecutive u32 at each position, as an (n, k) int64 array: one gather of 4k bytes."""
-        n = len(self.b) - 4 * k + 1
-        view = np.ndarray(shape=(max(n, 0),), dtype=f"V{4 * k}", buffer=self.b, strides=(1,))
-        raw = view[np.clip(pos, 0, n - 1)]
-        if not self.mixed:
-            return raw.view(self.e + "u4").reshape(-1, k).astype(np.int64)
-        le, be = raw.view("<u4").reshape(-1, k), raw.view(">u4").reshape(-1, k)
-        return np.where(self.big[:, None], be, le).astype(np.int64)
-
-    def u16(self, pos: np.ndarray) -> np.ndarray:
-        return self._get(pos, 2)
-
-
-def _options(data: bytes, start: int, end: int, e: str) -> tuple[dict[int, bytes], bool]:
-    """Parse a block's options (first value of each code); returns (options, well formed?)."""
-    out: dict[int, bytes] = {}
-    off = start
-    while off + 4 <= end:  # every step advances by >= 4 bytes, so this ends
-        code, ln = struct.unpack_from(e + "HH", data, off)
-        if code == 0:
-            return out, True
-        if off + 4 + ln > end:
-            return out, False
-        out.setdefault(code, data[off + 4:off + 4 + ln])
-        off += 4 + ln + ((-ln) % 4)
-    return out, True
-
-
-def _text(value: bytes | None, limit: int = 120) -> str | None:
-    """A printable, bounded string from an option value (student files are hostile input)."""
-    if value is None:
-        return None
-    s = value.split(b"\0", 1)[0].decode("utf-8", errors="replace")
-    s = "".join(ch for ch in s if ch.isprintable())
-    return s[:limit] or None
-
-
-def _ts_to_ns(ts: np.ndarray, itf: Interface) -> tuple[np.ndarray, int]:
-    """Convert raw 64-bit timestamps of one interface to int64 epoch ns with exact integer math.
-
-    Float seconds would lose sub-µs precision (float64 epoch seconds resolve ~0.2 µs today), so
-    seconds and fraction are split first and each is scaled in uint64 without overflow.
-
-    Returns:
-        (ns, how many timestamps were out of range and clamped).
-    """
-    r = itf.tsresol
-    if r & 0x80:
-        n = r & 0x7F
-        sec = ts >> np.uint64(n)
-        frac = ts & np.uint64((1 << n) - 1)
-        if n > 32:  # keep frac * 1e9 below 2^64: drop bits finer than 2^-32 s (< 1 ns)
-            frac >>= np.uint64(n - 32)
-            n = 32
-        frac_ns = (frac * np.uint64(1_000_000_000)) >> np.uint64(n)
-    else:
-        unit = np.uint64(10**r)
-        sec = ts // unit
-        frac = ts % unit
-        frac_ns = frac * np.uint64(10 ** (9 - r)) if r <= 9 else frac // np.uint64(10 ** (r - 9))
-    bad = sec > np.uint64(_MAX_SEC)
-    s = np.where(bad, np.uint64(_MAX_SEC), sec).astype(np.int64) + itf.tsoffset
-    clamp = (s > _MAX_SEC) | (s < -_MAX_SEC)
-    s = np.clip(s, -_MAX_SEC, _MAX_SEC)
-    return s * 1_000_000_000 + frac_ns.astype(np.int64), int((bad | clamp).sum())
 
 
 def read(
@@ -251,7 +166,7 @@ def read(
         raise UnknownFormatError(f"not a pcapng file (first bytes {data[:4].hex(' ')})", path=path, offset=0,
                                  hint="is it a classic pcap or a text trace? try without --format")
 
-    offs, sections, reason, stop = walk_blocks(data, limits.max_block_bytes)
+    offs, sections, reason, stop = walk_blocks(data, limits.max_block_bytes, releaser(data))
     nb = len(offs)
 
     def corrupt(msg: str, block: int, offset: int, hint: str | None = None) -> CorruptTraceError:
@@ -282,11 +197,9 @@ def read(
     sec_first = np.array([s for s, _ in sections], dtype=np.int64)
     sec_big = np.array([b for _, b in sections], dtype=bool)
     sec_of = np.searchsorted(sec_first, np.arange(nb), side="right") - 1
-    fl = _Fields(buf, sec_big[sec_of])
-    head = fl.words(offs, 2)
-    btype, blen = head[:, 0], head[:, 1]
-    del head
-    trailer = fl.u32(offs + blen - 4)
+    fl = Fields(buf, sec_big[sec_of])
+    btype, blen, trailer, w = block_fields(buf, offs, fl.big, releaser(data))
+    release(data)
     bad = np.nonzero(trailer != blen)[0]
     if len(bad):
         i = int(bad[0])
@@ -308,18 +221,18 @@ def read(
         if major != 1:
             raise corrupt(f"section version {major}.{minor} (only 1.x exists)", first + 1, o)
         if k == 0:
-            opts, _ok = _options(data, o + 24, o + int(blen[first]) - 4, e)
-            shb_meta = {"version": f"{major}.{minor}", "application": _text(opts.get(_OPT_USERAPPL)),
-                        "os": _text(opts.get(_OPT_OS)), "hardware": _text(opts.get(_OPT_HARDWARE))}
+            opts, _ok = options(data, o + 24, o + int(blen[first]) - 4, e)
+            shb_meta = {"version": f"{major}.{minor}", "application": text(opts.get(_OPT_USERAPPL)),
+                        "os": text(opts.get(_OPT_OS)), "hardware": text(opts.get(_OPT_HARDWARE))}
     idb_rows = np.nonzero(btype == BT_IDB)[0]
     ifaces: list[Interface] = []
     for i in idb_rows.tolist():
         o, e = int(offs[i]), (">" if sec_big[sec_of[i]] else "<")
         lt, _res, snap = struct.unpack_from(e + "HHI", data, o + 8)
-        opts, ok = _options(data, o + 16, o + int(blen[i]) - 4, e)
+        opts, ok = options(data, o + 16, o + int(blen[i]) - 4, e)
         if not ok:
             log.add("W-OPTION", "interface option runs past its block (options after it ignored)", offset=o)
-        itf = Interface(lt, snap, section=int(sec_of[i]), name=_text(opts.get(_OPT_NAME)))
+        itf = Interface(lt, snap, section=int(sec_of[i]), name=text(opts.get(_OPT_NAME)))
         if _OPT_TSRESOL in opts and opts[_OPT_TSRESOL]:
             r = opts[_OPT_TSRESOL][0]
             # 10^-19 s still fits a u64 tick count; finer resolutions (libpcap: "too high") cannot.
@@ -335,31 +248,35 @@ def read(
         ifaces.append(itf)
 
     # ---- packet blocks, all at once
-    is_idb = (btype == BT_IDB).astype(np.int64)
-    idb_before = np.cumsum(is_idb) - is_idb  # IDBs strictly before each block
-    idb_at_section = idb_before[sec_first][sec_of]
+    is_idb = btype == BT_IDB
+    idb_before = np.cumsum(is_idb)
+    idb_before -= is_idb  # IDBs strictly before each block
     rows = np.nonzero(np.isin(btype, (BT_EPB, BT_PB, BT_SPB)))[0]
+    known = idb_before[rows]  # the packet's section has those after its SHB
+    idb_at_section = idb_before[sec_first][sec_of[rows]]
+    known -= idb_at_section
+    del is_idb, idb_before, sec_of
     po, pt, pl_ = offs[rows], btype[rows], blen[rows]
-    pf = _Fields(buf, fl.big[rows])
+    pf = Fields(buf, fl.big[rows])
     spb = pt == BT_SPB
     epb = pt == BT_EPB
-    # EPB/PB (>= 32 bytes): interface, ts high, ts low, caplen, origlen: one 20-byte gather
-    w = pf.words(po + 8, 5)
+    # EPB/PB (>= 32 bytes): interface, ts high, ts low, caplen, origlen: ``w`` (one 20-byte gather)
     # PB: a 16-bit interface id, then a 16-bit drop count, in the section's byte order
     iface16 = np.where(pf.big, w[:, 0] >> 16, w[:, 0] & 0xFFFF)
     local = np.where(spb, 0, np.where(epb, w[:, 0], iface16))
-    known = idb_before[rows] - idb_at_section[rows]
+    del iface16
     unknown = np.nonzero(local >= known)[0]
     if len(unknown):
         k = int(unknown[0])
         raise corrupt(f"packet for interface {int(local[k])}, but its section has only {int(known[k])} "
                       "interface(s) described before it", int(rows[k]) + 1, int(po[k]),
                       hint="an interface description block is missing or the interface id is corrupt")
-    gidx = idb_at_section[rows] + local
+    gidx = idb_at_section + local
+    del idb_at_section, local, known
     caplen = np.where(spb, 0, w[:, 3])
     origlen = w[:, 4].copy()
     if spb.any():  # SPB: the original length is the only field (a 16-byte SPB may end the file)
-        origlen[spb] = pf.u32(po[spb] + 8) if not pf.mixed else _Fields(buf, pf.big[spb]).u32(po[spb] + 8)
+        origlen[spb] = pf.u32(po[spb] + 8) if not pf.mixed else Fields(buf, pf.big[spb]).u32(po[spb] + 8)
     room = pl_ - np.where(spb, 16, 32)
     over = np.nonzero(~spb & (caplen > room))[0]
     if len(over):
@@ -388,14 +305,21 @@ def read(
     lt = np.zeros(len(rows), dtype=np.int64)
     fcs = np.zeros(len(rows), dtype=np.int64)
     clamped = 0
-    for g in np.unique(gidx).tolist():
+    groups = np.unique(gidx).tolist()
+    for g in groups:
+        if len(groups) == 1:  # one interface (the usual case): no masks, no copies
+            ts_ns, clamped = ts_to_ns(ts_raw, ifaces[g])
+            lt[:] = ifaces[g].linktype
+            fcs[:] = ifaces[g].fcslen
+            break
         m = gidx == g
-        ts_ns[m], c = _ts_to_ns(ts_raw[m], ifaces[g])
+        ts_ns[m], c = ts_to_ns(ts_raw[m], ifaces[g])
         clamped += c
         lt[m] = ifaces[g].linktype
         fcs[m] = ifaces[g].fcslen
+    del ts_raw
     if clamped:
-        log.add("W-TIMESTAMP", f"timestamps beyond ±{_MAX_SEC:,} s from the epoch (clamped)", count=clamped)
+        log.add("W-TIMESTAMP", f"timestamps beyond ±{MAX_SEC:,} s from the epoch (clamped)", count=clamped)
     if spb.any():
         # An SPB has no timestamp: carry the previous timed packet's time forward (0 before any).
         log.add("W-NO-TIMESTAMP", "simple packet blocks carry no timestamp (previous packet's time used)",
@@ -420,7 +344,6 @@ def read(
     if slow is not None:
         return slow
     pk = Packets(
-        frame=np.arange(1, len(rows) + 1, dtype=np.uint64),
         data_off=po + np.where(spb, 12, 28),
         caplen=caplen,
         origlen=origlen,
@@ -444,6 +367,6 @@ def read(
         "counts": {"blocks": nb, "simple_packet_blocks": int(spb.sum()),
                    "obsolete_packet_blocks": int((pt == BT_PB).sum())},
     }
-    del offs, btype, blen, trailer, sec_of, fl, pf, is_idb, idb_before, idb_at_section, rows, po, pt, pl_
-    del spb, epb, local, iface16, gidx, caplen, origlen, snap, ts_raw, ts_ns, lt, fcs
+    del offs, btype, blen, trailer, fl, pf, rows, po, pt, pl_
+    del spb, epb, gidx, caplen, origlen, snap, ts_ns, lt, fcs
     return build(buf, pk, meta=meta, log=log, limits=limits, data=data)

@@ -20,7 +20,6 @@ Rules every chart follows (RELIABILITY.md §7.5, ECOSYSTEM.md §3.3):
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import altair as alt
 import polars as pl

@@ -1,0 +1,331 @@
+"""The inputs of the cwnd analysis as numpy arrays: data segments and ACK stream per data direction.
+
+Each data direction's data segments, and the ACKs that reach its sender, become one
+contiguous run of rows in capture order (time, then frame). What the estimate needs at every
+data segment (the cumulative ACK before it, whether that ACK was a duplicate, retransmission
+marks, SACKed bytes) comes from searches within those runs instead of joins and ``over()``
+windows. Searches put the shorter array on the query side (a search per ACK, then counts
+spread over the data rows), since a binary search per data row costs more than the rest of
+the step; and arrays of full length are few (each is freshly paged memory: on the bench
+capture allocating costs about as much as computing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from tracekit.analysis._cwnd_packets import KEYS, DataIndex, Packets, frame_rows, sacked
+from tracekit.analysis._cwnd_seg import (
+    MISSING,
+    below,
+    count_below,
+    cummax,
+    ffill_index,
+    ranges,
+    shift1,
+)
+
+
+@dataclass
+class Rows:
+    """Data segments of every data direction, direction by direction, each in capture order.
+
+    Per direction (index ``d``, in ``(flow, dir)`` order): rows ``lo[d]:hi[d]``, ACKs
+    ``alo[d]:ahi[d]``. Per retransmitted row (``retx_rows``): the highest byte sent before
+    it and the arrival times of the latest ACK and of the latest ACK that advanced.
+    """
+
+    flow: np.ndarray  # per direction
+    dir: np.ndarray
+    mss: np.ndarray
+    min_rtt: np.ndarray  # NaN: no sample
+    syn_lost: np.ndarray
+    syn_t: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    alo: np.ndarray
+    ahi: np.ndarray
+    time: np.ndarray  # per data row
+    seq_end: np.ndarray
+    pay: np.ndarray  # payload (seq = seq_end - pay)
+    una: np.ndarray
+    dup: np.ndarray  # sent on a duplicate ACK
+    new_ack: np.ndarray  # the latest ACK differs from the previous row's
+    sack_at: np.ndarray  # rows with SACKed bytes above una, and how many
+    sack_val: np.ndarray
+    retx_rows: np.ndarray
+    retx_hi: np.ndarray
+    retx_tack: np.ndarray
+    retx_tnew: np.ndarray
+    a_time: np.ndarray  # per ACK
+    a_una: np.ndarray
+
+    def sacked(self, rows: np.ndarray) -> np.ndarray:
+        """SACKed bytes at ``rows``."""
+        k = np.minimum(np.searchsorted(self.sack_at, rows), max(self.sack_at.size - 1, 0))
+        return np.where(self.sack_at[k] == rows, self.sack_val[k], 0) if self.sack_at.size else np.zeros(rows.size,
+                                                                                                             np.int64)
+
+
+def _grouped(mask: np.ndarray, code: np.ndarray, nd: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``mask`` grouped by direction (``code`` per packet, -1: none), in frame order within each.
+
+    Returns:
+        (packet index, rows per direction).
+    """
+    if nd <= 16:  # few directions: one selection each
+        parts = [np.flatnonzero(mask & (code == c)) for c in range(nd)]
+        if not parts:
+            return np.empty(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return np.concatenate(parts), np.array([x.size for x in parts], dtype=np.int64)
+    sel = np.flatnonzero(mask & (code >= 0))
+    c = code[sel]
+    counts = np.bincount(c, minlength=nd)
+    # a stable radix sort on one or two bytes
+    perm = np.argsort(c.astype(np.uint8 if nd < 256 else np.uint16) if nd < (1 << 16) else c, kind="stable")
+    return sel[perm], counts
+
+
+def _late(x: np.ndarray, lo: np.ndarray) -> bool:
+    """Does ``x`` decrease anywhere inside one of the groups starting at ``lo``?"""
+    late = x[1:] < x[:-1]
+    late[lo[(lo > 0) & (lo < x.size)] - 1] = False
+    return bool(late.any())
+
+
+def _time_order(time: np.ndarray, lo: np.ndarray, hi: np.ndarray, reordered: np.ndarray) -> np.ndarray | None:
+    """The permutation that puts each group's rows (frame order, frames increasing) in time order.
+
+    A stable sort per group that is out of order, so rows at one time keep their frame order:
+    capture order is (time, frame). None when every group is in order already; groups sorted
+    are marked in ``reordered``.
+    """
+    late = time[1:] < time[:-1]
+    late[lo[(lo > 0) & (lo < time.size)] - 1] = False
+    if not late.any():
+        return None
+    perm = np.arange(time.size)
+    for c in np.unique(np.searchsorted(hi, np.flatnonzero(late), side="right")).tolist():
+        a, b = int(lo[c]), int(hi[c])
+        perm[a:b] = a + np.argsort(time[a:b], kind="stable")
+        reordered[c] = True
+    return perm
+
+
+def _acks_before(time: np.ndarray, d_idx: np.ndarray, lo: np.ndarray, hi: np.ndarray, a_time: np.ndarray,
+                 a_idx: np.ndarray, alo: np.ndarray, ahi: np.ndarray, fr: np.ndarray) -> np.ndarray:
+    """Per data row: the latest ACK of its direction before it in capture order (time, then frame), -1 for none.
+
+    Both streams (packet rows ``d_idx``, ``a_idx``) are in capture order and frame numbers
+    ``fr`` are unique. An ACK at the same time as a segment precedes it when its frame number
+    is lower (few rows: looked at block by block).
+    """
+    j = np.empty(time.size, dtype=np.int64)
+    for c in range(lo.size):
+        a, b = int(lo[c]), int(hi[c])
+        at = a_time[alo[c]:ahi[c]]
+        if b == a:
+            continue
+        tt = time[a:b]
+        k = count_below(at, tt, presorted=True)  # ACKs strictly earlier
+        if at.size:
+            tie = np.flatnonzero(at[np.minimum(k, at.size - 1)] == tt)
+            if tie.size:
+                end = np.searchsorted(at, tt[tie], side="right")
+                f, af = fr[d_idx[a + tie]], fr[a_idx[alo[c]:ahi[c]]]
+                start = k[tie]
+                for step in range(int((end - start).max())):
+                    inside = start + step < end
+                    k[tie] += inside & (af[np.minimum(start + step, at.size - 1)] < f)
+        j[a:b] = k + (alo[c] - 1)
+    return j
+
+
+def _by_rank(idx: np.ndarray, rank: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
+    """The permutation that puts each group's rows in rank order (None: they are)."""
+    lo = np.cumsum(counts) - counts
+    if not _late(rank, lo):
+        return None
+    return np.lexsort((rank, np.repeat(np.arange(counts.size), counts)))
+
+
+def _min_rtt(a_una: np.ndarray, a_time: np.ndarray, alo: np.ndarray, ahi: np.ndarray, sent_hi: np.ndarray,
+             retx: np.ndarray, time: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Per direction: the smallest time from a first transmission to the first ACK covering it (NaN: none).
+
+    ``sent_hi`` is the highest byte sent so far (non-decreasing in a direction): at a first
+    transmission it is the segment's end, so the searches run over sorted queries.
+    Retransmissions are no samples (Karn); the ACK must arrive after the segment.
+    """
+    nd = lo.size
+    out = np.full(nd, np.nan)
+    if nd > 64:
+        k = below(a_una, alo, ahi, sent_hi, lo, hi)
+        if k is None:  # absurd sequence numbers: one search per direction
+            k = np.concatenate([alo[c] + np.searchsorted(a_una[alo[c]:ahi[c]], sent_hi[lo[c]:hi[c]])
+                                for c in range(nd)])
+        counts = hi - lo
+        ok = (k < np.repeat(ahi, counts)) & ~retx
+        rtt = a_time[np.where(ok, k, 0)] if a_time.size else np.zeros(k.size)
+        rtt -= time
+        rtt[~ok | (rtt <= 0)] = np.inf
+        ne = np.flatnonzero(counts > 0)
+        if ne.size:
+            out[ne] = np.minimum.reduceat(rtt, lo[ne])
+        out[np.isinf(out)] = np.nan
+        return out
+    for c in range(nd):  # few directions: one pass each, nothing of full length allocated
+        a, b = int(lo[c]), int(hi[c])
+        una = a_una[alo[c]:ahi[c]]
+        if b == a or una.size == 0:
+            continue
+        k = count_below(una, sent_hi[a:b], presorted=True)
+        ok = k < una.size
+        ok &= ~retx[a:b]
+        rtt = a_time[alo[c]:ahi[c]][k[ok]] - time[a:b][ok]
+        rtt = rtt[rtt > 0]
+        if rtt.size:
+            out[c] = rtt.min()
+    return out
+
+
+def build(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: pl.DataFrame,
+          packets: Packets | None = None) -> Rows | None:
+    """Gather the estimate's inputs (see the module docstring); None when there are no data rows or no ACKs.
+
+    Args:
+        pk: Packets at the sender's vantage point.
+        flight: The flight frame (its SACK accounting; may be empty).
+        retrans: The retransmissions frame (its frames are retransmissions; may be empty).
+        dirs: Data directions (``flow, dir, mss``) from :func:`tracekit.analysis.cwnd.data_directions`.
+        packets: ``pk``'s columns if already read.
+    """
+    p = packets if packets is not None else Packets(pk)
+    dd = dirs.filter(pl.col("dir").is_not_null()).sort(KEYS)  # packets without a direction never join one
+    dflow, ddir = dd["flow"].to_numpy(), dd["dir"].to_numpy()
+    nd, n = dd.height, p.n
+    t, fr = p.t, p.fr
+    real = p.tcp & ~p.dnull
+    code = p.codes(dflow, ddir)
+    d_mask = real & p.pay & p.seq_ok & (code >= 0)
+    d_idx, counts = _grouped(d_mask, code, nd)
+    # an ACK travels the other way: it belongs to the data direction 1 - dir
+    a_idx, acounts = _grouped(real & p.ack, p.codes(dflow, ddir, reverse=True), nd)
+    s_idx = np.flatnonzero(real & p.syn & (code >= 0))
+    s_code = code[s_idx]
+    del real
+    if d_idx.size == 0 or a_idx.size == 0:
+        return None
+    hi = np.cumsum(counts)
+    lo = hi - counts
+    ahi = np.cumsum(acounts)
+    alo = ahi - acounts
+    ar = np.arange(nd)
+
+    # ---- the latest ACK before each data segment, in capture order (time, then frame)
+    time, a_time = t[d_idx], t[a_idx]
+    frames_up = n < 2 or bool((fr[1:] > fr[:-1]).all())
+    reordered = np.zeros(nd, dtype=bool)
+    if nd <= 64 and frames_up:
+        # frames increase: frame order is capture order except where times go back (packets
+        # of several queues); each stream is put in time order, then the streams are merged by time
+        by = _time_order(time, lo, hi, reordered)
+        if by is not None:
+            d_idx, time = d_idx[by], time[by]
+        by = _time_order(a_time, alo, ahi, np.zeros(nd, dtype=bool))
+        if by is not None:
+            a_idx, a_time = a_idx[by], a_time[by]
+        del by
+        j = _acks_before(time, d_idx, lo, hi, a_time, a_idx, alo, ahi, fr)
+    else:
+        # many directions or frame numbers out of order: rank every packet by (time, frame)
+        inv = np.empty(n, dtype=np.int64)
+        inv[np.lexsort((fr, t))] = np.arange(n)
+        d_rank, a_rank = inv[d_idx], inv[a_idx]
+        del inv
+        by = _by_rank(d_idx, d_rank, counts)
+        if by is not None:
+            d_idx, d_rank, time = d_idx[by], d_rank[by], time[by]
+            reordered[:] = True
+        by = _by_rank(a_idx, a_rank, acounts)
+        if by is not None:
+            a_idx, a_rank, a_time = a_idx[by], a_rank[by], a_time[by]
+        del by
+        jr = below(a_rank, alo, ahi, d_rank, lo, hi)
+        if jr is None:  # never: ranks are below the number of packets
+            raise AssertionError("capture ranks out of range")
+        j = jr - 1
+        del d_rank, a_rank, jr
+    # rows before a direction's first ACK lead it (j is non-decreasing): no ACK yet (-1)
+    first_ack = np.minimum(np.searchsorted(j, alo), hi)
+    no_ack = ranges(lo, first_ack)
+    j[no_ack] = -1
+    new_ack = np.empty(j.size, dtype=bool)  # the segments one ACK releases: a new latest ACK
+    new_ack[0] = True
+    np.not_equal(j[1:], j[:-1], out=new_ack[1:])
+
+    # ---- what other analyses say per data segment: SACKed bytes, retransmission marks
+    di = DataIndex(d_idx, code, lo, hi, frames_up)
+    di.reordered = reordered
+    sack_at, sack_val = sacked(p, flight, di, d_mask)
+    del d_mask
+    given = np.empty(0, dtype=np.int64)
+    if retrans.height:
+        given = frame_rows(p, di, retrans.select(*KEYS, pl.col("frame").cast(pl.UInt64)))[0]
+    del di, code
+    seq_end = p.take("seq", d_idx)
+    pay = p.payload[d_idx]
+    seq_end += pay
+    del d_idx
+
+    # ---- the ACK stream: cumulative ACK (running max) and whether each ACK advanced it
+    a_una = cummax(p.take("ack", a_idx), alo)
+    del a_idx
+    a_new = a_una > shift1(a_una, alo, MISSING)
+    last_new = ffill_index(a_new, alo)
+    ne = counts > 0
+    first_seq = np.zeros(nd, dtype=np.int64)
+    first_seq[ne] = np.minimum.reduceat(seq_end - pay, lo[ne])
+    # una (at least the first byte of the direction) and dupACK state of the latest ACK; the
+    # extra last entry serves the rows without one (j = -1)
+    una = np.append(np.maximum(a_una, np.repeat(first_seq, acounts)), 0)[j]
+    dup = np.append(~a_new, False)[j]
+    una[no_ack] = first_seq[np.repeat(ar, first_ack - lo)]
+
+    # ---- retransmissions: below the highest byte sent before, or marked by the retrans analysis
+    sent_hi = cummax(seq_end, lo)
+    retx = np.empty(seq_end.size, dtype=bool)
+    np.less(seq_end[1:] - pay[1:], sent_hi[:-1], out=retx[1:])
+    first = lo[lo < retx.size]  # nothing sent before a direction's first segment
+    retx[first] = seq_end[first] - pay[first] < MISSING
+    retx[given] = True
+    retx_rows = np.flatnonzero(retx)
+    retx_hi = np.where(np.isin(retx_rows, lo), MISSING, sent_hi[np.maximum(retx_rows - 1, 0)])
+    jr = j[retx_rows]
+    del j
+    ok = jr >= 0
+    retx_tack = np.where(ok, a_time[np.maximum(jr, 0)], -np.inf)
+    ln = np.where(ok, last_new[np.maximum(jr, 0)], -1)
+    retx_tnew = np.where(ln >= 0, a_time[np.maximum(ln, 0)], -np.inf)
+    min_rtt = _min_rtt(a_una, a_time, alo, ahi, sent_hi, retx, time, lo, hi)
+    del sent_hi, retx
+
+    # ---- a retransmitted SYN: the transfer starts with cwnd = 1 segment, ssthresh = 2
+    syn_n = np.bincount(s_code, minlength=nd)
+    syn_t = np.full(nd, -np.inf)
+    np.maximum.at(syn_t, s_code, t[s_idx])
+
+    mss = dd["mss"].cast(pl.Float64).fill_null(np.nan).to_numpy()
+    unknown = dd["mss"].is_null().to_numpy()
+    if unknown.any():  # no size known: the largest segment
+        big_seg = np.zeros(nd)
+        big_seg[ne] = np.maximum.reduceat(pay, lo[ne])
+        mss = np.where(unknown, big_seg, mss)
+    return Rows(
+        flow=dflow, dir=ddir, mss=mss, min_rtt=min_rtt, syn_lost=syn_n > 1, syn_t=syn_t, lo=lo, hi=hi, alo=alo,
+        ahi=ahi, time=time, seq_end=seq_end, pay=pay, una=una, dup=dup, new_ack=new_ack, sack_at=sack_at,
+        sack_val=sack_val, retx_rows=retx_rows, retx_hi=retx_hi, retx_tack=retx_tack, retx_tnew=retx_tnew,
+        a_time=a_time, a_una=a_una)

@@ -1,0 +1,153 @@
+"""Per-direction parts of the flows frame computed on numpy arrays in grouped order.
+
+Both functions read the prepared state (:func:`tracekit.analysis._state.prepare`) through
+its grouped order (``_go``), where each direction's rows are one contiguous run in packet
+order, so a "per direction" aggregate is one ``reduceat`` or ``bincount`` and "the first row
+of a direction satisfying X" is the first row of its run among the rows satisfying X. No
+Python loop runs per row or per direction. Definitions: the :mod:`.flows` docstring.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from tracekit.analysis._groups import MISSING
+from tracekit.analysis._state import Ints, segments
+from tracekit.analysis.rtt import at_rows
+
+_EMPTY_TIMING = {"flow": pl.UInt32, "dir": pl.Int8, "transfer_s": pl.Float64, "init_window_bytes": pl.Int64,
+                 "init_window_segments": pl.Int64, "max_rwnd_bytes": pl.Int64}
+_EMPTY_SHARES = {"flow": pl.UInt32, "dir": pl.Int8, "limited_cwnd_share": pl.Float64,
+                 "limited_rwnd_share": pl.Float64, "limited_app_share": pl.Float64}
+
+
+def _runs(g: np.ndarray) -> np.ndarray:
+    """Start positions of the runs of equal values in ``g`` (non-empty ``g``)."""
+    return np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+
+
+def _keyed(keys: np.ndarray) -> pl.DataFrame:
+    """``flow`` and ``dir`` columns of direction ids ``2·flow + dir``."""
+    k = keys.astype(np.int64)
+    return pl.DataFrame({"flow": (k >> 1).astype(np.uint32), "dir": (k & 1).astype(np.int8)})
+
+
+def timing(st: pl.DataFrame) -> pl.DataFrame:
+    """``transfer_s``, the initial window and the peer's largest advertised window per data direction.
+
+    Args:
+        st: Prepared state (non-empty).
+
+    Returns:
+        ``flow, dir, transfer_s, init_window_bytes, init_window_segments, max_rwnd_bytes``, one
+        row per direction with data, ascending.
+    """
+    sg = segments(st)
+    o = sg.order.astype(np.intp, copy=False)
+    g_all = st["g"].to_numpy()
+    ln = st["len"].to_numpy()
+    d = o[ln[o] > 0]  # data rows, grouped order (ascending row numbers within a direction)
+    if not len(d):
+        return pl.DataFrame(schema=_EMPTY_TIMING)
+    time = st["time"].to_numpy()
+    gd = g_all[d].astype(np.int64)
+    ds = _runs(gd)
+    keys = gd[ds]
+    top = int(max(keys.max(), g_all.max())) + 2
+    slot = np.full(top, -1, dtype=np.int64)  # direction id -> its data-direction number
+    slot[keys] = np.arange(len(keys))
+    t0 = np.minimum.reduceat(time[d], ds)
+    s0 = np.minimum.reduceat(Ints(st, "seq").at(d), ds)
+    last = np.maximum.reduceat(Ints(st, "dend").at(d), ds)
+
+    # ACKs that raise the cumulative ACK, for the direction they acknowledge (the other one)
+    a = o[st["new_ack"].to_numpy()[o]]
+    tgt = slot[g_all[a].astype(np.int64) ^ 1] if len(a) else np.zeros(0, np.int64)
+    a, tgt = a[tgt >= 0], tgt[tgt >= 0]
+    ack = Ints(st, "ack").at(a)
+    # runs of one source direction have one target: the first row of a run is its earliest
+    tend = np.full(len(keys), np.nan)
+    fin = ack >= last[tgt]
+    if fin.any():
+        fr = _runs(tgt[fin])
+        tend[tgt[fin][fr]] = np.minimum.reduceat(time[a[fin]], fr)
+    first_ack = np.full(len(keys), np.iinfo(np.int64).max)
+    cov = ack > s0[tgt]
+    if cov.any():
+        cr = _runs(tgt[cov])
+        first_ack[tgt[cov][cr]] = a[cov][cr]
+    # data sent before the first ACK of data: the initial window
+    rank = np.repeat(np.arange(len(keys)), np.diff(np.r_[ds, len(d)]))
+    early = d < first_ack[rank]
+    iw_n = np.bincount(rank, weights=early, minlength=len(keys)).astype(np.int64)
+    iw_b = np.bincount(rank, weights=np.where(early, ln[d], 0), minlength=len(keys)).astype(np.int64)
+    no_iw = (first_ack == np.iinfo(np.int64).max) | (iw_n == 0)  # no ACK of data seen, or nothing before it
+
+    # the largest window the other direction advertised (over all its packets)
+    w = Ints(st, "win").at(o)
+    starts = np.asarray(sg.starts, dtype=np.intp)
+    wmax = np.maximum.reduceat(w, starts) if len(w) else w
+    rw = np.full(top, MISSING, dtype=np.int64)
+    rw[sg.keys.astype(np.int64)] = wmax
+    rwin = rw[keys ^ 1]
+    out = _keyed(keys).with_columns(
+        transfer_s=pl.Series(tend - t0).fill_nan(None),
+        init_window_bytes=pl.Series(iw_b).set(pl.Series(no_iw), None),  # type: ignore[arg-type]
+        init_window_segments=pl.Series(iw_n).set(pl.Series(no_iw), None),  # type: ignore[arg-type]
+        max_rwnd_bytes=pl.Series(rwin).set(pl.Series(rwin == MISSING), None).cast(st["win"].dtype),  # type: ignore[arg-type]
+    )
+    return out
+
+
+def shares(st: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
+    """Time shares limited by the receiver window, the application and cwnd (:mod:`.flows` docstring).
+
+    Args:
+        st: Prepared state.
+        est: :func:`tracekit.analysis.rtt.smoothed` output.
+
+    Returns:
+        ``flow, dir, limited_cwnd_share, limited_rwnd_share, limited_app_share`` per data direction.
+    """
+    if st.is_empty():
+        return pl.DataFrame(schema=_EMPTY_SHARES)
+    sg = segments(st)
+    o = sg.order.astype(np.intp, copy=False)
+    ln_all = st["len"].to_numpy()
+    d = o[ln_all[o] > 0]  # data rows in grouped order
+    if not len(d):
+        return pl.DataFrame(schema=_EMPTY_SHARES)
+    g = st["g"].to_numpy()[d].astype(np.int64)
+    starts = _runs(g)
+    keys = g[starts]
+    lengths = np.diff(np.r_[starts, len(d)])
+    srtt = at_rows(st, est, pl.DataFrame({"_i": d.astype(np.uint32), "r_i": st["r_i"].gather(d)}))["srtt"]
+    srtt = srtt.fill_null(0.0).to_numpy()
+    t = st["time"].to_numpy()[d]
+    hd = Ints(st, "hi_dend").at(d)
+    ack = Ints(st, "r_hi_ack").at(d)
+    win = Ints(st, "r_win").at(d)
+    last = np.zeros(len(d), dtype=bool)
+    last[starts[1:] - 1] = True
+    last[-1] = True
+    # each segment stands for the time until the direction's next one (the last: none)
+    w = np.zeros(len(d))
+    np.subtract(t[1:], t[:-1], out=w[:-1])
+    w[last] = 0.0
+    np.clip(w, 0.0, None, out=w)
+    mss = np.repeat(np.maximum.reduceat(ln_all[d], starts), lengths)
+    unacked = np.where(ack == MISSING, 0, np.clip(hd - ack, 0, None))
+    rwnd = (win != MISSING) & (ack != MISSING) & (unacked + mss > win)
+    del unacked, mss, win
+    next_ack = np.empty_like(ack)
+    next_ack[:-1] = ack[1:]
+    next_ack[last] = MISSING
+    app = ~rwnd & (w > srtt) & (next_ack != MISSING) & (next_ack >= hd)
+    cw = ~rwnd & ~app
+    tot = np.add.reduceat(w, starts)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = {k: np.add.reduceat(np.where(m, w, 0.0), starts) / tot
+                 for k, m in (("cwnd", cw), ("rwnd", rwnd), ("app", app))}
+    return _keyed(keys).with_columns(
+        **{f"limited_{k}_share": pl.Series(v, dtype=pl.Float64).fill_nan(None) for k, v in share.items()})

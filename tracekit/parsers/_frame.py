@@ -1,0 +1,138 @@
+"""From decoded capture rows (:class:`tracekit.parsers._decode.Rows`) to the packets frame.
+
+The frame is built once, in the schema's column order, mostly from the decoded numpy columns
+themselves: polars takes a numpy array of its own dtype without copying, so a column without
+nulls costs no memory beyond its array. Only columns with nulls are copied (the validity mask).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+import numpy as np
+import polars as pl
+
+from tracekit.parsers._decode import Rows
+from tracekit.parsers._dense import lookup, sorted_unique
+from tracekit.parsers._tcp import SACK, Rel, connections, masked, relative, sack_column
+from tracekit.schema import EVENT, PROTO
+
+_NONE = np.empty(0, dtype=np.uint8)  # stands for a consumed column (its memory is released)
+
+
+def addresses(rows: Rows) -> tuple[pl.Series, pl.Series, np.ndarray, np.ndarray]:
+    """Address columns (Categorical) and integer ids (same address -> same id in src and dst).
+
+    IPv4 addresses are numbered in ascending order, then IPv6 ones (in the order of their
+    16 bytes); only the distinct ones are turned into text (one ``ipaddress`` call each).
+
+    Returns:
+        (src, dst, src ids, dst ids), ids as uint32.
+    """
+    n = len(rows)
+    is4 = rows.is4
+    all4 = bool(is4.all())
+    texts: list[str] = []
+    src_id = np.zeros(n, dtype=np.uint32)
+    dst_id = np.zeros(n, dtype=np.uint32)
+    if n and is4.any():
+        s4, d4 = (rows.s4, rows.d4) if all4 else (rows.s4[is4], rows.d4[is4])
+        u4 = np.union1d(sorted_unique(s4), sorted_unique(d4))
+        if all4:
+            src_id, dst_id = lookup(s4, u4), lookup(d4, u4)
+        else:
+            src_id[is4], dst_id[is4] = lookup(s4, u4), lookup(d4, u4)
+        texts += [str(ipaddress.IPv4Address(int(v))) for v in u4.tolist()]
+        del s4, d4
+    if rows.v6:
+        r6, s_hi, s_lo, d_hi, d_lo = (np.concatenate(c) for c in zip(*rows.v6))
+        k6 = np.stack([np.concatenate([s_hi, d_hi]), np.concatenate([s_lo, d_lo])], axis=1)
+        u6, inv = np.unique(np.ascontiguousarray(k6).view(np.dtype((np.void, 16))).ravel(), return_inverse=True)
+        inv = inv.ravel() + len(texts)
+        src_id[r6], dst_id[r6] = inv[:len(r6)], inv[len(r6):]
+        pairs = u6.view(np.uint64).reshape(-1, 2)
+        texts += [str(ipaddress.IPv6Address((int(h) << 64) | int(lo))) for h, lo in pairs.tolist()]
+    names = pl.Series(texts, dtype=pl.String).cast(pl.Categorical)
+    if not n:
+        empty = pl.Series([], dtype=pl.Categorical)
+        return empty, empty, src_id, dst_id
+    return names.gather(src_id), names.gather(dst_id), src_id, dst_id
+
+
+def frame(rows: Rows) -> tuple[pl.DataFrame, int]:
+    """The packets frame of decoded capture rows (columns the schema has and captures fill).
+
+    Every intermediate (address ids, connection groups, raw TCP fields) is dropped as soon as
+    it is used: at a million rows each is 1-9 MB.
+
+    Args:
+        rows: The decoded rows; their arrays are handed over to the frame (do not reuse them).
+
+    Returns:
+        (the frame, in the schema's column order, the number of connections).
+    """
+    n = len(rows)
+    src, dst, src_id, dst_id = addresses(rows)
+    rows.s4 = rows.d4 = rows.is4 = _NONE
+    is_tcp = rows.proto == 0
+    l4 = rows.ports
+    c = connections(src_id, dst_id, rows.sport, rows.dport, l4, is_tcp, rows.proto == 1, rows.flags, rows.seq_raw)
+    del src_id, dst_id
+    rel: Rel | None = None
+    if c is not None:
+        rel = relative(c, rows.flags, rows.seq_raw, rows.ack_raw, rows.win_raw, rows.wscale, rows.wscale_ok)
+        rows.seq_raw = rows.ack_raw = rows.win_raw = _NONE
+    sack = _sack(n, rows, rel)
+    cols: dict[str, pl.Series] = {
+        "frame": pl.Series(rows.frame),
+        "time": pl.Series(rows.time),
+        "event": pl.Series(["capture"], dtype=EVENT).new_from_index(0, n) if n else pl.Series([], dtype=EVENT),
+    }
+    nflows = 0 if c is None else c.nflows
+    if c is None:
+        cols["flow"] = _nulls(n, pl.UInt32)
+        cols["dir"] = _nulls(n, pl.Int8)
+    else:
+        cols["flow"] = masked(c.flow, l4, pl.UInt32)
+        cols["dir"] = masked(c.direction, l4, pl.Int8)
+    del c
+    cols["src"], cols["dst"] = src, dst
+    cols["sport"] = masked(rows.sport, l4, pl.Int32)
+    cols["dport"] = masked(rows.dport, l4, pl.Int32)
+    cols["proto"] = pl.Series(["tcp", "udp", "other"], dtype=PROTO).gather(rows.proto)
+    cols["size"] = pl.Series(rows.size)
+    cols["payload"] = pl.Series(rows.payload)
+    if rel is None:
+        for k in ("seq", "ack"):
+            cols[k] = _nulls(n, pl.Int64)
+        cols["win"] = masked(rows.win_raw.astype(np.int64), is_tcp, pl.Int64)
+    else:
+        cols["seq"] = masked(rel.seq, is_tcp, pl.Int64)
+        cols["ack"] = masked(rel.ack, rel.has_ack, pl.Int64)
+        cols["win"] = masked(rel.win, is_tcp, pl.Int64)
+    del rel
+    cols["flags"] = masked(rows.flags, is_tcp, pl.UInt8)
+    cols["mss"] = masked(rows.mss, rows.mss_ok, pl.UInt16)
+    cols["wscale"] = masked(rows.wscale, rows.wscale_ok, pl.UInt8)
+    cols["ts_val"] = masked(rows.ts_val, rows.ts_ok, pl.UInt32)
+    cols["ts_ecr"] = masked(rows.ts_ecr, rows.ts_ok, pl.UInt32)
+    cols["sack"] = sack
+    cols["caplen"] = pl.Series(rows.caplen)
+    return pl.DataFrame([s.alias(k) for k, s in cols.items()]), nflows
+
+
+def _nulls(n: int, dtype: pl.DataType) -> pl.Series:
+    """A column of ``n`` nulls."""
+    return pl.repeat(None, n, dtype=dtype, eager=True)
+
+
+def _sack(n: int, rows: Rows, rel: Rel | None) -> pl.Series:
+    """The ``sack`` column from the blocks the option walk collected."""
+    if rel is None or not rows.sack:
+        return _nulls(n, SACK)
+    r, left, right = (np.concatenate(c) for c in zip(*rows.sack))
+    order = np.argsort(r, kind="stable")  # by row; a row's blocks stay in option order
+    col = sack_column(n, pl.Series(r[order]), pl.Series(left[order]), pl.Series(right[order]), rel)
+    assert isinstance(col, pl.Series)
+    return col
+
