@@ -225,3 +225,20 @@ def test_huge_flow_ids_give_the_same_analysis() -> None:
             other = other.with_columns((pl.col("flow").cast(pl.Int64) - shift).cast(pl.UInt32))
         assert_frame_equal(df, other, check_exact=False, rel_tol=1e-12)
     assert b.flows["flow"].min() >= shift and b.packets["flow"].min() >= shift
+
+
+def test_limited_shares_do_not_depend_on_the_block_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """shares() walks the data rows in blocks with one look-ahead row: tiny blocks give the same shares."""
+    from polars.testing import assert_frame_equal
+
+    from tracekit.analysis import _flows_np
+
+    cols = ["flow", "dir", "limited_cwnd_share", "limited_rwnd_share", "limited_app_share"]
+    for name in ("bulk_lossy.pcap", "rwnd_limited.pcap", "slow_reader.pcap"):
+        t = tracekit.read(sample("linux", name))
+        ref = tracekit.analyze(t).flows.select(cols)
+        monkeypatch.setattr(_flows_np, "_BLOCK", 7)
+        got = tracekit.analyze(t).flows.select(cols)
+        monkeypatch.undo()
+        assert_frame_equal(got, ref, rel_tol=1e-12)
+        assert ref["limited_cwnd_share"].is_not_null().all()

@@ -22,6 +22,10 @@ _EMPTY_SHARES = {"flow": pl.UInt32, "dir": pl.Int8, "limited_cwnd_share": pl.Flo
                  "limited_rwnd_share": pl.Float64, "limited_app_share": pl.Float64}
 
 
+#: Rows per block in :func:`shares`.
+_BLOCK = 1 << 18
+
+
 def _runs(g: np.ndarray) -> np.ndarray:
     """Start positions of the runs of equal values in ``g`` (non-empty ``g``)."""
     return np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
@@ -121,33 +125,46 @@ def shares(st: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
     g = st["g"].to_numpy()[d].astype(np.int64)
     starts = _runs(g)
     keys = g[starts]
-    lengths = np.diff(np.r_[starts, len(d)])
+    del g
     srtt = at_rows(st, est, pl.DataFrame({"_i": d.astype(np.uint32), "r_i": st["r_i"].gather(d)}))["srtt"]
     srtt = srtt.fill_null(0.0).to_numpy()
-    t = st["time"].to_numpy()[d]
-    hd = Ints(st, "hi_dend").at(d)
-    ack = Ints(st, "r_hi_ack").at(d)
-    win = Ints(st, "r_win").at(d)
+    mss_g = np.maximum.reduceat(ln_all[d], starts)
     last = np.zeros(len(d), dtype=bool)
     last[starts[1:] - 1] = True
     last[-1] = True
-    # each segment stands for the time until the direction's next one (the last: none)
-    w = np.zeros(len(d))
-    np.subtract(t[1:], t[:-1], out=w[:-1])
-    w[last] = 0.0
-    np.clip(w, 0.0, None, out=w)
-    mss = np.repeat(np.maximum.reduceat(ln_all[d], starts), lengths)
-    unacked = np.where(ack == MISSING, 0, np.clip(hd - ack, 0, None))
-    rwnd = (win != MISSING) & (ack != MISSING) & (unacked + mss > win)
-    del unacked, mss, win
-    next_ack = np.empty_like(ack)
-    next_ack[:-1] = ack[1:]
-    next_ack[last] = MISSING
-    app = ~rwnd & (w > srtt) & (next_ack != MISSING) & (next_ack >= hd)
-    cw = ~rwnd & ~app
-    tot = np.add.reduceat(w, starts)
+    time, hi, ra, rw = st["time"].to_numpy(), Ints(st, "hi_dend"), Ints(st, "r_hi_ack"), Ints(st, "r_win")
+    ng = len(keys)
+    tot = np.zeros(ng)
+    share = {k: np.zeros(ng) for k in ("cwnd", "rwnd", "app")}
+    # in blocks of rows (one look-ahead row each): the dozen row-long temporaries stay small
+    for a in range(0, len(d), _BLOCK):
+        b = min(a + _BLOCK, len(d))
+        rows = d[a:min(b + 1, len(d))]
+        m = b - a
+        t = time[rows]
+        lst = last[a:b]
+        # each segment stands for the time until the direction's next one (the last: none)
+        w = np.zeros(m)
+        k = len(t) - 1  # m with a look-ahead row, m - 1 in the last block (its last row is a direction's last)
+        np.subtract(t[1:], t[:k], out=w[:k])
+        w[lst] = 0.0
+        np.clip(w, 0.0, None, out=w)
+        grp = np.searchsorted(starts, np.arange(a, b), side="right") - 1
+        ack = ra.at(rows)
+        hd = hi.at(rows[:m])
+        win = rw.at(rows[:m])
+        unacked = np.where(ack[:m] == MISSING, 0, np.clip(hd - ack[:m], 0, None))
+        rwnd = (win != MISSING) & (ack[:m] != MISSING) & (unacked + mss_g[grp] > win)
+        del unacked, win
+        next_ack = np.full(m, MISSING, dtype=np.int64)
+        next_ack[:len(ack) - 1] = ack[1:]
+        next_ack[lst] = MISSING
+        app = ~rwnd & (w > srtt[a:b]) & (next_ack != MISSING) & (next_ack >= hd)
+        cw = ~rwnd & ~app
+        tot += np.bincount(grp, weights=w, minlength=ng)
+        for k, msk in (("cwnd", cw), ("rwnd", rwnd), ("app", app)):
+            share[k] += np.bincount(grp, weights=np.where(msk, w, 0.0), minlength=ng)
     with np.errstate(invalid="ignore", divide="ignore"):
-        share = {k: np.add.reduceat(np.where(m, w, 0.0), starts) / tot
-                 for k, m in (("cwnd", cw), ("rwnd", rwnd), ("app", app))}
+        share = {k: v / tot for k, v in share.items()}
     return _keyed(keys).with_columns(
         **{f"limited_{k}_share": pl.Series(v, dtype=pl.Float64).fill_nan(None) for k, v in share.items()})
