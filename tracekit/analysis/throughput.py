@@ -27,7 +27,7 @@ import polars as pl
 
 from tracekit import schema
 from tracekit.analysis import default_bin
-from tracekit.analysis._groups import MISSING, Grouped
+from tracekit.analysis._groups import MISSING, Segments
 from tracekit.errors import LimitError, UsageError
 
 KEYS = ["flow", "dir"]
@@ -53,43 +53,51 @@ def throughput(pk: pl.DataFrame, bin_s: float | None = None, *, origin: float = 
     Raises:
         UsageError: if ``bin_s`` is not a positive, finite number.
     """
-    rows = pk.filter(pl.col("flow").is_not_null() & pl.col("dir").is_not_null())
-    if rows.is_empty():
+    keyed = pl.col("flow").is_not_null() & pl.col("dir").is_not_null()
+    # only the columns used, filtered lazily: an eager filter would copy all of the packets frame
+    span = pk.lazy().filter(keyed).select(pl.len().alias("n"), (pl.col("time").max() - pl.col("time").min()).alias("s"))
+    n, span_s = span.collect().row(0)
+    if not n:
         return schema.empty(schema.THROUGHPUT)
     if bin_s is None:
-        span = rows.select(pl.col("time").max() - pl.col("time").min()).item()
-        bin_s = default_bin(float(span))
+        bin_s = default_bin(float(span_s))
     if not (isinstance(bin_s, (int, float)) and math.isfinite(bin_s) and bin_s > 0):
         raise UsageError(f"throughput bin must be a positive number of seconds, not {bin_s!r}")
     b = float(bin_s)
-    cols = rows.select(
-        pl.col("flow").cast(pl.Int64), pl.col("dir").cast(pl.Int64), "time", "frame",
-        pl.col("size").cast(pl.Int64).fill_null(0),
-        pl.col("payload").cast(pl.Int64).fill_null(0).alias("payload"),
-        pl.col("seq").fill_null(MISSING),
+    cols = pk.lazy().filter(keyed).select(
+        "flow", "dir", "time", "frame",
+        pl.col("size").fill_null(0), pl.col("payload").fill_null(0), pl.col("seq").fill_null(MISSING),
         # round before floor: a packet stamped exactly on a bin edge (1.1 with origin 0.1)
         # must not fall into the previous bin through binary rounding; an absurd time
         # (a damaged trace's 1e179 s) becomes null and is left out
         ((pl.col("time") - origin) / b).round(9).floor().cast(pl.Int64, strict=False).fill_null(MISSING).alias("k"),
-    )
-    key = _dense(cols["flow"].to_numpy() * 256 + (cols["dir"].to_numpy() + 128))  # dir is an Int8
+    ).collect()
+    flow, dirs = cols["flow"].to_numpy(), cols["dir"].to_numpy()
+    key = flow.astype(np.int64)
+    key *= 256
+    key += dirs
+    key += 128  # dir is an Int8
+    key = _dense(key)
     order = _time_order(cols["time"].to_numpy(), cols["frame"].to_numpy())
-    gp = Grouped(key[order], order=np.argsort(key[order], kind="stable"))
-    order = order[gp.order]  # frame rows in grouped order (group, then time, then frame)
-    col = {c: cols[c].to_numpy()[order] for c in ("flow", "dir", "size", "payload", "seq", "k")}
-    new = _new_payload(gp, col["seq"], col["payload"])
-    keep = col["k"] != MISSING
-    if not keep.any():
+    if order is not None:
+        key = key[order]
+    sg = Segments(key)
+    del key
+    rows = sg.order if order is None else order[sg.order]  # frame rows in grouped order (group, time, frame)
+    del order
+    lengths = sg.ends - sg.starts
+    ng = len(lengths)
+    seq = cols["seq"].to_numpy()[rows]
+    pay = cols["payload"].to_numpy()[rows].astype(np.int64)
+    new = _new_payload(sg, seq, pay, lengths)
+    del seq, pay
+    k = cols["k"].to_numpy()[rows]
+    kmin = np.minimum.reduceat(np.where(k == MISSING, np.iinfo(np.int64).max, k), sg.starts)
+    kmax = np.maximum.reduceat(k, sg.starts)  # MISSING (absurd times) is below every bin
+    present = kmax != MISSING  # a group whose every time was absurd has no bins
+    if not present.any():
         raise LimitError(f"unbounded throughput bins of {b:g} s in one flow, over the limit of {MAX_BINS:,}",
                          hint="choose a larger bin, or check the trace's times")
-    g = gp.rank[keep]
-    k = col["k"][keep]
-    ng = int(gp.rank[-1]) + 1
-    kmin = np.full(ng, np.iinfo(np.int64).max)
-    kmax = np.full(ng, np.iinfo(np.int64).min)
-    _seg_extreme(kmin, g, k, np.minimum)
-    _seg_extreme(kmax, g, k, np.maximum)
-    present = kmax >= kmin  # a group whose every time was absurd has no bins
     span = int((kmax - kmin)[present].max())
     if span > MAX_BINS:
         # a tiny bin over a long trace: refuse rather than allocate
@@ -97,16 +105,23 @@ def throughput(pk: pl.DataFrame, bin_s: float | None = None, *, origin: float = 
                          hint="choose a larger bin, or check the trace's times")
     length = np.where(present, kmax - kmin + 1, 0)
     base = np.concatenate([[0], np.cumsum(length)[:-1]])
-    slot = base[g] + (k - kmin[g])
+    # each row's slot in the output grid: its group's first bin + its bin's offset
+    slot = k - np.repeat(kmin - base, lengths)
+    keep = k != MISSING
+    del k
+    if not keep.all():
+        slot, new = slot[keep], new[keep]
     total = int(length.sum())
-    nbytes = np.bincount(slot, weights=col["size"][keep], minlength=total)
-    good = np.bincount(slot, weights=new[keep], minlength=total)
+    size = cols["size"].to_numpy()[rows]
+    nbytes = np.bincount(slot, weights=size if keep.all() else size[keep], minlength=total)
+    del size
+    good = np.bincount(slot, weights=new, minlength=total)
     npk = np.bincount(slot, minlength=total)
-    first = np.flatnonzero(gp.first)  # grouped-order row of each group's first packet
+    first = rows[sg.starts]  # frame row of each group's first packet
     grid_g = np.repeat(np.arange(ng), length)
-    grid_k = np.arange(total) - np.repeat(base, length) + np.repeat(kmin * present, length)
+    grid_k = np.arange(total) - np.repeat(base, length) + np.repeat(np.where(present, kmin, 0), length)
     out = pl.DataFrame({
-        "flow": col["flow"][first][grid_g], "dir": col["dir"][first][grid_g],
+        "flow": flow[first][grid_g], "dir": dirs[first][grid_g],
         "time": origin + grid_k.astype(np.float64) * b,
         "bin_s": np.full(total, b),
         "throughput_bps": nbytes * 8.0 / b,
@@ -126,18 +141,18 @@ def _dense(key: np.ndarray) -> np.ndarray:
     return np.unique(key, return_inverse=True)[1].reshape(-1)
 
 
-def _time_order(time: np.ndarray, frame: np.ndarray) -> np.ndarray:
-    """Row order by (time, frame), stable; the identity when the rows are already in it (the usual case)."""
+def _time_order(time: np.ndarray, frame: np.ndarray) -> np.ndarray | None:
+    """Row order by (time, frame), stable; None when the rows are already in it (the usual case)."""
     n = len(time)
     if n < 2:
-        return np.arange(n)
+        return None
     dt = np.diff(time)
-    if ((dt > 0) | ((dt == 0) & (np.diff(frame.astype(np.int64)) >= 0))).all():
-        return np.arange(n)
+    if (dt > 0).all() or ((dt > 0) | ((dt == 0) & (np.diff(frame.astype(np.int64)) >= 0))).all():
+        return None
     return np.lexsort((frame, time))
 
 
-def _new_payload(gp: Grouped, seq: np.ndarray, payload: np.ndarray) -> np.ndarray:
+def _new_payload(sg: Segments, seq: np.ndarray, payload: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """New payload bytes of every row (grouped order): the part above the highest end seen before it.
 
     A direction's first data segment counts from the direction's lowest data sequence number;
@@ -146,17 +161,9 @@ def _new_payload(gp: Grouped, seq: np.ndarray, payload: np.ndarray) -> np.ndarra
     """
     data = (payload > 0) & (seq != MISSING)
     end = np.where(data, seq + payload, MISSING)
-    low_of = np.full(int(gp.rank[-1]) + 1 if gp.n else 0, np.iinfo(np.int64).max)
-    _seg_extreme(low_of, gp.rank[data], seq[data], np.minimum)
-    prev = gp.shift1(gp.cummax(end))
-    ref = np.where(prev == MISSING, low_of[gp.rank], prev)
-    new = np.where(data, np.clip(end - ref, 0, None), 0)
+    low = np.minimum.reduceat(np.where(data, seq, np.iinfo(np.int64).max), sg.starts)
+    prev = sg.cummax(end, shift=True)  # MISSING (below every end) where nothing was sent before
+    ref = np.where(prev == MISSING, np.repeat(low, lengths), prev)
+    del prev
+    new = np.where(data, np.maximum(end - ref, 0), 0)
     return np.where(seq == MISSING, payload, new).astype(np.float64)
-
-
-def _seg_extreme(acc: np.ndarray, g: np.ndarray, x: np.ndarray, op: np.ufunc) -> None:
-    """``acc[g] = op(acc[g], x)`` for sorted group ids ``g`` (one reduceat instead of ufunc.at)."""
-    if not len(g):
-        return
-    starts = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]]))
-    acc[g[starts]] = op(acc[g[starts]], op.reduceat(x, starts))
