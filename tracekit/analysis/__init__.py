@@ -29,6 +29,7 @@ from tracekit.analysis import throughput as _throughput
 from tracekit.analysis import rtt as _rtt
 from tracekit.analysis.flight import flight as _flight
 from tracekit.analysis.flows import flows as _flows
+from tracekit.analysis.flows import with_cwnd_stats
 from tracekit.analysis.stalls import stalls as _stalls
 from tracekit.analysis.vantage import detect, vantage
 from tracekit.errors import UsageError
@@ -151,13 +152,16 @@ def analyze(trace: Trace, *, bin_s: float | None = None) -> Analysis:
     sl = _stalls(pk, state=st, rtt_samples_df=rs, retrans=rt)
     rtt_df = rs.drop("_i")
     vp = detect(pk, rtt_df)
-    cw = _cwnd.cwnd(pk, trace.samples, fl, retrans_df, trace.meta)
-    cs = _cwnd.flow_stats(cw)
     flows_df = _flows(pk, all_packets=trace.packets, parts={
-        "state": st, "rtt_samples": rs, "retrans": rt, "flight": fl, "stalls": sl, "cwnd_stats": cs, "vantage": vp,
+        "state": st, "rtt_samples": rs, "retrans": rt, "flight": fl, "stalls": sl, "vantage": vp,
     })
-    # the per-packet state is the largest intermediate: let its memory serve the steps below
+    has_state = st.height > 0
+    # the per-packet state is the largest intermediate: free it before the cwnd analysis, whose
+    # output (one row per data segment) would otherwise sit beside it at the peak
     del st, rs, rt
+    cw = _cwnd.cwnd(pk, trace.samples, fl, retrans_df, trace.meta)
+    if has_state:
+        flows_df = with_cwnd_stats(flows_df, _cwnd.flow_stats(cw))
     qu = _queue.queue(trace.packets)
     points = [v for v in flows_df["vantage_point"].unique().to_list() if v is not None]
     where = points[0] if len(points) == 1 else ("mixed" if points else None)

@@ -237,6 +237,26 @@ def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: d
     return _finish(_models(out, est))
 
 
+def with_cwnd_stats(out: pl.DataFrame, cs: pl.DataFrame | None) -> pl.DataFrame:
+    """A flows frame computed without ``cwnd_stats``, with the cwnd columns filled from them.
+
+    The same frame as passing ``parts["cwnd_stats"]`` to :func:`flows` (which only joins them),
+    so that :func:`tracekit.analysis.analyze` can free the per-packet state before the cwnd
+    analysis runs instead of holding both at once.
+
+    Args:
+        out: :func:`flows` output for a trace with TCP state.
+        cs: :func:`tracekit.analysis.cwnd.flow_stats` output.
+
+    Returns:
+        ``out`` with ``max_cwnd_bytes``, ``cwnd_source`` and ``loss_events`` from ``cs``.
+    """
+    if cs is None or not cs.height or out.is_empty():
+        return out
+    cols = [c for c in ("max_cwnd_bytes", "cwnd_source", "loss_events") if c in cs.columns]
+    return _finish(out.drop(cols).join(cs.select("flow", "dir", *cols), on=KEYS, how="left"))
+
+
 def _finish(out: pl.DataFrame) -> pl.DataFrame:
     """Add missing columns as nulls and put them in :data:`COLUMNS` order."""
     types: dict[str, pl.DataType] = {"cwnd_source": pl.String(), "rtt_method": pl.String(), "vantage_point": pl.String(),

@@ -35,8 +35,8 @@ def queue(all_packets: pl.DataFrame) -> pl.DataFrame:
         A :data:`tracekit.schema.QUEUE` frame, one row per enqueue/dequeue/drop event, sorted by
         link and time. Empty for captures (no queue events).
     """
-    if all_packets.is_empty():
-        return schema.empty(schema.QUEUE)
+    if all_packets.is_empty() or all_packets["link"].null_count() == all_packets.height:
+        return schema.empty(schema.QUEUE)  # captures: no link, no queue (and no 1M-row string cast)
     ev = all_packets.filter(pl.col("event").cast(pl.String).is_in(_QUEUE_EVENTS) & pl.col("link").is_not_null())
     # only links whose queue is traced: a link with drops but no enqueue has no queue to follow
     ev = ev.filter((pl.col("event") == "enqueue").any().over("link"))
