@@ -17,107 +17,22 @@ MISSING = -(1 << 62)
 _BIG = 1 << 44  # values must lie in (-2^43, 2^43); group ranks up to 2^18 keep x + rank*_BIG in int64
 
 
-class Grouped:
-    """Rows of one frame in grouped order.
+def _cummax_offsets(x: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Cumulative maximum of int64 ``x`` within the runs that start where ``first`` is True.
 
-    Args:
-        gid: Group id of every row (any integer dtype), in the frame's order.
-        order: The grouped order if already known (a stable argsort of ``gid``).
+    Each run is lifted by its number × 2^44, so one ``np.maximum.accumulate`` serves all of them
+    (values are clipped to +-2^43, far beyond any relative sequence number or time in ns);
+    :data:`MISSING` entries are ignored (they stay MISSING until a value appears). Over 2^18
+    runs the offsets would overflow: the runs are then accumulated one by one.
     """
-
-    def __init__(self, gid: np.ndarray, order: np.ndarray | None = None) -> None:
-        if order is None:
-            # small ids sort by radix (numpy's stable sort for <= 16-bit integers): linear time
-            small = len(gid) and gid.min() >= 0 and gid.max() < (1 << 16)
-            order = np.argsort(gid.astype(np.uint16) if small else gid, kind="stable")
-        self.order = order
-        gs = gid[self.order]
-        n = len(gs)
-        self.first = np.ones(n, dtype=bool)
-        if n > 1:
-            self.first[1:] = gs[1:] != gs[:-1]
-        self.rank = np.cumsum(self.first) - 1
-        pos = np.arange(n)
-        self.start = np.maximum.accumulate(np.where(self.first, pos, 0)) if n else pos
-        self.n = n
-
-    def take(self, x: np.ndarray) -> np.ndarray:
-        """``x`` (frame order) in grouped order."""
-        return x[self.order]
-
-    def back(self, x: np.ndarray) -> np.ndarray:
-        """``x`` (grouped order) back in frame order."""
-        out = np.empty_like(x)
-        out[self.order] = x
-        return out
-
-    def cummax(self, x: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
-        """Cumulative maximum within groups (or within runs beginning where ``starts`` is True).
-
-        ``x`` is int64 in grouped order; :data:`MISSING` entries are ignored (stay MISSING until
-        a value appears).
-        """
-        rank = self.rank if starts is None else np.cumsum(starts | self.first) - 1
-        if len(rank) and rank[-1] >= (1 << 18):
-            return self._cummax_slow(x, starts)
-        off = rank.astype(np.int64) * _BIG
-        y = np.where(x == MISSING, -(_BIG // 2), np.clip(x, -(_BIG // 2) + 1, _BIG // 2 - 1))
-        m = np.maximum.accumulate(y + off) - off
-        return np.where(m == -(_BIG // 2), MISSING, m)
-
-    def _cummax_slow(self, x: np.ndarray, starts: np.ndarray | None) -> np.ndarray:
-        # many groups: split points instead of offsets (still no per-row Python work)
-        st = self.first if starts is None else (starts | self.first)
-        cuts = np.flatnonzero(st)[1:]
-        return np.concatenate([np.maximum.accumulate(p) for p in np.split(x, cuts)]) if len(x) else x
-
-    def shift1(self, x: np.ndarray, fill: object = MISSING) -> np.ndarray:
-        """The previous row's value within the group (``fill`` for a group's first row)."""
-        y = np.empty_like(x)
-        if len(x):
-            y[1:] = x[:-1]
-            y[self.first] = fill
-        return y
-
-    def cumsum(self, x: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
-        """Cumulative sum within groups (or within runs beginning where ``starts`` is True)."""
-        st = self.first if starts is None else (starts | self.first)
-        c = np.cumsum(x)
-        before = c - x
-        base = np.maximum.accumulate(np.where(st, np.arange(len(x)), 0)) if len(x) else np.arange(0)
-        return c - before[base]
-
-    def ffill_index(self, valid: np.ndarray) -> np.ndarray:
-        """Grouped-order position of the latest valid row at or before each row in its group, else -1."""
-        pos = np.arange(self.n)
-        acc = np.maximum.accumulate(np.where(valid, pos, -1)) if self.n else pos
-        return np.where(acc >= self.start, acc, -1)
-
-
-def other_index(flow: np.ndarray, dirs: np.ndarray) -> np.ndarray:
-    """For each row, the frame-order index of the latest earlier row of the same flow and the other direction.
-
-    Args:
-        flow: Flow id per row (frame order).
-        dirs: Direction (0/1) per row.
-
-    Returns:
-        int64 indices, -1 where the other direction has not been seen yet.
-    """
-    gp = Grouped(flow)
-    d = gp.take(dirs)
-    last0 = gp.ffill_index(d == 0)
-    last1 = gp.ffill_index(d == 1)
-    pos = np.where(d == 0, last1, last0)
-    idx = np.where(pos >= 0, gp.order[np.maximum(pos, 0)], -1)
-    return gp.back(idx)
-
-
-def gather(x: np.ndarray, idx: np.ndarray, fill: object = MISSING) -> np.ndarray:
-    """``x[idx]`` with ``fill`` where ``idx`` is -1."""
-    if len(x) == 0:
-        return x[:0].copy() if len(idx) == 0 else np.full(len(idx), fill, dtype=x.dtype)
-    return np.where(idx >= 0, x[np.maximum(idx, 0)], fill)
+    rank = np.cumsum(first) - 1
+    if len(rank) and rank[-1] >= (1 << 18):
+        cuts = np.flatnonzero(first)[1:]
+        return np.concatenate([np.maximum.accumulate(p) for p in np.split(x, cuts)])
+    off = rank.astype(np.int64) * _BIG
+    y = np.where(x == MISSING, -(_BIG // 2), np.clip(x, -(_BIG // 2) + 1, _BIG // 2 - 1))
+    m = np.maximum.accumulate(y + off) - off
+    return np.where(m == -(_BIG // 2), MISSING, m)
 
 
 #: Up to this many groups, segmented scans loop over the groups (one numpy call each, no offsets).
@@ -149,11 +64,10 @@ def _bisect_bounds(gid: np.ndarray, order: np.ndarray, most: int) -> np.ndarray 
 
 
 class Segments:
-    """Rows in grouped order with explicit group bounds: the lean variant of :class:`Grouped`.
+    """Rows in grouped order (a stable sort by group id) with explicit group bounds.
 
-    Same grouped order (a stable sort by group id), but keeps only the group bounds (no
-    per-row rank or start arrays) and loops over the groups for the scans when there are
-    few of them, which saves the offset arithmetic of :meth:`Grouped.cummax`.
+    Keeps only the group bounds (no per-row rank or start arrays) and loops over the groups
+    for the scans when there are few of them; many groups share one offset accumulate.
 
     Args:
         gid: Group id of every row (non-negative integers), in the frame's order.
@@ -238,13 +152,8 @@ class Segments:
                 else:
                     np.maximum.accumulate(x[s:e], out=out[s:e])
             return out
-        # many groups: Grouped's offset trick (values within +-2^43, as there), on a Grouped of
-        # the rows as they are (already in grouped order: only its first/rank arrays are needed)
-        gp = Grouped.__new__(Grouped)
-        gp.first = self.first
-        gp.rank = np.cumsum(gp.first) - 1
-        gp.n = self.n
-        m = gp.cummax(np.where(x == missing, MISSING, x.astype(np.int64)))
+        # many groups: one accumulate over offset groups
+        m = _cummax_offsets(np.where(x == missing, MISSING, x.astype(np.int64)), self.first)
         m = np.where(m == MISSING, missing, m).astype(x.dtype)
         if not shift:
             return m
