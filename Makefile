@@ -12,6 +12,8 @@ $(BIN)/python:
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test,pyshark]'
+	# bytecode as a regular install writes it (an editable one under PYTHONDONTWRITEBYTECODE never does)
+	$(BIN)/python -m compileall -q tracekit
 	touch $@
 
 venv: $(VENV)/.installed

@@ -195,6 +195,32 @@ def test_walk_records_reports_where_it_stopped() -> None:
     assert (reason, stop, len(offs)) == ("caplen", int(expect[3]), 3)  # frames 1-3 are 54-78 bytes
 
 
+@pytest.mark.parametrize("endian", ["<", ">"], ids=["little", "big"])
+def test_walk_records_same_in_both_byte_orders_and_in_segments(endian: str, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # Native-order files are walked through uint32 views, the others through struct: both,
+    # on bytes and on a memory map walked in segments of 4 kB (released behind the walk),
+    # give the boundaries of a plain walk, records of every length modulo 4 included.
+    import mmap
+
+    import tracekit.parsers.pcap as pcap_mod
+
+    frames = [FRAMES[i % len(FRAMES)] + b"x" * (i % 7) for i in range(400)]
+    data = craft.pcap(frames, endian=endian)
+    expect = np.cumsum([24] + [16 + len(f) for f in frames[:-1]]).tolist()
+    offs, reason, stop = walk_records(data, 24, endian, 16, 262144)
+    assert (offs.tolist(), reason, stop) == (expect, None, len(data))
+    path = tmp_path / "x.pcap"
+    path.write_bytes(data + b"\x00\x01")  # a truncated header at the end
+    monkeypatch.setattr(pcap_mod, "_WALK_SEGMENT", 4096)
+    released: list[int] = []
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        offs, reason, stop = walk_records(mm, 24, endian, 16, 262144, done=released.append)
+    assert (offs.tolist(), reason, stop) == (expect, "truncated-header", len(data))
+    # released up to record boundaries, in order, one segment at a time
+    assert len(released) >= len(data) // (2 * 4096) and released == sorted(released) and set(released) <= set(expect)
+
+
 def test_cli_analyze_on_a_bad_file_exits_1_with_one_line(tmp_path: Path) -> None:
     p = tmp_path / "broken.pcap"
     data = bytearray(GOOD)

@@ -8,6 +8,7 @@ imported inside the commands so that ``tracekit --help`` stays fast.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,15 @@ import click
 from tracekit.errors import TracekitError
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# polars allocates through its own jemalloc, which gives each of its worker threads an arena
+# of its own: memory freed on one thread is not reused by another, so a command holds several
+# copies of its temporaries. One arena takes the peak RSS of `tracekit analyze` on the
+# 1.17M-packet benchmark capture from ~470 to ~430 MB and saves ~10 % of its page faults.
+# jemalloc reads this when polars first allocates, so it is set before polars is imported;
+# a value the user set is kept. (Only the command sets it: a library must not touch the
+# environment of the program that imports it.)
+os.environ.setdefault("_RJEM_MALLOC_CONF", "narenas:1")
 
 
 class _Group(click.Group):

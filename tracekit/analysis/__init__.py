@@ -146,19 +146,21 @@ def analyze(trace: Trace, *, bin_s: float | None = None) -> Analysis:
     st = _state.prepare(pk)
     rs = _rtt.samples(st)
     st = _rtt.with_srtt(st, rs)
-    rt = _retrans.classify(st, rs)
+    est, hs = _rtt.smoothed(rs), _rtt.handshake(st)  # shared by retransmissions, stalls and flows
+    rt = _retrans.classify(st, rs, est=est, hs=hs)
     retrans_df = rt.drop("_i", "episode")
     fl = _flight(pk, state=st)
-    sl = _stalls(pk, state=st, rtt_samples_df=rs, retrans=rt)
+    sl = _stalls(pk, state=st, rtt_samples_df=rs, retrans=rt, est=est)
     rtt_df = rs.drop("_i")
     vp = detect(pk, rtt_df)
     flows_df = _flows(pk, all_packets=trace.packets, parts={
         "state": st, "rtt_samples": rs, "retrans": rt, "flight": fl, "stalls": sl, "vantage": vp,
+        "smoothed": est, "handshake": hs,
     })
     has_state = st.height > 0
     # the per-packet state is the largest intermediate: free it before the cwnd analysis, whose
     # output (one row per data segment) would otherwise sit beside it at the peak
-    del st, rs, rt
+    del st, rs, rt, est, hs
     cw = _cwnd.cwnd(pk, trace.samples, fl, retrans_df, trace.meta)
     if has_state:
         flows_df = with_cwnd_stats(flows_df, _cwnd.flow_stats(cw))

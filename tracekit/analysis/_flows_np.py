@@ -9,6 +9,8 @@ Python loop runs per row or per direction. Definitions: the :mod:`.flows` docstr
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import polars as pl
 
@@ -37,33 +39,65 @@ def _keyed(keys: np.ndarray) -> pl.DataFrame:
     return pl.DataFrame({"flow": (k >> 1).astype(np.uint32), "dir": (k & 1).astype(np.int8)})
 
 
-def timing(st: pl.DataFrame) -> pl.DataFrame:
+@dataclass(frozen=True)
+class DataRows:
+    """The data rows of a prepared state in grouped order, shared by :func:`timing` and :func:`shares`.
+
+    Attributes:
+        order: Every row in grouped order (intp).
+        d: The rows with payload, in grouped order (ascending within a direction).
+        starts: Where each direction's run starts in ``d``.
+        keys: The direction id (``2·flow + dir``) of each run, ascending.
+    """
+
+    order: np.ndarray
+    d: np.ndarray
+    starts: np.ndarray
+    keys: np.ndarray
+
+
+def data_rows(st: pl.DataFrame) -> DataRows:
+    """:class:`DataRows` of a prepared state."""
+    o = segments(st).order.astype(np.intp, copy=False) if st.height else np.zeros(0, np.intp)
+    ln = st["len"].to_numpy()
+    d = o[ln[o] > 0]
+    if not len(d):
+        z = np.zeros(0, np.int64)
+        return DataRows(o, d, z, z)
+    gd = st["g"].to_numpy()[d].astype(np.int64)
+    ds = _runs(gd)
+    return DataRows(o, d, ds, gd[ds])
+
+
+def timing(st: pl.DataFrame, dr: DataRows | None = None) -> pl.DataFrame:
     """``transfer_s``, the initial window and the peer's largest advertised window per data direction.
 
     Args:
         st: Prepared state (non-empty).
+        dr: ``data_rows(st)``, if at hand.
 
     Returns:
         ``flow, dir, transfer_s, init_window_bytes, init_window_segments, max_rwnd_bytes``, one
         row per direction with data, ascending.
     """
     sg = segments(st)
-    o = sg.order.astype(np.intp, copy=False)
-    g_all = st["g"].to_numpy()
-    ln = st["len"].to_numpy()
-    d = o[ln[o] > 0]  # data rows, grouped order (ascending row numbers within a direction)
+    dr = data_rows(st) if dr is None else dr
+    o, d, ds, keys = dr.order, dr.d, dr.starts, dr.keys  # d: data rows (ascending within a direction)
     if not len(d):
         return pl.DataFrame(schema=_EMPTY_TIMING)
+    g_all = st["g"].to_numpy()
+    ln = st["len"].to_numpy()
     time = st["time"].to_numpy()
-    gd = g_all[d].astype(np.int64)
-    ds = _runs(gd)
-    keys = gd[ds]
     top = int(max(keys.max(), g_all.max())) + 2
     slot = np.full(top, -1, dtype=np.int64)  # direction id -> its data-direction number
     slot[keys] = np.arange(len(keys))
     t0 = np.minimum.reduceat(time[d], ds)
-    s0 = np.minimum.reduceat(Ints(st, "seq").at(d), ds)
-    last = np.maximum.reduceat(Ints(st, "dend").at(d), ds)
+    ln_d = ln[d]
+    dend = Ints(st, "dend").at(d)  # seq + len: never null, unlike seq (read as dend - len)
+    last = np.maximum.reduceat(dend, ds)
+    dend -= ln_d
+    s0 = np.minimum.reduceat(dend, ds)
+    del dend
 
     # ACKs that raise the cumulative ACK, for the direction they acknowledge (the other one)
     a = o[st["new_ack"].to_numpy()[o]]
@@ -81,11 +115,18 @@ def timing(st: pl.DataFrame) -> pl.DataFrame:
     if cov.any():
         cr = _runs(tgt[cov])
         first_ack[tgt[cov][cr]] = a[cov][cr]
-    # data sent before the first ACK of data: the initial window
-    rank = np.repeat(np.arange(len(keys)), np.diff(np.r_[ds, len(d)]))
-    early = d < first_ack[rank]
-    iw_n = np.bincount(rank, weights=early, minlength=len(keys)).astype(np.int64)
-    iw_b = np.bincount(rank, weights=np.where(early, ln[d], 0), minlength=len(keys)).astype(np.int64)
+    # data sent before the first ACK of data: the initial window, a prefix of each direction's
+    # run (its rows ascend); (run number, row) ascends along ``d``, so one sorted look-up finds
+    # where every prefix ends, and a running sum of the lengths gives its bytes
+    rank = np.repeat(np.arange(len(keys), dtype=np.int64), np.diff(np.r_[ds, len(d)]))
+    rank <<= 32
+    rank += d
+    stop = np.searchsorted(rank, (np.arange(len(keys), dtype=np.int64) << 32) + np.minimum(first_ack, 1 << 32))
+    del rank
+    iw_n = (stop - ds).astype(np.int64)
+    csum = np.r_[0, np.cumsum(ln_d, dtype=np.int64)]
+    iw_b = csum[stop] - csum[ds]
+    del csum, ln_d
     no_iw = (first_ack == np.iinfo(np.int64).max) | (iw_n == 0)  # no ACK of data seen, or nothing before it
 
     # the largest window the other direction advertised (over all its packets)
@@ -104,28 +145,24 @@ def timing(st: pl.DataFrame) -> pl.DataFrame:
     return out
 
 
-def shares(st: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
+def shares(st: pl.DataFrame, est: pl.DataFrame, dr: DataRows | None = None) -> pl.DataFrame:
     """Time shares limited by the receiver window, the application and cwnd (:mod:`.flows` docstring).
 
     Args:
         st: Prepared state.
         est: :func:`tracekit.analysis.rtt.smoothed` output.
+        dr: ``data_rows(st)``, if at hand.
 
     Returns:
         ``flow, dir, limited_cwnd_share, limited_rwnd_share, limited_app_share`` per data direction.
     """
     if st.is_empty():
         return pl.DataFrame(schema=_EMPTY_SHARES)
-    sg = segments(st)
-    o = sg.order.astype(np.intp, copy=False)
-    ln_all = st["len"].to_numpy()
-    d = o[ln_all[o] > 0]  # data rows in grouped order
+    dr = data_rows(st) if dr is None else dr
+    d, starts, keys = dr.d, dr.starts, dr.keys  # data rows in grouped order
     if not len(d):
         return pl.DataFrame(schema=_EMPTY_SHARES)
-    g = st["g"].to_numpy()[d].astype(np.int64)
-    starts = _runs(g)
-    keys = g[starts]
-    del g
+    ln_all = st["len"].to_numpy()
     srtt = at_rows(st, est, pl.DataFrame({"_i": d.astype(np.uint32), "r_i": st["r_i"].gather(d)}))["srtt"]
     srtt = srtt.fill_null(0.0).to_numpy()
     mss_g = np.maximum.reduceat(ln_all[d], starts)
@@ -134,8 +171,8 @@ def shares(st: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
     last[-1] = True
     time, hi, ra, rw = st["time"].to_numpy(), Ints(st, "hi_dend"), Ints(st, "r_hi_ack"), Ints(st, "r_win")
     ng = len(keys)
-    tot = np.zeros(ng)
-    share = {k: np.zeros(ng) for k in ("cwnd", "rwnd", "app")}
+    rank = np.repeat(np.arange(ng, dtype=np.intp), np.diff(np.r_[starts, len(d)]))  # run of each data row
+    sums = np.zeros((ng, 3))
     # in blocks of rows (one look-ahead row each): the dozen row-long temporaries stay small
     for a in range(0, len(d), _BLOCK):
         b = min(a + _BLOCK, len(d))
@@ -149,7 +186,7 @@ def shares(st: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
         np.subtract(t[1:], t[:k], out=w[:k])
         w[lst] = 0.0
         np.clip(w, 0.0, None, out=w)
-        grp = np.searchsorted(starts, np.arange(a, b), side="right") - 1
+        grp = rank[a:b]
         ack = ra.at(rows)
         hd = hi.at(rows[:m])
         win = rw.at(rows[:m])
@@ -160,11 +197,11 @@ def shares(st: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
         next_ack[:len(ack) - 1] = ack[1:]
         next_ack[lst] = MISSING
         app = ~rwnd & (w > srtt[a:b]) & (next_ack != MISSING) & (next_ack >= hd)
-        cw = ~rwnd & ~app
-        tot += np.bincount(grp, weights=w, minlength=ng)
-        for k, msk in (("cwnd", cw), ("rwnd", rwnd), ("app", app)):
-            share[k] += np.bincount(grp, weights=np.where(msk, w, 0.0), minlength=ng)
+        # one count for the three kinds: bin 3·group + (0 cwnd, 1 rwnd, 2 app)
+        kind = rwnd.view(np.uint8) + app.view(np.uint8) * np.uint8(2)
+        sums += np.bincount(grp * 3 + kind, weights=w, minlength=3 * ng).reshape(ng, 3)
+    tot = sums.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        share = {k: v / tot for k, v in share.items()}
+        share = {k: sums[:, c] / tot for c, k in enumerate(("cwnd", "rwnd", "app"))}
     return _keyed(keys).with_columns(
         **{f"limited_{k}_share": pl.Series(v, dtype=pl.Float64).fill_nan(None) for k, v in share.items()})

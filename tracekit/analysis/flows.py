@@ -165,7 +165,8 @@ def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: d
         all_packets: The trace's full packets frame (simulator ``drop`` events); ``pk`` when None.
         parts: Frames already computed by :func:`tracekit.analysis.analyze` — ``state``,
             ``rtt_samples``, ``retrans`` (with ``_i``), ``flight``, ``stalls``, ``cwnd_stats``,
-            ``vantage`` — each computed here when missing.
+            ``vantage``, ``smoothed`` (:func:`tracekit.analysis.rtt.smoothed` of the samples),
+            ``handshake`` (:func:`tracekit.analysis.rtt.handshake`) — each computed here when missing.
 
     Returns:
         One row per (flow, dir) with payload, columns in :data:`COLUMNS` order.
@@ -192,7 +193,8 @@ def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: d
     sl = _stalls(pk, state=st, rtt_samples_df=rs, retrans=rt) if sl is None else sl
     vp = parts.get("vantage")
     vp = detect(pk, rs.drop("_i")) if vp is None else vp
-    est = _rtt.smoothed(rs)
+    est = parts.get("smoothed")
+    est = _rtt.smoothed(rs) if est is None else est
     over = (pl.min_horizontal(at(st, rt["_i"], "dend"), at(st, rt["_i"], "nxt")) - rt["seq"]).clip(lower_bound=0)
     rts = rt.with_columns(over=over).group_by(KEYS).agg(
         pl.len().cast(pl.Int64).alias("retrans_packets"),
@@ -202,16 +204,18 @@ def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: d
     fls = fl.group_by(KEYS).agg(pl.col("flight_bytes").max().alias("flight_max_bytes"),
                                 pl.col("flight_bytes").mean().alias("flight_mean_bytes"))
     sls = sl.group_by(KEYS).agg(pl.len().cast(pl.Int64).alias("stall_count"), pl.col("duration").sum().alias("stall_time_s"))
-    hs = _rtt.handshake(st).rename({"hs_rtt": "handshake_rtt_s"})
+    dr = _np.data_rows(st)
+    hs = parts.get("handshake")
+    hs = (_rtt.handshake(st) if hs is None else hs).rename({"hs_rtt": "handshake_rtt_s"})
     out = (
         out.join(hs, on="flow", how="left")
-        .join(_np.timing(st), on=KEYS, how="left")
+        .join(_np.timing(st, dr), on=KEYS, how="left")
         .join(_rtt_stats(rs), on=KEYS, how="left")
         .join(rts, on=KEYS, how="left")
         .join(_re.dup_acks(st), on=KEYS, how="left")
         .join(fls, on=KEYS, how="left")
         .join(sls, on=KEYS, how="left")
-        .join(_np.shares(st, est), on=KEYS, how="left")
+        .join(_np.shares(st, est, dr), on=KEYS, how="left")
         .join(vp, on="flow", how="left")
         .with_columns(
             pl.col("retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto", "retrans_spurious",

@@ -154,12 +154,15 @@ def _dsack(st: pl.DataFrame) -> pl.DataFrame:
     })
 
 
-def classify(st: pl.DataFrame, rs: pl.DataFrame) -> pl.DataFrame:
+def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = None,
+             hs: pl.DataFrame | None = None) -> pl.DataFrame:
     """Find and classify retransmissions (see the module docstring).
 
     Args:
         st: Prepared state (:func:`tracekit.analysis._state.prepare`).
         rs: RTT samples with ``_i`` (:func:`tracekit.analysis.rtt.samples`).
+        est: ``smoothed(rs)`` (:func:`tracekit.analysis.rtt.smoothed`), if at hand.
+        hs: ``handshake(st)`` (:func:`tracekit.analysis.rtt.handshake`), if at hand.
 
     Returns:
         The ``retransmissions`` frame plus ``_i`` and ``episode`` (recoveries numbered per
@@ -171,7 +174,7 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame) -> pl.DataFrame:
     cand = _candidates(st)
     if cand.is_empty():
         return pl.DataFrame(schema=_SCHEMA)
-    hs = _rtt.handshake(st)
+    hs = _rtt.handshake(st) if hs is None else hs
     # out-of-order: the first segment into a hole (never-seen bytes), soon after the hole appeared
     hl = holes(st)
     if hl.height:
@@ -191,7 +194,7 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame) -> pl.DataFrame:
     # arrived: at the sender it follows it at once; seen elsewhere, after the round trip
     # vantage -> sender -> vantage ("far", = handshake RTT - RTT measured here). A timeout
     # comes at least one RTO (>= srtt) after the last ACK. Half an RTT beyond "far" splits them.
-    cand = _rtt.at_rows(st, _rtt.smoothed(rs), cand)
+    cand = _rtt.at_rows(st, _rtt.smoothed(rs) if est is None else est, cand)
     near = rs.filter((pl.col("method") == "seq") & (pl.col("rtt_s") > 0)).group_by(KEYS).agg(
         pl.col("rtt_s").min().alias("_near"))
     cand = (

@@ -224,35 +224,38 @@ def _latest_sample(st: pl.DataFrame, est: pl.DataFrame, r_i: pl.Series) -> np.nd
     """Per entry of ``r_i`` (rows of ``st``, nullable), the row of ``est`` of the latest sample at or
     before it in that row's direction, else -1.
 
-    A direction's samples sit on its ACK rows (unique rows: one method per direction), so
-    with ``est`` keyed by (group of the sample row, row) the answer is a sorted look-up.
+    A direction's samples sit on its ACK rows (unique rows: one method per direction). Few
+    queries: with ``est`` keyed by (group of the sample row, row), a sorted look-up each.
     """
     n = st.height
-    g = st["g"].to_numpy()
     si = est["_i"].to_numpy().astype(np.int64)
-    key = (g[si].astype(np.int64) << 32) | si
-    ko = np.argsort(key, kind="stable")
-    key = key[ko]
     r = r_i.fill_null(n).to_numpy()  # (n: none)
     if len(r) * 8 < n:
+        g = st["g"].to_numpy()
+        key = (g[si].astype(np.int64) << 32) | si
+        ko = np.argsort(key, kind="stable")
+        key = key[ko]
         rr = np.minimum(r, n - 1).astype(np.int64)
         gr = g[rr].astype(np.int64)
         j = np.searchsorted(key, (gr << 32) | rr, side="right") - 1
         ok = (r < n) & (j >= 0) & ((key[np.maximum(j, 0)] >> 32) == gr)
         return np.where(ok, ko[np.maximum(j, 0)], -1)
-    # many queries: for every row of a direction that has samples, its latest one (a sorted
-    # look-up of that direction's rows among its sample rows), then one gather; the spare
-    # slot at the end answers "none"
+    # many queries: for every row, the latest sample row at or before it in its direction (a
+    # running maximum of the sample rows, in grouped order where a direction's rows ascend),
+    # then the sample's position in ``est``; the spare slot at the end answers "none"
     sg = segments(st)
-    latest = np.full(n + 1, -1, dtype=np.int32 if len(key) < (1 << 31) else np.int64)
-    kg = key >> 32
-    for j in range(len(sg.keys)):
-        lo, hi = np.searchsorted(kg, int(sg.keys[j]), side="left"), np.searchsorted(kg, int(sg.keys[j]), side="right")
-        if hi > lo:
-            rows = sg.rows(j)
-            p = np.searchsorted(key[lo:hi] & 0xFFFFFFFF, rows, side="right") - 1
-            latest[rows] = np.where(p >= 0, ko[lo + np.maximum(p, 0)], -1)
-    return latest[r]
+    o = sg.order
+    it = np.int32 if n < (1 << 31) else np.int64
+    pos = np.full(n + 1, -1, dtype=it)
+    pos[si] = np.arange(len(si), dtype=it)  # sample row -> its row in ``est``
+    mark = np.full(n, -1, dtype=it)
+    mark[si] = si
+    latest = sg.cummax(mark[o], missing=-1)  # grouped order; -1 until a direction's first sample
+    del mark
+    at_row = np.empty(n + 1, dtype=it)
+    at_row[o] = pos[latest]  # (-1 reads the spare slot: no sample yet)
+    at_row[n] = -1
+    return at_row[r]
 
 
 def with_srtt(st: pl.DataFrame, rs: pl.DataFrame) -> pl.DataFrame:

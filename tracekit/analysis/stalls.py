@@ -100,7 +100,7 @@ def _count_in(flag: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def stalls(pk: pl.DataFrame, *, state: pl.DataFrame | None = None, rtt_samples_df: pl.DataFrame | None = None,
-           retrans: pl.DataFrame | None = None) -> pl.DataFrame:
+           retrans: pl.DataFrame | None = None, est: pl.DataFrame | None = None) -> pl.DataFrame:
     """Find stalls and their causes (see the module docstring).
 
     Args:
@@ -108,6 +108,7 @@ def stalls(pk: pl.DataFrame, *, state: pl.DataFrame | None = None, rtt_samples_d
         state: Prepared state of ``pk`` (:func:`tracekit.analysis._state.prepare`), if at hand.
         rtt_samples_df: RTT samples with ``_i`` (:func:`tracekit.analysis.rtt.samples`), if at hand.
         retrans: Classified retransmissions with ``_i`` (:func:`tracekit.analysis.retrans.classify`).
+        est: ``smoothed`` RTT of the samples (:func:`tracekit.analysis.rtt.smoothed`), if at hand.
 
     Returns:
         The ``stalls`` frame (:data:`tracekit.schema.STALLS`).
@@ -142,7 +143,7 @@ def stalls(pk: pl.DataFrame, *, state: pl.DataFrame | None = None, rtt_samples_d
         r_i=at(st, ix, "r_i"), r_hi_ack=at(st, ix, "r_hi_ack"), r_win=at(st, ix, "r_win"),
     )
     # srtt at the gap's start; before any sample the smallest RTT known for the direction
-    new = at_rows(st, smoothed(rs), new)
+    new = at_rows(st, smoothed(rs) if est is None else est, new)
     floor = rs.filter(pl.col("rtt_s") > 0).group_by(KEYS).agg(pl.col("rtt_s").min().alias("_rmin"))
     new = new.join(floor, on=KEYS, how="left", maintain_order="left").with_columns(
         thr=pl.max_horizontal(pl.lit(MIN_STALL_S), RTT_FACTOR * pl.coalesce("srtt", "_rmin").fill_null(0.0))

@@ -14,6 +14,7 @@ magics mean every header field is big-endian (packet bytes are never swapped).
 from __future__ import annotations
 
 import struct
+import sys
 from array import array
 from collections.abc import Callable
 from typing import Any
@@ -85,6 +86,7 @@ def walk_records(data: Any, start: int, endian: str, rec_len: int, max_caplen: i
         stopped). Stop reasons: ``"truncated-header"``, ``"truncated-data"``, ``"caplen"``.
     """
     read_cap = struct.Struct(endian + "I").unpack_from
+    native = endian == ("<" if sys.byteorder == "little" else ">") and struct.calcsize("I") == 4
     found = array("q")
     append = found.append
     n = len(data)
@@ -96,12 +98,27 @@ def walk_records(data: Any, start: int, endian: str, rec_len: int, max_caplen: i
         if mv is not None:
             limit = min(max(limit, p) + _WALK_SEGMENT, n)
         part = data if limit == n or mv is None else mv[:limit]
-        try:
-            while True:
-                append(p)
-                p += rec_len + read_cap(part, p)[0]
-        except struct.error:
-            pass
+        if native:
+            # the caplen through four native uint32 views of the bytes, one per p % 4: an index
+            # costs less than an unpack_from call (~10 % of the walk), IndexError at the end
+            views = tuple(memoryview(part)[k:k + 4 * ((len(part) - k) // 4)].cast("I") for k in range(4))
+            try:
+                while True:
+                    append(p)
+                    p += rec_len + views[p & 3][p >> 2]
+            except IndexError:
+                pass
+            finally:
+                for v in views:
+                    v.release()
+                del views
+        else:
+            try:
+                while True:
+                    append(p)
+                    p += rec_len + read_cap(part, p)[0]
+            except struct.error:
+                pass
         del part
         if limit == n or done is None:
             break
