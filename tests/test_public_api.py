@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -41,3 +42,30 @@ def test_python_dash_m() -> None:
     out = subprocess.run([sys.executable, "-m", "tracekit", "--help"], capture_output=True, text=True)
     assert out.returncode == 0
     assert "analyze" in out.stdout
+
+
+def test_command_tunes_its_own_process_only() -> None:
+    """The `tracekit` command sets polars' allocator and the GC threshold before polars loads;
+    importing the library (tracekit.cli included) changes neither; a user's allocator setting wins."""
+    code = (
+        "import gc, os, sys\n"
+        "before = gc.get_threshold(), os.environ.get('_RJEM_MALLOC_CONF')\n"
+        "import tracekit, tracekit.cli as c\n"
+        "assert (gc.get_threshold(), os.environ.get('_RJEM_MALLOC_CONF')) == before\n"
+        "sys.argv = ['tracekit', 'formats']\n"
+        "try:\n"
+        "    c.run()\n"
+        "except SystemExit as e:\n"
+        "    assert not e.code, e.code\n"
+        "print(os.environ['_RJEM_MALLOC_CONF'], gc.get_threshold()[0], file=sys.stderr)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    # (polars puts its own decay settings first and appends what it finds: the last one wins)
+    conf, threshold = out.stderr.split()[-2:]
+    assert conf.split(",")[-1] == "narenas:1" and threshold == "100000"
+    env["_RJEM_MALLOC_CONF"] = "narenas:2"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.split()[-2].split(",")[-1] == "narenas:2"

@@ -8,6 +8,7 @@ imported inside the commands so that ``tracekit --help`` stays fast.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Callable
@@ -19,15 +20,6 @@ import click
 from tracekit.errors import TracekitError
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-# polars allocates through its own jemalloc, which gives each of its worker threads an arena
-# of its own: memory freed on one thread is not reused by another, so a command holds several
-# copies of its temporaries. One arena takes the peak RSS of `tracekit analyze` on the
-# 1.17M-packet benchmark capture from ~470 to ~430 MB and saves ~10 % of its page faults.
-# jemalloc reads this when polars first allocates, so it is set before polars is imported;
-# a value the user set is kept. (Only the command sets it: a library must not touch the
-# environment of the program that imports it.)
-os.environ.setdefault("_RJEM_MALLOC_CONF", "narenas:1")
 
 
 class _Group(click.Group):
@@ -179,8 +171,30 @@ def formats() -> None:
         click.echo(f"{'':14s}   detected by: {r.detect}")
 
 
+def _tune_process() -> None:
+    """Settings for a ``tracekit`` process (never for a program that imports the library).
+
+    * polars allocates through its own jemalloc, which gives each of its worker threads an
+      arena of its own: memory freed on one thread is not reused by another, so a command
+      holds several copies of its temporaries. One arena takes the peak RSS of ``tracekit
+      analyze`` on the 1.17M-packet benchmark capture from ~470 to ~430 MB and saves ~10 % of
+      its page faults. jemalloc reads this when polars first allocates, so it is set before
+      polars is imported (the commands import it; polars appends it to its own decay
+      settings, see polars/__init__.py); a value the user set is kept.
+    * The cyclic garbage collector runs after every 700 net new container objects by default:
+      the imports (numpy, polars) and the analyses' small frames and lists then start ~125
+      collections, ~40 ms of ``tracekit analyze`` on that capture, that find almost nothing
+      (the data is in numpy/polars buffers, freed by reference counting). A command-sized
+      threshold keeps the collector for real cycles (a batch over many files still runs it)
+      at a few cheap runs per command (~4 ms there).
+    """
+    os.environ.setdefault("_RJEM_MALLOC_CONF", "narenas:1")
+    gc.set_threshold(100_000, 20, 20)
+
+
 def run() -> None:
     """Entry point that also maps Ctrl-C to exit 130."""
+    _tune_process()
     try:
         main(standalone_mode=True)
     except KeyboardInterrupt:
