@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from tracekit.analysis._groups import MISSING
+from tracekit.analysis._groups import MISSING, Segments
 from tracekit.analysis._state import Ints, segments
 from tracekit.analysis.rtt import at_rows
 
@@ -44,29 +44,35 @@ class DataRows:
     """The data rows of a prepared state in grouped order, shared by :func:`timing` and :func:`shares`.
 
     Attributes:
-        order: Every row in grouped order (intp).
+        sg: Every row in grouped order (:func:`tracekit.analysis._state.segments`).
+        order: ``sg.order`` as intp.
         d: The rows with payload, in grouped order (ascending within a direction).
         starts: Where each direction's run starts in ``d``.
         keys: The direction id (``2·flow + dir``) of each run, ascending.
+        run: The run number of each entry of ``d`` (intp; shared: do not modify).
     """
 
+    sg: Segments
     order: np.ndarray
     d: np.ndarray
     starts: np.ndarray
     keys: np.ndarray
+    run: np.ndarray
 
 
 def data_rows(st: pl.DataFrame) -> DataRows:
     """:class:`DataRows` of a prepared state."""
-    o = segments(st).order.astype(np.intp, copy=False) if st.height else np.zeros(0, np.intp)
+    sg = segments(st)
+    o = sg.order.astype(np.intp, copy=False) if st.height else np.zeros(0, np.intp)
     ln = st["len"].to_numpy()
     d = o[ln[o] > 0]
     if not len(d):
         z = np.zeros(0, np.int64)
-        return DataRows(o, d, z, z)
+        return DataRows(sg, o, d, z, z, np.zeros(0, np.intp))
     gd = st["g"].to_numpy()[d].astype(np.int64)
     ds = _runs(gd)
-    return DataRows(o, d, ds, gd[ds])
+    run = np.repeat(np.arange(len(ds), dtype=np.intp), np.diff(np.r_[ds, len(d)]))
+    return DataRows(sg, o, d, ds, gd[ds], run)
 
 
 def timing(st: pl.DataFrame, dr: DataRows | None = None) -> pl.DataFrame:
@@ -80,9 +86,8 @@ def timing(st: pl.DataFrame, dr: DataRows | None = None) -> pl.DataFrame:
         ``flow, dir, transfer_s, init_window_bytes, init_window_segments, max_rwnd_bytes``, one
         row per direction with data, ascending.
     """
-    sg = segments(st)
     dr = data_rows(st) if dr is None else dr
-    o, d, ds, keys = dr.order, dr.d, dr.starts, dr.keys  # d: data rows (ascending within a direction)
+    sg, o, d, ds, keys = dr.sg, dr.order, dr.d, dr.starts, dr.keys  # d: data rows (ascending within a direction)
     if not len(d):
         return pl.DataFrame(schema=_EMPTY_TIMING)
     g_all = st["g"].to_numpy()
@@ -118,8 +123,7 @@ def timing(st: pl.DataFrame, dr: DataRows | None = None) -> pl.DataFrame:
     # data sent before the first ACK of data: the initial window, a prefix of each direction's
     # run (its rows ascend); (run number, row) ascends along ``d``, so one sorted look-up finds
     # where every prefix ends, and a running sum of the lengths gives its bytes
-    rank = np.repeat(np.arange(len(keys), dtype=np.int64), np.diff(np.r_[ds, len(d)]))
-    rank <<= 32
+    rank = dr.run.astype(np.int64) << 32
     rank += d
     stop = np.searchsorted(rank, (np.arange(len(keys), dtype=np.int64) << 32) + np.minimum(first_ack, 1 << 32))
     del rank
@@ -171,7 +175,6 @@ def shares(st: pl.DataFrame, est: pl.DataFrame, dr: DataRows | None = None) -> p
     last[-1] = True
     time, hi, ra, rw = st["time"].to_numpy(), Ints(st, "hi_dend"), Ints(st, "r_hi_ack"), Ints(st, "r_win")
     ng = len(keys)
-    rank = np.repeat(np.arange(ng, dtype=np.intp), np.diff(np.r_[starts, len(d)]))  # run of each data row
     sums = np.zeros((ng, 3))
     # in blocks of rows (one look-ahead row each): the dozen row-long temporaries stay small
     for a in range(0, len(d), _BLOCK):
@@ -186,7 +189,7 @@ def shares(st: pl.DataFrame, est: pl.DataFrame, dr: DataRows | None = None) -> p
         np.subtract(t[1:], t[:k], out=w[:k])
         w[lst] = 0.0
         np.clip(w, 0.0, None, out=w)
-        grp = rank[a:b]
+        grp = dr.run[a:b]
         ack = ra.at(rows)
         hd = hi.at(rows[:m])
         win = rw.at(rows[:m])
