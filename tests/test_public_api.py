@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+import polars as pl
+from conftest import sample
 
 import tracekit
 
@@ -53,11 +58,9 @@ def test_command_tunes_its_own_process_only() -> None:
         "import tracekit, tracekit.cli as c\n"
         "assert (gc.get_threshold(), os.environ.get('_RJEM_MALLOC_CONF')) == before\n"
         "sys.argv = ['tracekit', 'formats']\n"
-        "try:\n"
-        "    c.run()\n"
-        "except SystemExit as e:\n"
-        "    assert not e.code, e.code\n"
-        "print(os.environ['_RJEM_MALLOC_CONF'], gc.get_threshold()[0], file=sys.stderr)\n"
+        "import atexit\n"  # run() ends the process: report from an atexit function
+        "atexit.register(lambda: print(os.environ['_RJEM_MALLOC_CONF'], gc.get_threshold()[0], file=sys.stderr))\n"
+        "c.run()\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
@@ -69,3 +72,33 @@ def test_command_tunes_its_own_process_only() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stderr.split()[-2].split(",")[-1] == "narenas:2"
+
+
+def test_command_leaves_fast_with_everything_written(tmp_path: Path) -> None:
+    """`run()` skips interpreter teardown (os._exit) but only after its output is flushed, files
+    are closed and atexit functions ran; exit codes are the ones click and sys.exit give."""
+    out = tmp_path / "out"
+    marker = tmp_path / "atexit"
+    code = (
+        "import atexit, pathlib, sys\n"
+        f"atexit.register(pathlib.Path({os.fspath(marker)!r}).write_text, 'ran')\n"
+        "from tracekit.cli import run\n"
+        "sys.argv = ['tracekit'] + sys.argv[1:]\n"
+        "run()\n"
+        "print('not reached')\n"
+    )
+    cap = sample("linux", "slow_reader.pcap")
+    ok = subprocess.run([sys.executable, "-c", code, "analyze", "--json", "--export", os.fspath(out), os.fspath(cap)],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    doc = json.loads(ok.stdout)  # the whole document arrived (a lost buffer would cut it short)
+    assert doc["flows"] and "not reached" not in ok.stdout
+    assert marker.read_text() == "ran"
+    assert pl.read_parquet(out / "flows.parquet").height == len(doc["flows"])
+    bad = tmp_path / "bad.pcap"
+    bad.write_bytes(b"not a capture at all")
+    marker.unlink()
+    err = subprocess.run([sys.executable, "-c", code, "analyze", os.fspath(bad)], capture_output=True, text=True)
+    assert err.returncode == 1 and "bad.pcap" in err.stderr and marker.read_text() == "ran"
+    usage = subprocess.run([sys.executable, "-c", code, "analyze", "--no-such-option"], capture_output=True, text=True)
+    assert usage.returncode == 2 and "no-such-option" in usage.stderr

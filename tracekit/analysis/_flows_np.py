@@ -128,7 +128,9 @@ def timing(st: pl.DataFrame, dr: DataRows | None = None) -> pl.DataFrame:
     stop = np.searchsorted(rank, (np.arange(len(keys), dtype=np.int64) << 32) + np.minimum(first_ack, 1 << 32))
     del rank
     iw_n = (stop - ds).astype(np.int64)
-    csum = np.r_[0, np.cumsum(ln_d, dtype=np.int64)]
+    csum = np.empty(len(ln_d) + 1, dtype=np.int64)  # (np.r_ would copy it once more)
+    csum[0] = 0
+    np.cumsum(ln_d, dtype=np.int64, out=csum[1:])
     iw_b = csum[stop] - csum[ds]
     del csum, ln_d
     no_iw = (first_ack == np.iinfo(np.int64).max) | (iw_n == 0)  # no ACK of data seen, or nothing before it
