@@ -128,6 +128,20 @@ def test_ns3_loss_events_and_ssthresh() -> None:
     assert ((j["est"] - j["ssthresh_bytes"]).abs() <= 1448).all()
 
 
+def test_cwnd_frame_is_the_declared_schema_in_its_declared_order() -> None:
+    """source/phase are the schema's Enums, each row's source is one of its categories, and the
+    frame is sorted by flow, dir, source *as strings sort* ("estimate" before "trace"), time."""
+    _, an = ns3_sender()
+    cw = an.cwnd
+    assert dict(cw.schema) == schema.CWND
+    assert set(cw["source"].to_list()) == {"estimate", "trace"} and cw["phase"].null_count() == 0
+    as_text = cw.with_columns(pl.col("source", "phase").cast(pl.String))
+    assert_frame_equal(as_text, as_text.sort("flow", "dir", "source", "time", maintain_order=True))
+    # the polars fallbacks (frames that are not plain) see strings and give the same answers
+    assert_frame_equal(flow_stats(cw), flow_stats(as_text))
+    assert_frame_equal(loss_events(cw), loss_events(as_text))
+
+
 def test_trace_rows_take_the_tools_ssthresh_and_recoveries() -> None:
     """With a tool ssthresh series, trace rows carry it; the ns-3 phases follow cwnd vs that ssthresh."""
     _, an = ns3_sender()

@@ -24,6 +24,12 @@ EVENTS = ("capture", "send", "recv", "enqueue", "dequeue", "drop")
 EVENT = pl.Enum(list(EVENTS))
 PROTOS = ("tcp", "udp", "other")
 PROTO = pl.Enum(list(PROTOS))
+#: Where a cwnd row comes from: the tool's own series or tracekit's estimate (sorted as strings sort).
+CWND_SOURCES = ("estimate", "trace")
+CWND_SOURCE = pl.Enum(list(CWND_SOURCES))
+#: Congestion-control phase of a cwnd row.
+PHASES = ("slow_start", "congestion_avoidance", "recovery")
+PHASE = pl.Enum(list(PHASES))
 
 #: TCP flag bits as in the TCP header's low byte.
 FIN, SYN, RST, PSH, ACK, URG, ECE, CWR = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80
@@ -95,8 +101,10 @@ CWND: dict[str, pl.DataType] = {
     "time": pl.Float64(),
     "cwnd_bytes": pl.Float64(),
     "ssthresh_bytes": pl.Float64(),
-    "source": pl.String(),  # "trace" or "estimate"
-    "phase": pl.String(),  # slow_start, congestion_avoidance, recovery
+    # Enums (one byte a row, not a string: ~30 MB less per million rows); categories in
+    # lexical order for ``source``, so that sorting by it sorts as the strings would
+    "source": CWND_SOURCE,  # "estimate" or "trace"
+    "phase": PHASE,  # slow_start, congestion_avoidance, recovery
 }
 
 RTT: dict[str, pl.DataType] = {

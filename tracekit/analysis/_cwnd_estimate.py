@@ -48,6 +48,7 @@ from bisect import bisect_left
 import numpy as np
 import polars as pl
 
+from tracekit import schema
 from tracekit.analysis._cwnd_packets import Packets
 from tracekit.analysis._cwnd_rows import Rows, build
 from tracekit.analysis._cwnd_seg import count_below, cummax, window_max
@@ -58,10 +59,9 @@ ACK_CLOCKED_S = 1e-3
 #: Width of the max filter, in minimum RTTs (an RTT with queueing and delayed ACKs is longer).
 FILTER_RTTS = 2.0
 ROW_SCHEMA = {"flow": pl.UInt32(), "dir": pl.Int8(), "time": pl.Float64(), "cwnd_bytes": pl.Float64(),
-              "ssthresh_bytes": pl.Float64(), "source": pl.String(), "phase": pl.String()}
+              "ssthresh_bytes": pl.Float64(), "source": schema.CWND_SOURCE, "phase": schema.PHASE}
 EP_SCHEMA = {"flow": pl.UInt32(), "dir": pl.Int8(), "start": pl.Float64(), "end": pl.Float64(),
              "kind": pl.String(), "recovery": pl.Boolean(), "ssthresh_bytes": pl.Float64()}
-PHASES = ["slow_start", "congestion_avoidance", "recovery"]
 _LIMIT = 1 << 62
 
 #: One loss event: (first row, end time, recovery point, timeout?)
@@ -386,20 +386,13 @@ def _interpolate_ca(r: Rows, est: np.ndarray, ca: np.ndarray) -> None:
     est += x
 
 
-def _strings(codes: np.ndarray, names: list[str], name: str) -> pl.Series:
-    """A String column from small integer codes: the commonest name repeated, the others set at their rows.
-
-    (Gathering the names would copy each long string into the column's buffer, row by row.)
-    """
-    n = codes.size
-    counts = np.bincount(codes, minlength=len(names))
-    base = int(counts.argmax()) if n else 0
-    s = pl.select(pl.repeat(names[base], n, dtype=pl.String).alias(name)).to_series()
-    for c, value in enumerate(names):
-        if c != base and counts[c]:
-            idx = np.flatnonzero(codes == c)
-            s = s.scatter(idx, pl.repeat(value, idx.size, dtype=pl.String, eager=True))
-    return s
+def _enum(codes: np.ndarray, dtype: pl.Enum, name: str) -> pl.Series:
+    """An Enum column from its category numbers (``codes``: uint8, each < the number of categories)."""
+    s = pl.Series(name, codes, dtype=pl.UInt8)
+    try:
+        return s.cat.to(dtype)  # the codes are the physical values: no strings are made
+    except (AttributeError, pl.exceptions.PolarsError):  # (``cat.to`` is marked unstable in polars 2.1)
+        return s.replace_strict(list(range(len(dtype.categories))), dtype.categories.to_list(), return_dtype=dtype)
 
 
 def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: pl.DataFrame, *,
@@ -440,8 +433,8 @@ def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs
         pl.Series("dir", np.repeat(r.dir, counts), dtype=pl.Int8),
         pl.Series("time", r.time), pl.Series("cwnd_bytes", est),
         pl.Series("ssthresh_bytes", st, nan_to_null=True),
-        pl.select(pl.repeat("estimate", est.size, dtype=pl.String).alias("source")).to_series(),
-        _strings(codes, PHASES, "phase"),
+        pl.select(pl.repeat("estimate", est.size, dtype=schema.CWND_SOURCE).alias("source")).to_series(),
+        _enum(codes, schema.PHASE, "phase"),
     ])
     syn = np.flatnonzero(r.syn_lost & (counts > 0))
     syn_eps = pl.DataFrame({

@@ -16,7 +16,7 @@ import polars as pl
 
 from tracekit.analysis._groups import MISSING, Segments
 from tracekit.analysis._state import Ints, segments
-from tracekit.analysis.rtt import at_rows
+from tracekit.analysis.rtt import srtt_at
 
 _EMPTY_TIMING = {"flow": pl.UInt32, "dir": pl.Int8, "transfer_s": pl.Float64, "init_window_bytes": pl.Int64,
                  "init_window_segments": pl.Int64, "max_rwnd_bytes": pl.Int64}
@@ -169,8 +169,8 @@ def shares(st: pl.DataFrame, est: pl.DataFrame, dr: DataRows | None = None) -> p
     if not len(d):
         return pl.DataFrame(schema=_EMPTY_SHARES)
     ln_all = st["len"].to_numpy()
-    srtt = at_rows(st, est, pl.DataFrame({"_i": d.astype(np.uint32), "r_i": st["r_i"].gather(d)}))["srtt"]
-    srtt = srtt.fill_null(0.0).to_numpy()
+    srtt = srtt_at(st, est, d)
+    srtt[np.isnan(srtt)] = 0.0  # no sample yet: no gap counts as the application's
     mss_g = np.maximum.reduceat(ln_all[d], starts)
     last = np.zeros(len(d), dtype=bool)
     last[starts[1:] - 1] = True

@@ -292,9 +292,9 @@ def loss_events(cwnd_df: pl.DataFrame) -> pl.DataFrame:
         return pl.DataFrame(schema=_EVENTS)
     fast = _stats.loss_events(cwnd_df, list(_EVENTS), DECREASE)  # numpy, for plain frames
     if fast is not None:
-        return fast
+        return fast.with_columns(pl.col("source").cast(pl.String))  # (a few rows: as declared in _EVENTS)
     keys = ["_kf", "_kd", "source"]
-    df = cwnd_df.with_columns(
+    df = _as_strings(cwnd_df).with_columns(
         _kf=pl.col("flow").cast(pl.Int64).fill_null(-1), _kd=pl.col("dir").cast(pl.Int64).fill_null(-1)
     ).sort(*keys, "time", maintain_order=True)
     df = df.with_columns(_dec=_decreases(df, "cwnd_bytes", keys))
@@ -325,6 +325,7 @@ def flow_stats(cwnd_df: pl.DataFrame) -> pl.DataFrame:
     fast = _stats.flow_stats(cwnd_df, _STATS, DECREASE)  # numpy, for plain frames
     if fast is not None:
         return fast
+    cwnd_df = _as_strings(cwnd_df)
     pick = cwnd_df.group_by(KEYS).agg(
         pl.when((pl.col("source") == "trace").any()).then(pl.lit("trace")).otherwise(pl.lit("estimate"))
         .alias("cwnd_source"))
@@ -334,3 +335,8 @@ def flow_stats(cwnd_df: pl.DataFrame) -> pl.DataFrame:
                                       pl.col("source").first().alias("cwnd_source"))
     out = stats.join(ev, on=KEYS, how="left", nulls_equal=True).with_columns(pl.col("loss_events").fill_null(0))
     return out.select([pl.col(c).cast(t) for c, t in _STATS.items()]).sort(KEYS, nulls_last=True)
+
+
+def _as_strings(cwnd_df: pl.DataFrame) -> pl.DataFrame:
+    """``source`` and ``phase`` as String (the polars fallbacks compare and join them with literals)."""
+    return cwnd_df.with_columns(pl.col(c).cast(pl.String) for c in ("source", "phase") if c in cwnd_df.columns)

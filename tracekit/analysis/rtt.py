@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from tracekit.analysis._groups import MISSING, Segments
-from tracekit.analysis._state import at, pick, prepare, row_index, segments, take
+from tracekit.analysis._state import Ints, at, pick, prepare, row_index, segments, take
 from tracekit.schema import RTT, empty
 
 TWO32 = 1 << 32
@@ -213,23 +213,41 @@ def at_rows(st: pl.DataFrame, est: pl.DataFrame, rows: pl.DataFrame) -> pl.DataF
         return rows.with_columns(srtt=at(st, ix, "srtt"), rttvar=at(st, ix, "rttvar"))
     if est.is_empty() or rows.is_empty():
         return rows.with_columns(srtt=pl.lit(None, pl.Float64), rttvar=pl.lit(None, pl.Float64))
-    j = _latest_sample(st, est, rows["r_i"])  # -1: none, which reads the NaN appended below
+    j = _latest_sample(st, est, rows["r_i"].fill_null(st.height).to_numpy())  # -1: none: the NaN appended below
     return rows.with_columns(
         srtt=pl.Series(np.append(est["srtt"].to_numpy(), np.nan)[j]).fill_nan(None),
         rttvar=pl.Series(np.append(est["rttvar"].to_numpy(), np.nan)[j]).fill_nan(None),
     )
 
 
-def _latest_sample(st: pl.DataFrame, est: pl.DataFrame, r_i: pl.Series) -> np.ndarray:
-    """Per entry of ``r_i`` (rows of ``st``, nullable), the row of ``est`` of the latest sample at or
-    before it in that row's direction, else -1.
+def srtt_at(st: pl.DataFrame, est: pl.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """:func:`at_rows`' ``srtt`` alone, as float64 numpy (NaN before a direction's first sample).
+
+    Args:
+        st: Prepared state.
+        est: :func:`smoothed` output.
+        rows: Row numbers of ``st``.
+
+    Returns:
+        One value per entry of ``rows``.
+    """
+    if "srtt" in st.columns:
+        return at(st, rows, "srtt").fill_null(np.nan).to_numpy()
+    if est.is_empty() or not len(rows):
+        return np.full(len(rows), np.nan)
+    j = _latest_sample(st, est, Ints(st, "r_i").at(rows, fill=st.height))
+    return np.append(est["srtt"].to_numpy(), np.nan)[j]
+
+
+def _latest_sample(st: pl.DataFrame, est: pl.DataFrame, r: np.ndarray) -> np.ndarray:
+    """Per entry of ``r`` (rows of ``st``; ``st.height``: none), the row of ``est`` of the latest
+    sample at or before it in that row's direction, else -1.
 
     A direction's samples sit on its ACK rows (unique rows: one method per direction). Few
     queries: with ``est`` keyed by (group of the sample row, row), a sorted look-up each.
     """
     n = st.height
     si = est["_i"].to_numpy().astype(np.int64)
-    r = r_i.fill_null(n).to_numpy()  # (n: none)
     if len(r) * 8 < n:
         g = st["g"].to_numpy()
         key = (g[si].astype(np.int64) << 32) | si
