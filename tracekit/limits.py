@@ -8,7 +8,6 @@ CLI options, or by a ``[limits]`` table in a TOML config file
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,6 +71,8 @@ class Limits:
         Raises:
             UsageError: if the file is not valid TOML or names an unknown limit.
         """
+        import tomllib  # (only when a config is read: ~5 ms of every command otherwise)
+
         try:
             data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

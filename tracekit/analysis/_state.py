@@ -246,6 +246,17 @@ def _narrow(src: pl.DataFrame, ln: pl.Series) -> tuple[type, int]:
     return np.int64, MISSING
 
 
+def _as(s: pl.Series, it: type, miss: int) -> np.ndarray:
+    """An integer column as numpy of dtype ``it`` (:func:`_narrow` checked that its values fit), ``miss`` for null.
+
+    The narrowing is numpy's ``astype`` (vectorised, no per-value overflow check: the range
+    is known), not a polars cast.
+    """
+    if s.null_count():
+        s = s.fill_null(miss)
+    return s.to_numpy().astype(it, copy=False)
+
+
 def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     """Build the per-packet sequence state of every TCP connection (see the module docstring).
 
@@ -267,9 +278,8 @@ def prepare(pk: pl.DataFrame) -> pl.DataFrame:
         return _empty(base)
     n = base.height
     it, miss = _narrow(src, ln_s)
-    pt = pl.Int32 if it is np.int32 else pl.Int64
-    seq = src["seq"].cast(pt).to_numpy()
-    ln = ln_s.cast(pt).to_numpy()
+    seq = _as(src["seq"], it, miss)
+    ln = _as(ln_s, it, miss)
     flags = src["flags"].fill_null(0).to_numpy()
     flow = src["flow"].to_numpy()
     g = flow * np.uint32(2)
@@ -286,7 +296,7 @@ def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     # pass 1: Wireshark's nextseq from every packet (pure ACKs have end == seq and do not move it)
     nxt = sg.cummax(end_g, shift=True, missing=miss)
     ka1 = (ln_g <= 1) & (seq_g == nxt - 1) & ~sfr_g & (nxt != miss)
-    win = src["win"].cast(pt).fill_null(miss).to_numpy()
+    win = _as(src["win"], it, miss)
     # Zero-window probes (1 byte at nextseq while the peer's window is 0) do not advance nextseq
     # in Wireshark, so the next probe at the same seq is a probe again, not a retransmission.
     one = np.flatnonzero(ln_g == 1)
@@ -321,7 +331,7 @@ def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     del win_g
     dup &= (ln_g == 0) & (seq_g == nxt) & has_nxt & ~sfr_g
     del seq_g, ln_g, sfr_g, has_nxt
-    ack = src["ack"].cast(pt).fill_null(miss).to_numpy()
+    ack = _as(src["ack"], it, miss)
     ack_g = ack[o]
     dup &= (ack_g == sg.shift1(ack_g, miss)) & (ack_g != miss)
     has_ack_g = ((fl_g & ACK) != 0) & (ack_g != miss)
