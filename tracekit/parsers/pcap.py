@@ -24,6 +24,7 @@ import numpy as np
 from tracekit._source import Source
 from tracekit.errors import CorruptTraceError, UnknownFormatError
 from tracekit.limits import DEFAULT, Limits
+from tracekit.parsers import _spec_walk as _spec
 from tracekit.parsers._capture import build, fallback, load_capture, release, releaser
 from tracekit.parsers._decode import Packets
 from tracekit.trace import Trace, WarningLog
@@ -56,8 +57,39 @@ def sniff(head: bytes) -> bool:
 _WALK_SEGMENT = 16 << 20
 
 
+def _walk_ahead(data: Any, start: int, endian: str, rec_len: int, cap_at: int, nanos: bool, max_caplen: int,
+                done: Callable[[int], None] | None) -> tuple[list[np.ndarray], int]:
+    """Record header offsets proven by the vectorized walk (:mod:`._spec_walk`), window by window.
+
+    Returns:
+        (the proven offsets, in pieces; the header offset where the plain loop goes on).
+    """
+    proven: list[np.ndarray] = []
+    n = len(data)
+    if not _spec.usable(endian, rec_len, cap_at) or n - start < 2 * _spec.MIN_WINDOW:
+        return proven, start
+    buf = np.frombuffer(data, dtype=np.uint8)
+    sec0 = int(buf[start:start + 4].view(np.uint32)[0])
+    while True:
+        offs, nxt = _spec.walk(buf, start, start + _WALK_SEGMENT, cap_at=cap_at, nanos=nanos,
+                               max_caplen=max_caplen, sec0=sec0)
+        if not len(offs):
+            break
+        proven.append(offs)
+        # a window mostly unproven (guesses failing: an odd file) is left to the plain loop
+        short = nxt - start < _WALK_SEGMENT // 2 and nxt < n - _WALK_SEGMENT
+        start = nxt
+        if done is not None:
+            done(start)
+        if short:
+            break
+    del buf
+    return proven, start
+
+
 def walk_records(data: Any, start: int, endian: str, rec_len: int, max_caplen: int,
-                 cap_at: int = 8, done: Callable[[int], None] | None = None) -> tuple[np.ndarray, str | None, int]:
+                 cap_at: int = 8, done: Callable[[int], None] | None = None,
+                 nanos: bool = False) -> tuple[np.ndarray, str | None, int]:
     """Find record boundaries: the one per-record Python loop, kept small and isolated.
 
     The loop only chains ``offset += header + caplen`` (a few bytecodes per record; ~0.1 µs);
@@ -80,6 +112,7 @@ def walk_records(data: Any, start: int, endian: str, rec_len: int, max_caplen: i
         cap_at: Offset of the captured-length field in the record header (12 for pcap < 2.3,
             whose caplen and length fields are swapped).
         done: Called as the walk moves on (to release a memory map's pages behind it).
+        nanos: Nanosecond timestamps (a bound in the vectorized walk's guess, never in the result).
 
     Returns:
         (offsets of complete records' headers as int64, stop reason or None, offset where it
@@ -87,9 +120,10 @@ def walk_records(data: Any, start: int, endian: str, rec_len: int, max_caplen: i
     """
     read_cap = struct.Struct(endian + "I").unpack_from
     native = endian == ("<" if sys.byteorder == "little" else ">") and struct.calcsize("I") == 4
+    n = len(data)
+    proven, start = _walk_ahead(data, start, endian, rec_len, cap_at, nanos, max_caplen, done)
     found = array("q")
     append = found.append
-    n = len(data)
     p = start + cap_at
     whole = done is None or n <= _WALK_SEGMENT
     mv = None if whole else memoryview(data)
@@ -127,6 +161,8 @@ def walk_records(data: Any, start: int, endian: str, rec_len: int, max_caplen: i
     if mv is not None:
         mv.release()
     pos = np.frombuffer(found, dtype=np.int64)
+    if proven:
+        pos = np.concatenate([*proven, pos - cap_at]) + cap_at
     hdr = pos[:-1] - cap_at  # the last position is the one that could not be read
     # Each step added header + caplen, so the captured lengths are the steps' sizes.
     caps = np.diff(pos)
@@ -252,7 +288,7 @@ def read(
     # pcap before 2.3 wrote the original length before the captured length (libpcap swaps them).
     swapped = (vmaj, vmin) < (2, 3)
     offs, reason, stop = walk_records(data, FILE_HEADER, endian, rec_len, limits.max_caplen, 12 if swapped else 8,
-                                      done=releaser(data))
+                                      done=releaser(data), nanos=nanos)
     release(data)
     if reason == "caplen":
         cap = struct.unpack_from(endian + "I", data, stop + (12 if swapped else 8))[0]
