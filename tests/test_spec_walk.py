@@ -172,3 +172,13 @@ def test_only_native_order_and_16_byte_headers_take_the_vectorized_walk() -> Non
     assert _spec_walk.usable(native, 16, 8) and _spec_walk.usable(native, 16, 12)
     assert not _spec_walk.usable(other, 16, 8)
     assert not _spec_walk.usable(native, 24, 8)  # Kuznetzov's longer record header
+
+
+@pytest.mark.parametrize("at", [0, 6, 7, 8, 13, 18])
+def test_a_step_over_the_maximum_is_found_across_chunk_edges(at: int) -> None:
+    h = np.arange(20, dtype=np.int64) * 100
+    h[at + 1:] += 10_000  # one step of 10,100 between h[at] and h[at + 1]
+    for chunk in (1, 3, 7, 8, 64):
+        assert pcap._first_step_over(h, 1000, chunk) == at
+    assert pcap._first_step_over(np.arange(20, dtype=np.int64) * 100, 1000, 7) is None
+    assert pcap._first_step_over(np.zeros(1, dtype=np.int64), 1000) is None

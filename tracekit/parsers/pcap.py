@@ -92,6 +92,10 @@ def walk_records(data: Any, start: int, endian: str, rec_len: int, max_caplen: i
                  nanos: bool = False) -> tuple[np.ndarray, str | None, int]:
     """Find record boundaries: the one per-record Python loop, kept small and isolated.
 
+    As far as its guesses are proven, the vectorized walk of :mod:`._spec_walk` finds them first
+    (most of a large native-order file); the loop goes on from the last proven record, with the
+    same result as if it had walked the whole file.
+
     The loop only chains ``offset += header + caplen`` (a few bytecodes per record; ~0.1 µs);
     it stops when the next caplen cannot be read (``struct.error`` at the end of the data).
     Everything else is checked afterwards with numpy: a caplen over the maximum (the walk may
@@ -160,24 +164,32 @@ def walk_records(data: Any, start: int, endian: str, rec_len: int, max_caplen: i
         done(p - cap_at)
     if mv is not None:
         mv.release()
-    pos = np.frombuffer(found, dtype=np.int64)
-    if proven:
-        pos = np.concatenate([*proven, pos - cap_at]) + cap_at
-    hdr = pos[:-1] - cap_at  # the last position is the one that could not be read
-    # Each step added header + caplen, so the captured lengths are the steps' sizes.
-    caps = np.diff(pos)
-    caps -= rec_len
-    over = np.flatnonzero(caps > max_caplen)
-    if len(over):
-        i = int(over[0])
+    tail = np.frombuffer(found, dtype=np.int64) - cap_at
+    del found
+    # header offsets; the last one is where no captured length could be read (the end, or past it)
+    allh = np.concatenate([*proven, tail]) if proven else tail
+    del proven, tail
+    hdr = allh[:-1]
+    # each step added header + caplen: a step over header + max_caplen is a caplen over the maximum
+    i = _first_step_over(allh, rec_len + max_caplen)
+    if i is not None:
         return hdr[:i], "caplen", int(hdr[i])
-    failed = int(pos[-1]) - cap_at
-    if len(hdr) and int(hdr[-1]) + rec_len + int(caps[-1]) > n:
+    failed = int(allh[-1])
+    if len(hdr) and failed > n:
         last = int(hdr[-1])
         return hdr[:-1], ("truncated-data" if last + rec_len <= n else "truncated-header"), last
     if failed < n:
         return hdr, "truncated-header", failed
     return hdr, None, failed
+
+
+def _first_step_over(h: np.ndarray, limit: int, chunk: int = 1 << 18) -> int | None:
+    """The first ``i`` with ``h[i + 1] - h[i] > limit``, or None (in chunks: no full-length temporary)."""
+    for s in range(0, len(h) - 1, chunk):
+        big = np.flatnonzero(np.diff(h[s:s + chunk + 1]) > limit)
+        if len(big):
+            return s + int(big[0])
+    return None
 
 
 #: Records whose headers are gathered at a time.
