@@ -51,7 +51,7 @@ import polars as pl
 from tracekit import schema
 from tracekit.analysis._cwnd_packets import Packets
 from tracekit.analysis._cwnd_rows import Rows, build
-from tracekit.analysis._cwnd_seg import count_below, cummax, window_max
+from tracekit.analysis._cwnd_seg import count_below, cummax, ranges, window_max
 
 KEYS = ["flow", "dir"]
 #: A data segment sent within this long after an ACK arrived was clocked by it.
@@ -96,32 +96,46 @@ def _chain(cand: np.ndarray, seq_end: np.ndarray, hi: np.ndarray, una: np.ndarra
     return out
 
 
-def _go_back_n(seq: np.ndarray, seq_end: np.ndarray, una: np.ndarray, rp: int) -> bool | None:
-    """Is a fast-retransmit episode a Tahoe-style restart (True) or a fast recovery (False)?
+def _go_back_n(seq_end: np.ndarray, pay: np.ndarray, una: np.ndarray, first: np.ndarray, last: np.ndarray,
+               rp: np.ndarray) -> np.ndarray:
+    """Is each fast-retransmit episode a Tahoe-style restart (1), a fast recovery (0), or neither (-1)?
 
-    Rows are the episode's data segments, the fast retransmission first. A go-back-N
-    sender (cwnd = 1, then slow start from snd_una) resends old data beyond the first
-    hole (``una < seq < rp``) before it sends new data (``seq ≥ rp``), and always
-    contiguously from ``max(snd_una, last sent)``. A Reno/NewReno sender retransmits only
-    at snd_una (one segment per partial ACK) and sends new data on dupACK inflation; a
-    SACK sender repairs holes above snd_una but *skips* the segments the receiver SACKed.
-
-    Returns:
-        None when the episode shows neither (only the fast retransmission was sent:
-        a single loss, or a Reno sender stalled by the receiver window).
+    Episode k's rows are ``first[k]:last[k]`` (its data segments, the fast retransmission
+    first), ``rp[k]`` its recovery point. A go-back-N sender (cwnd = 1, then slow start from
+    snd_una) resends old data beyond the first hole (``una < seq < rp``) before it sends new
+    data (``seq ≥ rp``), and always contiguously from ``max(snd_una, last sent)``. A
+    Reno/NewReno sender retransmits only at snd_una (one segment per partial ACK) and sends
+    new data on dupACK inflation; a SACK sender repairs holes above snd_una but *skips* the
+    segments the receiver SACKed. Neither (-1): only the fast retransmission was sent (a
+    single loss, or a Reno sender stalled by the receiver window). All episodes at once:
+    their rows after the first, concatenated, and per-episode counts.
     """
-    rest_seq, rest_una = seq[1:], una[1:]
-    if rest_seq.size == 0:
-        return None
-    new = np.flatnonzero(rest_seq >= rp)
-    stop = int(new[0]) if new.size else rest_seq.size
-    beyond = (rest_seq[:stop] < rp) & (rest_seq[:stop] > rest_una[:stop])
-    if not beyond.any():
-        return False if new.size or stop else None
+    ne = len(first)
+    out = np.full(ne, -1, dtype=np.int8)
+    a = first + 1
+    n_rest = np.maximum(last - a, 0)
+    idx = ranges(a, last)  # the rows after each episode's first, episode by episode
+    if not idx.size:
+        return out
+    ep = np.repeat(np.arange(ne), n_rest)
+    pos = idx - a[ep]
+    seq = seq_end[idx] - pay[idx]
+    rpr = rp[ep]
+    # where each episode's new data starts (its rest's length when it sends none)
+    stop = n_rest.copy()
+    is_new = seq >= rpr
+    if is_new.any():
+        u, k = np.unique(ep[is_new], return_index=True)
+        stop[u] = pos[is_new][k]
+    u_r = una[idx]
+    beyond = np.bincount(ep[(pos < stop[ep]) & (seq < rpr) & (seq > u_r)], minlength=ne) > 0
     # up to and including the first new segment: a SACK sender jumps over SACKed data
-    upto = min(stop + 1, rest_seq.size)
-    skipped = rest_seq[:upto] > np.maximum(seq_end[:upto], rest_una[:upto])
-    return not bool(skipped.any())
+    upto = np.minimum(stop + 1, n_rest)
+    skipped = np.bincount(ep[(pos < upto[ep]) & (seq > np.maximum(seq_end[idx - 1], u_r))], minlength=ne) > 0
+    has = n_rest > 0
+    out[has] = 0
+    out[has & beyond & ~skipped] = 1
+    return out
 
 
 class _Episode:
@@ -148,7 +162,8 @@ def _episodes(r: Rows) -> list[_Episode]:
                    # retransmits ride the third dupACK; SACK recovery resumes on dupACKs after a pause)
                    & ((t_r - r.retx_tack) > np.minimum(ACK_CLOCKED_S, 0.05 * mr)))
     rlo, rhi = np.searchsorted(ri, r.lo), np.searchsorted(ri, r.hi)
-    out: list[_Episode] = []
+    found: list[tuple[int, int, float, bool, int, int, int, int, int, int]] = []
+    ctx: dict[int, tuple[np.ndarray, int, float]] = {}
     for d in np.flatnonzero(rhi > rlo).tolist():
         # only directions with retransmissions: a Python step per loss event, none per packet
         sel = slice(int(rlo[d]), int(rhi[d]))
@@ -162,22 +177,32 @@ def _episodes(r: Rows) -> list[_Episode]:
         lo, hi_r = int(r.lo[d]), int(r.hi[d])
         tt = r.time[lo:hi_r]
         w_s = float(r.min_rtt[d])
-        clocked = ACK_CLOCKED_S if math.isnan(w_s) else min(ACK_CLOCKED_S, 0.05 * w_s)
-        j_ends = lo + np.searchsorted(tt, [e[1] for e in ch], side="left")
+        ctx[d] = (tt, lo, ACK_CLOCKED_S if math.isnan(w_s) else min(ACK_CLOCKED_S, 0.05 * w_s))
+        j_ends = (lo + np.searchsorted(tt, [e[1] for e in ch], side="left")).tolist()
         at = {x: k for k, x in enumerate(cand.tolist())}
         his, unas, sks = r.retx_hi[sel][c].tolist(), r.una[cand].tolist(), r.sacked(cand).tolist()
         for k, (i, end, rp, to) in enumerate(ch):
-            j_end = int(j_ends[k])
             nxt = ch[k + 1][0] if k + 1 < len(ch) else hi_r
-            last = min(j_end, nxt)
-            gbn = _go_back_n(r.seq_end[i:last] - r.pay[i:last], r.seq_end[i:last], r.una[i:last], rp)
-            burst = -1
-            if gbn is None and j_end < nxt:
-                # nothing sent inside: the burst released by the ACK that ends the episode tells
-                kb = lo + int(np.searchsorted(tt, r.time[j_end] + clocked, side="right")) - 1
-                burst = min(kb, nxt - 1)
             ci = at[i]
-            out.append(_Episode(d, i, end, to, j_end, last, gbn, burst, his[ci], unas[ci], sks[ci]))
+            found.append((d, i, end, to, j_ends[k], nxt, rp, his[ci], unas[ci], sks[ci]))
+    if not found:
+        return []
+    first = np.fromiter((e[1] for e in found), dtype=np.int64, count=len(found))
+    j_end = np.fromiter((e[4] for e in found), dtype=np.int64, count=len(found))
+    nxt_a = np.fromiter((e[5] for e in found), dtype=np.int64, count=len(found))
+    rp_a = np.fromiter((e[6] for e in found), dtype=np.int64, count=len(found))
+    last = np.minimum(j_end, nxt_a)
+    verdict = _go_back_n(r.seq_end, r.pay, r.una, first, last, rp_a).tolist()
+    out: list[_Episode] = []
+    for (d, i, end, to, je, nxt, _rp, hi_v, una_v, sk), lst, v in zip(found, last.tolist(), verdict):
+        gbn = None if v < 0 else bool(v)
+        burst = -1
+        if gbn is None and je < nxt:
+            # nothing sent inside: the burst released by the ACK that ends the episode tells
+            tt, lo, clocked = ctx[d]
+            kb = lo + int(np.searchsorted(tt, r.time[je] + clocked, side="right")) - 1
+            burst = min(kb, nxt - 1)
+        out.append(_Episode(d, i, end, to, je, lst, gbn, burst, hi_v, una_v, sk))
     return out
 
 
