@@ -34,6 +34,8 @@ direction), else Int64; :class:`Ints` and :func:`take` read them as int64.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import polars as pl
 
@@ -156,11 +158,29 @@ def sack_blocks(sack: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     return owner, left, right, k
 
 
+#: The last state frame's SACK blocks: (a weak reference to the frame, its blocks).
+_LAST_BLOCKS: list[tuple[weakref.ref[pl.DataFrame], tuple[np.ndarray, ...]]] = []
+
+
+def blocks(st: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`sack_blocks` of ``st["sack"]``, computed once per state frame.
+
+    Retransmissions (twice) and flight read the blocks of the same frame; the last frame's
+    blocks are kept (as long as the frame lives) instead of exploding the list column three times.
+    """
+    last = _LAST_BLOCKS[-1] if _LAST_BLOCKS else None
+    if last is not None and last[0]() is st:
+        return last[1]  # type: ignore[return-value]
+    out = sack_blocks(st["sack"])
+    _LAST_BLOCKS[:] = [(weakref.ref(st, lambda _r: _LAST_BLOCKS.clear()), out)]
+    return out
+
+
 def sack_above(st: pl.DataFrame) -> np.ndarray:
     """Rows whose SACK blocks reach above their own ACK (ascending row numbers)."""
     # a row without blocks counts as right edge -1, and a missing ACK as 2^62 (never below)
     out = st.select(pl.arg_where(pl.col("ack") < -1))[:, 0].to_numpy().astype(np.int64)
-    owner, _, right, _ = sack_blocks(st["sack"])
+    owner, _, right, _ = blocks(st)
     if owner.size:
         starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
         hi = np.maximum.reduceat(right, starts)

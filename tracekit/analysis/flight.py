@@ -29,7 +29,17 @@ import numpy as np
 import polars as pl
 
 from tracekit.analysis._groups import MISSING
-from tracekit.analysis._state import Ints, find_hole, first_fill, holes, pick, prepare, sack_blocks, segments, take
+from tracekit.analysis._state import (
+    Ints,
+    find_hole,
+    first_fill,
+    holes,
+    pick,
+    prepare,
+    segments,
+    take,
+)
+from tracekit.analysis._state import blocks as state_blocks
 from tracekit.schema import FLIGHT, empty
 
 #: Segment ranges exploded per SACK block (x rows) before giving up on the scoreboard.
@@ -237,7 +247,7 @@ def flight(pk: pl.DataFrame, *, state: pl.DataFrame | None = None) -> pl.DataFra
     if not m:
         return empty(FLIGHT)
     hs = _Holes(st)
-    blocks = sack_blocks(st["sack"])
+    blocks = state_blocks(st)
     sacked = _sacked(st, blocks)
     sums = _sack_sums(st, blocks)
     del blocks
