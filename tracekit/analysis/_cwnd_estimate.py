@@ -107,8 +107,8 @@ def _go_back_n(seq_end: np.ndarray, pay: np.ndarray, una: np.ndarray, first: np.
     Reno/NewReno sender retransmits only at snd_una (one segment per partial ACK) and sends
     new data on dupACK inflation; a SACK sender repairs holes above snd_una but *skips* the
     segments the receiver SACKed. Neither (-1): only the fast retransmission was sent (a
-    single loss, or a Reno sender stalled by the receiver window). All episodes at once:
-    their rows after the first, concatenated, and per-episode counts.
+    single loss, or a Reno sender stalled by the receiver window). All episodes are decided
+    at once, over the concatenation of their rows after the first.
     """
     ne = len(first)
     out = np.full(ne, -1, dtype=np.int8)

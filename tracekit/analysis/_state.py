@@ -162,7 +162,7 @@ def sack_blocks(sack: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
 _LAST_BLOCKS: list[tuple[weakref.ref[pl.DataFrame], tuple[np.ndarray, ...]]] = []
 
 
-def blocks(st: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def sack_blocks_of(st: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`sack_blocks` of ``st["sack"]``, computed once per state frame.
 
     Retransmissions (twice) and flight read the blocks of the same frame; the last frame's
@@ -180,7 +180,7 @@ def sack_above(st: pl.DataFrame) -> np.ndarray:
     """Rows whose SACK blocks reach above their own ACK (ascending row numbers)."""
     # a row without blocks counts as right edge -1, and a missing ACK as 2^62 (never below)
     out = st.select(pl.arg_where(pl.col("ack") < -1))[:, 0].to_numpy().astype(np.int64)
-    owner, _, right, _ = blocks(st)
+    owner, _, right, _ = sack_blocks_of(st)
     if owner.size:
         starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
         hi = np.maximum.reduceat(right, starts)

@@ -36,10 +36,10 @@ from tracekit.analysis._state import (
     holes,
     pick,
     prepare,
+    sack_blocks_of,
     segments,
     take,
 )
-from tracekit.analysis._state import blocks as state_blocks
 from tracekit.schema import FLIGHT, empty
 
 #: Segment ranges exploded per SACK block (x rows) before giving up on the scoreboard.
@@ -247,7 +247,7 @@ def flight(pk: pl.DataFrame, *, state: pl.DataFrame | None = None) -> pl.DataFra
     if not m:
         return empty(FLIGHT)
     hs = _Holes(st)
-    blocks = state_blocks(st)
+    blocks = sack_blocks_of(st)
     sacked = _sacked(st, blocks)
     sums = _sack_sums(st, blocks)
     del blocks

@@ -58,10 +58,10 @@ from tracekit.analysis._state import (
     prepare,
     row_index,
     sack_above,
+    sack_blocks_of,
     segments,
     take,
 )
-from tracekit.analysis._state import blocks as state_blocks
 from tracekit.schema import RETRANSMISSIONS, empty
 
 #: RTO floor (Linux TCP_RTO_MIN), used when no RTT is known, and Wireshark's default out-of-order window.
@@ -146,7 +146,7 @@ def _ack_runs(st: pl.DataFrame, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _dsack(st: pl.DataFrame) -> pl.DataFrame:
     """D-SACK blocks (RFC 2883): the first block below the ACK, or inside the second block."""
-    owner, left, right, k = state_blocks(st)
+    owner, left, right, k = sack_blocks_of(st)
     one = k == 0
     rows, l1, r1 = owner[one], left[one], right[one]
     # the second block of the rows that have one (MISSING: none, or a missing edge)

@@ -165,7 +165,7 @@ def walk_records(data: Any, start: int, endian: str, rec_len: int, max_caplen: i
     if mv is not None:
         mv.release()
     tail = np.frombuffer(found, dtype=np.int64) - cap_at
-    del found
+    del found, append  # (the bound method holds the array too)
     # header offsets; the last one is where no captured length could be read (the end, or past it)
     allh = np.concatenate([*proven, tail]) if proven else tail
     del proven, tail
