@@ -52,28 +52,32 @@ def test_python_dash_m() -> None:
 
 
 def test_command_tunes_its_own_process_only() -> None:
-    """The `tracekit` command sets polars' allocator and the GC threshold before polars loads;
-    importing the library (tracekit.cli included) changes neither; a user's allocator setting wins."""
+    """The `tracekit` command sets polars' allocator, numpy's BLAS threads and the GC threshold
+    before polars and numpy load; importing the library (tracekit.cli included) changes none of
+    them; a user's own settings win."""
     code = (
         "import gc, os, sys\n"
-        "before = gc.get_threshold(), os.environ.get('_RJEM_MALLOC_CONF')\n"
+        "before = gc.get_threshold(), os.environ.get('_RJEM_MALLOC_CONF'), os.environ.get('OPENBLAS_NUM_THREADS')\n"
         "import tracekit, tracekit.cli as c\n"
-        "assert (gc.get_threshold(), os.environ.get('_RJEM_MALLOC_CONF')) == before\n"
+        "assert (gc.get_threshold(), os.environ.get('_RJEM_MALLOC_CONF'), os.environ.get('OPENBLAS_NUM_THREADS')) == before\n"
+        "assert 'numpy' not in sys.modules and 'polars' not in sys.modules\n"
         "sys.argv = ['tracekit', 'formats']\n"
         "import atexit\n"  # run() ends the process: report from an atexit function
-        "atexit.register(lambda: print(os.environ['_RJEM_MALLOC_CONF'], gc.get_threshold()[0], file=sys.stderr))\n"
+        "atexit.register(lambda: print(os.environ['_RJEM_MALLOC_CONF'], gc.get_threshold()[0],\n"
+        "                              os.environ['OPENBLAS_NUM_THREADS'], file=sys.stderr))\n"
         "c.run()\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
+    env = {k: v for k, v in os.environ.items() if k not in ("_RJEM_MALLOC_CONF", "OPENBLAS_NUM_THREADS")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     # (polars puts its own decay settings first and appends what it finds: the last one wins)
-    conf, threshold = out.stderr.split()[-2:]
-    assert conf.split(",")[-1] == "narenas:1" and threshold == "100000"
-    env["_RJEM_MALLOC_CONF"] = "narenas:2"
+    conf, threshold, blas = out.stderr.split()[-3:]
+    assert conf.split(",")[-1] == "narenas:1" and threshold == "100000" and blas == "1"
+    env["_RJEM_MALLOC_CONF"], env["OPENBLAS_NUM_THREADS"] = "narenas:2", "2"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
-    assert out.stderr.split()[-2].split(",")[-1] == "narenas:2"
+    conf, _, blas = out.stderr.split()[-3:]
+    assert conf.split(",")[-1] == "narenas:2" and blas == "2"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",

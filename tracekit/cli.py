@@ -195,8 +195,13 @@ def _tune_process() -> None:
       faults. A fixed 32 MB threshold (arrays below it come from the heap and are reused) and
       no trimming of the heap's top take that to ~70k faults and ~0.1 s less system time, for
       ~10 MB more peak RSS.
+    * numpy's OpenBLAS starts a thread per further core when numpy is imported, and each spins
+      for ~0.1 s waiting for work that never comes (tracekit does no linear algebra worth a
+      thread): ~5 % of the CPU of ``analyze`` on that capture and ~15 ms of start-up. One BLAS
+      thread (a value the user set is kept) takes both away.
     """
     os.environ.setdefault("_RJEM_MALLOC_CONF", "narenas:1")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     gc.set_threshold(100_000, 20, 20)
     _keep_freed_memory()
 
