@@ -66,6 +66,27 @@ def test_sack_blocks_of_the_latest_ack_are_subtracted_as_wireshark_does() -> Non
     assert fl["flight_sack_bytes"].to_list() == [1000, 2000, 3000, 4000, 3000, 2000, 1000]
 
 
+def test_state_values_are_made_once_per_frame_and_go_with_it() -> None:
+    """The grouped order and the SACK blocks are computed once per state frame (several steps
+    read them), are never handed to another frame, and are dropped when their frame dies."""
+    import gc
+
+    st = _state.prepare(conv(*handshake(), P(0.02, 0, 1, MSS, 1), P(0.03, 1, 1, 0, 1001)))
+    other = _state.prepare(conv(*handshake(), P(0.02, 0, 1, MSS, 1), P(0.021, 0, 1001, MSS, 1)))
+    sg = _state.segments(st)
+    assert _state.segments(st) is sg and _state.sack_blocks_of(st) is _state.sack_blocks_of(st)
+    sg_other = _state.segments(other)
+    assert sg_other is not sg and sg_other.order.tolist() == _groups.Segments(
+        other["g"].to_numpy(), other["_go"].to_numpy().astype(np.intp)).order.tolist()
+    # a frame seen again after another one gets its values made afresh, equal to the first ones
+    again = _state.segments(st)
+    assert again is not sg and again.order.tolist() == sg.order.tolist()
+    assert again.starts.tolist() == sg.starts.tolist() and again.keys.tolist() == sg.keys.tolist()
+    del st, sg, again
+    gc.collect()
+    assert not _state._LAST  # the values went with their frame
+
+
 def test_the_scoreboard_remembers_blocks_the_latest_ack_no_longer_carries() -> None:
     segs = [P(0.020 + i / 1000, 0, 1 + i * MSS, MSS, 1) for i in range(7)]  # 1 .. 7001
     fl = _flight(

@@ -78,6 +78,19 @@ def test_bins_grid_zeros_and_edges() -> None:
     assert edge["time"].round(6).to_list() == [1.1, 2.1] and edge["packets_per_s"].to_list() == [1.0, 1.0]
 
 
+def test_rows_without_a_connection_count_nowhere() -> None:
+    """Rows with no flow or direction (ARP, ICMP, …) are left out: the bins are those of the
+    connection's rows alone (the frame then goes through the filtered query, not the shared
+    columns of an all-connection frame)."""
+    pk = make_events(time=[0.0, 0.05, 0.12, 0.2], seq=[1, 1449, 2897, 4345], payload=[1448] * 4, size=[1500] * 4)
+    stray = make_events(time=[0.07, 0.35], flow=[None, None], dir=[None, None], proto=["other"] * 2,
+                        seq=[None, None], ack=[None, None], payload=[None, None], size=[60, 60])
+    mixed = pl.concat([pk, stray]).sort("time")
+    alone = throughput(pk, 0.1)
+    assert alone["packets_per_s"].to_list() == [20.0, 10.0, 10.0]
+    assert throughput(mixed, 0.1).equals(alone)
+
+
 def test_default_bin_and_bad_bins() -> None:
     pk = make_events(time=[0.0, 20.0], seq=[1, 1449])
     tp = throughput(pk)

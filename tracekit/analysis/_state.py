@@ -35,6 +35,8 @@ direction), else Int64; :class:`Ints` and :func:`take` read them as int64.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -76,8 +78,12 @@ def pick(df: pl.DataFrame, cond: pl.Expr, *cols: str | pl.Expr, **named: pl.Expr
 
 
 def segments(st: pl.DataFrame) -> Segments:
-    """The rows of a prepared frame in grouped order, as :class:`Segments` (no per-row rank arrays)."""
-    return Segments(st["g"].to_numpy(), _order(st))
+    """The rows of a prepared frame in grouped order, as :class:`Segments` (no per-row rank arrays).
+
+    Made once per state frame (see :func:`_memo`): seven steps of an analysis read it, and each
+    copy of the order as intp is 8 bytes a packet. Shared: do not modify its arrays.
+    """
+    return _memo(st, "segments", lambda: Segments(st["g"].to_numpy(), _order(st)))
 
 
 def _order(st: pl.DataFrame) -> np.ndarray | None:
@@ -158,22 +164,35 @@ def sack_blocks(sack: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     return owner, left, right, k
 
 
-#: The last state frame's SACK blocks: (a weak reference to the frame, its blocks).
-_LAST_BLOCKS: list[tuple[weakref.ref[pl.DataFrame], tuple[np.ndarray, ...]]] = []
+#: Values made from the last state frame (its grouped order, its SACK blocks), kept while it
+#: lives: (a weak reference to the frame, the values by name).
+_LAST: list[tuple[weakref.ref[pl.DataFrame], dict[str, Any]]] = []
+
+
+def _memo(st: pl.DataFrame, key: str, make: Callable[[], Any]) -> Any:
+    """``make()``, computed once per state frame and name while the frame lives.
+
+    One frame at a time (the analysis in progress): a new frame replaces the kept values, and
+    they go with the frame. Replacing the entry drops its weak reference, whose callback then
+    never runs, so a dying old frame cannot clear a newer frame's values.
+    """
+    last = _LAST[-1] if _LAST else None
+    if last is None or last[0]() is not st:
+        last = (weakref.ref(st, lambda _r: _LAST.clear()), {})
+        _LAST[:] = [last]
+    values = last[1]
+    if key not in values:
+        values[key] = make()
+    return values[key]
 
 
 def sack_blocks_of(st: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`sack_blocks` of ``st["sack"]``, computed once per state frame.
 
-    Retransmissions (twice) and flight read the blocks of the same frame; the last frame's
-    blocks are kept (as long as the frame lives) instead of exploding the list column three times.
+    Retransmissions (twice) and flight read the blocks of the same frame; they are kept (see
+    :func:`_memo`) instead of exploding the list column three times.
     """
-    last = _LAST_BLOCKS[-1] if _LAST_BLOCKS else None
-    if last is not None and last[0]() is st:
-        return last[1]  # type: ignore[return-value]
-    out = sack_blocks(st["sack"])
-    _LAST_BLOCKS[:] = [(weakref.ref(st, lambda _r: _LAST_BLOCKS.clear()), out)]
-    return out
+    return _memo(st, "sack_blocks", lambda: sack_blocks(st["sack"]))  # type: ignore[no-any-return]
 
 
 def sack_above(st: pl.DataFrame) -> np.ndarray:
