@@ -192,7 +192,9 @@ def report(path: Path, res: dict[str, dict[str, float]]) -> str:
     az = res.get("tracekit.analyze (in-process)")
     if az:
         lines.append(f"* analysis alone (in-process, after a read): {az['wall']:.2f} s best, "
-                     f"{az['first_wall']:.2f} s the first call, which also first-touches its memory (target <= 1 s)")
+                     f"{az['first_wall']:.2f} s the first call, which also first-touches its memory (target <= 1 s; "
+                     "its row's RSS is one read and all the calls in a library process, without the command's "
+                     "allocator settings: not the RSS target's measure)")
     tt = res.get("tcptrace -l -r")
     if tt:
         lines.append(f"* analyze / tcptrace: {an['wall'] / tt['wall']:.1f}x wall (best), "

@@ -73,8 +73,8 @@ def throughput(pk: pl.DataFrame, bin_s: float | None = None, *, origin: float = 
         ((pl.col("time") - origin) / b).round(9).floor().cast(pl.Int64, strict=False).fill_null(MISSING).alias("k"),
     ]
     # Every row keyed (the usual trace): an eager select shares the plain columns with ``pk``
-    # and gives one chunk per column. The lazy query's streaming engine returns ~a dozen
-    # chunks, and each column's to_numpy then copies them into one array (~50 MB of fresh
+    # and gives one chunk per column. The lazy query's streaming engine returns about a
+    # dozen chunks, and each column's to_numpy then copies them into one array (~50 MB of fresh
     # memory and ~10 ms on a million packets).
     cols = pk.select(wanted) if n == pk.height else pk.lazy().filter(keyed).select(wanted).collect()
     flow, dirs = cols["flow"].to_numpy(), cols["dir"].to_numpy()
