@@ -86,7 +86,7 @@ def test_glibc_accepts_the_commands_heap_settings() -> None:
     """glibc refuses an mmap threshold above 32 MB (HEAP_MAX_SIZE / 2) by returning 0 and
     keeping its own: the values the command sets must be ones it takes. In a child process, so
     that this one keeps its allocator as it was."""
-    out = subprocess.run([sys.executable, "-c", "import tracekit.cli as c; print(c._keep_freed_memory())"],
+    out = subprocess.run([sys.executable, "-c", "import tracekit._heap as h; print(h.keep_freed_memory())"],
                          capture_output=True, text=True, check=False)
     assert out.returncode == 0 and out.stdout.strip() == "True", out.stderr
 

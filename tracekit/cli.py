@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import click
 
+from tracekit import _heap
 from tracekit.errors import TracekitError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -124,6 +125,8 @@ def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, repor
         tracekit analyze samples/linux/bulk_lossy.pcap
         tracekit analyze run_dir/ --json
     """
+    # first: the helper faults in the heap on the other core while the imports below run
+    _heap.prefault_for(files[0])
     import tracekit
     from tracekit.reports import text
 
@@ -194,7 +197,8 @@ def _tune_process() -> None:
       the first touch of a page costs 3-14 µs, and ``analyze`` on that capture took ~90k page
       faults. A fixed 32 MB threshold (arrays below it come from the heap and are reused) and
       no trimming of the heap's top take that to ~70k faults and ~0.1 s less system time, for
-      ~10 MB more peak RSS.
+      ~10 MB more peak RSS (:func:`tracekit._heap.keep_freed_memory`; it also lets ``analyze``
+      pre-fault the heap on a helper thread, :func:`tracekit._heap.prefault`).
     * numpy's OpenBLAS starts a thread per further core when numpy is imported, and each spins
       for ~0.1 s waiting for work that never comes (tracekit does no linear algebra worth a
       thread): ~5 % of the CPU of ``analyze`` on that capture and ~15 ms of start-up. One BLAS
@@ -203,23 +207,7 @@ def _tune_process() -> None:
     os.environ.setdefault("_RJEM_MALLOC_CONF", "narenas:1")
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     gc.set_threshold(100_000, 20, 20)
-    _keep_freed_memory()
-
-
-def _keep_freed_memory() -> bool:
-    """Set glibc's mmap threshold to 32 MB and its trim threshold to 1 GB; False when not glibc."""
-    if not sys.platform.startswith("linux"):
-        return False
-    import ctypes
-
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # musl and others: no mallopt
-        return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
-    m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
-    return bool(mallopt(m_mmap_threshold, 32 << 20)) and bool(mallopt(m_trim_threshold, 1 << 30))
+    _heap.keep_freed_memory()
 
 
 def _leave(code: object) -> None:

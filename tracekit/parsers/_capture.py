@@ -11,16 +11,15 @@ frame. :func:`finish` is the tshark path's equivalent of :func:`build` (polars c
 
 from __future__ import annotations
 
-import ctypes
 import mmap
 import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import polars as pl
 
+from tracekit._heap import trim
 from tracekit._source import Loaded, NamedBytes, compression_of, describe, load
 from tracekit.errors import LimitError, UnknownFormatError
 from tracekit.limits import Limits
@@ -49,7 +48,7 @@ def load_capture(source: Any, limits: Limits) -> Loaded:
                 head = fh.read(8)
                 if size > limits.max_input_bytes or not head or compression_of(head) is not None:
                     return load(source, limits)
-                trim_heap()  # what earlier work left free in the heap, before the file adds its pages
+                trim()  # what earlier work left free in the heap, before the file adds its pages
                 return Loaded(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ), path, None)  # type: ignore[arg-type]
         except (OSError, ValueError):
             return load(source, limits)  # raises the proper TracekitError
@@ -193,34 +192,6 @@ def _check_flows(nflows: int, path: str, limits: Limits) -> None:
     if nflows > limits.max_flows:
         raise LimitError(f"{nflows:,} connections, over the limit of {limits.max_flows:,}",
                          path=path, hint="a port scan? raise max_flows in [limits]")
-
-
-def trim_heap() -> None:
-    """Give the C heap's free memory back to the system (glibc only; a no-op elsewhere).
-
-    A read frees hundreds of MB of temporaries, most of them below the heap's top, where
-    glibc keeps them for reuse: the process would go on holding them although nothing uses
-    them. ``malloc_trim(0)`` returns whole free pages anywhere in the heap.
-    """
-    if _TRIM is not None:
-        _TRIM(0)
-
-
-def _malloc_trim() -> Any:
-    """glibc's ``malloc_trim``, or None (macOS, Windows, musl without it)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(None)
-        fn = libc.malloc_trim
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes = [ctypes.c_size_t]
-    fn.restype = ctypes.c_int
-    return fn
-
-
-_TRIM = _malloc_trim()
 
 
 def finish(df: pl.DataFrame, ts_ns: np.ndarray, *, meta: dict[str, Any], log: WarningLog,
