@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import json
+import os
+import subprocess
+import sys
+import threading
 import time
 import zlib
 from pathlib import Path
 
 import pytest
+from conftest import sample
 
 import tracekit
 from tracekit import _source
@@ -77,3 +83,67 @@ def test_limits_from_toml(tmp_path: Path) -> None:
     cfg.write_text("[limits]\nmax_bogus = 1\n")
     with pytest.raises(tracekit.UsageError, match="unknown limit"):
         Limits.from_toml(cfg)
+
+
+def _feed(fifo: Path, data: bytes) -> threading.Event:
+    """Write ``data`` into ``fifo`` from a thread, as a shell's ``<(...)`` would; set the
+    returned event when done with it.
+
+    A reader that opened the pipe a second time would wait for a writer for ever: until the
+    event is set, the thread then connects to any such open at once and leaves it at end of
+    file, so that the regression fails instead of hanging.
+    """
+    done = threading.Event()
+
+    def write() -> None:
+        with open(fifo, "wb") as fh:
+            try:
+                fh.write(data)
+            except BrokenPipeError:  # the reader stopped at its limit
+                pass
+        while not done.wait(0.2):
+            try:  # non-blocking: fails at once (ENXIO) unless a reader waits in open()
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass
+    threading.Thread(target=write, daemon=True).start()
+    return done
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_pipe_is_read_once_and_whole(tmp_path: Path) -> None:
+    """`tracekit analyze <(zcat x.pcap.gz)`: a pipe's size reads as 0 and it cannot be read
+    twice (sniff, then the reader) nor mapped; it is read once into memory, decompressed as a
+    file would be."""
+    capture = sample("linux", "bulk_lossy.pcap")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    done = _feed(fifo, gzip.compress(capture.read_bytes()))
+    piped = tracekit.read(fifo)
+    done.set()
+    direct = tracekit.read(capture)
+    assert piped.meta["compression"] == "gzip"
+    assert piped.packets.equals(direct.packets)
+    # with the format given, no sniffing: the reader still gets the bytes, not the pipe
+    done = _feed(fifo, capture.read_bytes())
+    assert tracekit.read(fifo, "pcap").packets.equals(direct.packets)
+    done.set()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_pipe_stops_at_the_input_limit(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    done = _feed(fifo, sample("linux", "bulk_lossy.pcap").read_bytes())
+    with pytest.raises(LimitError, match="over the limit"):
+        tracekit.read(fifo, limits=Limits(max_input_bytes=4096))
+    done.set()
+
+
+def test_command_reads_a_capture_from_standard_input() -> None:
+    capture = sample("linux", "bulk_lossy.pcap")
+    cmd = [sys.executable, "-m", "tracekit", "analyze", "--json"]
+    piped = subprocess.run([*cmd, "/dev/stdin"], input=capture.read_bytes(), capture_output=True, check=False)
+    direct = subprocess.run([*cmd, str(capture)], capture_output=True, check=False)
+    assert piped.returncode == 0, piped.stderr
+    assert json.loads(piped.stdout)["flows"] == json.loads(direct.stdout)["flows"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import stat
 import struct
 import sys
 import threading
@@ -105,7 +106,10 @@ def packets_estimate(path: str | os.PathLike[str], head: int = _HEAD) -> int:
         other file, an unreadable one, or a head without a whole packet record.
     """
     try:
-        size = os.stat(path).st_size
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or a device would block or never end
+            return 0
+        size = info.st_size
         with open(path, "rb") as fh:
             buf = fh.read(head)
     except (OSError, ValueError):
@@ -179,8 +183,10 @@ def prefault(nbytes: int) -> threading.Thread | None:
         tuned by :func:`keep_freed_memory`, fewer than two usable CPUs (the helper would only
         take turns with the main thread), or too little to be worth it.
     """
-    nbytes = min(nbytes, _available() // 4)
     if not _STATE["tuned"] or _LIBC is None or nbytes < MIN_PREFAULT or _cpus() < 2:
+        return None
+    nbytes = min(nbytes, _available() // 4)
+    if nbytes < MIN_PREFAULT:
         return None
     blocks = []
     for _ in range(-(-nbytes // BLOCK)):

@@ -11,6 +11,7 @@ import bz2
 import io
 import lzma
 import os
+import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,9 +84,13 @@ def read_raw(source: Source, limits: Limits = DEFAULT) -> tuple[bytes, str]:
                 raise LimitError(f"file is {size:,} bytes, over the limit of {limits.max_input_bytes:,}",
                                  path=name, hint="raise max_input_bytes in [limits] if this is intended")
             with open(p, "rb") as fh:
-                # read(size + 1), not read(limit + 1): CPython sizes its buffer from the argument,
-                # which under an address-space cap (batch workers) fails before reading anything.
-                data = fh.read(size + 1)
+                if stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    # read(size + 1), not read(limit + 1): CPython sizes its buffer from the
+                    # argument, which under an address-space cap (batch workers) fails before
+                    # reading anything.
+                    data = fh.read(size + 1)
+                else:  # a pipe (`tracekit analyze <(zcat x.pcap.gz)`): size 0 until it ends
+                    data = _read_stream(fh, limits)
         except TracekitError:
             raise
         except FileNotFoundError:
@@ -93,18 +98,23 @@ def read_raw(source: Source, limits: Limits = DEFAULT) -> tuple[bytes, str]:
         except OSError as exc:
             raise UnknownFormatError(f"cannot read file: {exc.strerror or exc}", path=name) from None
     else:
-        chunks: list[bytes] = []
-        total = 0
-        while total <= limits.max_input_bytes:
-            chunk = source.read(1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        data = b"".join(chunks)
+        data = _read_stream(source, limits)
     if len(data) > limits.max_input_bytes:
         raise LimitError(f"input is over the limit of {limits.max_input_bytes:,} bytes", path=name)
     return data, name
+
+
+def _read_stream(fh: BinaryIO, limits: Limits) -> bytes:
+    """A stream's bytes up to one past ``max_input_bytes`` (the caller refuses that), 1 MiB at a time."""
+    chunks: list[bytes] = []
+    total = 0
+    while total <= limits.max_input_bytes:
+        chunk = fh.read(1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
 
 
 def compression_of(head: bytes) -> str | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,6 +151,9 @@ def read(source: Source, format: str | None = None, *, limits: Limits = DEFAULT,
     """
     if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
         return read_dir(Path(source), limits=limits, **options)
+    if isinstance(source, (str, os.PathLike)) and _is_pipe(source):
+        # a pipe can be read once only (sniffing, then the reader) and not mapped: all of it now
+        source = NamedBytes(*read_raw(source, limits))
     if format is not None:
         if format not in READERS:
             raise UnknownFormatError(f"unknown format {format!r}", hint=f"choose one of {', '.join(READERS)}")
@@ -180,6 +184,15 @@ def read(source: Source, format: str | None = None, *, limits: Limits = DEFAULT,
     mod = _module(found)
     assert mod is not None
     return _call(mod, target, limits, {**options, "name": name})
+
+
+def _is_pipe(path: str | os.PathLike[str]) -> bool:
+    """A FIFO or character device (``<(zcat x.gz)``, ``/dev/stdin``): neither seekable nor mappable."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
 
 
 def _call(mod: ModuleType, source: Any, limits: Limits, options: dict[str, Any]) -> Any:
