@@ -149,3 +149,21 @@ def test_prefault_stays_within_a_containers_memory_limit(tmp_path: Path) -> None
     (cg / "memory.max").write_text(f"{4 << 30}\n")  # docker run --memory 4g
     assert _heap._available(str(tmp_path)) == 3 << 30
     assert _heap._available(str(tmp_path / "nowhere")) == 0
+
+
+def test_prefault_counts_the_cpus_a_container_may_use(tmp_path: Path) -> None:
+    """`docker run --cpus 1` keeps every host CPU in the affinity mask; cpu.max has the quota."""
+    (tmp_path / "proc" / "self").mkdir(parents=True)
+    (tmp_path / "proc" / "self" / "cgroup").write_text("0::/docker/abc\n")
+    mask = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    assert _heap._cpus(str(tmp_path)) == mask  # no cpu.max: the affinity mask
+    cg = tmp_path / "sys" / "fs" / "cgroup" / "docker" / "abc"
+    cg.mkdir(parents=True)
+    (cg / "cpu.max").write_text("max 100000\n")
+    assert _heap._cpus(str(tmp_path)) == mask
+    (cg / "cpu.max").write_text("100000 100000\n")  # --cpus 1
+    assert _heap._cpus(str(tmp_path)) == 1
+    (cg / "cpu.max").write_text("50000 100000\n")  # --cpus 0.5: still one CPU's worth of turns
+    assert _heap._cpus(str(tmp_path)) == 1
+    (cg / "cpu.max").write_text("garbage\n")
+    assert _heap._cpus(str(tmp_path)) == mask

@@ -176,12 +176,13 @@ def prefault(nbytes: int) -> threading.Thread | None:
 
     Args:
         nbytes: Heap to fault in (rounded up to whole 16 MB blocks; capped at a quarter of
-            the available memory).
+            the available memory, or of what a container's memory limit leaves).
 
     Returns:
         The running daemon thread, or None when nothing was started: not a command process
-        tuned by :func:`keep_freed_memory`, fewer than two usable CPUs (the helper would only
-        take turns with the main thread), or too little to be worth it.
+        tuned by :func:`keep_freed_memory`, fewer than two usable CPUs (affinity mask or a
+        container's CPU quota: the helper would only take turns with the main thread), or too
+        little to be worth it.
     """
     if not _STATE["tuned"] or _LIBC is None or nbytes < MIN_PREFAULT or _cpus() < 2:
         return None
@@ -213,11 +214,40 @@ def _touch(blocks: list[int], libc: Any) -> None:
         libc.free(b)
 
 
-def _cpus() -> int:
+def _read(path: str) -> str | None:
     try:
-        return len(os.sched_getaffinity(0))
+        with open(path, encoding="ascii") as fh:
+            return fh.read()
+    except (OSError, ValueError):
+        return None
+
+
+def _cgroup(root: str) -> str | None:
+    """This process's cgroup v2 directory under ``root`` (None: none, or cgroup v1 only)."""
+    text = _read(os.path.join(root, "proc/self/cgroup")) or ""
+    rel = next((ln[3:] for ln in text.splitlines() if ln.startswith("0::")), None)
+    return None if rel is None else os.path.join(root, "sys/fs/cgroup", rel.lstrip("/"))
+
+
+def _cpus(root: str = "/") -> int:
+    """CPUs this process may use: its affinity, or fewer under a cgroup quota.
+
+    ``docker run --cpus 1`` leaves every host CPU in the affinity mask and sets cgroup v2
+    ``cpu.max`` (quota and period, µs): the helper would then take turns with the main thread.
+    ``root``: where /proc and /sys are (tests).
+    """
+    try:
+        n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        n = os.cpu_count() or 1
+    base = _cgroup(root)
+    quota = (_read(os.path.join(base, "cpu.max")) or "").split() if base else []
+    if len(quota) == 2 and quota[0] != "max":
+        try:
+            n = min(n, max(1, int(quota[0]) // max(int(quota[1]), 1)))
+        except ValueError:
+            pass
+    return n
 
 
 def _available(root: str = "/") -> int:
@@ -226,22 +256,18 @@ def _available(root: str = "/") -> int:
     A container's /proc/meminfo shows the host's memory, not its ``--memory`` limit (cgroup v2
     ``memory.max``). 0 when neither can be read. ``root``: where /proc and /sys are (tests).
     """
-    avail = 0
+    meminfo = _read(os.path.join(root, "proc/meminfo")) or ""
+    line = next((ln for ln in meminfo.splitlines() if ln.startswith("MemAvailable:")), "")
     try:
-        with open(os.path.join(root, "proc/meminfo"), encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    avail = int(line.split()[1]) * 1024
-                    break
-        with open(os.path.join(root, "proc/self/cgroup"), encoding="utf-8") as fh:
-            rel = next((ln.strip()[3:] for ln in fh if ln.startswith("0::")), None)
-        if rel is not None:
-            base = os.path.join(root, "sys/fs/cgroup", rel.lstrip("/"))
-            with open(os.path.join(base, "memory.max"), encoding="ascii") as fh:
-                limit = fh.read().strip()
-            if limit != "max":
-                with open(os.path.join(base, "memory.current"), encoding="ascii") as fh:
-                    avail = min(avail, int(limit) - int(fh.read()))
-    except (OSError, ValueError, IndexError):
+        avail = int(line.split()[1]) * 1024
+    except (IndexError, ValueError):
+        return 0
+    base = _cgroup(root)
+    limit = (_read(os.path.join(base, "memory.max")) or "max").strip() if base else "max"
+    current = (_read(os.path.join(base, "memory.current")) or "0").strip() if base else "0"
+    try:
+        if limit != "max":
+            avail = min(avail, int(limit) - int(current))
+    except ValueError:
         pass
     return max(avail, 0)
