@@ -147,3 +147,11 @@ def test_command_reads_a_capture_from_standard_input() -> None:
     direct = subprocess.run([*cmd, str(capture)], capture_output=True, check=False)
     assert piped.returncode == 0, piped.stderr
     assert json.loads(piped.stdout)["flows"] == json.loads(direct.stdout)["flows"]
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_a_device_is_refused_from_its_first_bytes() -> None:
+    """Not read to the end like a pipe (up to max_input_bytes, 4 GiB by default): its head
+    already says it is no trace. (Read like a pipe, it would stop at this small limit instead.)"""
+    with pytest.raises(UnknownFormatError, match="not a recognised trace format"):
+        tracekit.read("/dev/zero", limits=Limits(max_input_bytes=1 << 20))

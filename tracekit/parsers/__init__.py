@@ -187,12 +187,15 @@ def read(source: Source, format: str | None = None, *, limits: Limits = DEFAULT,
 
 
 def _is_pipe(path: str | os.PathLike[str]) -> bool:
-    """A FIFO or character device (``<(zcat x.gz)``, ``/dev/stdin``): neither seekable nor mappable."""
+    """A pipe (``<(zcat x.gz)``, ``/dev/stdin`` fed by one): neither seekable nor mappable.
+
+    Not character devices: ``/dev/zero`` would be read up to ``max_input_bytes`` (4 GiB) before
+    being refused, where its first bytes already say that it is no trace.
+    """
     try:
-        mode = os.stat(path).st_mode
+        return stat.S_ISFIFO(os.stat(path).st_mode)
     except (OSError, ValueError):
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
 
 
 def _call(mod: ModuleType, source: Any, limits: Limits, options: dict[str, Any]) -> Any:
