@@ -2,10 +2,10 @@
 
 numpy allocates through glibc's malloc, and on the VMs the benchmarks run on the first touch
 of a fresh page costs 2-13 µs: ``tracekit analyze`` on the 1.17M-packet benchmark capture
-spends a fifth of its wall time taking ~70k such page faults. Three things here keep that
-down. Only the command turns them on (:func:`keep_freed_memory`, called by
-``tracekit.cli``); a program that imports the library keeps its allocator as it was, and
-:func:`prefault` does nothing there.
+spends a fifth of its wall time taking ~70k such page faults. Three things here deal with the
+heap. Only the command turns on the first and the last (:func:`keep_freed_memory`, called by
+``tracekit.cli``): a program that imports the library keeps its allocator as it was, and
+:func:`prefault` does nothing there. :func:`trim` runs in every process (glibc only).
 
 * :func:`keep_freed_memory`: freed arrays stay in the heap for the next ones.
 * :func:`trim`: a read gives back what earlier work left free (a batch of many files does not
