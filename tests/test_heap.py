@@ -88,6 +88,16 @@ def test_estimate_never_fails_on_hostile_bytes(tmp_path_factory: pytest.TempPath
     assert isinstance(n, int) and 0 <= n <= len(body) // 12
 
 
+@pytest.mark.skipif(not GLIBC, reason="glibc's mallopt only")
+def test_glibc_accepts_the_commands_heap_settings() -> None:
+    """glibc refuses an mmap threshold above 32 MB (HEAP_MAX_SIZE / 2) by returning 0 and
+    keeping its own: the values the command sets must be ones it takes. In a child process, so
+    that this one keeps its allocator as it was."""
+    out = subprocess.run([sys.executable, "-c", "import tracekit._heap as h; print(h.keep_freed_memory())"],
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 0 and out.stdout.strip() == "True", out.stderr
+
+
 def test_prefault_does_nothing_outside_the_command() -> None:
     """A program that imports the library keeps its allocator and gets no helper thread."""
     assert not _heap._STATE["tuned"]  # only tracekit.cli's process tuning sets it
