@@ -12,6 +12,7 @@ from conftest import make_events, make_trace, sample
 from polars.testing import assert_frame_equal
 
 import tracekit
+from tracekit import analysis
 from tracekit.analysis import _parallel, cwnd, throughput
 from tracekit.errors import LimitError, UsageError
 
@@ -30,28 +31,32 @@ def test_one_or_two_threads_give_the_same_frames(parts: tuple[str, ...]) -> None
     assert one.trace.meta == two.trace.meta
 
 
-def _recording(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Names of the threads that ran throughput and cwnd, in call order."""
-    seen: list[str] = []
-    for mod, name in ((throughput, "throughput"), (cwnd, "cwnd")):
+#: The steps that need no per-packet state, in the order the helper runs them.
+_STATELESS = ((throughput, "throughput"), (analysis, "detect"), (analysis, "_flows_basic"), (cwnd, "cwnd"))
+
+
+def _recording(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """(step, thread name) of every call of the steps that need no state, in call order."""
+    seen: list[tuple[str, str]] = []
+    for mod, name in _STATELESS:
         real = getattr(mod, name)
 
-        def spy(*args: Any, _real: Any = real, **kw: Any) -> Any:
-            seen.append(threading.current_thread().name)
+        def spy(*args: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
+            seen.append((_name, threading.current_thread().name))
             return _real(*args, **kw)
 
         monkeypatch.setattr(mod, name, spy)
     return seen
 
 
-def test_two_threads_run_throughput_and_cwnd_on_the_helper(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_two_threads_run_the_stateless_steps_on_the_helper(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = _recording(monkeypatch)
     trace = tracekit.read(sample("linux", "bulk_lossy.pcap"))
     tracekit.analyze(trace, threads=2)
-    assert seen == ["tracekit-analysis", "tracekit-analysis"]
+    assert seen == [(name, "tracekit-analysis") for _, name in _STATELESS]
     seen.clear()
     tracekit.analyze(trace, threads=1)
-    assert seen == ["MainThread", "MainThread"]
+    assert seen == [(name, "MainThread") for _, name in _STATELESS]
 
 
 def test_the_default_follows_the_environment_then_the_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -65,7 +70,7 @@ def test_the_default_follows_the_environment_then_the_cpus(monkeypatch: pytest.M
     assert _parallel.threads(3) == 2  # the caller's value wins over the environment
     seen = _recording(monkeypatch)
     tracekit.analyze(tracekit.read(sample("linux", "rwnd_limited.pcap")))
-    assert seen == ["MainThread", "MainThread"]
+    assert {thread for _, thread in seen} == {"MainThread"}
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "two", ""])

@@ -204,10 +204,11 @@ def _tune_process() -> None:
       thread): ~5 % of the CPU of ``analyze`` on that capture and ~15 ms of start-up. One BLAS
       thread (a value the user set is kept) takes both away.
     * One analysis thread (``TRACEKIT_THREADS=1``, :mod:`tracekit.analysis._parallel`): a
-      helper thread running throughput and cwnd beside the rest would take the bench capture's
-      peak RSS from ~445 to ~530 MB, over the command's target of 3× the file, and the
-      command's second core already pre-faults the heap. Batch workers inherit it (they share
-      the cores between them). A value the user set is kept.
+      helper thread running the steps that need no per-packet state (throughput, cwnd, ...)
+      beside the rest would take the bench capture's peak RSS from ~445 to ~530 MB, over the
+      command's target of 3× the file, and the command's second core already pre-faults the
+      heap. Batch workers inherit it (they share the cores between them). A value the user
+      set is kept.
     """
     os.environ.setdefault("_RJEM_MALLOC_CONF", "narenas:1")
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -28,6 +28,7 @@ from tracekit.analysis import retrans as _retrans
 from tracekit.analysis import throughput as _throughput
 from tracekit.analysis import rtt as _rtt
 from tracekit.analysis.flight import flight as _flight
+from tracekit.analysis.flows import basic as _flows_basic
 from tracekit.analysis.flows import flows as _flows
 from tracekit.analysis.flows import with_cwnd_stats
 from tracekit.analysis.stalls import stalls as _stalls
@@ -129,8 +130,9 @@ def analyze(trace: Trace, *, bin_s: float | None = None, threads: int | None = N
         trace: A validated Trace.
         bin_s: Throughput bin for the fairness index (default: :func:`default_bin` of the duration).
         threads: 1 runs the steps one after the other (the lowest peak memory); 2 (the default
-            when a second CPU is usable, or ``TRACEKIT_THREADS``) runs throughput and the cwnd
-            analysis on a helper thread beside the rest (:mod:`tracekit.analysis._parallel`).
+            when a second CPU is usable, or ``TRACEKIT_THREADS``) runs the four steps that need
+            no per-packet state (throughput, vantage detection, the flows' counts, cwnd) on a
+            helper thread beside the rest (:mod:`tracekit.analysis._parallel`).
             The frames are the same either way.
 
     Returns:
@@ -151,6 +153,10 @@ def analyze(trace: Trace, *, bin_s: float | None = None, threads: int | None = N
     tp_job = _parallel.run(parallel, _throughput.throughput, pk, b)
     st = _state.prepare(pk)
     rs = _rtt.samples(st)
+    rtt_df = rs.drop("_i")
+    # two more steps without the state, small in memory: on the helper after throughput
+    vp_job = _parallel.run(parallel, detect, pk, rtt_df)
+    basic_job = _parallel.run(parallel, _flows_basic, pk)
     st = _rtt.with_srtt(st, rs)
     est, hs = _rtt.smoothed(rs), _rtt.handshake(st)  # shared by retransmissions, stalls and flows
     rt = _retrans.classify(st, rs, est=est, hs=hs)
@@ -160,11 +166,9 @@ def analyze(trace: Trace, *, bin_s: float | None = None, threads: int | None = N
     # it waits until the state is freed (below), its output would otherwise sit beside it
     cw_job = _parallel.run(True, _cwnd.cwnd, pk, trace.samples, fl, retrans_df, trace.meta) if parallel else None
     sl = _stalls(pk, state=st, rtt_samples_df=rs, retrans=rt, est=est)
-    rtt_df = rs.drop("_i")
-    vp = detect(pk, rtt_df)
     flows_df = _flows(pk, all_packets=trace.packets, parts={
-        "state": st, "rtt_samples": rs, "retrans": rt, "flight": fl, "stalls": sl, "vantage": vp,
-        "smoothed": est, "handshake": hs,
+        "state": st, "rtt_samples": rs, "retrans": rt, "flight": fl, "stalls": sl, "vantage": vp_job.result(),
+        "smoothed": est, "handshake": hs, "basic": basic_job.result(),
     })
     has_state = st.height > 0
     # the per-packet state is the largest intermediate: serial, it is freed before the cwnd

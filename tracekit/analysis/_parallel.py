@@ -1,12 +1,13 @@
 """A second thread for :func:`tracekit.analysis.analyze`: how many threads, and the helper itself.
 
-Two steps of an analysis need none of the per-packet sequence state: throughput (the packets
-only) and the cwnd analysis (the packets, flight and retransmissions). On a second CPU they
-run on one helper thread while the main thread builds the state, RTT, retransmissions,
-stalls and flows. numpy and polars release the GIL inside their loops, so the two threads
-overlap for most of their work (the bench capture's analysis: ~20 % less wall time, for
-~80 MB more at the peak: the helper's temporaries live beside the state's, and glibc gives
-the helper its own arena).
+Four steps of an analysis need none of the per-packet sequence state: throughput (the
+packets only), the vantage-point detection (packets and RTT samples), the flows frame's
+per-direction counts (:func:`tracekit.analysis.flows.basic`) and the cwnd analysis (packets,
+flight and retransmissions). On a second CPU they run, in that order, on one helper thread
+while the main thread builds the state, RTT, retransmissions, flight, stalls and flows. numpy
+and polars release the GIL inside their loops, so the two threads overlap for most of their
+work (the bench capture's analysis: ~20-25 % less wall time, for ~70 MB more at the peak: the
+helper's temporaries live beside the state's, and glibc gives the helper its own arena).
 
 One thread (``TRACEKIT_THREADS=1`` or ``analyze(..., threads=1)``) keeps the serial order,
 whose peak memory is lowest. The ``tracekit`` command uses it (its peak RSS target), and so

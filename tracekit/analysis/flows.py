@@ -58,8 +58,16 @@ def with_seq_end(pk: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _basic(pk: pl.DataFrame) -> pl.DataFrame:
-    """Counts, bytes, endpoints and window scaling per direction with payload."""
+def basic(pk: pl.DataFrame) -> pl.DataFrame:
+    """Counts, bytes, endpoints and window scaling per direction with payload (no sequence state).
+
+    Args:
+        pk: Packets at the vantage point.
+
+    Returns:
+        One row per (flow, dir) that carried payload: endpoints, start/end, packet and byte
+        counts, ``unique_bytes``, ``mss``/``wscale``/``window_scaling``, throughput and goodput.
+    """
     tcp = pk.lazy().filter((pl.col("proto") == "tcp") & pl.col("flow").is_not_null()).select(
         *FLOW_KEYS, "src", "dst", "sport", "dport", "time", "payload", "size", "seq", "mss", "wscale", "flags",
         seq_end=pl.col("seq") + pl.col("payload").cast(pl.Int64),
@@ -166,7 +174,8 @@ def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: d
         parts: Frames already computed by :func:`tracekit.analysis.analyze` — ``state``,
             ``rtt_samples``, ``retrans`` (with ``_i``), ``flight``, ``stalls``, ``cwnd_stats``,
             ``vantage``, ``smoothed`` (:func:`tracekit.analysis.rtt.smoothed` of the samples),
-            ``handshake`` (:func:`tracekit.analysis.rtt.handshake`) — each computed here when missing.
+            ``handshake`` (:func:`tracekit.analysis.rtt.handshake`), ``basic`` (:func:`basic`)
+            — each computed here when missing.
 
     Returns:
         One row per (flow, dir) with payload, columns in :data:`COLUMNS` order.
@@ -178,7 +187,8 @@ def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: d
     from tracekit.analysis.vantage import detect
 
     parts = dict(parts or {})
-    out = _basic(pk)
+    out = parts.get("basic")
+    out = basic(pk) if out is None else out
     st = parts.get("state")
     st = prepare(pk) if st is None else st
     if out.is_empty() or st.is_empty():
