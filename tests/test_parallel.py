@@ -126,3 +126,18 @@ def test_a_forked_child_starts_its_own_helper(monkeypatch: pytest.MonkeyPatch) -
     child = _parallel._helper()
     assert child is not parent and child.pid == parent.pid + 1
     assert tracekit.analyze(trace, threads=2).cwnd.height > 0
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_batch_workers_get_their_share_of_the_cores(jobs: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A local worker's analyses use ``cores ÷ jobs`` threads (at least one), like its polars pool."""
+    from tracekit.executors import LocalExecutor, Task, cpu_count
+
+    monkeypatch.delenv(_parallel.ENV, raising=False)
+    got: dict[str, Any] = {}
+    ex = LocalExecutor(jobs, timeout=120)
+    try:
+        ex.run([Task("t", "os:getenv", (_parallel.ENV,))], lambda o: got.__setitem__(o.key, o))
+    finally:
+        ex.shutdown()
+    assert got["t"].ok and got["t"].value == str(max(1, cpu_count() // jobs))
