@@ -8,18 +8,13 @@ imported inside the commands so that ``tracekit --help`` stays fast.
 
 from __future__ import annotations
 
-import atexit
-import gc
-import os
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from tracekit import _heap
 from tracekit.errors import TracekitError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -125,8 +120,6 @@ def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, repor
         tracekit analyze samples/linux/bulk_lossy.pcap
         tracekit analyze run_dir/ --json
     """
-    # first: the helper faults in the heap on the other core while the imports below run
-    _heap.prefault_for(files[0])
     import tracekit
     from tracekit.reports import text
 
@@ -176,88 +169,13 @@ def formats() -> None:
         click.echo(f"{'':14s}   detected by: {r.detect}")
 
 
-def _tune_process() -> None:
-    """Settings for a ``tracekit`` process (never for a program that imports the library).
-
-    * polars allocates through its own jemalloc, which gives each of its worker threads an
-      arena of its own: memory freed on one thread is not reused by another, so a command
-      holds several copies of its temporaries. One arena takes the peak RSS of ``tracekit
-      analyze`` on the 1.17M-packet benchmark capture from ~470 to ~430 MB and saves ~10 % of
-      its page faults. jemalloc reads this when polars first allocates, so it is set before
-      polars is imported (the commands import it; polars appends it to its own decay
-      settings, see polars/__init__.py); a value the user set is kept.
-    * The cyclic garbage collector runs after every 700 net new container objects by default:
-      the imports (numpy, polars) and the analyses' small frames and lists then start ~125
-      collections, ~40 ms of ``tracekit analyze`` on that capture, that find almost nothing
-      (the data is in numpy/polars buffers, freed by reference counting). A command-sized
-      threshold keeps the collector for real cycles (a batch over many files still runs it)
-      at a few cheap runs per command (~4 ms there).
-    * glibc (numpy's allocator) returns every freed block above a moving threshold to the
-      system, and the next array of that size is fresh memory: on the VM the benchmarks run on,
-      the first touch of a page costs 3-14 µs, and ``analyze`` on that capture took ~90k page
-      faults. A fixed 32 MB threshold (arrays below it come from the heap and are reused) and
-      no trimming of the heap's top take that to ~70k faults and ~0.1 s less system time, for
-      ~10 MB more peak RSS (:func:`tracekit._heap.keep_freed_memory`; it also lets ``analyze``
-      pre-fault the heap on a helper thread, :func:`tracekit._heap.prefault`).
-    * numpy's OpenBLAS starts a thread per further core when numpy is imported, and each spins
-      for ~0.1 s waiting for work that never comes (tracekit does no linear algebra worth a
-      thread): ~5 % of the CPU of ``analyze`` on that capture and ~15 ms of start-up. One BLAS
-      thread (a value the user set is kept) takes both away.
-    * One analysis thread (``TRACEKIT_THREADS=1``, :mod:`tracekit.analysis._parallel`): a
-      helper thread running the steps that need no per-packet state (throughput, cwnd, ...)
-      beside the rest would take the bench capture's peak RSS from ~445 to ~530 MB, over the
-      command's target of 3× the file, and the command's second core already pre-faults the
-      heap. Batch workers inherit it (they share the cores between them). A value the user
-      set is kept.
-    """
-    os.environ.setdefault("_RJEM_MALLOC_CONF", "narenas:1")
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    os.environ.setdefault("TRACEKIT_THREADS", "1")
-    gc.set_threshold(100_000, 20, 20)
-    _heap.keep_freed_memory()
-
-
-def _leave(code: object) -> None:
-    """End the process with ``code`` as ``sys.exit`` would, without tearing the interpreter down.
-
-    A normal exit spends ~60 ms (~0.1 s after ``analyze`` on the benchmark capture) clearing
-    hundreds of modules (polars alone brings ~200) and freeing what the OS takes back anyway.
-    Everything a command wrote is flushed first and the ``atexit`` functions still run (they
-    close multiprocessing pools and dask clients and remove temporary directories; every file
-    tracekit writes is closed by a ``with`` block). If a command left a non-daemon thread
-    running, the normal exit waits for it as it always did.
-    """
-    if code is None:
-        status = 0
-    elif isinstance(code, int):
-        status = code
-    else:  # sys.exit("message") prints the message and exits 1
-        click.echo(str(code), err=True)
-        status = 1
-    main_thread = threading.main_thread()
-    if any(t is not main_thread and not t.daemon for t in threading.enumerate()):
-        sys.exit(status)
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe (`| head`) or a closed stream
-            status = status or 1
-    os._exit(status)
-
-
 def run() -> None:
-    """Entry point that also maps Ctrl-C to exit 130 and leaves without interpreter teardown."""
-    _tune_process()
+    """Entry point that also maps Ctrl-C to exit 130."""
     try:
         main(standalone_mode=True)
-        code: object = 0
-    except SystemExit as exc:
-        code = exc.code
     except KeyboardInterrupt:
         click.echo("tracekit: interrupted", err=True)
-        code = 130
-    _leave(code)
+        sys.exit(130)
 
 # Commands defined in their own modules (each imports only click at module level).
 from tracekit.grade_commands import batch, check, grade  # noqa: E402

@@ -119,10 +119,8 @@ def _worker_main(conn: Any, max_memory: int | None, initializer: str | None, thr
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if threads:
         # jobs x polars' default pool (one thread per core) would oversubscribe the cores:
-        # each worker gets its share, unless the user chose a size; likewise an analysis's
-        # helper thread (tracekit.analysis._parallel) only where a worker has cores to spare
+        # each worker gets its share, unless the user chose a size
         os.environ.setdefault("POLARS_MAX_THREADS", str(threads))
-        os.environ.setdefault("TRACEKIT_THREADS", str(threads))
     try:
         # Import the heavy modules before capping the address space: polars' thread pool alone
         # reserves several hundred MB of virtual memory that no task can give back.

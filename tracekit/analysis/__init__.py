@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 import polars as pl
 
 from tracekit.analysis._bins import default_bin  # first: .throughput imports it from the package
-from tracekit.analysis import _parallel, _state
+from tracekit.analysis import _state
 from tracekit.analysis import cwnd as _cwnd
 from tracekit.analysis import fairness as _fairness
 from tracekit.analysis import queue as _queue
@@ -123,62 +123,44 @@ class Analysis:
         return {k: v for k, v in self.frames().items() if k != "flows"}
 
 
-def analyze(trace: Trace, *, bin_s: float | None = None, threads: int | None = None) -> Analysis:
+def analyze(trace: Trace, *, bin_s: float | None = None) -> Analysis:
     """Run every analysis on a trace.
 
     Args:
         trace: A validated Trace.
         bin_s: Throughput bin for the fairness index (default: :func:`default_bin` of the duration).
-        threads: 1 runs the steps one after the other (the lowest peak memory); 2 (the default
-            when a second CPU is usable, or ``TRACEKIT_THREADS``) runs the four steps that need
-            no per-packet state (throughput, vantage detection, the flows' counts, cwnd) on a
-            helper thread beside the rest (:mod:`tracekit.analysis._parallel`).
-            The frames are the same either way.
 
     Returns:
         The Analysis.
 
     Raises:
-        UsageError: for a bad ``bin_s`` or ``threads``.
+        UsageError: for a bad ``bin_s``.
     """
-    parallel = _parallel.threads(threads) > 1
     big = _big_flow_ids(trace)
     if big is not None:
-        return _with_flow_ids(analyze(_renumbered(trace, big), bin_s=bin_s, threads=threads), trace, big)
+        return _with_flow_ids(analyze(_renumbered(trace, big), bin_s=bin_s), trace, big)
     pk = vantage(trace.packets)
     b = _bin(pk, bin_s)
-    # serial: throughput first, so its temporaries are freed before the per-packet state exists
-    # (the two never add up in the peak memory, and the state reuses the pages they leave);
-    # parallel: it runs on the helper meanwhile
-    tp_job = _parallel.run(parallel, _throughput.throughput, pk, b)
+    tp = _throughput.throughput(pk, b)
     st = _state.prepare(pk)
     rs = _rtt.samples(st)
     rtt_df = rs.drop("_i")
-    # two more steps without the state, small in memory: on the helper after throughput
-    vp_job = _parallel.run(parallel, detect, pk, rtt_df)
-    basic_job = _parallel.run(parallel, _flows_basic, pk)
     st = _rtt.with_srtt(st, rs)
     est, hs = _rtt.smoothed(rs), _rtt.handshake(st)  # shared by retransmissions, stalls and flows
     rt = _retrans.classify(st, rs, est=est, hs=hs)
     retrans_df = rt.drop("_i", "episode")
     fl = _flight(pk, state=st)
-    # the cwnd analysis needs no state: on the helper it runs beside stalls and flows; serial,
-    # it waits until the state is freed (below), its output would otherwise sit beside it
-    cw_job = _parallel.run(True, _cwnd.cwnd, pk, trace.samples, fl, retrans_df, trace.meta) if parallel else None
     sl = _stalls(pk, state=st, rtt_samples_df=rs, retrans=rt, est=est)
     flows_df = _flows(pk, all_packets=trace.packets, parts={
-        "state": st, "rtt_samples": rs, "retrans": rt, "flight": fl, "stalls": sl, "vantage": vp_job.result(),
-        "smoothed": est, "handshake": hs, "basic": basic_job.result(),
+        "state": st, "rtt_samples": rs, "retrans": rt, "flight": fl, "stalls": sl, "vantage": detect(pk, rtt_df),
+        "smoothed": est, "handshake": hs, "basic": _flows_basic(pk),
     })
     has_state = st.height > 0
-    # the per-packet state is the largest intermediate: serial, it is freed before the cwnd
-    # analysis, whose output (one row per data segment) would otherwise sit beside it at the peak
     del st, rs, rt, est, hs
-    cw = cw_job.result() if cw_job is not None else _cwnd.cwnd(pk, trace.samples, fl, retrans_df, trace.meta)
+    cw = _cwnd.cwnd(pk, trace.samples, fl, retrans_df, trace.meta)
     if has_state:
         flows_df = with_cwnd_stats(flows_df, _cwnd.flow_stats(cw))
     qu = _queue.queue(trace.packets)
-    tp = tp_job.result()
     points = [v for v in flows_df["vantage_point"].unique().to_list() if v is not None]
     where = points[0] if len(points) == 1 else ("mixed" if points else None)
     return Analysis(

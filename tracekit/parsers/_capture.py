@@ -2,9 +2,7 @@
 
 Memory: a plain file is memory-mapped, and its pages are released (``MADV_DONTNEED``) behind
 each pass over it (the container's walk, its header gathers, decoding), so that the file never
-stays resident as a whole; the decoded columns become the frame's columns without a copy; and
-what the C heap holds free at the start of a read is given back (``malloc_trim``; not at its
-end, where the analysis that usually follows reuses it).
+stays resident as a whole; and the decoded columns become the frame's columns without a copy.
 On the 158 MB benchmark capture the reader peaks ~175 MB above the interpreter, for a 107 MB
 frame. :func:`finish` is the tshark path's equivalent of :func:`build` (polars columns in).
 """
@@ -19,7 +17,6 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tracekit._heap import trim
 from tracekit._source import Loaded, NamedBytes, compression_of, describe, load
 from tracekit.errors import LimitError, UnknownFormatError
 from tracekit.limits import Limits
@@ -48,7 +45,6 @@ def load_capture(source: Any, limits: Limits) -> Loaded:
                 head = fh.read(8)
                 if size > limits.max_input_bytes or not head or compression_of(head) is not None:
                     return load(source, limits)
-                trim()  # what earlier work left free in the heap, before the file adds its pages
                 return Loaded(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ), path, None)  # type: ignore[arg-type]
         except (OSError, ValueError):
             return load(source, limits)  # raises the proper TracekitError
@@ -181,9 +177,6 @@ def build(buf: np.ndarray, pk: Packets, *, meta: dict[str, Any], log: WarningLog
         meta["headers_only"] = headers_only
     trace = make_trace(df, None, meta, log)
     del df
-    # No trim here: what the read freed stays in the heap for the analysis that usually comes
-    # next, which reuses it without page faults (returning it cost ~5k faults, ~15 ms, on the
-    # 1.17M-packet benchmark capture); the next read trims before it maps its file.
     return trace
 
 

@@ -1,6 +1,6 @@
 """The ``report``, ``compare`` and ``sweep`` commands: parse options, call the library, write files.
 
-Only click (and the stdlib-only :mod:`tracekit._heap`) is imported at module level
+Only click is imported at module level
 (``tracekit --help`` must stay fast);
 the work is done by :mod:`tracekit.reports.html`, :mod:`~tracekit.reports.compare`
 and :mod:`~tracekit.reports.sweep`. Errors are :mod:`tracekit.errors` classes,
@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 
 import click
 
-from tracekit import _heap
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,7 +58,6 @@ def report(files: tuple[str, ...], output: str, png_dir: str | None, svg_dir: st
         tracekit report samples/linux/bulk_lossy.pcap -o report.html
         tracekit report samples/ns2/lab_reno/ -o reno.html --png charts/
     """
-    _heap.prefault_for(files[0])  # first: faults in the heap on the other core while altair imports
     from tracekit.reports.compare import load
     from tracekit.reports.html import write_report
 
