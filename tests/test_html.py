@@ -115,7 +115,7 @@ def test_png_and_svg_export(tmp_path: Path) -> None:
     write_report([synthetic(n=300)], tmp_path / "r.html", png_dir=tmp_path / "png", svg_dir=tmp_path / "svg")
     pngs = sorted(p.name for p in (tmp_path / "png").iterdir())
     svgs = sorted(p.name for p in (tmp_path / "svg").iterdir())
-    assert "timeseq-f0-d0.png" in pngs and len(pngs) == len(svgs) >= 8
+    assert "timeseq-flow0.png" in pngs and len(pngs) == len(svgs) >= 8
     assert (tmp_path / "png" / pngs[0]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "<svg" in (tmp_path / "svg" / svgs[0]).read_text()
 
@@ -137,8 +137,8 @@ def test_report_command(tmp_path: Path) -> None:
                                     "--svg", str(tmp_path / "svg")])
     assert res.exit_code == 0, res.output
     page = out.read_text(encoding="utf-8")
-    assert "bulk_lossy.pcap" in page and "timeseq-f0-d0" in _specs(page)
-    assert (tmp_path / "svg" / "timeseq-f0-d0.svg").exists()
+    assert "bulk_lossy.pcap" in page and "timeseq-flow0" in _specs(page)
+    assert (tmp_path / "svg" / "timeseq-flow0.svg").exists()
 
 
 def test_report_command_errors_are_one_line(tmp_path: Path) -> None:

@@ -28,8 +28,14 @@ SEQ_COLORS = {"data": "#1f77b4", "retransmission": "#d62728", "ack": "#2ca02c",
 CWND_COLORS = {"cwnd (trace)": "#1f77b4", "cwnd (estimate)": "#17becf", "ssthresh": "#d62728",
                "in flight": "#2ca02c", "slow_start": "#aec7e8", "recovery": "#ff9896", "stall": "#7f7f7f"}
 TPUT_COLORS = {"throughput": "#1f77b4", "goodput": "#2ca02c", "mathis": "#d62728",
-               "padhye": "#ff7f0e", "window limited": "#9467bd", "stall": "#7f7f7f"}
+               "padhye": "#ff7f0e", "window limited": "#9467bd", "link rate": "#000000", "stall": "#7f7f7f"}
 MODEL_COLUMNS = {"mathis_bps": "mathis", "padhye_bps": "padhye", "window_limited_bps": "window limited"}
+#: Colours of runs (compare) and flows, assigned in the order the runs were given, so one run keeps
+#: one colour on every chart of a page (Vega would otherwise order a domain alphabetically).
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+           "#bcbd22", "#17becf")
+#: Headroom above the largest value drawn, so the top of a series does not touch the frame.
+HEADROOM = 1.1
 
 
 class NoData(Exception):  # noqa: N818 - a signal, not an error: caught by tracekit.reports.figures
@@ -127,6 +133,34 @@ def color_scale(colors: dict[str, str], title: str | None = None) -> alt.Color:
                      title=title, legend=alt.Legend(orient="top"))
 
 
+def label_color(order: list[str], field: str = "label", title: str | None = None) -> alt.Color:
+    """A colour encoding whose domain is ``order`` (first given, first colour), cycling :data:`PALETTE`.
+
+    Args:
+        order: Cleaned labels in the order the runs or flows were given.
+        field: The data field holding the label.
+        title: Legend title.
+    """
+    labels = list(dict.fromkeys(order))
+    colors = [PALETTE[i % len(PALETTE)] for i in range(len(labels))]
+    return alt.Color(f"{field}:N", title=title, scale=alt.Scale(domain=labels, range=colors),
+                     legend=alt.Legend(orient="top", labelLimit=300))
+
+
+def si(value: float, unit: str) -> str:
+    """``71.6 Mbit/s``-style text for a chart note (tracekit's own numbers, never input text)."""
+    for factor, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def from_zero(title: str, fmt: str | None = None, top: float | None = None) -> dict[str, Any]:
+    """Scale and axis for a time, rate or RTT axis: it starts at 0, never below; ``top`` fixes its end."""
+    scale = alt.Scale(domain=[0, top], clamp=True) if top is not None else alt.Scale(zero=True, domainMin=0)
+    return {"title": title, "scale": scale, "axis": alt.Axis(format=fmt) if fmt else alt.Axis()}
+
+
 def has(df: pl.DataFrame | None, *cols: str) -> bool:
     return df is not None and df.height > 0 and all(c in df.columns for c in cols)
 
@@ -188,9 +222,16 @@ def layered(layers: list[alt.Chart], name: str, title: str, colors: dict[str, st
     return chart
 
 
-def axes(x_title: str, y_title: str, y: str = "y", fmt: str | None = None) -> dict[str, Any]:
-    return {"x": alt.X("t:Q", title=x_title),
-            "y": alt.Y(f"{y}:Q", title=y_title, axis=alt.Axis(format=fmt) if fmt else alt.Axis())}
+def axes(x_title: str, y_title: str, y: str = "y", fmt: str | None = None, top: float | None = None,
+         y_from_zero: bool = True) -> dict[str, Any]:
+    """x (time, from 0) and y encodings; ``top`` fixes the y scale's end (otherwise it fits the data from 0).
+
+    ``y_from_zero=False`` leaves the y scale to Vega (relative sequence numbers may be negative in a
+    capture that starts mid-connection).
+    """
+    y_enc = (alt.Y(f"{y}:Q", **from_zero(y_title, fmt, top)) if y_from_zero
+             else alt.Y(f"{y}:Q", title=y_title, axis=alt.Axis(format=fmt) if fmt else alt.Axis()))
+    return {"x": alt.X("t:Q", **from_zero(x_title)), "y": y_enc}
 
 
 def with_notes(chart: alt.TopLevelMixin, notes: list[str]) -> alt.TopLevelMixin:

@@ -27,6 +27,7 @@ import polars as pl
 from tracekit.reports._chartkit import (
     Bag,
     CWND_COLORS,
+    HEADROOM,
     HEIGHT,
     MAX_LABEL,
     MODEL_COLUMNS,
@@ -35,6 +36,7 @@ from tracekit.reports._chartkit import (
     WIDTH,
     NoData,
     axes,
+    from_zero,
     has,
     layered,
     notes_of,
@@ -42,19 +44,28 @@ from tracekit.reports._chartkit import (
     records,
     safe_label,
     safe_label_expr,
+    si,
     spec,
     stall_layer,
     with_notes,
     zoom,
 )
-from tracekit.reports.charts_runs import ellipse, ellipse_points, flows_bar, jain, overlay, sweep_chart
+from tracekit.reports.charts_runs import (
+    ellipse,
+    ellipse_points,
+    flows_bar,
+    jain,
+    overlay,
+    sample_ellipse_points,
+    sweep_chart,
+)
 from tracekit.reports.downsample import MAX_POINTS, cap, minmax
 from tracekit.schema import ACK
 
 __all__ = [
     "CWND_COLORS", "HEIGHT", "MAX_LABEL", "MODEL_COLUMNS", "SEQ_COLORS", "TPUT_COLORS", "WIDTH", "NoData",
     "cwnd", "ellipse", "ellipse_points", "flows_bar", "jain", "notes_of", "overlay", "queue", "records", "rtt",
-    "safe_label", "safe_label_expr", "samples", "spec", "stall_layer", "sweep_chart", "throughput", "time_sequence",
+    "safe_label", "safe_label_expr", "sample_ellipse_points", "samples", "spec", "stall_layer", "sweep_chart", "throughput", "time_sequence",
 ]
 
 # ---- time-sequence graph ---------------------------------------------------------------------------
@@ -116,7 +127,8 @@ def time_sequence(
     seg_rows = segs.select(pl.col("time").alias("t"), pl.col("seq").alias("y"), pl.col("end").alias("y2"),
                            pl.lit("data").alias("s"))
     layers.append(alt.Chart(bag(records(seg_rows)), name=f"{name}_data")
-                  .mark_rule(strokeWidth=1.5).encode(**axes("time (s)", "relative sequence number (bytes)"),
+                  .mark_rule(strokeWidth=1.5).encode(**axes("time (s)", "relative sequence number (bytes)",
+                                                                             y_from_zero=False),
                                                      y2="y2:Q"))
     notes: list[str] = []
     flags = pl.col("flags").fill_null(0) if "flags" in pk.columns else pl.lit(ACK)
@@ -273,11 +285,17 @@ def throughput(
     dir: int,
     *,
     models: dict[str, float | None] | None = None,
+    link_rate_bps: float | None = None,
     stalls: pl.DataFrame | None = None,
     title: str = "",
     name: str = "tput",
 ) -> alt.LayerChart:
-    """Throughput and goodput per time bin, with model predictions as horizontal reference lines.
+    """Throughput and goodput per time bin, the link rate and the models as horizontal reference lines.
+
+    The y scale fits the measured series and the link rate (from 0, with 10 % headroom): a model
+    line never sets it. A model far above the data (the window limit of a long fat pipe, say)
+    would flatten the measured series into the axis, so a model outside the scale is written as
+    text at the chart's top edge instead of drawn.
 
     Args:
         tput: :data:`~tracekit.schema.THROUGHPUT` rows.
@@ -285,6 +303,7 @@ def throughput(
         dir: Sending direction.
         models: Flow-table columns ``mathis_bps``, ``padhye_bps``, ``window_limited_bps``
             (missing or null ones are not drawn).
+        link_rate_bps: The bottleneck's rate when known; drawn as a line.
         stalls: :data:`~tracekit.schema.STALLS`, shaded.
         title: Chart title.
         name: View-name prefix.
@@ -305,19 +324,32 @@ def throughput(
     long = tp.select("time", *cols).unpivot(index="time", on=cols, variable_name="s", value_name="y").with_columns(
         s=pl.col("s").str.replace("_bps", ""))
     long = minmax(long, "time", "y", by=["s"])
+    link = link_rate_bps if link_rate_bps is not None and math.isfinite(link_rate_bps) and link_rate_bps > 0 else None
+    peak = float(long["y"].drop_nans().max() or 0.0)  # type: ignore[arg-type]
+    top = max(peak, link or 0.0) * HEADROOM or 1.0
     layers: list[alt.Chart] = [
         alt.Chart(bag(records(long.select(pl.col("time").alias("t"), "y", "s"), {"y": 0})),
                   name=f"{name}_series")
-        .mark_line(interpolate="step-after", strokeWidth=1.5)
-        .encode(**axes("time (s)", "bit/s", fmt="~s"), detail="s:N")
+        .mark_line(interpolate="step-after", strokeWidth=1.5, clip=True)
+        .encode(**axes("time (s)", "bit/s", fmt="~s", top=top), detail="s:N")
     ]
-    ref = [{"s": label, "y": round(float(v))} for col, label in MODEL_COLUMNS.items()
-           if (v := (models or {}).get(col)) is not None and math.isfinite(v) and v > 0]
-    if ref:
-        layers.append(alt.Chart(bag(ref), name=f"{name}_models")
+    refs = [(label, float(v)) for col, label in MODEL_COLUMNS.items()
+            if (v := (models or {}).get(col)) is not None and math.isfinite(v) and v > 0]
+    if link is not None:
+        refs.append(("link rate", link))
+    inside = [{"s": label, "y": round(v)} for label, v in refs if v <= top]
+    if inside:
+        layers.append(alt.Chart(bag(inside), name=f"{name}_models")
                       .mark_rule(strokeDash=[6, 3], strokeWidth=1.5)
-                      .encode(y="y:Q", tooltip=[alt.Tooltip("s:N", title="model"),
+                      .encode(y="y:Q", tooltip=[alt.Tooltip("s:N", title="reference"),
                                                 alt.Tooltip("y:Q", title="bit/s", format="~s")]))
+    # one line of text each, stacked down from the top edge
+    above = [{"s": label, "y": top * (1 - 0.08 * i), "text": f"{label}: {si(v, 'bit/s')} (above the scale)"}
+             for i, (label, v) in enumerate((lv for lv in refs if lv[1] > top))]
+    if above:
+        layers.append(alt.Chart(bag(above), name=f"{name}_offscale")
+                      .mark_text(align="right", baseline="top", dx=-4, fontSize=11)
+                      .encode(y="y:Q", x=alt.value(WIDTH), text="text:N"))
     st = stall_layer(stalls, flow, dir, name, bag)
     if st is not None:
         layers.append(st)
@@ -430,7 +462,10 @@ def samples(smp: pl.DataFrame, metric: str, unit: str, *, title: str = "", name:
     """One metric the tool reported itself (``trace.samples``: ns-2 Window.tr, OPNET, ns-3 ...), per series.
 
     A series is one (source, node, flow) of the metric; its label is data, the
-    metric name (from the input) only a cleaned title.
+    metric name (from the input) only a cleaned title. A rate (pps, bit/s) a tool reports at
+    time t was measured over the interval that ends at t (ns-2's WindowMon.tr prints the packets
+    of the last second; Flent the rate since its previous sample), so rates are drawn as steps
+    that end at their time stamp; other values hold from their stamp on.
 
     Args:
         smp: :data:`~tracekit.schema.SAMPLES` rows.
@@ -459,10 +494,12 @@ def samples(smp: pl.DataFrame, metric: str, unit: str, *, title: str = "", name:
     df = minmax(df.select("time", "s", "value"), "time", "value", by=["s"])
     line = alt.Chart(bag(records(df.select(pl.col("time").alias("t"), pl.col("value").alias("y"), "s"))),
                      name=f"{name}_series")
-    mark = line.mark_line(interpolate="step-after", point=df.height <= 200, strokeWidth=1.3)
-    chart = mark.encode(x=alt.X("t:Q", title="time (s)"),
-                        y=alt.Y("y:Q", title=safe_label(f"{metric} ({unit})"),
-                                axis=alt.Axis(format="~s") if unit in ("bps", "bytes") else alt.Axis()),
+    step = "step-before" if unit in ("pps", "bps") else "step-after"
+    mark = line.mark_line(interpolate=step, point=df.height <= 200, strokeWidth=1.3)
+    fmt = "~s" if unit in ("bps", "bytes") else None
+    y = (alt.Y("y:Q", **from_zero(safe_label(f"{metric} ({unit})"), fmt)) if float(df["value"].min() or 0) >= 0
+         else alt.Y("y:Q", title=safe_label(f"{metric} ({unit})"), axis=alt.Axis(format=fmt) if fmt else alt.Axis()))
+    chart = mark.encode(x=alt.X("t:Q", **from_zero("time (s)")), y=y,
                         color=alt.Color("s:N", title=None, legend=alt.Legend(orient="top", labelLimit=300)))
     return bag.attach(alt.layer(chart.add_params(zoom(name))).properties(
         width=WIDTH, height=HEIGHT - 60, title=safe_label(title) if title else safe_label(metric)))

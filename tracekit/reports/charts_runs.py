@@ -14,7 +14,18 @@ import altair as alt
 import numpy as np
 import polars as pl
 
-from tracekit.reports._chartkit import HEIGHT, WIDTH, Bag, NoData, has, records, safe_label, safe_label_expr
+from tracekit.reports._chartkit import (
+    HEIGHT,
+    WIDTH,
+    Bag,
+    NoData,
+    from_zero,
+    has,
+    label_color,
+    records,
+    safe_label,
+    safe_label_expr,
+)
 from tracekit.reports.downsample import MAX_POINTS, cap, minmax
 
 # ---- multi-flow -----------------------------------------------------------------------------------
@@ -116,7 +127,41 @@ def ellipse_points(rtt_df: pl.DataFrame, tput: pl.DataFrame, keys: pl.DataFrame)
     return tp.join(rt, on=["flow", "dir", "b"]).sort("label", "time").select("label", "rtt_s", "throughput_bps")
 
 
-def ellipse(points: pl.DataFrame, *, title: str = "", name: str = "ellipse") -> alt.LayerChart:
+def sample_ellipse_points(smp: pl.DataFrame) -> pl.DataFrame:
+    """(latency, throughput) pairs from a tool's own series, as Flent's rrul plots them.
+
+    Latency is the tool's ping (``ping_rtt_avg`` when it reports the average, else the mean of its
+    ``ping_rtt`` series at each time); throughput is each ``throughput_sum`` series (Flent's
+    download and upload totals), else each ``throughput`` series. Each throughput sample is paired
+    with the ping sample nearest in time (within 1 s): the two are sampled on different clocks.
+
+    Args:
+        smp: :data:`~tracekit.schema.SAMPLES` rows.
+
+    Returns:
+        Columns ``label`` (the throughput series' source), ``rtt_s``, ``throughput_bps``; empty
+        when the trace lacks either.
+    """
+    empty = pl.DataFrame(schema={"label": pl.String, "rtt_s": pl.Float64, "throughput_bps": pl.Float64})
+    if not has(smp, "time", "metric", "value", "source"):
+        return empty
+    ok = smp.filter(pl.col("value").is_finite())
+    metrics = set(ok["metric"].unique().to_list())
+    ping_metric = "ping_rtt_avg" if "ping_rtt_avg" in metrics else "ping_rtt"
+    tput_metric = "throughput_sum" if "throughput_sum" in metrics else "throughput"
+    if ping_metric not in metrics or tput_metric not in metrics:
+        return empty
+    ping = (ok.filter(pl.col("metric") == ping_metric).group_by("time").agg(pl.col("value").mean().alias("rtt_s"))
+            .sort("time"))
+    tput = ok.filter((pl.col("metric") == tput_metric) & (pl.col("unit") == "bps")).select(
+        pl.col("source").cast(pl.String).fill_null(tput_metric).alias("label"), "time",
+        pl.col("value").alias("throughput_bps")).sort("time")
+    pairs = tput.join_asof(ping, on="time", strategy="nearest", tolerance=1.0)
+    return pairs.drop_nulls("rtt_s").sort("label", "time").select("label", "rtt_s", "throughput_bps")
+
+
+def ellipse(points: pl.DataFrame, *, title: str = "", name: str = "ellipse",
+            order: list[str] | None = None) -> alt.LayerChart:
     """Flent-style throughput–delay plot: each group's mean and one-standard-deviation ellipse.
 
     The ellipse is the 1-σ contour of the (RTT, throughput) covariance: the
@@ -127,6 +172,8 @@ def ellipse(points: pl.DataFrame, *, title: str = "", name: str = "ellipse") -> 
         points: Columns ``label`` (the run or flow), ``rtt_s``, ``throughput_bps``.
         title: Chart title.
         name: View-name prefix.
+        order: Labels in the order the runs or flows were given: the colours follow it, as on the
+            page's other charts (default: the order of first appearance in ``points``).
 
     Returns:
         The layered chart (samples faint, ellipses outlined, means as crosses).
@@ -155,13 +202,13 @@ def ellipse(points: pl.DataFrame, *, title: str = "", name: str = "ellipse") -> 
         raise NoData("fewer than three (RTT, throughput) sample pairs per flow")
     kept, _ = cap(pts.filter(pl.col("label").is_in([m["label"] for m in means])), by=["label"], n=MAX_POINTS // 4)
     rnd = {"x": 6, "y": 0}
-    color = alt.Color("label:N", title=None, legend=alt.Legend(orient="top", labelLimit=300))
+    color = label_color([safe_label(v) for v in order] if order else pts["label"].unique(maintain_order=True).to_list())
     layers = [
         alt.Chart(bag(records(kept.select("label", pl.col("rtt_s").alias("x"),
                                                       pl.col("throughput_bps").alias("y")), rnd)),
                   name=f"{name}_samples").mark_point(size=10, opacity=0.25, filled=True).encode(
-            x=alt.X("x:Q", title="RTT (s)", scale=alt.Scale(zero=False)),
-            y=alt.Y("y:Q", title="throughput (bit/s)", axis=alt.Axis(format="~s")), color=color),
+            x=alt.X("x:Q", **from_zero("RTT (s)")),
+            y=alt.Y("y:Q", **from_zero("throughput (bit/s)", "~s")), color=color),
         alt.Chart(bag(records(pl.DataFrame(outline), rnd)), name=f"{name}_ring")
         .mark_line(strokeWidth=2).encode(x="x:Q", y="y:Q", order="i:Q", color=color, detail="label:N"),
         alt.Chart(bag(records(pl.DataFrame(means), rnd)), name=f"{name}_mean")
@@ -187,8 +234,10 @@ def overlay(
     x_title: str = "time since the connection started (s)",
     mark: str = "line",
     y_format: str | None = None,
+    y_from_zero: bool = True,
+    order: list[str] | None = None,
 ) -> alt.LayerChart:
-    """One series per run on shared axes (``tracekit compare``).
+    """One series per run on shared axes (``tracekit compare``), each run in its own colour in the order given.
 
     Args:
         df: Tidy rows: ``label`` (the run), ``t``, ``y``.
@@ -198,6 +247,9 @@ def overlay(
         x_title: X axis title.
         mark: ``"line"`` (step line) or ``"point"``.
         y_format: d3 number format of the y axis (``"~s"`` for bit/s).
+        y_from_zero: Start the y axis at 0 (rates, RTT, windows); False for sequence numbers.
+        order: Every run's label in the order given (runs without this series included), so that
+            a run keeps its colour on every chart of the page (default: the labels in ``df``).
 
     Returns:
         The chart.
@@ -211,15 +263,15 @@ def overlay(
     data = df.drop_nulls(["t", "y"]).with_columns(label=safe_label_expr(pl.col("label"))).sort("label", "t")
     if data.is_empty():
         raise NoData("no run has this series")
-    order = list(dict.fromkeys(df["label"].to_list()))
+    order = order if order is not None else list(dict.fromkeys(df["label"].to_list()))
     data = minmax(data, "t", "y", by=["label"])
     base = alt.Chart(bag(records(data.select("label", "t", "y"))), name=f"{name}_runs")
     drawn = (base.mark_line(interpolate="step-after", strokeWidth=1.3) if mark == "line"
              else base.mark_point(size=10, filled=True, opacity=0.7))
-    color = alt.Color("label:N", title=None, sort=[safe_label(v) for v in order],
-                      legend=alt.Legend(orient="top", labelLimit=300))
-    y_axis = alt.Axis(format=y_format) if y_format else alt.Axis()
-    chart = drawn.encode(x=alt.X("t:Q", title=x_title), y=alt.Y("y:Q", title=y_title, axis=y_axis),
+    color = label_color([safe_label(v) for v in order])
+    y_enc = (alt.Y("y:Q", **from_zero(y_title, y_format)) if y_from_zero
+             else alt.Y("y:Q", title=y_title, axis=alt.Axis(format=y_format) if y_format else alt.Axis()))
+    chart = drawn.encode(x=alt.X("t:Q", **from_zero(x_title)), y=y_enc,
                          color=color, detail="label:N").add_params(
         alt.selection_interval(bind="scales", encodings=["x"], name=f"{name}_zoom"))
     return bag.attach(alt.layer(chart).properties(width=WIDTH, height=HEIGHT,
@@ -267,8 +319,9 @@ def sweep_chart(
         *([safe_label_expr(pl.col("path")).alias("path")] if "path" in data.columns else []))
     x_enc = (alt.X("x:Q", title=safe_label(x_title), scale=alt.Scale(zero=False)) if numeric_x
              else alt.X("x:O", title=safe_label(x_title), sort=None))
-    y_enc = alt.Y("y:Q", title=y_title, axis=alt.Axis(format=y_format) if y_format else alt.Axis())
-    color = alt.Color("group:N", title=None, legend=alt.Legend(orient="top", labelLimit=300))
+    # metrics here are rates, times and counts: their axis starts at 0 (a small difference must not look big)
+    y_enc = alt.Y("y:Q", **from_zero(y_title, y_format))
+    color = label_color(data["group"].unique(maintain_order=True).to_list(), field="group")
     base = alt.Chart(bag(records(data.select("x", "y", "group", *(["path"] if "path" in data.columns
                                                                              else [])))), name=f"{name}_runs")
     tips = [alt.Tooltip("x:Q" if numeric_x else "x:O", title=safe_label(x_title)),

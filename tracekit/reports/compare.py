@@ -38,6 +38,14 @@ METRICS: list[tuple[str, str]] = [
     ("max_cwnd_bytes", "max cwnd bytes"), ("stall_s", "stalled s"),
     ("mathis_bps", "Mathis model"), ("padhye_bps", "Padhye model"), ("window_limited_bps", "window limit"),
 ]
+#: Which way is better for each metric: +1 higher is better, -1 lower is better; a metric not
+#: listed (bytes, packets, duration, model predictions, the window) is neither, and its Δ cell stays
+#: uncoloured. A rise in timeouts is worse even though the number went up.
+BETTER: dict[str, int] = {
+    "goodput_bps": 1, "throughput_bps": 1, "transfer_s": -1, "retrans_packets": -1, "retrans_bytes": -1,
+    "retrans_fast": -1, "retrans_rto": -1, "rtt_p50_s": -1, "rtt_mean_s": -1, "handshake_rtt_s": -1,
+    "stall_s": -1,
+}
 #: Run-level metrics (not about one connection).
 RUN_METRICS: list[tuple[str, str]] = [("flows", "data directions"), ("packets", "packets analysed")]
 
@@ -102,6 +110,14 @@ def _signed(d: float, key: str) -> str:
     else:
         text = f"{abs(d):,.0f}"
     return ("+" if d > 0 else "−" if d < 0 else "±") + text
+
+
+def _delta_class(d: float | None, key: str) -> str:
+    """``class="better"`` / ``class="worse"`` for a Δ cell, by :data:`BETTER`; empty when neither."""
+    way = BETTER.get(key, 0)
+    if not d or not way:
+        return ""
+    return ' class="better"' if d * way > 0 else ' class="worse"'
 
 
 def _num(v: Any) -> bool:
@@ -259,7 +275,7 @@ def _rtt(r: Run, f: int, d: int, t0: float) -> pl.DataFrame | None:
 def figures(result: CompareResult) -> list[Figure]:
     """The overlay charts of a comparison (or why each is missing)."""
     specs = [
-        ("timeseq", "sequence number over time", _seq, "highest sequence sent (bytes)", "line", None),
+        ("timeseq", "sequence number over time", _seq, "highest sequence sent (bytes)", "line", False),
         ("throughput", "goodput over time", _tput, "goodput (bit/s)", "line", "~s"),
         ("cwnd", "congestion window", _cwnd, "cwnd (bytes)", "line", None),
         ("rtt", "round-trip time", _rtt, "RTT (s)", "point", None),
@@ -269,7 +285,8 @@ def figures(result: CompareResult) -> list[Figure]:
         key = f"cmp-{kind}"
         try:
             chart = charts.overlay(_series(result, pick), y_title=y_title, title=title, name=key.replace("-", "_"),
-                                   mark=mark, y_format=fmt)
+                                   mark=mark, y_format=fmt or None, y_from_zero=fmt is not False,
+                                   order=[r.label for r in result.runs])
             out.append(Figure(kind, key, title, chart=chart))
         except charts.NoData as why:
             out.append(Figure(kind, key, title, reason=str(why)))
@@ -284,7 +301,7 @@ def figures(result: CompareResult) -> list[Figure]:
             pts.append(charts.ellipse_points(rt, tp, keys))
     try:
         chart = charts.ellipse(pl.concat(pts) if pts else pl.DataFrame(), title="throughput vs RTT per run",
-                               name="cmp_ellipse")
+                               name="cmp_ellipse", order=[r.label for r in result.runs])
         out.append(Figure("ellipse", "cmp-ellipse", "throughput vs RTT", chart=chart))
     except charts.NoData as why:
         out.append(Figure("ellipse", "cmp-ellipse", "throughput vs RTT", reason=str(why)))
@@ -315,7 +332,7 @@ def render(result: CompareResult) -> str:
             if i:
                 d, rel = result.delta(i, key)
                 text = "–" if d is None else (_signed(d, key) + (f" ({rel:+.1%})" if rel is not None else ""))
-                cls = "" if not d else (' class="pos"' if d > 0 else ' class="neg"')
+                cls = _delta_class(d, key)
                 cells.append(f'<td data-run="{i}" data-delta="{H.esc(key)}"{cls}>{H.esc(text)}</td>')
         rows.append(f"<tr>{''.join(cells)}</tr>")
     parts.append(f'<table id="metrics"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')

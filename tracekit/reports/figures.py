@@ -12,6 +12,7 @@ analyses provide more frames.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +50,7 @@ class Figure:
 
     Attributes:
         kind: One of :data:`KINDS`.
-        key: Stable id, unique in a page (``timeseq-f0-d0``); safe in file names.
+        key: Stable id, unique in a page (``timeseq-flow0``); safe in file names.
         title: Human title (cleaned of unsafe characters).
         flow: Connection id for per-direction kinds.
         dir: Direction for per-direction kinds.
@@ -123,8 +124,8 @@ def _draw(kind: str, key: str, title: str, fn: Any, *args: Any, flow: int | None
           dir: int | None = None, **kw: Any) -> Figure:
     try:
         chart = fn(*args, title=title, name=key.replace("-", "_"), **kw)
-    except NoData as why:
-        return Figure(kind, key, title, flow, dir, None, str(why))
+    except NoData as why:  # the list of charts not drawn names each one
+        return Figure(kind, key, title or TITLES[kind], flow, dir, None, str(why))
     return Figure(kind, key, title, flow, dir, chart, None, tuple(charts.notes_of(chart)))
 
 
@@ -152,7 +153,7 @@ def figures(analysis: Analysis, *, max_flows: int = MAX_FLOWS, kinds: tuple[str,
                 out.append(Figure(kind, kind, TITLES[kind], reason="no TCP connection carried data"))
     for row in shown.iter_rows(named=True):
         f, d, label = int(row["flow"]), int(row["dir"]), row["label"]
-        tag = f"f{f}-d{d}"
+        tag = f"flow{f}" if d == 0 else f"flow{f}-reverse"
         models = {c: row.get(c) for c in charts.MODEL_COLUMNS}
         makers = {
             "timeseq": (charts.time_sequence, (analysis.packets, f, d),
@@ -180,22 +181,49 @@ def figures(analysis: Analysis, *, max_flows: int = MAX_FLOWS, kinds: tuple[str,
         keys = shown.select("flow", "dir", "label") if shown.height else pl.DataFrame(
             schema={"flow": pl.UInt32, "dir": pl.Int8, "label": pl.String})
         pts = charts.ellipse_points(_or_empty(rtt), _or_empty(tput), keys)
-        out.append(_draw("ellipse", "ellipse", TITLES["ellipse"], charts.ellipse, pts))
+        if pts.is_empty():  # no packets: a tool's own ping and throughput series (Flent rrul)
+            pts = charts.sample_ellipse_points(analysis.trace.samples)
+        out.append(_draw("ellipse", "ellipse", TITLES["ellipse"], charts.ellipse, pts,
+                         order=shown["label"].to_list() if "label" in shown.columns else None))
     if "samples" in kinds:
         out += _sample_figures(analysis.trace.samples)
     return out
 
 
+#: Tool-reported metrics charted first, in this order: what a reader asks first (latency and
+#: throughput, then the window), before counters such as a qdisc's bytes sent or CPU load.
+SAMPLE_PRIORITY = ("ping_rtt", "throughput", "throughput_sum", "throughput_pps", "avg_throughput_pps", "cwnd",
+                   "rtt", "srtt", "ssthresh", "queue", "drops", "goodput", "delay", "loss", "download_response_time")
+
+
+def _metric_rank(metric: str) -> int:
+    return SAMPLE_PRIORITY.index(metric) if metric in SAMPLE_PRIORITY else len(SAMPLE_PRIORITY)
+
+
+def _slug(text: str) -> str:
+    """A file-name-safe key part from a metric name (input text: only ``[a-z0-9_]`` kept, ≤ 40)."""
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:40] or "metric"
+
+
 def _sample_figures(smp: pl.DataFrame) -> list[Figure]:
-    """One chart per (metric, unit) the tool reported, largest series first up to the cap."""
+    """One chart per (metric, unit) the tool reported, by :data:`SAMPLE_PRIORITY`, then largest first.
+
+    Keys name what the chart shows (``samples-throughput-bps``), so exported images are named by it.
+    """
     if smp.is_empty():
         return [Figure("samples", "samples", TITLES["samples"], reason="the trace has no tool-reported series")]
     pairs = (smp.filter(pl.col("value").is_finite()).group_by("metric", "unit").len()
-             .sort(["len", "metric", "unit"], descending=[True, False, False]))
+             .with_columns(rank=pl.col("metric").map_elements(_metric_rank, return_dtype=pl.Int64))
+             .sort(["rank", "len", "metric", "unit"], descending=[False, True, False, False]))
     out = []
-    for i, (metric, unit, _n) in enumerate(pairs.head(MAX_SAMPLE_CHARTS).iter_rows()):
+    used: set[str] = set()
+    for metric, unit, _n, _rank in pairs.head(MAX_SAMPLE_CHARTS).iter_rows():
+        key = f"samples-{_slug(metric)}-{_slug(unit)}"
+        while key in used:
+            key += "-x"
+        used.add(key)
         title = f"{TITLES['samples']} · {charts.safe_label(metric)} ({unit})"
-        out.append(_draw("samples", f"samples-{i}", title, charts.samples, smp, metric, unit))
+        out.append(_draw("samples", key, title, charts.samples, smp, metric, unit))
     if pairs.height > MAX_SAMPLE_CHARTS:
         out.append(Figure("samples", "samples-more", TITLES["samples"],
                           reason=f"{pairs.height - MAX_SAMPLE_CHARTS} more reported metrics not charted"))

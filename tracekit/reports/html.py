@@ -37,15 +37,18 @@ if TYPE_CHECKING:
 CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
        "img-src data:; base-uri 'none'; form-action 'none'")
 _KEY = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
-#: Flow-table columns shown on the page, in order, when the analysis provides them.
+#: Flow-table columns shown on the page, in order, when the analysis provides them: the main
+#: ones fit a 1280-px window; the others are one click away (``<details>``).
 FLOW_COLUMNS = [
     ("flow", "flow"), ("dir", "dir"), ("label", "connection"), ("duration", "duration s"),
     ("packets", "packets"), ("unique_bytes", "bytes"), ("retrans_packets", "retransmitted"),
-    ("retrans_fast", "fast retx"), ("retrans_rto", "RTO retx"), ("throughput_bps", "throughput"),
     ("goodput_bps", "goodput"), ("transfer_s", "transfer s"), ("rtt_p50_s", "RTT p50 s"),
-    ("handshake_rtt_s", "handshake RTT s"), ("max_cwnd_bytes", "max cwnd bytes"),
-    ("mathis_bps", "Mathis model"), ("padhye_bps", "Padhye model"), ("window_limited_bps", "window limit"),
-    ("stall_s", "stalled s"),
+    ("max_cwnd_bytes", "max cwnd bytes"), ("stall_s", "stalled s"),
+]
+MORE_FLOW_COLUMNS = [
+    ("flow", "flow"), ("dir", "dir"), ("retrans_fast", "fast retx"), ("retrans_rto", "RTO retx"),
+    ("throughput_bps", "throughput"), ("handshake_rtt_s", "handshake RTT s"), ("mathis_bps", "Mathis model"),
+    ("padhye_bps", "Padhye model"), ("window_limited_bps", "window limit"),
 ]
 
 _STYLE = """
@@ -53,9 +56,10 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;
 h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ccc}
 h3{font-size:15px;margin:18px 0 6px}table{border-collapse:collapse;margin:6px 0 12px;font-size:13px;display:block;overflow-x:auto;max-width:100%}
 td,th{border:1px solid #ddd;padding:3px 7px;text-align:right;vertical-align:top}
-th{background:#f4f4f4}td.t,th.t{text-align:left}.meta td{text-align:left}
+td.t{overflow-wrap:anywhere;max-width:260px}details{margin:0 0 12px}summary{cursor:pointer;color:#1f4e8c}
+th{background:#f4f4f4}td.t,th.t{text-align:left}.meta td{text-align:left}.meta th{white-space:nowrap}
 .chart{margin:8px 0 18px;min-height:40px}.missing{color:#777}.warn{color:#8a5300}
-.note{color:#555;font-size:12px}.pos{color:#006d2c}.neg{color:#a50f15}code{font-size:12px}
+.note{color:#555;font-size:12px}.better{color:#006d2c}.worse{color:#a50f15}code{font-size:12px}
 """
 
 _EMBED = """
@@ -224,20 +228,80 @@ def chart_spec(chart: Any) -> dict[str, Any]:
     return spec(chart)
 
 
+#: Words for the units a reader records in ``meta["units"]`` (its keys are tracekit's own).
+_UNIT_WORDS = {"s": "seconds", "ms": "milliseconds", "bytes": "bytes", "packets": "packets", "bps": "bit/s",
+               "pps": "packets/s"}
+#: Words for the reader's counters in ``meta["counts"]``, in the order shown.
+_COUNT_WORDS = {"records": "records read", "events": "packet events", "samples": "samples", "series": "series",
+                "malformed": "malformed", "blank": "blank lines", "skipped": "skipped", "truncated": "truncated"}
+
+
+def run_name(analysis: Analysis) -> str:
+    """What the run is called: its folder for a run directory, else its file (the name, not one file in a run)."""
+    m = analysis.trace.meta
+    if m.get("dir"):
+        return str(m["dir"])
+    paths = [str(p) for p in m.get("paths", [])]
+    return paths[0] if len(paths) == 1 else ", ".join(paths) or "(bytes)"
+
+
+def _started(m: dict[str, Any]) -> str | None:
+    """The capture's first packet as an ISO date (UTC); None for simulators, whose clock starts at 0."""
+    import datetime as dt
+
+    t0 = m.get("t0_ns")
+    if not isinstance(t0, int) or t0 < 315_532_800 * 10**9:  # before 1980: a simulation clock, not a date
+        return None
+    when = dt.datetime.fromtimestamp(t0 / 1e9, tz=dt.timezone.utc)
+    return when.strftime("%Y-%m-%d %H:%M:%S.") + f"{when.microsecond // 1000:03d} UTC"
+
+
+def _linktypes(m: dict[str, Any]) -> str | None:
+    from tracekit.parsers._link import SUPPORTED_LINKTYPES
+
+    lts = m.get("linktypes")
+    if not lts:
+        return None
+    return ", ".join(f"{SUPPORTED_LINKTYPES.get(int(lt), 'link type')} ({int(lt)})" for lt in lts)
+
+
+def _units(m: dict[str, Any]) -> str | None:
+    units = m.get("units")
+    if not isinstance(units, dict) or not units:
+        return None
+    return "; ".join(f"{k}: {_UNIT_WORDS.get(str(v), str(v))}" for k, v in units.items())
+
+
+def _counts(m: dict[str, Any]) -> str | None:
+    counts = m.get("counts")
+    if not isinstance(counts, dict):
+        return None
+    shown = [f"{counts[k]:,} {w}" for k, w in _COUNT_WORDS.items() if isinstance(counts.get(k), int) and counts[k]]
+    return ", ".join(shown) or None
+
+
 def _meta_rows(analysis: Analysis) -> list[tuple[str, Any]]:
+    """The report header: for people (ISO dates, link-type names, units in words), no raw epochs or dicts."""
     tr = analysis.trace
     m = tr.meta
-    rows: list[tuple[str, Any]] = [("files", ", ".join(m.get("paths", []))), ("format", m.get("format")),
-                                   ("tool", m.get("tool"))]
-    if m.get("formats"):
-        rows.append(("formats", ", ".join(str(f) for f in m["formats"])))
-    rows += [("packet events", f"{tr.packets.height:,}"), ("analysed packets", f"{analysis.packets.height:,}"),
-             ("samples", f"{tr.samples.height:,}")]
-    for key in ("segment_size", "t0_ns", "linktypes", "units", "counts"):
-        if m.get(key) not in (None, {}, []):
-            v = m[key]
-            rows.append((key, json.dumps(v, default=str) if isinstance(v, (dict, list)) else v))
-    return rows
+    fmt = m.get("format")
+    formats = ", ".join(dict.fromkeys(str(f) for f in m.get("formats", []))) if fmt == "dir" else fmt
+    rows: list[tuple[str, Any]] = [
+        ("run", run_name(analysis)),
+        ("files", ", ".join(str(p) for p in m.get("paths", []))),
+        ("made by", f"{m.get('tool') or 'unknown tool'}, read as {formats or 'unknown format'}"),
+        ("first packet", _started(m)),
+        ("link types", _linktypes(m)),
+        ("size", f"{tr.packets.height:,} packet events ({analysis.packets.height:,} analysed), "
+                 f"{tr.samples.height:,} tool-reported samples"),
+        ("reader counts", _counts(m)),
+        ("segment size", f"{m['segment_size']:,} bytes" if isinstance(m.get("segment_size"), int) else None),
+        ("units in the source", _units(m)),
+        ("units shown", "seconds, bytes, bit/s (converted by the reader)"),
+    ]
+    if m.get("vantage_point"):
+        rows.append(("vantage point", m["vantage_point"]))
+    return [(k, v) for k, v in rows if v not in (None, "")]
 
 
 def analysis_section(analysis: Analysis, prefix: str, specs: dict[str, dict[str, Any]],
@@ -246,7 +310,7 @@ def analysis_section(analysis: Analysis, prefix: str, specs: dict[str, dict[str,
     from tracekit.reports.figures import FLOW_KINDS, figures, flow_labels
 
     tr = analysis.trace
-    parts = [f"<h2>{esc(tr.path or '(bytes)')}</h2>"]
+    parts = [f"<h2>{esc(run_name(analysis))}</h2>"]
     parts.append('<table class="meta"><tbody>' + "".join(
         f"<tr><th class=\"t\">{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in _meta_rows(analysis))
         + "</tbody></table>")
@@ -259,8 +323,15 @@ def analysis_section(analysis: Analysis, prefix: str, specs: dict[str, dict[str,
         parts.append(f"<h3>Warnings</h3><ul>{items}</ul>")
     flows = flow_labels(analysis.flows)
     cols = [(k, h) for k, h in FLOW_COLUMNS if k in flows.columns]
-    parts.append("<h3>Flows</h3>" + (table(cols, flows.to_dicts(), table_id=f"{prefix}flows")
-                                     if flows.height else '<p class="missing">no TCP connection carried data</p>'))
+    more = [(k, h) for k, h in MORE_FLOW_COLUMNS if k in flows.columns]
+    if flows.height:
+        rows = flows.to_dicts()
+        parts.append("<h3>Flows</h3>" + table(cols, rows, table_id=f"{prefix}flows"))
+        if len(more) > 2:
+            parts.append("<details><summary>more columns: retransmission kinds, throughput, handshake, models"
+                         f"</summary>{table(more, rows, table_id=f'{prefix}flows-more')}</details>")
+    else:
+        parts.append('<h3>Flows</h3><p class="missing">no TCP connection carried data</p>')
     figs = figures(analysis, max_flows=max_flows)
     missing: list[str] = []
     current: tuple[int | None, int | None] | None = None
@@ -294,8 +365,9 @@ def render_report(analyses: Sequence[Analysis], *, max_flows: int = 6) -> tuple[
         body, figs = analysis_section(analysis, prefix, specs, max_flows=max_flows)
         sections.append(f'<section id="trace-{i}">{body}</section>')
         drawn += [(prefix + f.key, f) for f in figs if f.present]
-    names = ", ".join(Path(a.trace.path).name for a in analyses[:3] if a.trace.path)
-    title = f"tracekit report — {names}" if names else "tracekit report"
+    names = [run_name(a) for a in analyses]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    title = f"tracekit report — {shown}" if shown else "tracekit report"
     header = f"<h1>{esc(title)}</h1>"
     return page(title, header + "\n".join(sections), specs), drawn
 
