@@ -177,7 +177,7 @@ def test_large_series_stay_light() -> None:
 
 # ---- safety ---------------------------------------------------------------------------------------
 
-ALLOWED_FIELDS = {"t", "t2", "y", "y2", "s", "kind", "cause", "label", "x", "i", "n", "total", "group", "path"}
+ALLOWED_FIELDS = {"t", "t2", "y", "y2", "s", "kind", "cause", "label", "x", "i", "n", "total", "group", "path", "text"}
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,124 @@
+"""Charts that never mislead (issue: answers): scales fit the data, runs keep their colour, axes from 0.
+
+Every bundled sample is drawn as the report draws it (:func:`tracekit.reports.figures.figures`);
+the assertions read the Vega-Lite specs, not the Python that made them.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import sample
+
+import tracekit
+from tracekit.reports import charts, compare
+from tracekit.reports.figures import figures
+
+#: Inputs drawn: every capture, every run directory, the simulators' single files.
+INPUTS = (
+    ("linux", "bulk_lossy.pcap"), ("linux", "rwnd_limited.pcap"), ("linux", "slow_reader.pcap"),
+    ("linux", "stall_cut.pcap"), ("linux", "ipv6_bulk.pcap"), ("linux", "headers_only.pcap"),
+    ("ns2", "lab_tahoe"), ("ns2", "lab_reno"), ("ns2", "lab_lossy"), ("ns2", "dumbbell"), ("ns2", "sweep", "win8"),
+    ("ns3", "dumbbell"), ("netsim", "Packet_Trace_ftp_tcp.csv"), ("opnet", "tcp_reno_tab.txt"),
+)
+#: Axis titles that measure time, a rate or a delay: none of them may show values below 0.
+NON_NEGATIVE = re.compile(r"time|RTT|rtt|bit/s|goodput|throughput|cwnd|queue|bytes\)|pps|packets/s")
+
+
+@pytest.fixture(scope="module", params=INPUTS, ids=lambda p: "/".join(p))
+def drawn(request: pytest.FixtureRequest) -> tuple[Any, list[dict[str, Any]]]:
+    analysis = tracekit.analyze(tracekit.read(sample(*request.param)))
+    return analysis, [charts.spec(f.chart) | {"_kind": f.kind} for f in figures(analysis) if f.present]
+
+
+def _layers(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for layer in spec.get("layer", []) + spec.get("hconcat", []) + spec.get("vconcat", []):
+        out += _layers(layer) if ("layer" in layer or "hconcat" in layer) else [layer]
+    return out or [spec]
+
+
+def _rows(spec: dict[str, Any], layer: dict[str, Any]) -> list[dict[str, Any]]:
+    # altair hoists the data of a one-layer chart to the top level
+    name = layer.get("data", {}).get("name") or spec.get("data", {}).get("name")
+    return spec.get("datasets", {}).get(name, []) if name else []
+
+
+def test_throughput_scale_fits_the_data_and_link(drawn: tuple[Any, list[dict[str, Any]]]) -> None:
+    """The y domain is at most 1.5 × max(measured series, link rate): a model never sets it."""
+    analysis, specs = drawn
+    link = analysis.trace.meta.get("link_rate_bps") or 0.0
+    seen = 0
+    for spec in (s for s in specs if s["_kind"] == "throughput"):
+        layers = _layers(spec)
+        series = next(la for la in layers if la.get("name", "").endswith("_series"))
+        peak = max(r["y"] for r in _rows(spec, series) if r["y"] is not None)
+        domain = series["encoding"]["y"]["scale"]["domain"]
+        assert domain[0] == 0 and domain[1] <= 1.5 * max(peak, link), (domain, peak, link)
+        for la in layers:  # a reference line drawn inside the frame; one outside is text at the edge
+            if la.get("name", "").endswith("_models"):
+                assert all(r["y"] <= domain[1] for r in _rows(spec, la))
+        seen += 1
+    if analysis.flows.height and "goodput_bps" in analysis.flows.columns:
+        assert seen, "a sample with data flows draws a throughput chart"
+
+
+def _check_axis(spec: dict[str, Any], layer: dict[str, Any], channel: str) -> None:
+    enc = layer.get("encoding", {}).get(channel)
+    if not isinstance(enc, dict) or not NON_NEGATIVE.search(str(enc.get("title", ""))):
+        return
+    scale = enc.get("scale", {})
+    assert scale.get("zero") is not False, (enc["title"], scale)
+    low = scale.get("domainMin", scale.get("domain", [0])[0])
+    assert low == 0, (enc["title"], scale)
+    field = enc.get("field")
+    values = [r.get(field) for r in _rows(spec, layer)]
+    assert all(v is None or v >= 0 for v in values), enc["title"]
+
+
+def test_time_rate_and_rtt_axes_start_at_zero(drawn: tuple[Any, list[dict[str, Any]]]) -> None:
+    """Every time, rate, RTT and window axis starts at 0, and no value drawn on it is negative."""
+    _analysis, specs = drawn
+    checked = 0
+    for spec in specs:
+        for layer in _layers(spec):
+            for channel in ("x", "y"):
+                _check_axis(spec, layer, channel)
+                checked += 1
+    assert checked or not specs
+
+
+def _colors(spec: dict[str, Any]) -> list[tuple[list[str], list[str]]]:
+    out = []
+    for layer in _layers(spec) + [spec]:
+        enc = layer.get("encoding", {}).get("color")
+        if isinstance(enc, dict) and enc.get("field") == "label":
+            out.append((enc["scale"]["domain"], enc["scale"]["range"]))
+    return out
+
+
+def test_compare_keeps_one_colour_per_run(tmp_path: Path) -> None:
+    """On a compare page each run has the same colour on every chart, in the order the runs were given
+    (the ellipse used to colour runs alphabetically while the overlays used argument order)."""
+    paths = [sample("ns2", "lab_tahoe"), sample("linux", "bulk_lossy.pcap"), sample("ns2", "lab_reno")]
+    result = compare.compare([str(p) for p in paths], labels=["zeta", "alpha", "mid"])
+    specs = [charts.spec(f.chart) for f in compare.figures(result) if f.present]
+    assert len(specs) >= 4
+    pairs = [pair for spec in specs for pair in _colors(spec)]
+    assert len(pairs) >= 4 and all(pair == pairs[0] for pair in pairs), pairs
+    domain, colours = pairs[0]
+    assert domain == ["zeta", "alpha", "mid"] and len(set(colours)) == 3
+
+
+def test_offscale_model_is_text_at_the_edge() -> None:
+    """bulk_lossy's window limit (~72 Mbit/s) is far above its ~5 Mbit/s: written at the edge, not drawn."""
+    analysis = tracekit.analyze(tracekit.read(sample("linux", "bulk_lossy.pcap")))
+    row = analysis.flows.row(0, named=True)
+    assert row["window_limited_bps"] > 5 * row["goodput_bps"]  # the situation the rule is for
+    fig = next(f for f in figures(analysis) if f.kind == "throughput")
+    spec = charts.spec(fig.chart)
+    texts = [r["text"] for la in _layers(spec) if la.get("name", "").endswith("_offscale") for r in _rows(spec, la)]
+    assert any(t.startswith("window limited: ") and "Mbit/s" in t for t in texts), texts
