@@ -122,3 +122,24 @@ def test_offscale_model_is_text_at_the_edge() -> None:
     spec = charts.spec(fig.chart)
     texts = [r["text"] for la in _layers(spec) if la.get("name", "").endswith("_offscale") for r in _rows(spec, la)]
     assert any(t.startswith("window limited: ") and "Mbit/s" in t for t in texts), texts
+
+
+def test_delta_cells_coloured_by_better_or_worse() -> None:
+    """A Δ cell is green when the run did better on that metric and red when worse, whatever the
+    sign: more goodput is better, more timeouts and a longer transfer are worse."""
+    result = compare.compare([str(sample("ns2", "lab_reno")), str(sample("ns2", "lab_lossy"))])
+    page = compare.render(result)
+    higher_better = {"goodput_bps", "throughput_bps"}
+    lower_better = {"transfer_s", "retrans_packets", "retrans_bytes", "retrans_rto", "retrans_fast", "rtt_p50_s",
+                    "rtt_mean_s", "handshake_rtt_s", "stall_s"}
+    cells = re.findall(r'<td data-run="1" data-delta="([a-z_0-9]+)"( class="(better|worse)")?>', page)
+    judged = 0
+    for key, _, cls in cells:
+        d, _rel = result.delta(1, key)
+        if key in higher_better | lower_better and d:
+            up_is_good = key in higher_better
+            assert cls == ("better" if (d > 0) == up_is_good else "worse"), (key, d, cls)
+            judged += 1
+        elif key not in higher_better | lower_better:
+            assert cls == "", (key, cls)  # bytes, models, windows: neither better nor worse
+    assert judged >= 3  # the lossy run lost goodput and retransmitted more: both judged
