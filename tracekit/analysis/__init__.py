@@ -123,7 +123,8 @@ class Analysis:
         return {k: v for k, v in self.frames().items() if k != "flows"}
 
 
-def analyze(trace: Trace, *, bin_s: float | None = None, threads: int | None = None) -> Analysis:
+def analyze(trace: Trace, *, bin_s: float | None = None, threads: int | None = None,
+            rto_floor_s: float | None = None) -> Analysis:
     """Run every analysis on a trace.
 
     Args:
@@ -134,17 +135,25 @@ def analyze(trace: Trace, *, bin_s: float | None = None, threads: int | None = N
             no per-packet state (throughput, vantage detection, the flows' counts, cwnd) on a
             helper thread beside the rest (:mod:`tracekit.analysis._parallel`).
             The frames are the same either way.
+        rto_floor_s: The sender's minimum RTO in seconds, which a retransmission must wait at
+            least to count as a timeout (default: by the stack that made the trace, 0.2 for
+            Linux captures and ns-2, 1.0 for ns-3; :func:`tracekit.analysis.retrans.rto_floor`).
+            The analysed trace's meta says which applied (``rto_floor_s``, ``rto_floor_from``).
 
     Returns:
         The Analysis.
 
     Raises:
-        UsageError: for a bad ``bin_s`` or ``threads``.
+        UsageError: for a bad ``bin_s``, ``threads`` or ``rto_floor_s``.
     """
     parallel = _parallel.threads(threads) > 1
+    if rto_floor_s is not None and not (isinstance(rto_floor_s, (int, float)) and 0 <= rto_floor_s < math.inf):
+        raise UsageError(f"rto_floor_s must be a number of seconds >= 0, not {rto_floor_s!r}")
+    floor_s, floor_from = _retrans.rto_floor(trace.meta, rto_floor_s)
     big = _big_flow_ids(trace)
     if big is not None:
-        return _with_flow_ids(analyze(_renumbered(trace, big), bin_s=bin_s, threads=threads), trace, big)
+        return _with_flow_ids(analyze(_renumbered(trace, big), bin_s=bin_s, threads=threads, rto_floor_s=rto_floor_s),
+                              trace, big)
     pk = vantage(trace.packets)
     b = _bin(pk, bin_s)
     # serial: throughput first, so its temporaries are freed before the per-packet state exists
@@ -159,7 +168,7 @@ def analyze(trace: Trace, *, bin_s: float | None = None, threads: int | None = N
     basic_job = _parallel.run(parallel, _flows_basic, pk)
     st = _rtt.with_srtt(st, rs)
     est, hs = _rtt.smoothed(rs), _rtt.handshake(st)  # shared by retransmissions, stalls and flows
-    rt = _retrans.classify(st, rs, est=est, hs=hs)
+    rt = _retrans.classify(st, rs, est=est, hs=hs, rto_floor_s=floor_s)
     retrans_df = rt.drop("_i", "episode")
     fl = _flight(pk, state=st)
     # the cwnd analysis needs no state: on the helper it runs beside stalls and flows; serial,
@@ -182,7 +191,8 @@ def analyze(trace: Trace, *, bin_s: float | None = None, threads: int | None = N
     points = [v for v in flows_df["vantage_point"].unique().to_list() if v is not None]
     where = points[0] if len(points) == 1 else ("mixed" if points else None)
     return Analysis(
-        trace=trace.with_meta(vantage_point=where), packets=pk, flows=flows_df, flight=fl, cwnd=cw, rtt=rtt_df,
+        trace=trace.with_meta(vantage_point=where, rto_floor_s=floor_s, rto_floor_from=floor_from),
+        packets=pk, flows=flows_df, flight=fl, cwnd=cw, rtt=rtt_df,
         retransmissions=retrans_df, stalls=sl, queue=qu, fairness=_fairness.fairness(tp), _throughput={b: tp},
     )
 

@@ -23,19 +23,27 @@ Which segments are retransmissions follows Wireshark's ``tcp_analyze_sequence_nu
 * ``spurious``: the data had already arrived — Wireshark's rule (end ≤ the other side's
   latest ACK when it was sent), or a later D-SACK block (RFC 2883) starting at the segment and
   covering it.
-* ``rto``: sent after a silence since the other side's latest packet that only a timer
-  explains — a timeout, whatever the duplicate ACKs before it: longer than *far* + srtt/2,
-  where *far* is the round trip vantage → sender → vantage (0 at the sender; handshake RTT −
-  the RTT measured here elsewhere). A fast retransmission answers the ACK that just arrived
-  (at the sender within microseconds; ns-2: the same instant), a timeout comes at least one
-  RTO (≥ srtt, ≥ 200 ms on Linux) after the last ACK. Also ``rto``: a retransmission with no
-  loss signal at all (tail-loss probes and other timer-driven resends).
-* ``fast``: triggered by loss signals since the last change of the other side's ACK: ≥ 3
-  duplicate ACKs, a SACK block above the ACK, or ≥ 2 duplicate ACKs and the segment starts at
-  that ACK (Wireshark's ``tcp.analysis.fast_retransmission`` rule without its 20 ms window).
+* ``rto``: a timeout (RFC 6298 §5). Both must hold:
+
+  - the sender sat silent for at least a plausible RTO since the later of the other side's
+    last ACK that advanced the cumulative ACK (§5.3 restarts the timer there) and its own
+    previous transmission of the same segment (§5.5 backoff; Linux also re-arms the timer
+    when it re-sends the head). The plausible RTO is max(*floor*, srtt + 4·rttvar) (§2.3),
+    *floor* being the minimum RTO of the stack that made the trace (:func:`rto_floor`:
+    200 ms for Linux ``TCP_RTO_MIN`` and ns-2 ``minrto_``, 1 s for ns-3 ``MinRto`` and
+    RFC 6298 §2.4). A capture taken after the sender's own queue (tc shaping, fq) shows a µs
+    RTT while every retransmission waits in that queue, so silence is never compared with the
+    RTT seen on the wire alone;
+  - the loss was not already signalled: no duplicate ACK (RFC 5681 §3.2) or SACK block
+    (RFC 6675) arrived since that ACK and since the previous transmission of the segment.
+* ``fast``: every other non-spurious retransmission: answers to ≥ 3 duplicate ACKs or SACK
+  (fast retransmit, RFC 5681 §3.2, RFC 6675), RACK re-sends, and tail-loss probes
+  (RFC 8985 §7: a probe timer of ≈ 2·srtt, not the RTO; Linux counts them as
+  ``TCPLossProbes``, not ``TCPTimeouts``, and they start no loss recovery of their own).
 
 Retransmissions come in episodes (a recovery): a retransmission opens a new episode when the
-ACK has passed everything outstanding at the previous retransmission, or after a timeout;
+ACK has passed everything outstanding at the previous retransmission, or when it is a timeout
+(by the rule above only: a long pause that fails it opens none);
 the later ones of an episode take the kind of its first one (after an RTO, Linux re-sends the
 rest of the window as ACKs return; during SACK recovery, the holes one by one). Wireshark marks
 only the first retransmission of a fast recovery as ``fast_retransmission``.
@@ -67,6 +75,31 @@ from tracekit.schema import RETRANSMISSIONS, empty
 #: RTO floor (Linux TCP_RTO_MIN), used when no RTT is known, and Wireshark's default out-of-order window.
 RTO_MIN_S = 0.2
 OOO_DEFAULT_S = 0.003
+#: Minimum RTO by the stack that made a trace: Linux ``TCP_RTO_MIN`` (include/net/tcp.h), ns-2
+#: ``Agent/TCP set minrto_ 0.2`` (tcl/lib/ns-default.tcl), ns-3 ``TcpSocketBase::MinRto`` (1 s),
+#: RFC 6298 §2.4 (1 s).
+RTO_FLOORS_S = {"linux": 0.2, "ns-2": 0.2, "ns-3": 1.0, "rfc6298": 1.0}
+
+
+def rto_floor(meta: dict[str, object], floor_s: float | None = None) -> tuple[float, str]:
+    """The minimum RTO to test timeouts against, and where it comes from.
+
+    A user's ``floor_s`` wins; else the stack that made the trace: ns-3 when any of its
+    files came from ns-3, ns-2 likewise, else a real capture (Linux, the most common sender).
+
+    Returns:
+        ``(seconds, source)``, source one of ``user``, ``ns-3``, ``ns-2``, ``linux``.
+    """
+    if floor_s is not None:
+        return float(floor_s), "user"
+    tools = {str(meta.get("tool"))}
+    for part in meta.get("parts") or []:  # type: ignore[attr-defined]
+        if isinstance(part, dict):
+            tools.add(str(part.get("tool")))
+    for stack in ("ns-3", "ns-2"):
+        if stack in tools:
+            return RTO_FLOORS_S[stack], stack
+    return RTO_FLOORS_S["linux"], "linux"
 
 #: :func:`classify` output: the frame plus the row ``_i`` and the recovery ``episode`` (per direction).
 _SCHEMA = {"_i": pl.UInt32(), **RETRANSMISSIONS, "episode": pl.Int32()}
@@ -103,27 +136,45 @@ def _candidates(st: pl.DataFrame) -> pl.DataFrame:
         maybe = seg & (behind | ((pl.col("len") > 0) & pl.col("r_i").is_not_null() & (pl.col("dend") <= r_ack)))
     rows = st.lazy().select(pl.arg_where(maybe.fill_null(False))).collect().to_series()
     cand = st.select("_i", "g", *KEYS, "frame", "time", "seq", "len", "dend", "nxt", "r_i", "r_hi_ack")[rows]
+    # the previous transmission of the same segment (original or re-send; RFC 6298 §5.5 backoff)
+    tx = (st.lazy().select("_i", "g", "seq").join(cand.lazy().select("g", "seq").unique(), on=["g", "seq"], how="semi")
+          .sort("_i").with_columns(_prev=pl.col("_i").shift(1).over("g", "seq")).select("_i", "_prev").collect())
+    cand = cand.join(tx, on="_i", how="left", maintain_order="left")
     r = cand["r_i"]
-    dupnum, sack_ev = _ack_runs(st, row_index(r))
+    prev = cand["_prev"].fill_null(-1).cast(pl.Int64).to_numpy()
+    dupnum, sack_ev, since, fresh = _ack_runs(st, row_index(r), prev)
     cand = cand.with_columns(r_time=at(st, r, "time"), r_ack=at(st, r, "ack"), r_dupnum=pl.Series(dupnum),
-                             r_sack_ev=pl.Series(sack_ev))
+                             r_sack_ev=pl.Series(sack_ev), _fresh=pl.Series(fresh),
+                             _adv_t=pl.Series(np.where(since >= 0, st["time"].to_numpy()[np.maximum(since, 0)],
+                                                       np.nan)).fill_nan(None),
+                             _prev_t=at(st, cand["_prev"], "time"))
     spur = ((pl.col("len") > 0) & (pl.col("r_ack").fill_null(0) > 0) & (pl.col("dend") <= pl.col("r_ack"))).fill_null(
         False)
     return cand.with_columns(_spur=spur).filter(pl.col("_spur") | behind)
 
 
-def _ack_runs(st: pl.DataFrame, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _ack_runs(st: pl.DataFrame, r: np.ndarray,
+              prev: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Loss signals the other side had sent as of rows ``r`` (-1: none), since its ACK last changed.
+
+    Args:
+        st: Prepared state.
+        r: The other side's latest row before each candidate (-1: none).
+        prev: The previous re-send of each candidate's segment (-1: none).
 
     Returns:
         The duplicate ACKs among its packets since the latest change of the ACK number
-        (that packet included; 0 for -1), and whether one of them carried a SACK block above
-        its ACK.
+        (that packet included; 0 for -1); whether one of them carried a SACK block above
+        its ACK; the row where the ACK number last changed (-1: none); and whether a
+        duplicate ACK or SACK came after both that row and ``prev`` (a loss signal the
+        re-send may answer).
     """
     dupnum = np.zeros(len(r), dtype=np.int64)
     sack_ev = np.zeros(len(r), dtype=bool)
+    since_all = np.full(len(r), -1, dtype=np.int64)
+    fresh = np.zeros(len(r), dtype=bool)
     if not len(r):
-        return dupnum, sack_ev
+        return dupnum, sack_ev, since_all, fresh
     sg = segments(st)
     gcol = st["g"].to_numpy()
     gr = np.where(r >= 0, gcol[np.maximum(r, 0)], -1)
@@ -137,11 +188,16 @@ def _ack_runs(st: pl.DataFrame, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         q = np.flatnonzero(gr == h)
         rq = r[q]
         since = runs[np.searchsorted(runs, rq, side="right") - 1]
+        since_all[q] = since
         dups = rows[dup[rows]]
         dupnum[q] = np.searchsorted(dups, rq, side="right") - np.searchsorted(dups, since, side="left")
         sa = above[above_g == h]
         sack_ev[q] = np.searchsorted(sa, rq, side="right") > np.searchsorted(sa, since, side="left")
-    return dupnum, sack_ev
+        # signals after the later of the ACK change and the previous re-send of the segment
+        lo = np.maximum(since, prev[q] + 1)
+        fresh[q] = ((np.searchsorted(dups, rq, side="right") > np.searchsorted(dups, lo, side="left"))
+                    | (np.searchsorted(sa, rq, side="right") > np.searchsorted(sa, lo, side="left")))
+    return dupnum, sack_ev, since_all, fresh
 
 
 def _dsack(st: pl.DataFrame) -> pl.DataFrame:
@@ -167,7 +223,7 @@ def _dsack(st: pl.DataFrame) -> pl.DataFrame:
 
 
 def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = None,
-             hs: pl.DataFrame | None = None) -> pl.DataFrame:
+             hs: pl.DataFrame | None = None, rto_floor_s: float = RTO_MIN_S) -> pl.DataFrame:
     """Find and classify retransmissions (see the module docstring).
 
     Args:
@@ -175,6 +231,7 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = N
         rs: RTT samples with ``_i`` (:func:`tracekit.analysis.rtt.samples`).
         est: ``smoothed(rs)`` (:func:`tracekit.analysis.rtt.smoothed`), if at hand.
         hs: ``handshake(st)`` (:func:`tracekit.analysis.rtt.handshake`), if at hand.
+        rto_floor_s: The minimum RTO of the sender's stack, seconds (:func:`rto_floor`).
 
     Returns:
         The ``retransmissions`` frame plus ``_i`` and ``episode`` (recoveries numbered per
@@ -202,29 +259,16 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = N
         cand = cand.filter(~(fresh & soon).fill_null(False) | pl.col("_spur"))
         if cand.is_empty():
             return pl.DataFrame(schema=_SCHEMA)
-    # Silence that means a timeout. A fast retransmission answers a packet that has just
-    # arrived: at the sender it follows it at once; seen elsewhere, after the round trip
-    # vantage -> sender -> vantage ("far", = handshake RTT - RTT measured here). A timeout
-    # comes at least one RTO (>= srtt) after the last ACK. Half an RTT beyond "far" splits them.
+    # A timeout (module docstring): silence of a plausible RTO since the timer last restarted,
+    # and no loss signal the re-send could be answering
     cand = _rtt.at_rows(st, _rtt.smoothed(rs) if est is None else est, cand)
-    near = rs.filter((pl.col("method") == "seq") & (pl.col("rtt_s") > 0)).group_by(KEYS).agg(
-        pl.col("rtt_s").min().alias("_near"))
-    cand = (
-        cand.join(near, on=KEYS, how="left", maintain_order="left")
-        .join(hs, on="flow", how="left", maintain_order="left")
-    )
-    full = pl.coalesce("hs_rtt", "srtt", "_near")
-    far = (full - pl.col("_near").fill_null(0.0)).clip(lower_bound=0.0).fill_null(0.0)
-    rto_thr = far + 0.5 * pl.max_horizontal("srtt", full).fill_null(2 * RTO_MIN_S)
-    silence = (pl.col("time") - pl.col("r_time")).fill_null(float("inf"))
-    timeout = silence >= rto_thr
-    fast_ev = (
-        (pl.col("r_dupnum").fill_null(0) >= 3) | pl.col("r_sack_ev").fill_null(False)
-        | ((pl.col("r_dupnum").fill_null(0) >= 2) & (pl.col("seq") == pl.col("r_ack")))
-    )
+    rto_thr = pl.max_horizontal(pl.lit(rto_floor_s), pl.col("srtt") + 4 * pl.col("rttvar").fill_null(0.0))
+    restart = pl.min_horizontal("_adv_t", "_prev_t")
+    silence = (pl.col("time") - restart).fill_null(float("inf"))
+    timeout = (silence >= rto_thr) & ~pl.col("_fresh")
     prev_nxt = nxt.shift(1).over("g")
     new_ep = prev_nxt.is_null() | (pl.col("r_hi_ack").fill_null(-1) >= prev_nxt) | timeout
-    base = pl.when(timeout).then(pl.lit("rto")).when(fast_ev).then(pl.lit("fast")).otherwise(pl.lit("rto"))
+    base = pl.when(timeout).then(pl.lit("rto")).otherwise(pl.lit("fast"))
     cand = cand.with_columns(_ep=new_ep.cast(pl.Int32).cum_sum().over("g"), _base=base)
     cand = cand.with_columns(_kind=pl.col("_base").first().over("g", "_ep"))
     # D-SACK: the latest transmission starting at the block's left edge was not needed
