@@ -75,6 +75,8 @@ from tracekit.schema import RETRANSMISSIONS, empty
 #: RTO floor (Linux TCP_RTO_MIN), used when no RTT is known, and Wireshark's default out-of-order window.
 RTO_MIN_S = 0.2
 OOO_DEFAULT_S = 0.003
+#: Tolerance on the silence before a timeout (simulators fire the timer exactly one RTO after the ACK).
+_EPS_S = 1e-6
 #: Minimum RTO by the stack that made a trace: Linux ``TCP_RTO_MIN`` (include/net/tcp.h), ns-2
 #: ``Agent/TCP set minrto_ 0.2`` (tcl/lib/ns-default.tcl), ns-3 ``TcpSocketBase::MinRto`` (1 s),
 #: RFC 6298 §2.4 (1 s).
@@ -166,8 +168,8 @@ def _ack_runs(st: pl.DataFrame, r: np.ndarray,
         The duplicate ACKs among its packets since the latest change of the ACK number
         (that packet included; 0 for -1); whether one of them carried a SACK block above
         its ACK; the row where the ACK number last changed (-1: none); and whether a
-        duplicate ACK or SACK came after both that row and ``prev`` (a loss signal the
-        re-send may answer).
+        loss signal came after both that row and ``prev`` (a SACK block, or a duplicate ACK
+        when there are ≥ 3 since the change): one the re-send may answer.
     """
     dupnum = np.zeros(len(r), dtype=np.int64)
     sack_ev = np.zeros(len(r), dtype=bool)
@@ -195,7 +197,8 @@ def _ack_runs(st: pl.DataFrame, r: np.ndarray,
         sack_ev[q] = np.searchsorted(sa, rq, side="right") > np.searchsorted(sa, since, side="left")
         # signals after the later of the ACK change and the previous re-send of the segment
         lo = np.maximum(since, prev[q] + 1)
-        fresh[q] = ((np.searchsorted(dups, rq, side="right") > np.searchsorted(dups, lo, side="left"))
+        # (duplicate ACKs count once there are three since the ACK changed, RFC 5681 §3.2)
+        fresh[q] = (((dupnum[q] >= 3) & (np.searchsorted(dups, rq, side="right") > np.searchsorted(dups, lo, side="left")))
                     | (np.searchsorted(sa, rq, side="right") > np.searchsorted(sa, lo, side="left")))
     return dupnum, sack_ev, since_all, fresh
 
@@ -263,9 +266,16 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = N
     # and no loss signal the re-send could be answering
     cand = _rtt.at_rows(st, _rtt.smoothed(rs) if est is None else est, cand)
     rto_thr = pl.max_horizontal(pl.lit(rto_floor_s), pl.col("srtt") + 4 * pl.col("rttvar").fill_null(0.0))
-    restart = pl.min_horizontal("_adv_t", "_prev_t")
-    silence = (pl.col("time") - restart).fill_null(float("inf"))
-    timeout = (silence >= rto_thr) & ~pl.col("_fresh")
+    inf = float("inf")
+    since_ack = (pl.col("time") - pl.col("_adv_t")).fill_null(inf) + _EPS_S
+    # Linux re-arms the timer from the head's last send when a probe or reordering timer was
+    # pending (tcp_rearm_rto), so it may fire less than an RTO after the ACK; such a re-send is
+    # still not clocked by a packet that just arrived (a partial ACK in Tahoe/NewReno recovery,
+    # an ACK that frees the local queue): the other side has been quiet for half an RTO
+    since_tx = (pl.col("time") - pl.min_horizontal("_adv_t", "_prev_t")).fill_null(inf) + _EPS_S
+    quiet = (pl.col("time") - pl.col("r_time")).fill_null(inf) + _EPS_S
+    silent = (since_ack >= rto_thr) | ((since_tx >= rto_thr) & (quiet >= 0.5 * rto_thr))
+    timeout = silent & ~pl.col("_fresh")
     prev_nxt = nxt.shift(1).over("g")
     new_ep = prev_nxt.is_null() | (pl.col("r_hi_ack").fill_null(-1) >= prev_nxt) | timeout
     base = pl.when(timeout).then(pl.lit("rto")).otherwise(pl.lit("fast"))
