@@ -168,8 +168,8 @@ def _ack_runs(st: pl.DataFrame, r: np.ndarray,
         The duplicate ACKs among its packets since the latest change of the ACK number
         (that packet included; 0 for -1); whether one of them carried a SACK block above
         its ACK; the row where the ACK number last changed (-1: none); and whether a
-        loss signal came after both that row and ``prev`` (a SACK block, or a duplicate ACK
-        when there are ≥ 3 since the change): one the re-send may answer.
+        loss signal came after both that row and ``prev`` (a SACK block, or the third
+        duplicate ACK since the change): one the re-send may answer.
     """
     dupnum = np.zeros(len(r), dtype=np.int64)
     sack_ev = np.zeros(len(r), dtype=bool)
@@ -197,8 +197,11 @@ def _ack_runs(st: pl.DataFrame, r: np.ndarray,
         sack_ev[q] = np.searchsorted(sa, rq, side="right") > np.searchsorted(sa, since, side="left")
         # signals after the later of the ACK change and the previous re-send of the segment
         lo = np.maximum(since, prev[q] + 1)
-        # (duplicate ACKs count once there are three since the ACK changed, RFC 5681 §3.2)
-        fresh[q] = (((dupnum[q] >= 3) & (np.searchsorted(dups, rq, side="right") > np.searchsorted(dups, lo, side="left")))
+        # the third duplicate ACK since the change triggers fast retransmit (RFC 5681 §3.2; later
+        # ones only inflate the window), any SACK block may trigger the next hole's (RFC 6675)
+        k3 = np.searchsorted(dups, since, side="left") + 2
+        third = np.append(dups, np.iinfo(np.int64).max)[np.minimum(k3, len(dups))]
+        fresh[q] = (((third >= lo) & (third <= rq))
                     | (np.searchsorted(sa, rq, side="right") > np.searchsorted(sa, lo, side="left")))
     return dupnum, sack_ev, since_all, fresh
 
@@ -265,7 +268,10 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = N
     # A timeout (module docstring): silence of a plausible RTO since the timer last restarted,
     # and no loss signal the re-send could be answering
     cand = _rtt.at_rows(st, _rtt.smoothed(rs) if est is None else est, cand)
-    rto_thr = pl.max_horizontal(pl.lit(rto_floor_s), pl.col("srtt") + 4 * pl.col("rttvar").fill_null(0.0))
+    # the least RTO the sender can have had: its floor, and srtt (RFC 6298 §2.3 adds 4·rttvar, but
+    # the sender's rttvar is its own: ns-2 times one segment per RTT in 10 ms ticks, Linux keeps
+    # mdev ≥ the floor; ours, from every ACK, can be twice theirs early in a connection)
+    rto_thr = pl.max_horizontal(pl.lit(rto_floor_s), pl.col("srtt"))
     inf = float("inf")
     since_ack = (pl.col("time") - pl.col("_adv_t")).fill_null(inf) + _EPS_S
     # Linux re-arms the timer from the head's last send when a probe or reordering timer was
@@ -274,8 +280,18 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = N
     # an ACK that frees the local queue): the other side has been quiet for half an RTO
     since_tx = (pl.col("time") - pl.min_horizontal("_adv_t", "_prev_t")).fill_null(inf) + _EPS_S
     quiet = (pl.col("time") - pl.col("r_time")).fill_null(inf) + _EPS_S
-    silent = (since_ack >= rto_thr) | ((since_tx >= rto_thr) & (quiet >= 0.5 * rto_thr))
-    timeout = silent & ~pl.col("_fresh")
+    waited = quiet >= 0.5 * rto_thr
+    silent = (since_ack >= rto_thr) | ((since_tx >= rto_thr) & waited)
+    # a sender answers duplicate ACKs or SACK at once (late only by its own queue); one that let
+    # half an RTO pass after them ignored them (RFC 6582 §4.1 "recover": Reno/NewReno take no
+    # second fast retransmit in one window) and was woken by its timer
+    timeout = silent & (~pl.col("_fresh") | waited)
+    # a timeout re-sends the head and restarts the timer, backed off (RFC 6298 §5.5-5.6): the
+    # re-sends that follow within one RTO are clocked by ACKs, not by another timeout
+    last_to = pl.when(pl.col("_to0")).then(pl.col("time")).shift(1).forward_fill().over("g")
+    after_to = ((pl.col("time") - last_to) + _EPS_S >= rto_thr).fill_null(True)
+    cand = cand.with_columns(_to0=timeout).with_columns(_to=pl.col("_to0") & after_to)
+    timeout = pl.col("_to")
     prev_nxt = nxt.shift(1).over("g")
     new_ep = prev_nxt.is_null() | (pl.col("r_hi_ack").fill_null(-1) >= prev_nxt) | timeout
     base = pl.when(timeout).then(pl.lit("rto")).otherwise(pl.lit("fast"))
