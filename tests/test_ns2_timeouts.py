@@ -41,6 +41,8 @@ proc tkr_report {} {
 RUNS = [
     ("dumbbell", "dumbbell.tcl", ["10"]),
     ("lab_tahoe", "tpwindow.tcl", "66 100ms Tahoe 20 20 0 1 0".split()),
+    ("lab_reno", "tpwindow.tcl", "66 100ms Reno 20 20 0 1 0".split()),
+    ("lab_lossy", "tpwindow.tcl", "66 100ms Reno 20 20 0.02 1 0".split()),
     *[(f"grading/ref_seed{s}", "tpwindow.tcl", f"32 50ms Tahoe 20 20 0.01 {s} 0".split()) for s in (1, 2, 3)],
 ]
 

@@ -77,6 +77,9 @@ RTO_MIN_S = 0.2
 OOO_DEFAULT_S = 0.003
 #: Tolerance on the silence before a timeout (simulators fire the timer exactly one RTO after the ACK).
 _EPS_S = 1e-6
+#: A re-send this soon after a duplicate ACK was sent while processing it (a simulator: the same
+#: instant; a Linux host: tens of µs, more behind its own queue, but then its SACK blocks count).
+DUP_CLOCKED_S = 1e-4
 #: Minimum RTO by the stack that made a trace: Linux ``TCP_RTO_MIN`` (include/net/tcp.h), ns-2
 #: ``Agent/TCP set minrto_ 0.2`` (tcl/lib/ns-default.tcl), ns-3 ``TcpSocketBase::MinRto`` (1 s),
 #: RFC 6298 §2.4 (1 s).
@@ -144,9 +147,11 @@ def _candidates(st: pl.DataFrame) -> pl.DataFrame:
     cand = cand.join(tx, on="_i", how="left", maintain_order="left")
     r = cand["r_i"]
     prev = cand["_prev"].fill_null(-1).cast(pl.Int64).to_numpy()
-    dupnum, sack_ev, since, fresh = _ack_runs(st, row_index(r), prev)
+    dupnum, sack_ev, since, fresh, third = _ack_runs(st, row_index(r), prev)
     cand = cand.with_columns(r_time=at(st, r, "time"), r_ack=at(st, r, "ack"), r_dupnum=pl.Series(dupnum),
-                             r_sack_ev=pl.Series(sack_ev), _fresh=pl.Series(fresh),
+                             r_sack_ev=pl.Series(sack_ev), _sack_new=pl.Series(fresh),
+                             _dup3_t=pl.Series(np.where(third >= 0, st["time"].to_numpy()[np.maximum(third, 0)],
+                                                        np.nan)).fill_nan(None),
                              _adv_t=pl.Series(np.where(since >= 0, st["time"].to_numpy()[np.maximum(since, 0)],
                                                        np.nan)).fill_nan(None),
                              _prev_t=at(st, cand["_prev"], "time"))
@@ -156,7 +161,7 @@ def _candidates(st: pl.DataFrame) -> pl.DataFrame:
 
 
 def _ack_runs(st: pl.DataFrame, r: np.ndarray,
-              prev: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+              prev: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Loss signals the other side had sent as of rows ``r`` (-1: none), since its ACK last changed.
 
     Args:
@@ -167,16 +172,17 @@ def _ack_runs(st: pl.DataFrame, r: np.ndarray,
     Returns:
         The duplicate ACKs among its packets since the latest change of the ACK number
         (that packet included; 0 for -1); whether one of them carried a SACK block above
-        its ACK; the row where the ACK number last changed (-1: none); and whether a
-        loss signal came after both that row and ``prev`` (a SACK block, or the third
-        duplicate ACK since the change): one the re-send may answer.
+        its ACK; the row where the ACK number last changed (-1: none); whether a SACK block
+        came after both that row and ``prev``; and the third duplicate ACK since the change
+        when it came after both (-1: none). These are the signals the re-send may answer.
     """
     dupnum = np.zeros(len(r), dtype=np.int64)
     sack_ev = np.zeros(len(r), dtype=bool)
     since_all = np.full(len(r), -1, dtype=np.int64)
     fresh = np.zeros(len(r), dtype=bool)
+    third3 = np.full(len(r), -1, dtype=np.int64)
     if not len(r):
-        return dupnum, sack_ev, since_all, fresh
+        return dupnum, sack_ev, since_all, fresh, third3
     sg = segments(st)
     gcol = st["g"].to_numpy()
     gr = np.where(r >= 0, gcol[np.maximum(r, 0)], -1)
@@ -201,9 +207,9 @@ def _ack_runs(st: pl.DataFrame, r: np.ndarray,
         # ones only inflate the window), any SACK block may trigger the next hole's (RFC 6675)
         k3 = np.searchsorted(dups, since, side="left") + 2
         third = np.append(dups, np.iinfo(np.int64).max)[np.minimum(k3, len(dups))]
-        fresh[q] = (((third >= lo) & (third <= rq))
-                    | (np.searchsorted(sa, rq, side="right") > np.searchsorted(sa, lo, side="left")))
-    return dupnum, sack_ev, since_all, fresh
+        third3[q] = np.where((third >= lo) & (third <= rq), third, -1)
+        fresh[q] = np.searchsorted(sa, rq, side="right") > np.searchsorted(sa, lo, side="left")
+    return dupnum, sack_ev, since_all, fresh, third3
 
 
 def _dsack(st: pl.DataFrame) -> pl.DataFrame:
@@ -285,15 +291,24 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = N
     # a sender answers duplicate ACKs or SACK at once (late only by its own queue); one that let
     # half an RTO pass after them ignored them (RFC 6582 §4.1 "recover": Reno/NewReno take no
     # second fast retransmit in one window) and was woken by its timer
-    timeout = silent & (~pl.col("_fresh") | waited)
+    # fast retransmit answers the third duplicate ACK (RFC 5681 §3.2) within the sender's own
+    # queueing delay; one half an RTO later was not triggered by it
+    # (not while the ACK is below what was outstanding at the previous re-send: duplicate ACKs
+    # there start no second fast retransmit, RFC 6582 §3.2 step 1 "recover", ns-2 bug_fix_)
+    prev_nxt = nxt.shift(1).over("g")
+    past = prev_nxt.is_null() | (pl.col("r_hi_ack").fill_null(-1) >= prev_nxt)
+    dup3 = (((pl.col("time") - pl.col("_dup3_t")) < 0.5 * rto_thr) & past).fill_null(False)
+    # in SACK recovery each further duplicate ACK may release a re-send (RFC 6675 §5), seen at
+    # once after it; a trace without the SACK blocks (ns-2) shows only the duplicate ACK
+    dup_clocked = (pl.col("r_dupnum").fill_null(0) >= 3) & (quiet - _EPS_S <= DUP_CLOCKED_S)
+    timeout = silent & (~(pl.col("_sack_new") | dup3 | dup_clocked) | waited)
     # a timeout re-sends the head and restarts the timer, backed off (RFC 6298 §5.5-5.6): the
     # re-sends that follow within one RTO are clocked by ACKs, not by another timeout
     last_to = pl.when(pl.col("_to0")).then(pl.col("time")).shift(1).forward_fill().over("g")
     after_to = ((pl.col("time") - last_to) + _EPS_S >= rto_thr).fill_null(True)
     cand = cand.with_columns(_to0=timeout).with_columns(_to=pl.col("_to0") & after_to)
     timeout = pl.col("_to")
-    prev_nxt = nxt.shift(1).over("g")
-    new_ep = prev_nxt.is_null() | (pl.col("r_hi_ack").fill_null(-1) >= prev_nxt) | timeout
+    new_ep = past | timeout
     base = pl.when(timeout).then(pl.lit("rto")).otherwise(pl.lit("fast"))
     cand = cand.with_columns(_ep=new_ep.cast(pl.Int32).cum_sum().over("g"), _base=base)
     cand = cand.with_columns(_kind=pl.col("_base").first().over("g", "_ep"))
