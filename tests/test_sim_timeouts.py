@@ -81,3 +81,16 @@ def test_rto_recoveries_equal_ns2_timer_firings(d: str, script: str, args: list[
 def test_ns2_floor_applies() -> None:
     tr = tracekit.read(sample("ns2", "dumbbell"))
     assert _retrans.rto_floor(tr.meta) == (0.2, "ns-2")
+
+
+def test_ns3_loss_events_equal_its_ssthresh_trace() -> None:
+    """ns-3 dumbbell, flow 0 (10.1.1.1): every reduction sets SlowStartThreshold, which the run
+    traced (dumbbell-ssth.data). Seen from each of its captures, tracekit's loss events (no
+    timeout where the retransmissions find none: NewReno + SACK, MinRto 1 s) are as many."""
+    d = sample("ns3", "dumbbell")
+    vals = [int(float(line.split()[1])) for line in (d / "dumbbell-ssth.data").read_text().split("\n") if line.strip()]
+    sets = [v for i, v in enumerate(vals) if v not in (0, 2**32 - 1) and (i == 0 or v != vals[i - 1])]
+    an = tracekit.analyze(tracekit.read(d))
+    assert an.trace.meta["rto_floor_from"] == "ns-3"
+    ev = an.flows.filter((pl.col("src") == "10.1.1.1") & (pl.col("data_bytes") > 0))["loss_events"].to_list()
+    assert len(ev) >= 2 and all(e == len(sets) for e in ev), (ev, sets)
