@@ -40,10 +40,11 @@ proc tkr_report {} {
 # sample dir, script, arguments (samples/ns2/make_samples.sh)
 RUNS = [
     ("dumbbell", "dumbbell.tcl", ["10"]),
-    ("lab_tahoe", "tpwindow.tcl", "66 100ms Tahoe 20 20 0 1 0".split()),
-    ("lab_reno", "tpwindow.tcl", "66 100ms Reno 20 20 0 1 0".split()),
-    ("lab_lossy", "tpwindow.tcl", "66 100ms Reno 20 20 0.02 1 0".split()),
-    *[(f"grading/ref_seed{s}", "tpwindow.tcl", f"32 50ms Tahoe 20 20 0.01 {s} 0".split()) for s in (1, 2, 3)],
+    ("lab_tahoe", "tpwindow.tcl", ["66", "100ms", "Tahoe", "20", "20", "0", "1", "0"]),
+    ("lab_reno", "tpwindow.tcl", ["66", "100ms", "Reno", "20", "20", "0", "1", "0"]),
+    ("lab_lossy", "tpwindow.tcl", ["66", "100ms", "Reno", "20", "20", "0.02", "1", "0"]),
+    *[(f"grading/ref_seed{s}", "tpwindow.tcl", ["32", "50ms", "Tahoe", "20", "20", "0.01", str(s), "0"])
+      for s in (1, 2, 3)],
 ]
 
 
@@ -52,8 +53,9 @@ def _ns2_truth(ns: str, script: str, args: list[str], tmp: Path) -> list[tuple[i
     src = (SAMPLES / "ns2" / script).read_text()
     assert src.count("proc finish {} {") == 1
     (tmp / "run.tcl").write_text(_REPORT + src.replace("proc finish {} {", "proc finish {} {\n\ttkr_report"))
-    out = subprocess.run([ns, "run.tcl", *args], cwd=tmp, capture_output=True, text=True, timeout=120).stdout
-    rows = [(int(p), int(n)) for n, p in re.findall(r"^tkr (\d+) (\d+)$", out, re.M)]
+    out = subprocess.run([ns, "run.tcl", *args], cwd=tmp, capture_output=True, text=True, timeout=120,
+                         check=True).stdout
+    rows = [(int(p), int(n)) for n, p in re.findall(r"^tkr (\d+) (\d+)$", out, re.MULTILINE)]
     assert rows, out[-500:]
     return sorted(r for r in rows if r[0] > 0)
 

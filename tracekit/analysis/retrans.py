@@ -23,19 +23,26 @@ Which segments are retransmissions follows Wireshark's ``tcp_analyze_sequence_nu
 * ``spurious``: the data had already arrived — Wireshark's rule (end ≤ the other side's
   latest ACK when it was sent), or a later D-SACK block (RFC 2883) starting at the segment and
   covering it.
-* ``rto``: a timeout (RFC 6298 §5). Both must hold:
+* ``rto``: a timeout (RFC 6298 §5). With *RTO* = max(*floor*, srtt) — *floor* the minimum RTO
+  of the stack that made the trace (:func:`rto_floor`: 200 ms for Linux ``TCP_RTO_MIN`` and
+  ns-2 ``minrto_``, 1 s for ns-3 ``MinRto`` and RFC 6298 §2.4), srtt the RFC 6298 estimate here
+  (§2.3 adds 4·rttvar, but the sender's rttvar is its own and ours can be twice it) — both hold:
 
-  - the sender sat silent for at least a plausible RTO since the later of the other side's
-    last ACK that advanced the cumulative ACK (§5.3 restarts the timer there) and its own
-    previous transmission of the same segment (§5.5 backoff; Linux also re-arms the timer
-    when it re-sends the head). The plausible RTO is max(*floor*, srtt + 4·rttvar) (§2.3),
-    *floor* being the minimum RTO of the stack that made the trace (:func:`rto_floor`:
-    200 ms for Linux ``TCP_RTO_MIN`` and ns-2 ``minrto_``, 1 s for ns-3 ``MinRto`` and
-    RFC 6298 §2.4). A capture taken after the sender's own queue (tc shaping, fq) shows a µs
-    RTT while every retransmission waits in that queue, so silence is never compared with the
-    RTT seen on the wire alone;
-  - the loss was not already signalled: no duplicate ACK (RFC 5681 §3.2) or SACK block
-    (RFC 6675) arrived since that ACK and since the previous transmission of the segment.
+  - silence: RTO has passed since the other side's last ACK that advanced the cumulative ACK
+    (§5.3 restarts the timer there), or since the segment's own previous send while the other
+    side has been quiet for RTO/2 (Linux re-arms the timer from the head's send when a probe
+    timer was pending, ``tcp_rearm_rto``); and RTO since the previous timeout re-send (§5.5:
+    the timer restarts there, backed off);
+  - no loss signal the re-send answers, unless the other side has been quiet for RTO/2 (a
+    sender answers at once, late only by its own queue): a SACK block above the ACK (RFC 6675)
+    since that ACK and since the segment's previous send; the third duplicate ACK since that ACK
+    (RFC 5681 §3.2), after the previous send, less than RTO/2 before, with the ACK past what was
+    outstanding at the previous re-send (RFC 6582 §3.2 "recover": no second fast retransmit in
+    one window); or, in a recovery (≥ 3 duplicate ACKs), a duplicate ACK at most
+    :data:`DUP_CLOCKED_S` before (SACK recovery in a trace without the blocks, ns-2).
+
+  A capture after the sender's own queue (tc, fq, a VM) shows a µs RTT while the re-sends wait
+  in that queue: silence alone, compared with the RTT on the wire, would call them timeouts.
 * ``fast``: every other non-spurious retransmission: answers to ≥ 3 duplicate ACKs or SACK
   (fast retransmit, RFC 5681 §3.2, RFC 6675), RACK re-sends, and tail-loss probes
   (RFC 8985 §7: a probe timer of ≈ 2·srtt, not the RTO; Linux counts them as
@@ -234,6 +241,40 @@ def _dsack(st: pl.DataFrame) -> pl.DataFrame:
     })
 
 
+def _timeouts(cand: pl.DataFrame, rto_floor_s: float) -> pl.DataFrame:
+    """``cand`` with ``_to`` (a timeout, module docstring) and ``_past`` (the other side's ACK
+    has passed everything outstanding at the direction's previous re-send)."""
+    # the least RTO the sender can have had: its floor, and srtt (RFC 6298 §2.3 adds 4·rttvar, but
+    # the sender's rttvar is its own: ns-2 times one segment per RTT in 10 ms ticks, Linux keeps
+    # mdev ≥ the floor; ours, from every ACK, can be twice theirs early in a connection)
+    rto = pl.max_horizontal(pl.lit(rto_floor_s), pl.col("srtt"))
+    inf = float("inf")
+    since_ack = (pl.col("time") - pl.col("_adv_t")).fill_null(inf) + _EPS_S
+    # Linux re-arms the timer from the head's last send when a probe timer was pending
+    # (tcp_rearm_rto), so it may fire less than an RTO after the ACK; such a re-send still follows
+    # no packet that just arrived (as re-sends clocked by a partial ACK, or by an ACK that frees
+    # the sender's own queue, do): the other side has been quiet for half an RTO
+    since_tx = (pl.col("time") - pl.min_horizontal("_adv_t", "_prev_t")).fill_null(inf) + _EPS_S
+    quiet = (pl.col("time") - pl.col("r_time")).fill_null(inf) + _EPS_S
+    waited = quiet >= 0.5 * rto
+    silent = (since_ack >= rto) | ((since_tx >= rto) & waited)
+    # loss signals answered at once (late only by the sender's own queue): new SACK blocks; the
+    # third duplicate ACK, unless the ACK is still below what was outstanding at the previous
+    # re-send (RFC 6582 §3.2 step 1 "recover", ns-2 bug_fix_: no second fast retransmit in one
+    # window, the timer fires instead); a duplicate ACK in SACK recovery (RFC 6675 §5) where the
+    # trace lacks the blocks (ns-2). After half an RTO of quiet, the sender ignored them.
+    prev_nxt = pl.col("nxt").shift(1).over("g")
+    past = prev_nxt.is_null() | (pl.col("r_hi_ack").fill_null(-1) >= prev_nxt)
+    dup3 = (((pl.col("time") - pl.col("_dup3_t")) < 0.5 * rto) & past).fill_null(False)
+    dup_clocked = (pl.col("r_dupnum").fill_null(0) >= 3) & (quiet - _EPS_S <= DUP_CLOCKED_S)
+    timeout = silent & (~(pl.col("_sack_new") | dup3 | dup_clocked) | waited)
+    # a timeout re-sends the head and restarts the timer, backed off (RFC 6298 §5.5-5.6): the
+    # re-sends within one RTO after it are clocked by ACKs, not by another timeout
+    last_to = pl.when(pl.col("_to0")).then(pl.col("time")).shift(1).forward_fill().over("g")
+    after_to = ((pl.col("time") - last_to) + _EPS_S >= rto).fill_null(True)
+    return cand.with_columns(_to0=timeout, _past=past).with_columns(_to=pl.col("_to0") & after_to)
+
+
 def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = None,
              hs: pl.DataFrame | None = None, rto_floor_s: float = RTO_MIN_S) -> pl.DataFrame:
     """Find and classify retransmissions (see the module docstring).
@@ -251,7 +292,6 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = N
     """
     if st.is_empty():
         return pl.DataFrame(schema=_SCHEMA)
-    nxt = pl.col("nxt")
     cand = _candidates(st)
     if cand.is_empty():
         return pl.DataFrame(schema=_SCHEMA)
@@ -271,43 +311,8 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = N
         cand = cand.filter(~(fresh & soon).fill_null(False) | pl.col("_spur"))
         if cand.is_empty():
             return pl.DataFrame(schema=_SCHEMA)
-    # A timeout (module docstring): silence of a plausible RTO since the timer last restarted,
-    # and no loss signal the re-send could be answering
-    cand = _rtt.at_rows(st, _rtt.smoothed(rs) if est is None else est, cand)
-    # the least RTO the sender can have had: its floor, and srtt (RFC 6298 §2.3 adds 4·rttvar, but
-    # the sender's rttvar is its own: ns-2 times one segment per RTT in 10 ms ticks, Linux keeps
-    # mdev ≥ the floor; ours, from every ACK, can be twice theirs early in a connection)
-    rto_thr = pl.max_horizontal(pl.lit(rto_floor_s), pl.col("srtt"))
-    inf = float("inf")
-    since_ack = (pl.col("time") - pl.col("_adv_t")).fill_null(inf) + _EPS_S
-    # Linux re-arms the timer from the head's last send when a probe or reordering timer was
-    # pending (tcp_rearm_rto), so it may fire less than an RTO after the ACK; such a re-send is
-    # still not clocked by a packet that just arrived (a partial ACK in Tahoe/NewReno recovery,
-    # an ACK that frees the local queue): the other side has been quiet for half an RTO
-    since_tx = (pl.col("time") - pl.min_horizontal("_adv_t", "_prev_t")).fill_null(inf) + _EPS_S
-    quiet = (pl.col("time") - pl.col("r_time")).fill_null(inf) + _EPS_S
-    waited = quiet >= 0.5 * rto_thr
-    silent = (since_ack >= rto_thr) | ((since_tx >= rto_thr) & waited)
-    # a sender answers duplicate ACKs or SACK at once (late only by its own queue); one that let
-    # half an RTO pass after them ignored them (RFC 6582 §4.1 "recover": Reno/NewReno take no
-    # second fast retransmit in one window) and was woken by its timer
-    # fast retransmit answers the third duplicate ACK (RFC 5681 §3.2) within the sender's own
-    # queueing delay; one half an RTO later was not triggered by it
-    # (not while the ACK is below what was outstanding at the previous re-send: duplicate ACKs
-    # there start no second fast retransmit, RFC 6582 §3.2 step 1 "recover", ns-2 bug_fix_)
-    prev_nxt = nxt.shift(1).over("g")
-    past = prev_nxt.is_null() | (pl.col("r_hi_ack").fill_null(-1) >= prev_nxt)
-    dup3 = (((pl.col("time") - pl.col("_dup3_t")) < 0.5 * rto_thr) & past).fill_null(False)
-    # in SACK recovery each further duplicate ACK may release a re-send (RFC 6675 §5), seen at
-    # once after it; a trace without the SACK blocks (ns-2) shows only the duplicate ACK
-    dup_clocked = (pl.col("r_dupnum").fill_null(0) >= 3) & (quiet - _EPS_S <= DUP_CLOCKED_S)
-    timeout = silent & (~(pl.col("_sack_new") | dup3 | dup_clocked) | waited)
-    # a timeout re-sends the head and restarts the timer, backed off (RFC 6298 §5.5-5.6): the
-    # re-sends that follow within one RTO are clocked by ACKs, not by another timeout
-    last_to = pl.when(pl.col("_to0")).then(pl.col("time")).shift(1).forward_fill().over("g")
-    after_to = ((pl.col("time") - last_to) + _EPS_S >= rto_thr).fill_null(True)
-    cand = cand.with_columns(_to0=timeout).with_columns(_to=pl.col("_to0") & after_to)
-    timeout = pl.col("_to")
+    cand = _timeouts(_rtt.at_rows(st, _rtt.smoothed(rs) if est is None else est, cand), rto_floor_s)
+    timeout, past = pl.col("_to"), pl.col("_past")
     new_ep = past | timeout
     base = pl.when(timeout).then(pl.lit("rto")).otherwise(pl.lit("fast"))
     cand = cand.with_columns(_ep=new_ep.cast(pl.Int32).cum_sum().over("g"), _base=base)
