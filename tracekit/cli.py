@@ -110,9 +110,12 @@ def main(ctx: click.Context, debug: bool) -> None:
 @click.option("--map", "maps", multiple=True, metavar="PATTERN=METRIC",
               help="OPNET exports: map statistic headers matching PATTERN (glob) to METRIC. Repeatable.")
 @click.option("--force", is_flag=True, help="Overwrite an existing --report file.")
+@click.option("--rto-floor", "rto_floor", type=click.FloatRange(min=0.0), metavar="SECONDS",
+              help="Sender's minimum RTO for telling timeouts (default: by the trace's stack, Linux/ns-2 0.2, ns-3 1).")
 @read_options
 def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, report: str | None,
-            maps: tuple[str, ...], force: bool, fmt: str | None, strict: bool, config: str | None) -> None:
+            maps: tuple[str, ...], force: bool, rto_floor: float | None, fmt: str | None, strict: bool,
+            config: str | None) -> None:
     """Per-flow summary of each FILE (a capture, a simulator trace or a run directory).
 
     \b
@@ -140,7 +143,7 @@ def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, repor
         console = Console(width=None if sys.stdout.isatty() else 160)
     for i, f in enumerate(files):
         trace = tracekit.read(f, fmt, strict=strict, limits=limits, **options)
-        analysis = tracekit.analyze(trace)
+        analysis = tracekit.analyze(trace, rto_floor_s=rto_floor)
         if export_dir:
             # one folder per input; the index keeps names apart without building paths from file content
             out = Path(export_dir) if len(files) == 1 else Path(export_dir) / f"{i:03d}"

@@ -123,22 +123,29 @@ class Analysis:
         return {k: v for k, v in self.frames().items() if k != "flows"}
 
 
-def analyze(trace: Trace, *, bin_s: float | None = None) -> Analysis:
+def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | None = None) -> Analysis:
     """Run every analysis on a trace.
 
     Args:
         trace: A validated Trace.
         bin_s: Throughput bin for the fairness index (default: :func:`default_bin` of the duration).
+        rto_floor_s: The sender's minimum RTO in seconds, which a retransmission must wait at
+            least to count as a timeout (default: by the stack that made the trace, 0.2 for
+            Linux captures and ns-2, 1.0 for ns-3; :func:`tracekit.analysis.retrans.rto_floor`).
+            The analysed trace's meta says which applied (``rto_floor_s``, ``rto_floor_from``).
 
     Returns:
         The Analysis.
 
     Raises:
-        UsageError: for a bad ``bin_s``.
+        UsageError: for a bad ``bin_s`` or ``rto_floor_s``.
     """
+    if rto_floor_s is not None and not (isinstance(rto_floor_s, (int, float)) and 0 <= rto_floor_s < math.inf):
+        raise UsageError(f"rto_floor_s must be a number of seconds >= 0, not {rto_floor_s!r}")
+    floor_s, floor_from = _retrans.rto_floor(trace.meta, rto_floor_s)
     big = _big_flow_ids(trace)
     if big is not None:
-        return _with_flow_ids(analyze(_renumbered(trace, big), bin_s=bin_s), trace, big)
+        return _with_flow_ids(analyze(_renumbered(trace, big), bin_s=bin_s, rto_floor_s=rto_floor_s), trace, big)
     pk = vantage(trace.packets)
     b = _bin(pk, bin_s)
     tp = _throughput.throughput(pk, b)
@@ -147,7 +154,7 @@ def analyze(trace: Trace, *, bin_s: float | None = None) -> Analysis:
     rtt_df = rs.drop("_i")
     st = _rtt.with_srtt(st, rs)
     est, hs = _rtt.smoothed(rs), _rtt.handshake(st)  # shared by retransmissions, stalls and flows
-    rt = _retrans.classify(st, rs, est=est, hs=hs)
+    rt = _retrans.classify(st, rs, est=est, hs=hs, rto_floor_s=floor_s)
     retrans_df = rt.drop("_i", "episode")
     fl = _flight(pk, state=st)
     sl = _stalls(pk, state=st, rtt_samples_df=rs, retrans=rt, est=est)
@@ -164,7 +171,8 @@ def analyze(trace: Trace, *, bin_s: float | None = None) -> Analysis:
     points = [v for v in flows_df["vantage_point"].unique().to_list() if v is not None]
     where = points[0] if len(points) == 1 else ("mixed" if points else None)
     return Analysis(
-        trace=trace.with_meta(vantage_point=where), packets=pk, flows=flows_df, flight=fl, cwnd=cw, rtt=rtt_df,
+        trace=trace.with_meta(vantage_point=where, rto_floor_s=floor_s, rto_floor_from=floor_from),
+        packets=pk, flows=flows_df, flight=fl, cwnd=cw, rtt=rtt_df,
         retransmissions=retrans_df, stalls=sl, queue=qu, fairness=_fairness.fairness(tp), _throughput={b: tp},
     )
 

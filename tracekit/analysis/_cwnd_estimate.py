@@ -160,7 +160,10 @@ def _episodes(r: Rows) -> list[_Episode]:
         timeout = (~np.isnan(mr) & ((t_r - r.retx_tnew) >= mr)
                    # a send at the instant an ACK arrives was clocked by that ACK, not by the timer (fast
                    # retransmits ride the third dupACK; SACK recovery resumes on dupACKs after a pause)
-                   & ((t_r - r.retx_tack) > np.minimum(ACK_CLOCKED_S, 0.05 * mr)))
+                   & ((t_r - r.retx_tack) > np.minimum(ACK_CLOCKED_S, 0.05 * mr))
+                   # nor a re-send the retransmission analysis calls fast (its timeout test knows the
+                   # sender's RTO floor and the loss signals: a capture behind a local queue)
+                   & ~r.retx_fast)
     rlo, rhi = np.searchsorted(ri, r.lo), np.searchsorted(ri, r.hi)
     found: list[tuple[int, int, float, bool, int, int, int, int, int, int]] = []
     ctx: dict[int, tuple[np.ndarray, int, float]] = {}

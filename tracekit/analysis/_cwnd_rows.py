@@ -62,6 +62,7 @@ class Rows:
     retx_tnew: np.ndarray
     a_time: np.ndarray  # per ACK
     a_una: np.ndarray
+    retx_fast: np.ndarray  # per retransmitted row: the retransmissions frame calls it ``fast`` (no timeout)
 
     def sacked(self, rows: np.ndarray) -> np.ndarray:
         """SACKed bytes at ``rows``."""
@@ -272,9 +273,12 @@ def build(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: p
     di.reordered = reordered
     sack_at, sack_val = sacked(p, flight, di, d_mask)
     del d_mask
-    given = np.empty(0, dtype=np.int64)
+    given = fast = np.empty(0, dtype=np.int64)
     if retrans.height:
         given = frame_rows(p, di, retrans.select(*KEYS, pl.col("frame").cast(pl.UInt64)))[0]
+        if "kind" in retrans.columns:  # re-sends the retransmission analysis finds no timeout
+            fast = frame_rows(p, di, retrans.filter(pl.col("kind") == "fast").select(
+                *KEYS, pl.col("frame").cast(pl.UInt64)))[0]
     del di, code
     seq_end = p.take("seq", d_idx)
     pay = p.payload[d_idx]
@@ -303,6 +307,7 @@ def build(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: p
     retx[first] = seq_end[first] - pay[first] < MISSING
     retx[given] = True
     retx_rows = np.flatnonzero(retx)
+    retx_fast = np.isin(retx_rows, fast)
     retx_hi = np.where(np.isin(retx_rows, lo), MISSING, sent_hi[np.maximum(retx_rows - 1, 0)])
     jr = j[retx_rows]
     del j
@@ -328,4 +333,4 @@ def build(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: p
         flow=dflow, dir=ddir, mss=mss, min_rtt=min_rtt, syn_lost=syn_n > 1, syn_t=syn_t, lo=lo, hi=hi, alo=alo,
         ahi=ahi, time=time, seq_end=seq_end, pay=pay, una=una, dup=dup, new_ack=new_ack, sack_at=sack_at,
         sack_val=sack_val, retx_rows=retx_rows, retx_hi=retx_hi, retx_tack=retx_tack, retx_tnew=retx_tnew,
-        a_time=a_time, a_una=a_una)
+        a_time=a_time, a_una=a_una, retx_fast=retx_fast)

@@ -23,19 +23,34 @@ Which segments are retransmissions follows Wireshark's ``tcp_analyze_sequence_nu
 * ``spurious``: the data had already arrived — Wireshark's rule (end ≤ the other side's
   latest ACK when it was sent), or a later D-SACK block (RFC 2883) starting at the segment and
   covering it.
-* ``rto``: sent after a silence since the other side's latest packet that only a timer
-  explains — a timeout, whatever the duplicate ACKs before it: longer than *far* + srtt/2,
-  where *far* is the round trip vantage → sender → vantage (0 at the sender; handshake RTT −
-  the RTT measured here elsewhere). A fast retransmission answers the ACK that just arrived
-  (at the sender within microseconds; ns-2: the same instant), a timeout comes at least one
-  RTO (≥ srtt, ≥ 200 ms on Linux) after the last ACK. Also ``rto``: a retransmission with no
-  loss signal at all (tail-loss probes and other timer-driven resends).
-* ``fast``: triggered by loss signals since the last change of the other side's ACK: ≥ 3
-  duplicate ACKs, a SACK block above the ACK, or ≥ 2 duplicate ACKs and the segment starts at
-  that ACK (Wireshark's ``tcp.analysis.fast_retransmission`` rule without its 20 ms window).
+* ``rto``: a timeout (RFC 6298 §5). With *RTO* = max(*floor*, srtt) — *floor* the minimum RTO
+  of the stack that made the trace (:func:`rto_floor`: 200 ms for Linux ``TCP_RTO_MIN`` and
+  ns-2 ``minrto_``, 1 s for ns-3 ``MinRto`` and RFC 6298 §2.4), srtt the RFC 6298 estimate here
+  (§2.3 adds 4·rttvar, but the sender's rttvar is its own and ours can be twice it) — both hold:
+
+  - silence: RTO has passed since the other side's last ACK that advanced the cumulative ACK
+    (§5.3 restarts the timer there), or since the segment's own previous send while the other
+    side has been quiet for RTO/2 (Linux re-arms the timer from the head's send when a probe
+    timer was pending, ``tcp_rearm_rto``); and RTO since the previous timeout re-send (§5.5:
+    the timer restarts there, backed off);
+  - no loss signal the re-send answers, unless the other side has been quiet for RTO/2 (a
+    sender answers at once, late only by its own queue): a SACK block above the ACK (RFC 6675)
+    since that ACK and since the segment's previous send; the third duplicate ACK since that ACK
+    (RFC 5681 §3.2), after the previous send, less than RTO/2 before, with the ACK past what was
+    outstanding at the previous re-send (RFC 6582 §3.2 "recover": no second fast retransmit in
+    one window); or, in a recovery (≥ 3 duplicate ACKs), a duplicate ACK at most
+    :data:`DUP_CLOCKED_S` before (SACK recovery in a trace without the blocks, ns-2).
+
+  A capture after the sender's own queue (tc, fq, a VM) shows a µs RTT while the re-sends wait
+  in that queue: silence alone, compared with the RTT on the wire, would call them timeouts.
+* ``fast``: every other non-spurious retransmission: answers to ≥ 3 duplicate ACKs or SACK
+  (fast retransmit, RFC 5681 §3.2, RFC 6675), RACK re-sends, and tail-loss probes
+  (RFC 8985 §7: a probe timer of ≈ 2·srtt, not the RTO; Linux counts them as
+  ``TCPLossProbes``, not ``TCPTimeouts``, and they start no loss recovery of their own).
 
 Retransmissions come in episodes (a recovery): a retransmission opens a new episode when the
-ACK has passed everything outstanding at the previous retransmission, or after a timeout;
+ACK has passed everything outstanding at the previous retransmission, or when it is a timeout
+(by the rule above only: a long pause that fails it opens none);
 the later ones of an episode take the kind of its first one (after an RTO, Linux re-sends the
 rest of the window as ACKs return; during SACK recovery, the holes one by one). Wireshark marks
 only the first retransmission of a fast recovery as ``fast_retransmission``.
@@ -67,6 +82,36 @@ from tracekit.schema import RETRANSMISSIONS, empty
 #: RTO floor (Linux TCP_RTO_MIN), used when no RTT is known, and Wireshark's default out-of-order window.
 RTO_MIN_S = 0.2
 OOO_DEFAULT_S = 0.003
+#: Tolerance on the silence before a timeout (simulators fire the timer exactly one RTO after the ACK).
+_EPS_S = 1e-6
+#: A re-send this soon after a duplicate ACK was sent while processing it (a simulator: the same
+#: instant; a Linux host: tens of µs, more behind its own queue, but then its SACK blocks count).
+DUP_CLOCKED_S = 1e-4
+#: Minimum RTO by the stack that made a trace: Linux ``TCP_RTO_MIN`` (include/net/tcp.h), ns-2
+#: ``Agent/TCP set minrto_ 0.2`` (tcl/lib/ns-default.tcl), ns-3 ``TcpSocketBase::MinRto`` (1 s),
+#: RFC 6298 §2.4 (1 s).
+RTO_FLOORS_S = {"linux": 0.2, "ns-2": 0.2, "ns-3": 1.0, "rfc6298": 1.0}
+
+
+def rto_floor(meta: dict[str, object], floor_s: float | None = None) -> tuple[float, str]:
+    """The minimum RTO to test timeouts against, and where it comes from.
+
+    A user's ``floor_s`` wins; else the stack that made the trace: ns-3 when any of its
+    files came from ns-3, ns-2 likewise, else a real capture (Linux, the most common sender).
+
+    Returns:
+        ``(seconds, source)``, source one of ``user``, ``ns-3``, ``ns-2``, ``linux``.
+    """
+    if floor_s is not None:
+        return float(floor_s), "user"
+    tools = {str(meta.get("tool"))}
+    for part in meta.get("parts") or []:  # type: ignore[attr-defined]
+        if isinstance(part, dict):
+            tools.add(str(part.get("tool")))
+    for stack in ("ns-3", "ns-2"):
+        if stack in tools:
+            return RTO_FLOORS_S[stack], stack
+    return RTO_FLOORS_S["linux"], "linux"
 
 #: :func:`classify` output: the frame plus the row ``_i`` and the recovery ``episode`` (per direction).
 _SCHEMA = {"_i": pl.UInt32(), **RETRANSMISSIONS, "episode": pl.Int32()}
@@ -103,27 +148,48 @@ def _candidates(st: pl.DataFrame) -> pl.DataFrame:
         maybe = seg & (behind | ((pl.col("len") > 0) & pl.col("r_i").is_not_null() & (pl.col("dend") <= r_ack)))
     rows = st.lazy().select(pl.arg_where(maybe.fill_null(False))).collect().to_series()
     cand = st.select("_i", "g", *KEYS, "frame", "time", "seq", "len", "dend", "nxt", "r_i", "r_hi_ack")[rows]
+    # the previous transmission of the same segment (original or re-send; RFC 6298 §5.5 backoff)
+    tx = (st.lazy().select("_i", "g", "seq").join(cand.lazy().select("g", "seq").unique(), on=["g", "seq"], how="semi")
+          .sort("_i").with_columns(_prev=pl.col("_i").shift(1).over("g", "seq")).select("_i", "_prev").collect())
+    cand = cand.join(tx, on="_i", how="left", maintain_order="left")
     r = cand["r_i"]
-    dupnum, sack_ev = _ack_runs(st, row_index(r))
+    prev = cand["_prev"].fill_null(-1).cast(pl.Int64).to_numpy()
+    dupnum, sack_ev, since, fresh, third = _ack_runs(st, row_index(r), prev)
     cand = cand.with_columns(r_time=at(st, r, "time"), r_ack=at(st, r, "ack"), r_dupnum=pl.Series(dupnum),
-                             r_sack_ev=pl.Series(sack_ev))
+                             r_sack_ev=pl.Series(sack_ev), _sack_new=pl.Series(fresh),
+                             _dup3_t=pl.Series(np.where(third >= 0, st["time"].to_numpy()[np.maximum(third, 0)],
+                                                        np.nan)).fill_nan(None),
+                             _adv_t=pl.Series(np.where(since >= 0, st["time"].to_numpy()[np.maximum(since, 0)],
+                                                       np.nan)).fill_nan(None),
+                             _prev_t=at(st, cand["_prev"], "time"))
     spur = ((pl.col("len") > 0) & (pl.col("r_ack").fill_null(0) > 0) & (pl.col("dend") <= pl.col("r_ack"))).fill_null(
         False)
     return cand.with_columns(_spur=spur).filter(pl.col("_spur") | behind)
 
 
-def _ack_runs(st: pl.DataFrame, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _ack_runs(st: pl.DataFrame, r: np.ndarray,
+              prev: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Loss signals the other side had sent as of rows ``r`` (-1: none), since its ACK last changed.
+
+    Args:
+        st: Prepared state.
+        r: The other side's latest row before each candidate (-1: none).
+        prev: The previous re-send of each candidate's segment (-1: none).
 
     Returns:
         The duplicate ACKs among its packets since the latest change of the ACK number
-        (that packet included; 0 for -1), and whether one of them carried a SACK block above
-        its ACK.
+        (that packet included; 0 for -1); whether one of them carried a SACK block above
+        its ACK; the row where the ACK number last changed (-1: none); whether a SACK block
+        came after both that row and ``prev``; and the third duplicate ACK since the change
+        when it came after both (-1: none). These are the signals the re-send may answer.
     """
     dupnum = np.zeros(len(r), dtype=np.int64)
     sack_ev = np.zeros(len(r), dtype=bool)
+    since_all = np.full(len(r), -1, dtype=np.int64)
+    fresh = np.zeros(len(r), dtype=bool)
+    third3 = np.full(len(r), -1, dtype=np.int64)
     if not len(r):
-        return dupnum, sack_ev
+        return dupnum, sack_ev, since_all, fresh, third3
     sg = segments(st)
     gcol = st["g"].to_numpy()
     gr = np.where(r >= 0, gcol[np.maximum(r, 0)], -1)
@@ -137,11 +203,20 @@ def _ack_runs(st: pl.DataFrame, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         q = np.flatnonzero(gr == h)
         rq = r[q]
         since = runs[np.searchsorted(runs, rq, side="right") - 1]
+        since_all[q] = since
         dups = rows[dup[rows]]
         dupnum[q] = np.searchsorted(dups, rq, side="right") - np.searchsorted(dups, since, side="left")
         sa = above[above_g == h]
         sack_ev[q] = np.searchsorted(sa, rq, side="right") > np.searchsorted(sa, since, side="left")
-    return dupnum, sack_ev
+        # signals after the later of the ACK change and the previous re-send of the segment
+        lo = np.maximum(since, prev[q] + 1)
+        # the third duplicate ACK since the change triggers fast retransmit (RFC 5681 §3.2; later
+        # ones only inflate the window), any SACK block may trigger the next hole's (RFC 6675)
+        k3 = np.searchsorted(dups, since, side="left") + 2
+        third = np.append(dups, np.iinfo(np.int64).max)[np.minimum(k3, len(dups))]
+        third3[q] = np.where((third >= lo) & (third <= rq), third, -1)
+        fresh[q] = np.searchsorted(sa, rq, side="right") > np.searchsorted(sa, lo, side="left")
+    return dupnum, sack_ev, since_all, fresh, third3
 
 
 def _dsack(st: pl.DataFrame) -> pl.DataFrame:
@@ -166,8 +241,42 @@ def _dsack(st: pl.DataFrame) -> pl.DataFrame:
     })
 
 
+def _timeouts(cand: pl.DataFrame, rto_floor_s: float) -> pl.DataFrame:
+    """``cand`` with ``_to`` (a timeout, module docstring) and ``_past`` (the other side's ACK
+    has passed everything outstanding at the direction's previous re-send)."""
+    # the least RTO the sender can have had: its floor, and srtt (RFC 6298 §2.3 adds 4·rttvar, but
+    # the sender's rttvar is its own: ns-2 times one segment per RTT in 10 ms ticks, Linux keeps
+    # mdev ≥ the floor; ours, from every ACK, can be twice theirs early in a connection)
+    rto = pl.max_horizontal(pl.lit(rto_floor_s), pl.col("srtt"))
+    inf = float("inf")
+    since_ack = (pl.col("time") - pl.col("_adv_t")).fill_null(inf) + _EPS_S
+    # Linux re-arms the timer from the head's last send when a probe timer was pending
+    # (tcp_rearm_rto), so it may fire less than an RTO after the ACK; such a re-send still follows
+    # no packet that just arrived (as re-sends clocked by a partial ACK, or by an ACK that frees
+    # the sender's own queue, do): the other side has been quiet for half an RTO
+    since_tx = (pl.col("time") - pl.min_horizontal("_adv_t", "_prev_t")).fill_null(inf) + _EPS_S
+    quiet = (pl.col("time") - pl.col("r_time")).fill_null(inf) + _EPS_S
+    waited = quiet >= 0.5 * rto
+    silent = (since_ack >= rto) | ((since_tx >= rto) & waited)
+    # loss signals answered at once (late only by the sender's own queue): new SACK blocks; the
+    # third duplicate ACK, unless the ACK is still below what was outstanding at the previous
+    # re-send (RFC 6582 §3.2 step 1 "recover", ns-2 bug_fix_: no second fast retransmit in one
+    # window, the timer fires instead); a duplicate ACK in SACK recovery (RFC 6675 §5) where the
+    # trace lacks the blocks (ns-2). After half an RTO of quiet, the sender ignored them.
+    prev_nxt = pl.col("nxt").shift(1).over("g")
+    past = prev_nxt.is_null() | (pl.col("r_hi_ack").fill_null(-1) >= prev_nxt)
+    dup3 = (((pl.col("time") - pl.col("_dup3_t")) < 0.5 * rto) & past).fill_null(False)
+    dup_clocked = (pl.col("r_dupnum").fill_null(0) >= 3) & (quiet - _EPS_S <= DUP_CLOCKED_S)
+    timeout = silent & (~(pl.col("_sack_new") | dup3 | dup_clocked) | waited)
+    # a timeout re-sends the head and restarts the timer, backed off (RFC 6298 §5.5-5.6): the
+    # re-sends within one RTO after it are clocked by ACKs, not by another timeout
+    last_to = pl.when(pl.col("_to0")).then(pl.col("time")).shift(1).forward_fill().over("g")
+    after_to = ((pl.col("time") - last_to) + _EPS_S >= rto).fill_null(True)
+    return cand.with_columns(_to0=timeout, _past=past).with_columns(_to=pl.col("_to0") & after_to)
+
+
 def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = None,
-             hs: pl.DataFrame | None = None) -> pl.DataFrame:
+             hs: pl.DataFrame | None = None, rto_floor_s: float = RTO_MIN_S) -> pl.DataFrame:
     """Find and classify retransmissions (see the module docstring).
 
     Args:
@@ -175,6 +284,7 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = N
         rs: RTT samples with ``_i`` (:func:`tracekit.analysis.rtt.samples`).
         est: ``smoothed(rs)`` (:func:`tracekit.analysis.rtt.smoothed`), if at hand.
         hs: ``handshake(st)`` (:func:`tracekit.analysis.rtt.handshake`), if at hand.
+        rto_floor_s: The minimum RTO of the sender's stack, seconds (:func:`rto_floor`).
 
     Returns:
         The ``retransmissions`` frame plus ``_i`` and ``episode`` (recoveries numbered per
@@ -182,7 +292,6 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = N
     """
     if st.is_empty():
         return pl.DataFrame(schema=_SCHEMA)
-    nxt = pl.col("nxt")
     cand = _candidates(st)
     if cand.is_empty():
         return pl.DataFrame(schema=_SCHEMA)
@@ -202,29 +311,10 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = N
         cand = cand.filter(~(fresh & soon).fill_null(False) | pl.col("_spur"))
         if cand.is_empty():
             return pl.DataFrame(schema=_SCHEMA)
-    # Silence that means a timeout. A fast retransmission answers a packet that has just
-    # arrived: at the sender it follows it at once; seen elsewhere, after the round trip
-    # vantage -> sender -> vantage ("far", = handshake RTT - RTT measured here). A timeout
-    # comes at least one RTO (>= srtt) after the last ACK. Half an RTT beyond "far" splits them.
-    cand = _rtt.at_rows(st, _rtt.smoothed(rs) if est is None else est, cand)
-    near = rs.filter((pl.col("method") == "seq") & (pl.col("rtt_s") > 0)).group_by(KEYS).agg(
-        pl.col("rtt_s").min().alias("_near"))
-    cand = (
-        cand.join(near, on=KEYS, how="left", maintain_order="left")
-        .join(hs, on="flow", how="left", maintain_order="left")
-    )
-    full = pl.coalesce("hs_rtt", "srtt", "_near")
-    far = (full - pl.col("_near").fill_null(0.0)).clip(lower_bound=0.0).fill_null(0.0)
-    rto_thr = far + 0.5 * pl.max_horizontal("srtt", full).fill_null(2 * RTO_MIN_S)
-    silence = (pl.col("time") - pl.col("r_time")).fill_null(float("inf"))
-    timeout = silence >= rto_thr
-    fast_ev = (
-        (pl.col("r_dupnum").fill_null(0) >= 3) | pl.col("r_sack_ev").fill_null(False)
-        | ((pl.col("r_dupnum").fill_null(0) >= 2) & (pl.col("seq") == pl.col("r_ack")))
-    )
-    prev_nxt = nxt.shift(1).over("g")
-    new_ep = prev_nxt.is_null() | (pl.col("r_hi_ack").fill_null(-1) >= prev_nxt) | timeout
-    base = pl.when(timeout).then(pl.lit("rto")).when(fast_ev).then(pl.lit("fast")).otherwise(pl.lit("rto"))
+    cand = _timeouts(_rtt.at_rows(st, _rtt.smoothed(rs) if est is None else est, cand), rto_floor_s)
+    timeout, past = pl.col("_to"), pl.col("_past")
+    new_ep = past | timeout
+    base = pl.when(timeout).then(pl.lit("rto")).otherwise(pl.lit("fast"))
     cand = cand.with_columns(_ep=new_ep.cast(pl.Int32).cum_sum().over("g"), _base=base)
     cand = cand.with_columns(_kind=pl.col("_base").first().over("g", "_ep"))
     # D-SACK: the latest transmission starting at the block's left edge was not needed
