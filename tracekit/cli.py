@@ -115,15 +115,19 @@ def main(ctx: click.Context, debug: bool) -> None:
 @click.option("--map", "maps", multiple=True, metavar="PATTERN=METRIC",
               help="OPNET exports: map statistic headers matching PATTERN (glob) to METRIC. Repeatable.")
 @click.option("--force", is_flag=True, help="Overwrite an existing --report file.")
+@click.option("--kernel", "kernel_logs", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="The sender kernel's view beside each FILE: an ss -tin log or nstat snapshots. Repeatable.")
 @read_options
 def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, report: str | None,
-            maps: tuple[str, ...], force: bool, fmt: str | None, strict: bool, config: str | None) -> None:
+            maps: tuple[str, ...], force: bool, kernel_logs: tuple[str, ...], fmt: str | None, strict: bool,
+            config: str | None) -> None:
     """Per-flow summary of each FILE (a capture, a simulator trace or a run directory).
 
     \b
     Example:
         tracekit analyze samples/linux/bulk_lossy.pcap
         tracekit analyze run_dir/ --json
+        tracekit analyze capture.pcap --kernel ss.log --kernel nstat.log
     """
     # first: the helper faults in the heap on the other core while the imports below run
     _heap.prefault_for(files[0])
@@ -147,6 +151,10 @@ def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, repor
         console = Console(width=None if sys.stdout.isatty() else 160)
     for i, f in enumerate(files):
         trace = tracekit.read(f, fmt, strict=strict, limits=limits, **options)
+        if kernel_logs:
+            from tracekit.kernel import attach
+
+            trace = attach(trace, [tracekit.read(k, strict=strict, limits=limits) for k in kernel_logs])
         analysis = tracekit.analyze(trace)
         if export_dir:
             # one folder per input; the index keeps names apart without building paths from file content

@@ -226,6 +226,13 @@ def combine(traces: list[Trace], *, path: str, skipped: list[str] | None = None)
     Returns:
         One validated Trace with ``meta["format"] == "dir"``.
     """
+    from tracekit import kernel
+
+    side = [t for t in traces if kernel.is_kernel(t)]
+    if side and len(side) < len(traces):
+        # ss logs / nstat snapshots beside a capture: matched to it by 4-tuple, on its clock
+        base = combine([t for t in traces if not kernel.is_kernel(t)], path=path, skipped=skipped)
+        return kernel.attach(base, side, path=path)
     log = WarningLog(path)
     traces, t0_ns = _common_clock(traces)
     packets = []

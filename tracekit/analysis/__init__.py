@@ -177,6 +177,10 @@ def analyze(trace: Trace, *, bin_s: float | None = None, threads: int | None = N
     cw = cw_job.result() if cw_job is not None else _cwnd.cwnd(pk, trace.samples, fl, retrans_df, trace.meta)
     if has_state:
         flows_df = with_cwnd_stats(flows_df, _cwnd.flow_stats(cw))
+        if trace.meta.get("kernel"):  # ss samples beside the capture: the estimate's error against them
+            from tracekit.kernel import with_kernel_columns
+
+            flows_df = with_kernel_columns(flows_df, cw, trace)
     qu = _queue.queue(trace.packets)
     tp = tp_job.result()
     points = [v for v in flows_df["vantage_point"].unique().to_list() if v is not None]

@@ -45,7 +45,7 @@ FLOW_COLUMNS = [
     ("goodput_bps", "goodput"), ("transfer_s", "transfer s"), ("rtt_p50_s", "RTT p50 s"),
     ("handshake_rtt_s", "handshake RTT s"), ("max_cwnd_bytes", "max cwnd bytes"),
     ("mathis_bps", "Mathis model"), ("padhye_bps", "Padhye model"), ("window_limited_bps", "window limit"),
-    ("stall_s", "stalled s"),
+    ("stall_s", "stalled s"), ("kernel_cwnd_err_p50", "cwnd estimate vs kernel (median error)"),
 ]
 
 _STYLE = """
@@ -261,6 +261,10 @@ def analysis_section(analysis: Analysis, prefix: str, specs: dict[str, dict[str,
     cols = [(k, h) for k, h in FLOW_COLUMNS if k in flows.columns]
     parts.append("<h3>Flows</h3>" + (table(cols, flows.to_dicts(), table_id=f"{prefix}flows")
                                      if flows.height else '<p class="missing">no TCP connection carried data</p>'))
+    if tr.meta.get("kernel"):  # ss / nstat beside the capture
+        from tracekit.reports.kernel import kernel_html
+
+        parts.append(kernel_html(analysis))
     figs = figures(analysis, max_flows=max_flows)
     missing: list[str] = []
     current: tuple[int | None, int | None] | None = None
