@@ -102,7 +102,10 @@ _OLD = ("sack reno wscale:10,10 rto:232 rtt:31.785/1.769 cwnd:33 mss:1448 ssthre
     f"1795654965.841544 {_SOCK} timer:(on,232ms,0) ino:1 sk:2 <-> skmem:(r0,rb1) ts sack {_INFO}\n",
     f"2026-11-26 01:02:45.841544 tcp   {_SOCK}\n2026-11-26 01:02:45.841544 \t{_OLD}\n",
     f'1795654965.841544\n{_SOCK} users:(("my sender",pid=7,fd=5))\n\t{_OLD}\n',
-], ids=["two-line", "one-line -e -m ts", "netid, ISO ts, old rates", "users with spaces"])
+    # ss -tine -m in the two-line layout (iproute2 6.1): -e ends the socket line, skmem opens the info line
+    f"1795654965.841544\n{_SOCK} timer:(on,184ms,0) ino:0 sk:d cgroup:unreachable:1 ---\n"
+    f"\t skmem:(r0,rb131072,t0,tb3939840,f3264,w832,o0,bl0,d0) ts sack {_INFO}\n",
+], ids=["two-line", "one-line -e -m ts", "netid, ISO ts, old rates", "users with spaces", "two-line -e -m"])
 def test_ss_variants(text: str) -> None:
     assert sniff_bytes(text.encode()) == "ss"
     t = tracekit.read(text.encode())
@@ -263,3 +266,13 @@ def test_report_shows_the_kernel_view_escaped(tmp_path) -> None:
     cw = next(f for _, f in figs if f.kind == "cwnd" and f.flow == 1)
     spec = json.dumps(cw.chart.to_dict())
     assert "cwnd (kernel)" in spec and "ssthresh (kernel)" in spec and "cwnd (estimate)" in spec
+
+
+def test_directory_with_the_kernel_files_only(tmp_path) -> None:
+    for f in ("ss.log", "nstat.log"):
+        (tmp_path / f).write_bytes(sample("linux", "kernel", "cubic", f).read_bytes())
+    t = tracekit.read(tmp_path)
+    assert t.packets.height == 0 and t.meta["kernel"]["counters"]["TcpRetransSegs"] == 5
+    assert {c["flow"] for c in t.meta["kernel"]["connections"]} == {0, 1}
+    an = tracekit.analyze(t)
+    assert an.cwnd.filter(pl.col("source") == "trace").height > 50

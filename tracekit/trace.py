@@ -229,9 +229,11 @@ def combine(traces: list[Trace], *, path: str, skipped: list[str] | None = None)
     from tracekit import kernel
 
     side = [t for t in traces if kernel.is_kernel(t)]
-    if side and len(side) < len(traces):
+    if side:
         # ss logs / nstat snapshots beside a capture: matched to it by 4-tuple, on its clock
-        base = combine([t for t in traces if not kernel.is_kernel(t)], path=path, skipped=skipped)
+        rest = [t for t in traces if not kernel.is_kernel(t)]
+        base = (combine(rest, path=path, skipped=skipped) if rest else
+                make_trace(None, None, {"format": "dir", "paths": [], "dir": path, "formats": []}))
         return kernel.attach(base, side, path=path)
     log = WarningLog(path)
     traces, t0_ns = _common_clock(traces)
