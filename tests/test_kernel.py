@@ -174,6 +174,7 @@ def test_run_directory_matches_connections_by_4_tuple(run: str, analyses: dict) 
     an = analyses[run]
     info = an.trace.meta["kernel"]
     assert info["unmatched"] == [] and {c["flow"] for c in info["connections"]} == {0, 1}
+    assert an.trace.warnings == []
     row = _sender_row(an)
     assert row["kernel_cc"] == run and row["flow"] == 1
     # the kernel's view belongs to the sending direction only

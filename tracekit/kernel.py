@@ -15,6 +15,7 @@ from typing import Any
 
 import polars as pl
 
+from tracekit.parsers.nstat import RETRANS_COUNTERS
 from tracekit.trace import SIM_EPOCH_MAX_NS, Trace, WarningLog, make_trace
 
 #: Registry names of the readers whose traces are the kernel's view, not a capture.
@@ -49,9 +50,14 @@ def _counters(traces: list[Trace], log: WarningLog) -> tuple[dict[str, int], str
     # nstat names every counter (zeros too, with -z); netstat -s leaves some out
     pairs = sorted((k for k in counted if k.get("snapshots", 0) >= 2), key=lambda k: k.get("counters_tool") != "nstat")
     if pairs:
-        if len(counted) > 1:
-            log.add("W-KERNEL-COUNTERS", f"{len(counted)} counter files: the first with before/after snapshots used")
-        return dict(pairs[0]["counters"]), pairs[0].get("counters_tool")
+        use = pairs[0]["counters"]
+        # netstat -s and nstat of the same run (the reno sample has both) agree; others may not
+        differ = [n for k in counted[1:] if k is not pairs[0] for n, v in k["counters"].items()
+                  if n in RETRANS_COUNTERS and n in use and use[n] != v]
+        if differ:
+            log.add("W-KERNEL-COUNTERS", f"the counter files disagree (first on {differ[0]}): the first "
+                    f"{pairs[0].get('counters_tool')} pair is used", count=len(differ))
+        return dict(use), pairs[0].get("counters_tool")
     if len(counted) >= 2:  # nstat.before + nstat.after: the later stamp is "after"
         ordered = sorted(counted, key=lambda k: (k.get("stamps_ns") or [0])[0] or 0)
         a, b = ordered[0]["counters"], ordered[-1]["counters"]
