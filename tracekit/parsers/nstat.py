@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from tracekit._source import Source, load
-from tracekit.errors import CorruptTraceError, UnknownFormatError
+from tracekit.errors import LimitError, UnknownFormatError
 from tracekit.limits import DEFAULT, Limits
 from tracekit.parsers import _stamps
 from tracekit.parsers._text import decode_text, head_text
@@ -177,7 +177,8 @@ def read(source: Source, *, limits: Limits = DEFAULT, strict: bool = False, name
     log = WarningLog(path, strict)
     text, _enc = decode_text(loaded.data, path, log)
     if text.count("\n") > limits.max_lines:
-        raise CorruptTraceError(f"more than {limits.max_lines:,} lines", path=path, hint="raise max_lines")
+        raise LimitError(f"more than {limits.max_lines:,} lines", path=path,
+                         hint="raise max_lines in [limits] if the file is genuine")
     snaps, bad, first_bad = _parse(text)
     items = [s for s in snaps.items if s[1]]
     if not items:

@@ -30,7 +30,7 @@ from typing import Any
 import polars as pl
 
 from tracekit._source import Source, load
-from tracekit.errors import CorruptTraceError, UnknownFormatError
+from tracekit.errors import CorruptTraceError, LimitError, UnknownFormatError
 from tracekit.limits import DEFAULT, Limits
 from tracekit.parsers import _stamps
 from tracekit.parsers._text import decode_text, head_text
@@ -283,14 +283,16 @@ def read(source: Source, *, limits: Limits = DEFAULT, strict: bool = False, name
 
     Raises:
         UnknownFormatError: no ss -i output in the file.
-        CorruptTraceError: ss output without any time stamp, or too many lines.
+        CorruptTraceError: ss output without any time stamp.
+        LimitError: more lines than ``max_lines``.
     """
     loaded = load(source, limits)
     path = name or loaded.path
     log = WarningLog(path, strict)
     text, _enc = decode_text(loaded.data, path, log)
     if text.count("\n") > limits.max_lines:
-        raise CorruptTraceError(f"more than {limits.max_lines:,} lines", path=path, hint="raise max_lines")
+        raise LimitError(f"more than {limits.max_lines:,} lines", path=path,
+                         hint="raise max_lines in [limits] if the file is genuine")
     rows, info = _parse(text, path, log)
     t0 = min(rows.t)
     samples = pl.DataFrame({
