@@ -109,8 +109,8 @@ def attach(capture: Trace, kernel: list[Trace], *, path: str | None = None) -> T
         log.add("W-KERNEL-UNMATCHED", f"{len(unmatched)} ss connection(s) not in the capture (first {unmatched[0]}): "
                 "left out", count=len(unmatched))
     ss_meta = next((t.meta["kernel"] for t in kernel if t.meta.get("format") == "ss"), {})
-    info = {"congestion_control": ss_meta.get("congestion_control"), "connections": conns, "counters": counters, "counters_tool": tool,
-            "clock_offset_s": offset, "unmatched": unmatched,
+    info = {"congestion_control": ss_meta.get("congestion_control"), "connections": conns,
+            "counters": counters, "counters_tool": tool, "clock_offset_s": offset, "unmatched": unmatched,
             "ss_layout": ss_meta.get("layout"), "ss_stamps": ss_meta.get("stamps")}
     meta = {**capture.meta, "kernel": info,
             "paths": [*capture.meta.get("paths", []), *(p for k in kernel for p in k.meta.get("paths", []))],
@@ -192,9 +192,9 @@ def retrans_table(analysis: Any) -> list[dict[str, Any]]:
 
     Rows ``{"what", "tracekit", "kernel", "counter"}``: the kernel counts every retransmitted
     segment of the namespace (TcpRetransSegs), fast retransmits (TCPFastRetrans), RTO
-    expiries (TCPTimeouts) and tail loss probes (TCPLossProbes, RFC 8985 section 7: the last
-    segment re-sent when no new data is left; counted in TcpRetransSegs, in no kind of
-    tracekit's, which classifies the segment by what happened to it, usually ``spurious``).
+    expiries (TCPTimeouts) and tail loss probes (TCPLossProbes, RFC 8985 section 7.3: new data
+    when there is some, else the last segment re-sent, which TcpRetransSegs then counts; tracekit
+    classifies such a segment by what became of it, usually ``spurious``).
     """
     info = analysis.trace.meta.get("kernel") or {}
     counters = info.get("counters") or {}
