@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate samples/linux/kernel/{cubic,reno,bbr}/: a capture beside the sender kernel's own
+# Regenerate samples/linux/kernel/{cubic,reno,bbr,tiny}/: a capture beside the sender kernel's own
 # view of the same connection (run as root).
 #
 # Topology (three network namespaces, plain kernel forwarding in the middle):
@@ -38,7 +38,7 @@ OUT=${OUT:-$HERE/kernel}
 NS_S=tkk_snd NS_M=tkk_rtr NS_R=tkk_rcv
 SND=10.231.1.1 RCV=10.231.2.1
 BYTES=${BYTES:-2500000}          # ~2 s through the 10 Mbit/s bottleneck
-RATE=${RATE:-10mbit} BURST=${BURST:-3000} LIMIT=${LIMIT:-45000}   # tbf queue ~30 full segments
+RATE=${RATE:-10mbit} BURST=${BURST:-3000} DEFAULT_LIMIT=${LIMIT:-45000}   # tbf queue ~30 full segments
 WORK=$(mktemp -d)
 PIDS=()
 
@@ -147,8 +147,9 @@ PY
 }
 
 mkdir -p "$OUT"
-for spec in ${ONLY:-cubic:cubic:two-line reno:reno:one-line bbr:bbr:two-line}; do
-    IFS=: read -r name cc layout <<<"$spec"
-    run "$name" "$cc" "$layout"
+# NAME:CC:LAYOUT[:TBF_LIMIT_BYTES]; tiny: an 8 kB router queue, so cwnd stays at 5-8 segments
+for spec in ${ONLY:-cubic:cubic:two-line reno:reno:one-line bbr:bbr:two-line tiny:reno:two-line:8000}; do
+    IFS=: read -r name cc layout limit <<<"$spec"
+    LIMIT=${limit:-$DEFAULT_LIMIT} run "$name" "$cc" "$layout"
 done
 log "done; tkk namespaces left: $(ip netns list | grep -c '^tkk' || true)"
