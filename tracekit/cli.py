@@ -112,9 +112,12 @@ def main(ctx: click.Context, debug: bool) -> None:
 @click.option("--force", is_flag=True, help="Overwrite an existing --report file.")
 @click.option("--rto-floor", "rto_floor", type=click.FloatRange(min=0.0), metavar="SECONDS",
               help="Sender's minimum RTO for telling timeouts (default: by the trace's stack, Linux/ns-2 0.2, ns-3 1).")
+@click.option("--kernel", "kernel_logs", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="The sender kernel's view beside each FILE: an ss -tin log or nstat snapshots. Repeatable.")
 @read_options
 def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, report: str | None,
-            maps: tuple[str, ...], force: bool, rto_floor: float | None, fmt: str | None, strict: bool,
+            maps: tuple[str, ...], force: bool, rto_floor: float | None, kernel_logs: tuple[str, ...],
+            fmt: str | None, strict: bool,
             config: str | None) -> None:
     """Per-flow summary of each FILE (a capture, a simulator trace or a run directory).
 
@@ -122,6 +125,7 @@ def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, repor
     Example:
         tracekit analyze samples/linux/bulk_lossy.pcap
         tracekit analyze run_dir/ --json
+        tracekit analyze capture.pcap --kernel ss.log --kernel nstat.log
     """
     import tracekit
     from tracekit.reports import text
@@ -143,6 +147,10 @@ def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, repor
         console = Console(width=None if sys.stdout.isatty() else 160)
     for i, f in enumerate(files):
         trace = tracekit.read(f, fmt, strict=strict, limits=limits, **options)
+        if kernel_logs:
+            from tracekit.kernel import attach
+
+            trace = attach(trace, [tracekit.read(k, strict=strict, limits=limits) for k in kernel_logs])
         analysis = tracekit.analyze(trace, rto_floor_s=rto_floor)
         if export_dir:
             # one folder per input; the index keeps names apart without building paths from file content

@@ -167,6 +167,10 @@ def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | No
     cw = _cwnd.cwnd(pk, trace.samples, fl, retrans_df, trace.meta)
     if has_state:
         flows_df = with_cwnd_stats(flows_df, _cwnd.flow_stats(cw))
+        if trace.meta.get("kernel"):  # ss samples beside the capture: the estimate's error against them
+            from tracekit.kernel import with_kernel_columns
+
+            flows_df = with_kernel_columns(flows_df, cw, trace)
     qu = _queue.queue(trace.packets)
     points = [v for v in flows_df["vantage_point"].unique().to_list() if v is not None]
     where = points[0] if len(points) == 1 else ("mixed" if points else None)

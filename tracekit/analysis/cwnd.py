@@ -112,7 +112,8 @@ def _aliases(dirs: pl.DataFrame) -> pl.DataFrame:
 def _assign(samples: pl.DataFrame, dirs: pl.DataFrame) -> pl.DataFrame:
     """Give every sample the data direction it belongs to (``flow``/``dir``; null if unknown).
 
-    A sample with a flow keeps it (and takes that flow's data direction); one without
+    A sample with a flow keeps it (and takes that flow's data direction, or the one its
+    ``node`` names within that flow: ss rows name ``local:port->peer:port``); one without
     belongs to the trace's single data direction when there is exactly one, else to the
     direction its ``node`` names (:func:`_aliases`).
     """
@@ -128,7 +129,8 @@ def _assign(samples: pl.DataFrame, dirs: pl.DataFrame) -> pl.DataFrame:
         names = _aliases(dirs).rename({"flow": "_f", "dir": "_d"})
         s = s.join(names, on="node", how="left").with_columns(
             pl.coalesce("flow", "_f").alias("flow"),
-            pl.when(pl.col("flow").is_null()).then(pl.col("_d")).otherwise(pl.col("dir")).alias("dir"),
+            pl.when(pl.col("flow").is_null() | (pl.col("flow") == pl.col("_f")).fill_null(False))
+            .then(pl.col("_d")).otherwise(pl.col("dir")).alias("dir"),
         ).drop("_f", "_d")
     return s
 

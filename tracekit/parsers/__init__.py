@@ -33,6 +33,8 @@ READERS: dict[str, str] = {
     "pcapng": "pcapng",
     "flent": "flent",
     "flowmon": "flowmon",
+    "ss": "ss",
+    "nstat": "nstat",
     "ns3-ascii": "ns3_ascii",
     "ns2-wireless": "ns2_wireless",
     "ns2": "ns2",

@@ -25,7 +25,8 @@ _UNSAFE_CHARS = r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u202
 #: Series names and colours: tracekit's own constants, fixed so legends agree across charts.
 SEQ_COLORS = {"data": "#1f77b4", "retransmission": "#d62728", "ack": "#2ca02c",
               "window": "#9467bd", "sack": "#ff7f0e", "stall": "#7f7f7f"}
-CWND_COLORS = {"cwnd (trace)": "#1f77b4", "cwnd (estimate)": "#17becf", "ssthresh": "#d62728",
+CWND_COLORS = {"cwnd (trace)": "#1f77b4", "cwnd (kernel)": "#08306b", "cwnd (estimate)": "#17becf",
+               "ssthresh": "#d62728", "ssthresh (kernel)": "#d62728",
                "in flight": "#2ca02c", "slow_start": "#aec7e8", "recovery": "#ff9896", "stall": "#7f7f7f"}
 TPUT_COLORS = {"throughput": "#1f77b4", "goodput": "#2ca02c", "mathis": "#d62728",
                "padhye": "#ff7f0e", "window limited": "#9467bd", "link rate": "#000000", "stall": "#7f7f7f"}

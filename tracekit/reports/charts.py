@@ -210,6 +210,7 @@ def cwnd(
     stalls: pl.DataFrame | None = None,
     title: str = "",
     name: str = "cwnd",
+    traced: str = "trace",
 ) -> alt.LayerChart:
     """Congestion window (traced and/or estimated), ssthresh, phases shaded, bytes in flight.
 
@@ -221,6 +222,8 @@ def cwnd(
         stalls: :data:`~tracekit.schema.STALLS`, shaded.
         title: Chart title.
         name: View-name prefix.
+        traced: Legend name of the tool's own series: ``"kernel"`` for ss samples beside a
+            capture, whose ssthresh is then drawn (the kernel's is exact; else the first series').
 
     Returns:
         The layered chart.
@@ -237,10 +240,12 @@ def cwnd(
     y_title = "bytes"
     if cw is not None and cw.height:
         src = pl.col("source").cast(pl.String) if "source" in cw.columns else pl.lit("trace")
-        cw = cw.with_columns(s=pl.concat_str(pl.lit("cwnd ("), src.fill_null("trace"), pl.lit(")")))
+        src = src.fill_null("trace").replace("trace", traced)
+        cw = cw.with_columns(s=pl.concat_str(pl.lit("cwnd ("), src, pl.lit(")")))
+        own = f"cwnd ({traced})"
         if "phase" in cw.columns and cw["phase"].null_count() < cw.height:
             # bands from one source only: the traced window when present (it is exact)
-            pref = cw.filter(pl.col("s") == "cwnd (trace)")
+            pref = cw.filter(pl.col("s") == own)
             bands = _phase_bands(pref if pref.height else cw)
             bands, _ = cap(bands)
             if bands.height:
@@ -256,11 +261,13 @@ def cwnd(
             # chart: values far above every window seen are not drawn.
             top = cw["cwnd_bytes"].max()
             limit = 16 * float(top) if top is not None and top > 0 else math.inf  # type: ignore[arg-type]
-            ss = cw.filter(pl.col("ssthresh_bytes").is_not_null() & (pl.col("ssthresh_bytes") < limit)
-                           & (pl.col("s") == (pl.col("s").first())))
+            kernel = traced == "kernel" and (cw["s"] == own).any()
+            pick = pl.col("s") == (pl.lit(own) if kernel else pl.col("s").first())
+            ss = cw.filter(pl.col("ssthresh_bytes").is_not_null() & (pl.col("ssthresh_bytes") < limit) & pick)
             if ss.height:
+                label = "ssthresh (kernel)" if kernel else "ssthresh"
                 ss = minmax(ss.select("time", "ssthresh_bytes"), "time", "ssthresh_bytes").select(
-                    pl.col("time").alias("t"), pl.col("ssthresh_bytes").alias("y"), pl.lit("ssthresh").alias("s"))
+                    pl.col("time").alias("t"), pl.col("ssthresh_bytes").alias("y"), pl.lit(label).alias("s"))
                 layers.append(alt.Chart(bag(records(ss, {"y": 0})), name=f"{name}_ssthresh")
                               .mark_line(interpolate="step-after", strokeDash=[6, 3], strokeWidth=1)
                               .encode(x="t:Q", y="y:Q"))

@@ -49,6 +49,7 @@ MORE_FLOW_COLUMNS = [
     ("flow", "flow"), ("dir", "dir"), ("retrans_fast", "fast retx"), ("retrans_rto", "RTO retx"),
     ("throughput_bps", "throughput"), ("handshake_rtt_s", "handshake RTT s"), ("mathis_bps", "Mathis model"),
     ("padhye_bps", "Padhye model"), ("window_limited_bps", "window limit"),
+    ("kernel_cwnd_err_p50", "cwnd estimate vs kernel (median error)"),
 ]
 
 _STYLE = """
@@ -332,6 +333,10 @@ def analysis_section(analysis: Analysis, prefix: str, specs: dict[str, dict[str,
                          f"</summary>{table(more, rows, table_id=f'{prefix}flows-more')}</details>")
     else:
         parts.append('<h3>Flows</h3><p class="missing">no TCP connection carried data</p>')
+    if tr.meta.get("kernel"):  # ss / nstat beside the capture
+        from tracekit.reports.kernel import kernel_html
+
+        parts.append(kernel_html(analysis))
     figs = figures(analysis, max_flows=max_flows)
     missing: list[str] = []
     current: tuple[int | None, int | None] | None = None

@@ -34,11 +34,12 @@ def summary(analysis: Analysis) -> dict[str, Any]:
     tr = analysis.trace
     meta = {k: v for k, v in tr.meta.items() if k not in ("warnings", "parts")}
     trace = {**meta, "packets": tr.packets.height, "samples": tr.samples.height, "warnings": tr.warnings}
-    return _clean({
-        "schema_version": SCHEMA_VERSION,
-        "trace": trace,
-        "flows": analysis.flows.to_dicts(),
-    })
+    doc = {"schema_version": SCHEMA_VERSION, "trace": trace, "flows": analysis.flows.to_dicts()}
+    if tr.meta.get("kernel"):  # ss / nstat beside the capture (tracekit.kernel)
+        from tracekit.kernel import summary as kernel_summary
+
+        doc["kernel"] = kernel_summary(analysis)
+    return _clean(doc)
 
 
 def dumps(doc: Any) -> str:
@@ -93,6 +94,10 @@ def print_table(analysis: Analysis, console: Console) -> None:
             cells.append(escape(_fmt(v, c)))
         table.add_row(*cells)
     console.print(table)
+    if tr.meta.get("kernel"):
+        from tracekit.reports.kernel import print_kernel
+
+        print_kernel(analysis, console)
     for w in tr.warnings:
         console.print(f"[yellow]warning[/] {escape(w['code'])}: {escape(w['message'])} (×{w['count']})")
 
