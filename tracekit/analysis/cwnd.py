@@ -290,9 +290,14 @@ def loss_events(cwnd_df: pl.DataFrame) -> pl.DataFrame:
     """
     if cwnd_df.is_empty():
         return pl.DataFrame(schema=_EVENTS)
-    fast = _stats.loss_events(cwnd_df, list(_EVENTS), DECREASE)  # numpy, for plain frames
+    return loss_events_of(cwnd_df, list(_EVENTS))
+
+
+def loss_events_of(cwnd_df: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
+    """:func:`loss_events` with the given columns of the event rows (``source`` as String)."""
+    fast = _stats.loss_events(cwnd_df, columns, DECREASE)  # numpy, for plain frames
     if fast is not None:
-        return fast.with_columns(pl.col("source").cast(pl.String))  # (a few rows: as declared in _EVENTS)
+        return fast.with_columns(pl.col(c).cast(pl.String) for c in ("source",) if c in columns)
     keys = ["_kf", "_kd", "source"]
     df = _as_strings(cwnd_df).with_columns(
         _kf=pl.col("flow").cast(pl.Int64).fill_null(-1), _kd=pl.col("dir").cast(pl.Int64).fill_null(-1)
@@ -306,22 +311,79 @@ def loss_events(cwnd_df: pl.DataFrame) -> pl.DataFrame:
         | ((pl.col("cwnd_bytes") <= 0.5 * pl.col("cwnd_bytes").shift(1).over(keys)) & (prev_phase != "recovery"))
     ).fill_null(False)
     ev = pl.when(pl.col("source") == "trace").then(pl.col("_dec")).otherwise(est_ev)
-    return df.filter(ev).select(list(_EVENTS)).sort("flow", "dir", "source", "time", nulls_last=True)
+    return df.filter(ev).select(columns).sort([c for c in ("flow", "dir", "source", "time") if c in columns],
+                                              nulls_last=True)
 
 
-def flow_stats(cwnd_df: pl.DataFrame) -> pl.DataFrame:
+def flow_stats(cwnd_df: pl.DataFrame, evidence: pl.DataFrame | None = None,
+               windows: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per data direction: the largest cwnd, which source it comes from, and the loss events.
 
     The tool's own series is preferred when the trace has one (``cwnd_source = "trace"``).
+    With ``evidence``, a reduction is a loss event only when loss evidence lies next to it
+    (:func:`confirmed`): a sender also lowers cwnd without a loss — ns-2's agent restarts
+    from one segment after an idle RTO once the FTP has finished (RFC 5681 §4.1's restart
+    window), which a count of every reduction would take for a loss.
 
     Args:
         cwnd_df: A :data:`tracekit.schema.CWND` frame.
+        evidence: ``flow, dir, time`` of the retransmissions and simulator drops; None: every
+            reduction counts.
+        windows: ``flow, dir, tol_s``: the directions whose packets were seen (their reductions
+            need evidence; others, e.g. a tool's series without packets, keep every one) and
+            how far from a reduction the evidence may lie.
 
     Returns:
         ``flow, dir, max_cwnd_bytes, cwnd_source, loss_events, first_loss_s``.
     """
     if cwnd_df.is_empty():
         return pl.DataFrame(schema=_STATS)
+    out = _flow_stats(cwnd_df)
+    if evidence is None or windows is None or windows.is_empty():
+        return out
+    ev = confirmed(cwnd_df, out, evidence, windows)
+    return out.drop("loss_events", "first_loss_s").join(ev, on=KEYS, how="left", nulls_equal=True).with_columns(
+        pl.col("loss_events").fill_null(0)).select([pl.col(c).cast(t) for c, t in _STATS.items()])
+
+
+def confirmed(cwnd_df: pl.DataFrame, stats: pl.DataFrame, evidence: pl.DataFrame,
+              windows: pl.DataFrame) -> pl.DataFrame:
+    """Loss events of each direction's chosen series that loss evidence backs.
+
+    A reduction whose first falling sample is at ``t`` (the sample before it at ``t_prev``)
+    is a loss event when the direction retransmitted, or a simulator dropped one of its
+    packets, within ``[t_prev − tol, t + tol]``: a sender cuts cwnd at the moment it
+    retransmits (fast retransmit, RFC 5681 §3.2; a timeout, RFC 6298 §5.5), and ``tol`` (the
+    direction's minimum RTT) absorbs where the packets were observed. A reduction without
+    any — the restart after an idle period (RFC 5681 §4.1), ns-2's reset when the agent
+    idles after the FTP ends — is not a loss: an idle restart follows at least one RTO of
+    silence, longer than ``tol``, so no retransmission can lie that close to it.
+
+    Returns:
+        ``flow, dir, loss_events, first_loss_s`` for the directions of ``windows``; other
+        directions keep their count from ``stats``.
+    """
+    chosen = _as_strings(cwnd_df).join(stats.select(*KEYS, pl.col("cwnd_source").alias("source")),
+                                       on=[*KEYS, "source"], nulls_equal=True)
+    chosen = chosen.sort(*KEYS, "time", maintain_order=True, nulls_last=True).with_columns(
+        _prev=pl.col("time").shift(1).over(KEYS))
+    ev = loss_events_of(chosen, [*KEYS, "time", "_prev"])
+    w = windows.select(pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8),
+                       pl.col("tol_s").cast(pl.Float64).fill_null(0.0))
+    ev = ev.join(w, on=KEYS, how="inner").with_columns(
+        _lo=pl.coalesce("_prev", "time") - pl.col("tol_s"), _hi=pl.col("time") + pl.col("tol_s")).sort("_lo")
+    e = evidence.select(pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8),
+                        pl.col("time").cast(pl.Float64).alias("_e")).drop_nulls().sort("_e")
+    ev = ev.join_asof(e, left_on="_lo", right_on="_e", by=KEYS, strategy="forward", check_sortedness=False)
+    ok = ev.filter(pl.col("_e").is_not_null() & (pl.col("_e") <= pl.col("_hi")))
+    got = ok.group_by(KEYS).agg(pl.len().alias("loss_events"), pl.col("time").min().alias("first_loss_s"))
+    kept = stats.join(w, on=KEYS, how="anti").select(*KEYS, "loss_events", "first_loss_s")
+    seen = w.select(*KEYS).join(got, on=KEYS, how="left").with_columns(pl.col("loss_events").fill_null(0))
+    return pl.concat([kept.cast({"loss_events": pl.UInt32}), seen.cast({"loss_events": pl.UInt32})])
+
+
+def _flow_stats(cwnd_df: pl.DataFrame) -> pl.DataFrame:
+    """:func:`flow_stats` counting every reduction of the chosen series."""
     fast = _stats.flow_stats(cwnd_df, _STATS, DECREASE)  # numpy, for plain frames
     if fast is not None:
         return fast
