@@ -306,7 +306,9 @@ def _received(allp: pl.DataFrame) -> pl.DataFrame:
     ).select(*KEYS, "time", "seq", end=pl.col("seq") + pl.col("payload").cast(pl.Int64)).collect()
     if rx.is_empty():
         return empty
-    rx = rx.sort("time", maintain_order=True).with_columns(
+    # each byte range once, at its first arrival (a retransmission that fills a hole arrives after
+    # higher data but delivers new bytes); the union of the ranges in sequence order
+    rx = rx.group_by(*KEYS, "seq", "end").agg(pl.col("time").min()).sort(*KEYS, "seq", "end").with_columns(
         _before=pl.col("end").cum_max().shift(1).over(KEYS))
     new = (pl.col("end") - pl.max_horizontal("seq", pl.col("_before").fill_null(pl.col("seq")))).clip(lower_bound=0)
     rx = rx.with_columns(_new=new)

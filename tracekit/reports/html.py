@@ -39,11 +39,11 @@ CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 
 _KEY = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 #: Flow-table columns shown on the page, in order, when the analysis provides them.
 FLOW_COLUMNS = [
-    ("flow", "flow"), ("dir", "dir"), ("label", "connection"), ("duration", "duration s"),
+    ("flow", "flow"), ("dir", "dir"), ("label", "connection"),
     ("packets", "packets"), ("unique_bytes", "bytes"), ("retrans_packets", "retransmitted"),
     ("retrans_fast", "fast retx"), ("retrans_rto", "RTO retx"), ("throughput_bps", "throughput"),
-    ("goodput_bps", "goodput"), ("transfer_s", "transfer s"), ("rtt_p50_s", "RTT p50 s"),
-    ("handshake_rtt_s", "handshake RTT s"), ("max_cwnd_bytes", "max cwnd bytes"),
+    ("goodput_bps", "goodput"), ("transfer_s", "transfer s"), ("handshake_s", "handshake s"), ("rtt_p50_s", "RTT p50 s"),
+    ("max_cwnd_bytes", "max cwnd bytes"),
     ("mathis_bps", "Mathis model"), ("padhye_bps", "Padhye model"), ("window_limited_bps", "window limit"),
     ("stall_s", "stalled s"),
 ]
