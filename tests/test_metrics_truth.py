@@ -196,7 +196,7 @@ def test_ns2_goodput_is_what_the_destination_received_and_fits_the_link(run: str
 
 
 def test_goodput_of_a_transfer_ending_with_a_full_queue() -> None:
-    """big_queue: ~110 kB still queued at the end; counted from the bytes sent the goodput was
+    """big_queue: ~190 kB still queued at the end; counted from the bytes sent the goodput was
     above the 1 Mb/s link, counted from what arrived it is below its payload rate."""
     a = _analysis("ns2", "big_queue")
     row = _flow(a)
