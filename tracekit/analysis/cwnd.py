@@ -338,16 +338,19 @@ def flow_stats(cwnd_df: pl.DataFrame, evidence: pl.DataFrame | None = None,
     """
     if cwnd_df.is_empty():
         return pl.DataFrame(schema=_STATS)
-    out = _flow_stats(cwnd_df)
     if evidence is None or windows is None or windows.is_empty():
-        return out
-    ev = confirmed(cwnd_df, out, evidence, windows)
+        return _flow_stats(cwnd_df)
+    found: list[pl.DataFrame] = []
+    out = _stats.flow_stats(cwnd_df, _STATS, DECREASE, found)  # numpy, for plain frames
+    if out is None:
+        out = _flow_stats(cwnd_df)
+    ev = confirmed(cwnd_df, out, evidence, windows, found[0] if found else None)
     return out.drop("loss_events", "first_loss_s").join(ev, on=KEYS, how="left", nulls_equal=True).with_columns(
         pl.col("loss_events").fill_null(0)).select([pl.col(c).cast(t) for c, t in _STATS.items()])
 
 
 def confirmed(cwnd_df: pl.DataFrame, stats: pl.DataFrame, evidence: pl.DataFrame,
-              windows: pl.DataFrame) -> pl.DataFrame:
+              windows: pl.DataFrame, events: pl.DataFrame | None = None) -> pl.DataFrame:
     """Loss events of each direction's chosen series that loss evidence backs.
 
     A reduction whose first falling sample is at ``t`` (the sample before it at ``t_prev``)
@@ -359,15 +362,15 @@ def confirmed(cwnd_df: pl.DataFrame, stats: pl.DataFrame, evidence: pl.DataFrame
     idles after the FTP ends — is not a loss: an idle restart follows at least one RTO of
     silence, longer than ``tol``, so no retransmission can lie that close to it.
 
+    Args:
+        events: The chosen series' events with ``_prev`` if already found (see
+            :func:`_chosen_events`).
+
     Returns:
         ``flow, dir, loss_events, first_loss_s`` for the directions of ``windows``; other
         directions keep their count from ``stats``.
     """
-    chosen = _as_strings(cwnd_df).join(stats.select(*KEYS, pl.col("cwnd_source").alias("source")),
-                                       on=[*KEYS, "source"], nulls_equal=True)
-    chosen = chosen.sort(*KEYS, "time", maintain_order=True, nulls_last=True).with_columns(
-        _prev=pl.col("time").shift(1).over(KEYS))
-    ev = loss_events_of(chosen, [*KEYS, "time", "_prev"])
+    ev = _chosen_events(cwnd_df) if events is None else events
     w = windows.select(pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8),
                        pl.col("tol_s").cast(pl.Float64).fill_null(0.0))
     ev = ev.join(w, on=KEYS, how="inner").with_columns(
@@ -380,6 +383,36 @@ def confirmed(cwnd_df: pl.DataFrame, stats: pl.DataFrame, evidence: pl.DataFrame
     kept = stats.join(w, on=KEYS, how="anti").select(*KEYS, "loss_events", "first_loss_s")
     seen = w.select(*KEYS).join(got, on=KEYS, how="left").with_columns(pl.col("loss_events").fill_null(0))
     return pl.concat([kept.cast({"loss_events": pl.UInt32}), seen.cast({"loss_events": pl.UInt32})])
+
+
+def _key(df: pl.DataFrame) -> np.ndarray:
+    """``flow``/``dir`` as one int64 per row (nulls as -1), for cheap comparisons."""
+    f = df["flow"].cast(pl.Int64).fill_null(-1).to_numpy()
+    d = df["dir"].cast(pl.Int64).fill_null(-1).to_numpy()
+    return f * 4 + (d & 1) + np.where(d < 0, 2, 0)
+
+
+def _chosen_events(cwnd_df: pl.DataFrame) -> pl.DataFrame:
+    """Loss events of each direction's chosen series (the tool's when it has one) with ``_prev``,
+    the time of the series' sample before the event's first row (its own time for a first row).
+
+    Numpy over the frame as :func:`cwnd` returns it (rows by flow, dir, source, time); any other
+    order is sorted once.
+    """
+    is_trace = (cwnd_df["source"] == "trace").fill_null(False).to_numpy()
+    key = _key(cwnd_df)
+    keep = ~np.isin(key, np.unique(key[is_trace])) | is_trace if is_trace.any() else None
+    chosen = cwnd_df if keep is None else cwnd_df.filter(pl.Series(keep))
+    k = key if keep is None else key[keep]
+    t = chosen["time"].to_numpy()
+    if k.size > 1 and (np.any(k[1:] < k[:-1]) or np.any((k[1:] == k[:-1]) & (t[1:] < t[:-1]))):
+        order = np.lexsort((t, k))
+        chosen, k, t = chosen[order], k[order], t[order]
+    ev = loss_events_of(chosen.with_row_index("_r"), [*KEYS, "time", "_r"])
+    r = ev["_r"].cast(pl.Int64).to_numpy()
+    p = np.maximum(r - 1, 0)
+    same = (r > 0) & (k[p] == k[r])
+    return ev.drop("_r").with_columns(_prev=pl.Series(np.where(same, t[p], t[r]), dtype=pl.Float64))
 
 
 def _flow_stats(cwnd_df: pl.DataFrame) -> pl.DataFrame:
