@@ -87,9 +87,14 @@ def test_transfer_time_and_initial_window_of_a_small_transfer() -> None:
     pk = conv(*handshake(), P(0.02, 0, 1, MSS, 1), P(0.021, 0, 1001, MSS, 1), P(0.03, 1, 1, 0, 1001),
               P(0.031, 0, 2001, 500, 1), P(0.04, 1, 1, 0, 2001), P(0.05, 1, 1, 0, 2501))
     row = analyze(make_trace(pk)).flows.row(0, named=True)
-    assert row["transfer_s"] == pytest.approx(0.03)
+    # first SYN (0) -> the ACK of the last data byte (0.05); the handshake part: SYN -> first data (0.02)
+    assert row["transfer_s"] == pytest.approx(0.05) and row["handshake_s"] == pytest.approx(0.02)
+    # goodput: the 2500 bytes the ACKs cover, over the SYN (start) -> that ACK
+    assert (row["delivered_bytes"], row["goodput_source"]) == (2500, "ack")
+    assert row["goodput_bps"] == pytest.approx(2500 * 8 / 0.05)
     assert (row["init_window_bytes"], row["init_window_segments"]) == (2000, 2)
     assert row["unique_bytes"] == 2500 and row["retrans_packets"] == 0 and row["loss_rate"] == 0
+    assert row["loss_events"] == 0 and row["loss_event_rate"] == 0
     assert row["mathis_bps"] is None  # no loss: the model has no prediction
 
 

@@ -228,6 +228,7 @@ MISSING: dict[tuple[str, str], str] = {
     ("linux/*", "flows"): "each Linux sample is one connection: nothing to compare",
     ("ns3/dumbbell/*.pcap", "flows"): "the sender's pcap holds one connection",
     ("ns2/lab_*", "flows"): "the tpWindow lab runs one FTP flow",
+    ("ns2/big_queue", "flows"): "the tpWindow lab runs one FTP flow",
     ("ns2/sweep/*", "flows"): "the tpWindow lab runs one FTP flow",
     ("ns2/grading/*", "flows"): "the tpWindow lab runs one FTP flow",
     ("ns2/grading/submissions/*", "flows"): "the tpWindow lab runs one FTP flow",

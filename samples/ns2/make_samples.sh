@@ -32,12 +32,18 @@ tp() {
 	add_json "$d" command "\"ns tpwindow.tcl $*\""
 }
 
-rm -rf lab_tahoe lab_reno lab_lossy sweep grading dumbbell wireless
+rm -rf lab_tahoe lab_reno lab_lossy big_queue sweep grading dumbbell wireless
 
 # ---- 1. the lab itself (window 66 pkts, 100 ms, queue 20 -> queue overflow drops), 20 s
 tp lab_tahoe 66 100ms Tahoe 20 20 0 1 0
 tp lab_reno  66 100ms Reno  20 20 0 1 0
 tp lab_lossy 66 100ms Reno  20 20 0.02 1 0
+
+# ---- 1b. a short Reno transfer into a 300-packet queue (window 400, 50 ms, 3 s): at the end ~190 kB
+# sent sit in the queue and on the wire, never delivered -- a goodput counted from the bytes sent
+# (1.38 Mbit/s) exceeds the 1 Mb/s link; counted from the receiver's r events it cannot
+tp big_queue 400 50ms Reno 300 3 0 1 0
+add_json big_queue purpose '"goodput must count delivered bytes: undelivered data in a long queue at the end"'
 
 # ---- 2. window sweep: fixed-size transfer of 500000 bytes (1000 x 500 B), Tahoe, 100 ms, queue 20.
 # window_ (packets) = round(W * 1024 / 500) for W in KB

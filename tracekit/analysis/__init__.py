@@ -30,7 +30,7 @@ from tracekit.analysis import rtt as _rtt
 from tracekit.analysis.flight import flight as _flight
 from tracekit.analysis.flows import basic as _flows_basic
 from tracekit.analysis.flows import flows as _flows
-from tracekit.analysis.flows import with_cwnd_stats
+from tracekit.analysis.flows import model_inputs, with_cwnd_stats
 from tracekit.analysis.stalls import stalls as _stalls
 from tracekit.analysis.vantage import detect, vantage
 from tracekit.errors import UsageError
@@ -158,15 +158,19 @@ def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | No
     retrans_df = rt.drop("_i", "episode")
     fl = _flight(pk, state=st)
     sl = _stalls(pk, state=st, rtt_samples_df=rs, retrans=rt, est=est)
+    basic_df = _flows_basic(pk)
     flows_df = _flows(pk, all_packets=trace.packets, parts={
         "state": st, "rtt_samples": rs, "retrans": rt, "flight": fl, "stalls": sl, "vantage": detect(pk, rtt_df),
-        "smoothed": est, "handshake": hs, "basic": _flows_basic(pk),
+        "smoothed": est, "handshake": hs, "basic": basic_df,
     })
+    inputs = model_inputs(basic_df, est) if st.height else None
     has_state = st.height > 0
     del st, rs, rt, est, hs
     cw = _cwnd.cwnd(pk, trace.samples, fl, retrans_df, trace.meta)
     if has_state:
-        flows_df = with_cwnd_stats(flows_df, _cwnd.flow_stats(cw))
+        stats = _cwnd.flow_stats(cw, _loss_evidence(trace.packets, retrans_df), flows_df.select(
+            "flow", "dir", tol_s=pl.col("rtt_min_s")))
+        flows_df = with_cwnd_stats(flows_df, stats, inputs)
         if trace.meta.get("kernel"):  # ss samples beside the capture: the estimate's error against them
             from tracekit.kernel import with_kernel_columns
 
@@ -179,6 +183,18 @@ def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | No
         packets=pk, flows=flows_df, flight=fl, cwnd=cw, rtt=rtt_df,
         retransmissions=retrans_df, stalls=sl, queue=qu, fairness=_fairness.fairness(tp), _throughput={b: tp},
     )
+
+
+def _loss_evidence(packets: pl.DataFrame, retrans: pl.DataFrame) -> pl.DataFrame:
+    """``flow, dir, time`` of every data retransmission and simulator drop of data: what backs a loss event.
+
+    A lost SYN is left out: it lowers the initial window (RFC 6298 §5.7) before any data
+    flows, so it is no loss event of the transfer.
+    """
+    cols = retrans.select("flow", "dir", "time")
+    drops = packets.lazy().filter((pl.col("event") == "drop") & pl.col("flow").is_not_null()
+                                  & (pl.col("payload") > 0)).select("flow", "dir", "time").collect()
+    return pl.concat([cols.filter(retrans["len"] > 0), drops.cast(cols.schema)])
 
 
 #: Flow ids from this on are renumbered for the analysis (direction ids ``2·flow + dir`` are 32-bit).

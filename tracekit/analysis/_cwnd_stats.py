@@ -133,7 +133,8 @@ def loss_events(df: pl.DataFrame, columns: list[str], decrease: float) -> pl.Dat
     return df.select(columns)[rows]
 
 
-def flow_stats(df: pl.DataFrame, schema: dict[str, pl.DataType], decrease: float) -> pl.DataFrame | None:
+def flow_stats(df: pl.DataFrame, schema: dict[str, pl.DataType], decrease: float,
+               events: list[pl.DataFrame] | None = None) -> pl.DataFrame | None:
     """Per (flow, dir): largest cwnd, source, loss events and the first one's time (None: not plain).
 
     The tool's own series is preferred when the direction has one: in the sorted order it is
@@ -143,6 +144,9 @@ def flow_stats(df: pl.DataFrame, schema: dict[str, pl.DataType], decrease: float
         df: A :data:`tracekit.schema.CWND` frame.
         schema: The columns and dtypes to return.
         decrease: See :data:`tracekit.analysis.cwnd.DECREASE`.
+        events: If given, the chosen series' loss events are appended to it as one frame
+            ``flow, dir, time, _prev`` (``_prev``: the series' sample before the event's first
+            row; the row's own time for a series' first row).
     """
     s = _series(df)
     if s is None:
@@ -167,6 +171,14 @@ def flow_stats(df: pl.DataFrame, schema: dict[str, pl.DataType], decrease: float
         head = np.concatenate([[True], pair_of[1:] != pair_of[:-1]])
         first_ev[pair_of[head]] = s.time[pos[head]]
     big = np.maximum.reduceat(s.cwnd if take is None else np.where(take, s.cwnd, -np.inf), s.pair)
+    if events is not None:
+        prev = np.maximum(pos - 1, 0)
+        first_row = np.zeros(n, dtype=bool)
+        first_row[s.start] = True
+        pt = np.where(first_row[pos], s.time[pos], s.time[prev])
+        er = pos if s.order is None else s.order[pos]
+        events.append(df.select("flow", "dir")[er].with_columns(time=pl.Series(s.time[pos], dtype=pl.Float64),
+                                                               _prev=pl.Series(pt, dtype=pl.Float64)))
     rows = chosen if s.order is None else s.order[chosen]
     out = df.select("flow", "dir")[rows].with_columns(
         max_cwnd_bytes=pl.Series(big), cwnd_source=pl.Series(np.where(s.trace[chosen], "trace", "estimate")),

@@ -18,7 +18,8 @@ from tracekit.analysis._groups import MISSING, Segments
 from tracekit.analysis._state import Ints, segments
 from tracekit.analysis.rtt import srtt_at
 
-_EMPTY_TIMING = {"flow": pl.UInt32, "dir": pl.Int8, "transfer_s": pl.Float64, "init_window_bytes": pl.Int64,
+_EMPTY_TIMING = {"flow": pl.UInt32, "dir": pl.Int8, "_data_t0": pl.Float64, "_acked_t": pl.Float64,
+                 "_ack_bytes": pl.Int64, "_ack_t": pl.Float64, "init_window_bytes": pl.Int64,
                  "init_window_segments": pl.Int64, "max_rwnd_bytes": pl.Int64}
 _EMPTY_SHARES = {"flow": pl.UInt32, "dir": pl.Int8, "limited_cwnd_share": pl.Float64,
                  "limited_rwnd_share": pl.Float64, "limited_app_share": pl.Float64}
@@ -76,15 +77,18 @@ def data_rows(st: pl.DataFrame) -> DataRows:
 
 
 def timing(st: pl.DataFrame, dr: DataRows | None = None) -> pl.DataFrame:
-    """``transfer_s``, the initial window and the peer's largest advertised window per data direction.
+    """ACK timing, the initial window and the peer's largest advertised window per data direction.
 
     Args:
         st: Prepared state (non-empty).
         dr: ``data_rows(st)``, if at hand.
 
     Returns:
-        ``flow, dir, transfer_s, init_window_bytes, init_window_segments, max_rwnd_bytes``, one
-        row per direction with data, ascending.
+        ``flow, dir, _data_t0`` (first data byte sent), ``_acked_t`` (the first ACK of the last
+        data byte; null: not seen), ``_ack_bytes`` (data bytes the peer's cumulative ACKs cover:
+        highest ACK − first data byte, at most the data sent; null: no ACK of data seen),
+        ``_ack_t`` (when the highest of those ACKs was seen), ``init_window_bytes,
+        init_window_segments, max_rwnd_bytes``; one row per direction with data, ascending.
     """
     dr = data_rows(st) if dr is None else dr
     sg, o, d, ds, keys = dr.sg, dr.order, dr.d, dr.starts, dr.keys  # d: data rows (ascending within a direction)
@@ -117,9 +121,15 @@ def timing(st: pl.DataFrame, dr: DataRows | None = None) -> pl.DataFrame:
         tend[tgt[fin][fr]] = np.minimum.reduceat(time[a[fin]], fr)
     first_ack = np.full(len(keys), np.iinfo(np.int64).max)
     cov = ack > s0[tgt]
+    ack_bytes = np.full(len(keys), MISSING, dtype=np.int64)
+    ack_t = np.full(len(keys), np.nan)
     if cov.any():
         cr = _runs(tgt[cov])
         first_ack[tgt[cov][cr]] = a[cov][cr]
+        # cumulative ACKs only rise: the run's largest is the most the receiver had got
+        ka = tgt[cov][cr]
+        ack_bytes[ka] = np.minimum(np.maximum.reduceat(ack[cov], cr), last[ka]) - s0[ka]
+        ack_t[ka] = np.maximum.reduceat(time[a[cov]], cr)
     # data sent before the first ACK of data: the initial window, a prefix of each direction's
     # run (its rows ascend); (run number, row) ascends along ``d``, so one sorted look-up finds
     # where every prefix ends, and a running sum of the lengths gives its bytes
@@ -143,7 +153,10 @@ def timing(st: pl.DataFrame, dr: DataRows | None = None) -> pl.DataFrame:
     rw[sg.keys.astype(np.int64)] = wmax
     rwin = rw[keys ^ 1]
     out = _keyed(keys).with_columns(
-        transfer_s=pl.Series(tend - t0).fill_nan(None),
+        _data_t0=pl.Series(t0),
+        _acked_t=pl.Series(tend).fill_nan(None),
+        _ack_bytes=pl.Series(ack_bytes).set(pl.Series(ack_bytes == MISSING), None),  # type: ignore[arg-type]
+        _ack_t=pl.Series(ack_t).fill_nan(None),
         init_window_bytes=pl.Series(iw_b).set(pl.Series(no_iw), None),  # type: ignore[arg-type]
         init_window_segments=pl.Series(iw_n).set(pl.Series(no_iw), None),  # type: ignore[arg-type]
         max_rwnd_bytes=pl.Series(rwin).set(pl.Series(rwin == MISSING), None).cast(st["win"].dtype),  # type: ignore[arg-type]

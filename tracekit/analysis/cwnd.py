@@ -292,9 +292,14 @@ def loss_events(cwnd_df: pl.DataFrame) -> pl.DataFrame:
     """
     if cwnd_df.is_empty():
         return pl.DataFrame(schema=_EVENTS)
-    fast = _stats.loss_events(cwnd_df, list(_EVENTS), DECREASE)  # numpy, for plain frames
+    return loss_events_of(cwnd_df, list(_EVENTS))
+
+
+def loss_events_of(cwnd_df: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
+    """:func:`loss_events` with the given columns of the event rows (``source`` as String)."""
+    fast = _stats.loss_events(cwnd_df, columns, DECREASE)  # numpy, for plain frames
     if fast is not None:
-        return fast.with_columns(pl.col("source").cast(pl.String))  # (a few rows: as declared in _EVENTS)
+        return fast.with_columns(pl.col(c).cast(pl.String) for c in ("source",) if c in columns)
     keys = ["_kf", "_kd", "source"]
     df = _as_strings(cwnd_df).with_columns(
         _kf=pl.col("flow").cast(pl.Int64).fill_null(-1), _kd=pl.col("dir").cast(pl.Int64).fill_null(-1)
@@ -308,22 +313,112 @@ def loss_events(cwnd_df: pl.DataFrame) -> pl.DataFrame:
         | ((pl.col("cwnd_bytes") <= 0.5 * pl.col("cwnd_bytes").shift(1).over(keys)) & (prev_phase != "recovery"))
     ).fill_null(False)
     ev = pl.when(pl.col("source") == "trace").then(pl.col("_dec")).otherwise(est_ev)
-    return df.filter(ev).select(list(_EVENTS)).sort("flow", "dir", "source", "time", nulls_last=True)
+    return df.filter(ev).select(columns).sort([c for c in ("flow", "dir", "source", "time") if c in columns],
+                                              nulls_last=True)
 
 
-def flow_stats(cwnd_df: pl.DataFrame) -> pl.DataFrame:
+def flow_stats(cwnd_df: pl.DataFrame, evidence: pl.DataFrame | None = None,
+               windows: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per data direction: the largest cwnd, which source it comes from, and the loss events.
 
     The tool's own series is preferred when the trace has one (``cwnd_source = "trace"``).
+    With ``evidence``, a reduction is a loss event only when loss evidence lies next to it
+    (:func:`confirmed`): a sender also lowers cwnd without a loss — ns-2's agent restarts
+    from one segment after an idle RTO once the FTP has finished (RFC 5681 §4.1's restart
+    window), which a count of every reduction would take for a loss.
 
     Args:
         cwnd_df: A :data:`tracekit.schema.CWND` frame.
+        evidence: ``flow, dir, time`` of the retransmissions and simulator drops; None: every
+            reduction counts.
+        windows: ``flow, dir, tol_s``: the directions whose packets were seen (their reductions
+            need evidence; others, e.g. a tool's series without packets, keep every one) and
+            how far from a reduction the evidence may lie.
 
     Returns:
         ``flow, dir, max_cwnd_bytes, cwnd_source, loss_events, first_loss_s``.
     """
     if cwnd_df.is_empty():
         return pl.DataFrame(schema=_STATS)
+    if evidence is None or windows is None or windows.is_empty():
+        return _flow_stats(cwnd_df)
+    found: list[pl.DataFrame] = []
+    out = _stats.flow_stats(cwnd_df, _STATS, DECREASE, found)  # numpy, for plain frames
+    if out is None:
+        out = _flow_stats(cwnd_df)
+    ev = confirmed(cwnd_df, out, evidence, windows, found[0] if found else None)
+    return out.drop("loss_events", "first_loss_s").join(ev, on=KEYS, how="left", nulls_equal=True).with_columns(
+        pl.col("loss_events").fill_null(0)).select([pl.col(c).cast(t) for c, t in _STATS.items()])
+
+
+def confirmed(cwnd_df: pl.DataFrame, stats: pl.DataFrame, evidence: pl.DataFrame,
+              windows: pl.DataFrame, events: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Loss events of each direction's chosen series that loss evidence backs.
+
+    A reduction whose first falling sample is at ``t`` (the sample before it at ``t_prev``)
+    is a loss event when the direction retransmitted, or a simulator dropped one of its
+    packets, within ``[t_prev − tol, t + tol]``: a sender cuts cwnd at the moment it
+    retransmits (fast retransmit, RFC 5681 §3.2; a timeout, RFC 6298 §5.5), and ``tol`` (the
+    direction's minimum RTT) absorbs where the packets were observed. A reduction without
+    any — the restart after an idle period (RFC 5681 §4.1), ns-2's reset when the agent
+    idles after the FTP ends — is not a loss: an idle restart follows at least one RTO of
+    silence, longer than ``tol``, so no retransmission can lie that close to it.
+
+    Args:
+        events: The chosen series' events with ``_prev`` if already found (see
+            :func:`_chosen_events`).
+
+    Returns:
+        ``flow, dir, loss_events, first_loss_s`` for the directions of ``windows``; other
+        directions keep their count from ``stats``.
+    """
+    ev = _chosen_events(cwnd_df) if events is None else events
+    w = windows.select(pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8),
+                       pl.col("tol_s").cast(pl.Float64).fill_null(0.0))
+    ev = ev.join(w, on=KEYS, how="inner").with_columns(
+        _lo=pl.coalesce("_prev", "time") - pl.col("tol_s"), _hi=pl.col("time") + pl.col("tol_s")).sort("_lo")
+    e = evidence.select(pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8),
+                        pl.col("time").cast(pl.Float64).alias("_e")).drop_nulls().sort("_e")
+    ev = ev.join_asof(e, left_on="_lo", right_on="_e", by=KEYS, strategy="forward", check_sortedness=False)
+    ok = ev.filter(pl.col("_e").is_not_null() & (pl.col("_e") <= pl.col("_hi")))
+    got = ok.group_by(KEYS).agg(pl.len().alias("loss_events"), pl.col("time").min().alias("first_loss_s"))
+    kept = stats.join(w, on=KEYS, how="anti").select(*KEYS, "loss_events", "first_loss_s")
+    seen = w.select(*KEYS).join(got, on=KEYS, how="left").with_columns(pl.col("loss_events").fill_null(0))
+    return pl.concat([kept.cast({"loss_events": pl.UInt32}), seen.cast({"loss_events": pl.UInt32})])
+
+
+def _key(df: pl.DataFrame) -> np.ndarray:
+    """``flow``/``dir`` as one int64 per row (nulls as -1), for cheap comparisons."""
+    f = df["flow"].cast(pl.Int64).fill_null(-1).to_numpy()
+    d = df["dir"].cast(pl.Int64).fill_null(-1).to_numpy()
+    return f * 4 + (d & 1) + np.where(d < 0, 2, 0)
+
+
+def _chosen_events(cwnd_df: pl.DataFrame) -> pl.DataFrame:
+    """Loss events of each direction's chosen series (the tool's when it has one) with ``_prev``,
+    the time of the series' sample before the event's first row (its own time for a first row).
+
+    Numpy over the frame as :func:`cwnd` returns it (rows by flow, dir, source, time); any other
+    order is sorted once.
+    """
+    is_trace = (cwnd_df["source"] == "trace").fill_null(False).to_numpy()
+    key = _key(cwnd_df)
+    keep = ~np.isin(key, np.unique(key[is_trace])) | is_trace if is_trace.any() else None
+    chosen = cwnd_df if keep is None else cwnd_df.filter(pl.Series(keep))
+    k = key if keep is None else key[keep]
+    t = chosen["time"].to_numpy()
+    if k.size > 1 and (np.any(k[1:] < k[:-1]) or np.any((k[1:] == k[:-1]) & (t[1:] < t[:-1]))):
+        order = np.lexsort((t, k))
+        chosen, k, t = chosen[order], k[order], t[order]
+    ev = loss_events_of(chosen.with_row_index("_r"), [*KEYS, "time", "_r"])
+    r = ev["_r"].cast(pl.Int64).to_numpy()
+    p = np.maximum(r - 1, 0)
+    same = (r > 0) & (k[p] == k[r])
+    return ev.drop("_r").with_columns(_prev=pl.Series(np.where(same, t[p], t[r]), dtype=pl.Float64))
+
+
+def _flow_stats(cwnd_df: pl.DataFrame) -> pl.DataFrame:
+    """:func:`flow_stats` counting every reduction of the chosen series."""
     fast = _stats.flow_stats(cwnd_df, _STATS, DECREASE)  # numpy, for plain frames
     if fast is not None:
         return fast

@@ -8,18 +8,30 @@ Definitions (docs/analysis.md has the full list):
   before count as retransmitted; ``retrans_fast``/``retrans_rto``/``retrans_spurious`` by kind;
 * ``unique_bytes``: highest sequence end minus lowest data sequence;
 * ``throughput_bps``: every byte on the wire in that direction (``size``) × 8 ÷ duration;
-* ``goodput_bps``: unique payload bytes × 8 ÷ duration;
+* ``delivered_bytes``: payload the receiver got (``goodput_source`` says how it is known):
+  ``receive`` — the unique payload of the simulator's receive events at the destination node
+  (ns-2 ``r`` lines whose node is the packet's destination); ``ack`` — the data bytes the
+  receiver's cumulative ACKs cover (highest ACK − first data byte, at most the data sent);
+  ``sent`` — no ACK of data was seen (a one-way capture): the unique bytes sent, an upper bound;
+* ``goodput_bps``: ``delivered_bytes`` × 8 ÷ (the last delivery — the receive event, else the
+  ACK covering it — minus ``start``); ``sent``: unique bytes × 8 ÷ duration. Never above the
+  bottleneck's payload rate: every delivered byte crossed it after ``start``;
 * ``handshake_rtt_s``: SYN → the initiator's ACK of the SYN-ACK (Wireshark's
   ``tcp.analysis.initial_rtt``), on both directions' rows;
-* ``transfer_s``: first data byte sent → the ACK of the last data byte (the "download
-  response time"); null when that ACK was not seen;
+* ``transfer_s``: the connection's first SYN (the first data byte of the direction where no
+  SYN was seen) → the first ACK of the direction's last data byte, as an FTP download time
+  is measured; null when that ACK was not seen;
+* ``handshake_s``: the part of ``transfer_s`` before data flows: first SYN → the direction's
+  first data byte (the handshake, plus the request where the peer asks first); null without SYN;
 * ``init_window_bytes``/``init_window_segments``: data sent before the first ACK of data;
 * ``window_scaling``: both SYN and SYN-ACK carried the window-scale option (RFC 7323);
 * ``rtt_*``: over the direction's ``seq`` RTT samples (``ts`` ones when there are none;
   ``rtt_method`` says which), zero samples (same timestamp) left out;
 * ``dup_acks``: duplicate ACKs (Wireshark's rule) the other side sent about this data;
 * ``flight_max_bytes``/``flight_mean_bytes``: over the ``flight_bytes`` of the data segments;
-* ``max_cwnd_bytes``, ``cwnd_source``, ``loss_events``: from the cwnd analysis;
+* ``max_cwnd_bytes``, ``cwnd_source``, ``loss_events``: from the cwnd analysis; a reduction
+  counts as a loss event only with a retransmission or drop next to it
+  (:func:`tracekit.analysis.cwnd.confirmed`);
 * ``stall_count``/``stall_time_s``: the ``stalls`` frame;
 * ``limited_rwnd_share``/``limited_cwnd_share``/``limited_app_share``: each data segment
   stands for the time until the next one; it is *rwnd-limited* when the data outstanding
@@ -27,11 +39,16 @@ Definitions (docs/analysis.md has the full list):
   came more than one srtt later and everything sent had been acknowledged by then (the
   sender had nothing to send), else *cwnd-limited* (sending as the ACK clock allows,
   including loss recovery and timeouts);
-* ``drops``/``loss_rate``: simulator traces: ``drop`` events of the direction ÷ data
-  segments sent; captures (no drops recorded): non-spurious retransmissions ÷ data segments;
-* ``mathis_bps``/``padhye_bps``: the models of :mod:`tracekit.models` for ``loss_rate``, the
-  largest segment sent as MSS, ``rtt_mean_s`` and (Padhye) RTO = max(0.2 s, srtt + 4·rttvar)
-  at the end and the largest advertised window; ``window_limited_bps``: largest advertised
+* ``drops``/``loss_rate``: the *packet* loss rate: simulator traces: ``drop`` events of the
+  direction ÷ data segments sent; captures (no drops recorded): non-spurious retransmissions
+  ÷ data segments;
+* ``loss_event_rate``: ``loss_events`` ÷ data segments sent — the *loss-event* rate: all the
+  packets lost in one window (one cwnd reduction) are one event;
+* ``mathis_bps``/``padhye_bps``: the models of :mod:`tracekit.models` for ``loss_event_rate``
+  (both models' ``p`` is the loss-event probability: Mathis et al. §2, Padhye et al. §2.1 — a
+  burst of drops in one window costs one halving), the largest segment sent as MSS,
+  ``rtt_mean_s`` and (Padhye) RTO = max(0.2 s, srtt + 4·rttvar) at the end and the largest
+  advertised window; null without a loss event; ``window_limited_bps``: largest advertised
   window ÷ ``rtt_mean_s``;
 * ``vantage_point``: ``sender``, ``receiver`` or ``middle`` (:func:`tracekit.analysis.vantage.detect`).
 """
@@ -44,7 +61,7 @@ import numpy as np
 import polars as pl
 
 from tracekit.analysis import _flows_np as _np
-from tracekit.analysis._state import KEYS, at, prepare
+from tracekit.analysis._state import KEYS, at, pick, prepare
 from tracekit.schema import SYN
 
 FLOW_KEYS = KEYS
@@ -123,16 +140,31 @@ def _rtt_stats(rs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _models(out: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
-    """Mathis, Padhye and window-limit predictions next to the measured goodput."""
+def model_inputs(basic_df: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
+    """What the models need beyond the flows columns: ``flow, dir, _smss, srtt, rttvar`` (at the end).
+
+    Small (a row per direction), so :func:`tracekit.analysis.analyze` keeps it while the
+    per-packet state is freed, and the models run once the loss events are known
+    (:func:`with_cwnd_stats`).
+    """
     last = est.sort("_i").group_by(KEYS).agg(pl.col("srtt").last(), pl.col("rttvar").last())
-    out = out.join(last, on=KEYS, how="left", maintain_order="left")
+    return basic_df.select(*KEYS, "_smss").join(last, on=KEYS, how="left")
+
+
+def _models(out: pl.DataFrame, inputs: pl.DataFrame) -> pl.DataFrame:
+    """Loss-event rate, then Mathis, Padhye and window-limit predictions next to the measured goodput."""
+    out = out.drop([c for c in ("_smss", "srtt", "rttvar") if c in out.columns]).join(
+        inputs, on=KEYS, how="left", maintain_order="left")
+    if "loss_events" not in out.columns:
+        out = out.with_columns(loss_events=pl.lit(None, pl.Int64))
+    out = out.with_columns(loss_event_rate=pl.when(pl.col("data_packets") > 0).then(
+        pl.col("loss_events").cast(pl.Float64) / pl.col("data_packets")))
     try:
         from tracekit import models
     except ImportError:  # pragma: no cover - tracekit.models is part of the package
         return out.with_columns(mathis_bps=pl.lit(None, pl.Float64), padhye_bps=pl.lit(None, pl.Float64),
                                 window_limited_bps=pl.lit(None, pl.Float64))
-    p = out["loss_rate"].cast(pl.Float64).to_numpy()
+    p = out["loss_event_rate"].cast(pl.Float64).to_numpy()
     mss = out["_smss"].cast(pl.Float64).to_numpy()
     rtt = out["rtt_mean_s"].cast(pl.Float64).to_numpy()
     rto = out.select(pl.max_horizontal(pl.lit(RTO_MIN_S), pl.col("srtt") + 4 * pl.col("rttvar"))).to_series()
@@ -154,9 +186,10 @@ def _models(out: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
 #: Column order of the flows frame.
 COLUMNS = [
     "flow", "dir", "src", "sport", "dst", "dport", "vantage_point", "start", "end", "duration", "transfer_s",
-    "packets", "data_packets", "data_bytes", "unique_bytes", "wire_bytes", "init_window_bytes",
-    "init_window_segments", "retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto", "retrans_spurious",
-    "dup_acks", "drops", "loss_rate", "throughput_bps", "goodput_bps", "mathis_bps", "padhye_bps",
+    "handshake_s", "packets", "data_packets", "data_bytes", "unique_bytes", "delivered_bytes", "wire_bytes",
+    "init_window_bytes", "init_window_segments", "retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto",
+    "retrans_spurious", "dup_acks", "drops", "loss_rate", "loss_event_rate", "throughput_bps", "goodput_bps",
+    "goodput_source", "mathis_bps", "padhye_bps",
     "window_limited_bps", "handshake_rtt_s", "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s", "rtt_samples",
     "rtt_method", "flight_max_bytes", "flight_mean_bytes", "max_cwnd_bytes", "cwnd_source", "loss_events",
     "stall_count", "stall_time_s", "limited_cwnd_share", "limited_rwnd_share", "limited_app_share", "mss",
@@ -239,6 +272,7 @@ def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: d
         out = out.join(cs.select([c for c in ("flow", "dir", "max_cwnd_bytes", "cwnd_source", "loss_events")
                                   if c in cs.columns]), on=KEYS, how="left")
     allp = pk if all_packets is None else all_packets
+    out = _transfer_and_goodput(out, st, allp)
     sim = allp.height > 0 and bool((allp["event"] != "capture").any())
     if sim:
         drops = allp.filter(pl.col("event") == "drop").group_by(KEYS).agg(pl.len().cast(pl.Int64).alias("drops"))
@@ -248,33 +282,97 @@ def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: d
         out = out.with_columns(drops=pl.lit(None, pl.Int64))
         lost = pl.col("retrans_packets") - pl.col("retrans_spurious")
     out = out.with_columns(loss_rate=pl.when(pl.col("data_packets") > 0).then(lost / pl.col("data_packets")))
-    return _finish(_models(out, est))
+    return _finish(_models(out, model_inputs(out, est)))
 
 
-def with_cwnd_stats(out: pl.DataFrame, cs: pl.DataFrame | None) -> pl.DataFrame:
+def _first_syn(st: pl.DataFrame) -> pl.DataFrame:
+    """``flow, _syn_t``: the connection's first SYN (either direction: the opener's SYN, or its SYN-ACK)."""
+    return pick(st, pl.col("syn"), "flow", "time").group_by("flow").agg(pl.col("time").min().alias("_syn_t"))
+
+
+def _received(allp: pl.DataFrame) -> pl.DataFrame:
+    """``flow, dir, _rx_bytes, _rx_t``: unique payload the destination node received, and when the last came.
+
+    Simulator traces only: receive events (ns-2 ``r``) on a link into the node the packet is
+    addressed to (its ``dst`` is that node's id, as ns-2 writes addresses ``node.port``).
+    """
+    empty = pl.DataFrame(schema={"flow": pl.UInt32, "dir": pl.Int8, "_rx_bytes": pl.Int64, "_rx_t": pl.Float64})
+    if allp.is_empty() or not (allp["event"] == "recv").any():
+        return empty
+    rx = allp.lazy().filter(
+        (pl.col("event") == "recv") & (pl.col("payload") > 0) & pl.col("flow").is_not_null()
+        & pl.col("dir").is_not_null() & pl.col("seq").is_not_null()
+        & (pl.col("node") == pl.col("dst").cast(pl.String))
+    ).select(*KEYS, "time", "seq", end=pl.col("seq") + pl.col("payload").cast(pl.Int64)).collect()
+    if rx.is_empty():
+        return empty
+    # each byte range once, at its first arrival (a retransmission that fills a hole arrives after
+    # higher data but delivers new bytes); the union of the ranges in sequence order
+    rx = rx.group_by(*KEYS, "seq", "end").agg(pl.col("time").min()).sort(*KEYS, "seq", "end").with_columns(
+        _before=pl.col("end").cum_max().shift(1).over(KEYS))
+    new = (pl.col("end") - pl.max_horizontal("seq", pl.col("_before").fill_null(pl.col("seq")))).clip(lower_bound=0)
+    rx = rx.with_columns(_new=new)
+    return rx.group_by(KEYS).agg(pl.col("_new").sum().cast(pl.Int64).alias("_rx_bytes"),
+                                 pl.col("time").filter(pl.col("_new") > 0).max().alias("_rx_t"))
+
+
+def _transfer_and_goodput(out: pl.DataFrame, st: pl.DataFrame, allp: pl.DataFrame) -> pl.DataFrame:
+    """``transfer_s``, ``handshake_s``, ``delivered_bytes``, ``goodput_source`` and ``goodput_bps``.
+
+    Definitions: the module docstring. The goodput counts what the receiver got, not the
+    highest byte sent: bytes sent but lost or still in flight at the end were never delivered,
+    so a sender-side count could exceed the bottleneck's rate.
+    """
+    out = out.join(_first_syn(st), on="flow", how="left").join(_received(allp), on=KEYS, how="left")
+    syn = pl.col("_syn_t")
+    has_syn = syn.is_not_null() & (syn <= pl.col("_data_t0"))
+    opened = pl.when(has_syn).then(syn).otherwise(pl.col("_data_t0"))
+    ack_end = pl.coalesce("_acked_t", "_ack_t")
+    source = (pl.when(pl.col("_rx_bytes").is_not_null()).then(pl.lit("receive"))
+              .when(pl.col("_ack_bytes").is_not_null()).then(pl.lit("ack")).otherwise(pl.lit("sent")))
+    out = out.with_columns(
+        transfer_s=pl.col("_acked_t") - opened,
+        handshake_s=pl.when(has_syn).then(pl.col("_data_t0") - syn),
+        goodput_source=source,
+        delivered_bytes=pl.coalesce("_rx_bytes", "_ack_bytes", "unique_bytes").cast(pl.Int64),
+        _got_t=pl.coalesce("_rx_t", ack_end),
+    )
+    span = pl.col("_got_t") - pl.col("start")
+    return out.with_columns(goodput_bps=pl.when(pl.col("goodput_source") == "sent").then(pl.col("goodput_bps"))
+                            .when(span > 0).then(pl.col("delivered_bytes") * 8 / span))
+
+
+def with_cwnd_stats(out: pl.DataFrame, cs: pl.DataFrame | None, inputs: pl.DataFrame | None = None) -> pl.DataFrame:
     """A flows frame computed without ``cwnd_stats``, with the cwnd columns filled from them.
 
-    The same frame as passing ``parts["cwnd_stats"]`` to :func:`flows` (which only joins them),
-    so that :func:`tracekit.analysis.analyze` can free the per-packet state before the cwnd
-    analysis runs instead of holding both at once.
+    The same frame as passing ``parts["cwnd_stats"]`` to :func:`flows`, so that
+    :func:`tracekit.analysis.analyze` can free the per-packet state before the cwnd analysis
+    runs instead of holding both at once.
 
     Args:
         out: :func:`flows` output for a trace with TCP state.
         cs: :func:`tracekit.analysis.cwnd.flow_stats` output.
+        inputs: :func:`model_inputs` of the trace (the models need the loss events; None:
+            the model columns stay as they are).
 
     Returns:
-        ``out`` with ``max_cwnd_bytes``, ``cwnd_source`` and ``loss_events`` from ``cs``.
+        ``out`` with ``max_cwnd_bytes``, ``cwnd_source`` and ``loss_events`` from ``cs``, and
+        ``loss_event_rate`` and the models recomputed from them.
     """
     if cs is None or not cs.height or out.is_empty():
         return out
     cols = [c for c in ("max_cwnd_bytes", "cwnd_source", "loss_events") if c in cs.columns]
-    return _finish(out.drop(cols).join(cs.select("flow", "dir", *cols), on=KEYS, how="left"))
+    out = out.drop(cols).join(cs.select("flow", "dir", *cols), on=KEYS, how="left")
+    if inputs is not None:
+        out = _models(out.drop("loss_event_rate", "mathis_bps", "padhye_bps", "window_limited_bps"), inputs)
+    return _finish(out)
 
 
 def _finish(out: pl.DataFrame) -> pl.DataFrame:
     """Add missing columns as nulls and put them in :data:`COLUMNS` order."""
     types: dict[str, pl.DataType] = {"cwnd_source": pl.String(), "rtt_method": pl.String(), "vantage_point": pl.String(),
-                                     "window_scaling": pl.Boolean(), "src": pl.String(), "dst": pl.String()}
+                                     "window_scaling": pl.Boolean(), "src": pl.String(), "dst": pl.String(),
+                                     "goodput_source": pl.String(), "delivered_bytes": pl.Int64()}
     types.update({c: pl.Int64() for c in COLUMNS if c.endswith(("_packets", "_segments", "_count", "_samples"))
                   or c.startswith("retrans_") or c in ("loss_events", "drops", "dup_acks")})
     cols = [pl.col(c) if c in out.columns else pl.lit(None, types.get(c, pl.Float64())).alias(c) for c in COLUMNS]

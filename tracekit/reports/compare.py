@@ -31,11 +31,12 @@ if TYPE_CHECKING:
 #: Metrics of the main connection direction, in table order: (flows-table column, title).
 METRICS: list[tuple[str, str]] = [
     ("goodput_bps", "goodput"), ("throughput_bps", "throughput"), ("transfer_s", "transfer time s"),
-    ("duration", "duration s"), ("unique_bytes", "bytes delivered"), ("data_packets", "data packets"),
+    ("handshake_s", "handshake s"), ("delivered_bytes", "bytes delivered"), ("data_packets", "data packets"),
     ("retrans_packets", "retransmitted packets"), ("retrans_bytes", "retransmitted bytes"),
     ("retrans_fast", "fast retransmits"), ("retrans_rto", "timeout retransmits"),
-    ("rtt_p50_s", "RTT median s"), ("rtt_mean_s", "RTT mean s"), ("handshake_rtt_s", "handshake RTT s"),
-    ("max_cwnd_bytes", "max cwnd bytes"), ("stall_s", "stalled s"),
+    ("rtt_p50_s", "RTT median s"), ("rtt_mean_s", "RTT mean s"),
+    ("max_cwnd_bytes", "max cwnd bytes"), ("stall_s", "stalled s"), ("loss_rate", "packet loss rate"),
+    ("loss_events", "loss events"), ("loss_event_rate", "loss-event rate"),
     ("mathis_bps", "Mathis model"), ("padhye_bps", "Padhye model"), ("window_limited_bps", "window limit"),
 ]
 #: Which way is better for each metric: +1 higher is better, -1 lower is better; a metric not

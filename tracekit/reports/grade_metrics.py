@@ -33,11 +33,13 @@ SERIES_METRICS: dict[str, tuple[str, str]] = {
     "max_cwnd": ("bytes", "largest congestion window"),
     "min_cwnd_after_first_loss": ("bytes", "smallest congestion window from the first loss on"),
     "cwnd_backoff": ("ratio", "median of cwnd after ÷ before each window reduction"),
-    "loss_events": ("count", "the flows column when the analysis gives it, else drop events of the flow "
-                             "(simulators) or retransmitted segments (captures)"),
+    "loss_events": ("count", "the flows column when the analysis gives it (cwnd reductions backed by a "
+                             "retransmission or drop), else drop events of the flow (simulators) or "
+                             "retransmitted segments (captures)"),
     "queue_drops": ("count", "drops of packets that had been queued (buffer overflow)"),
     "first_loss_s": ("s", "time of the first loss after the flow's first packet"),
-    "download_time_s": ("s", "first packet → last segment carrying new data"),
+    "download_time_s": ("s", "the flows table's transfer_s (first SYN → last data byte acknowledged), "
+                             "else first packet → last segment carrying new data"),
     "cwnd_distance": ("ratio", "distance of the cwnd curve from the mean reference curve"),
     "throughput_distance": ("ratio", "distance of the throughput curve from the mean reference curve"),
 }

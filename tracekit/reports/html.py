@@ -40,14 +40,14 @@ _KEY = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 #: Flow-table columns shown on the page, in order, when the analysis provides them: the main
 #: ones fit a 1280-px window; the others are one click away (``<details>``).
 FLOW_COLUMNS = [
-    ("flow", "flow"), ("dir", "dir"), ("label", "connection"), ("duration", "duration s"),
+    ("flow", "flow"), ("dir", "dir"), ("label", "connection"),
     ("packets", "packets"), ("unique_bytes", "bytes"), ("retrans_packets", "retransmitted"),
     ("goodput_bps", "goodput"), ("transfer_s", "transfer s"), ("rtt_p50_s", "RTT p50 s"),
     ("max_cwnd_bytes", "max cwnd bytes"), ("stall_s", "stalled s"),
 ]
 MORE_FLOW_COLUMNS = [
     ("flow", "flow"), ("dir", "dir"), ("retrans_fast", "fast retx"), ("retrans_rto", "RTO retx"),
-    ("throughput_bps", "throughput"), ("handshake_rtt_s", "handshake RTT s"), ("mathis_bps", "Mathis model"),
+    ("throughput_bps", "throughput"), ("handshake_s", "handshake s"), ("mathis_bps", "Mathis model"),
     ("padhye_bps", "Padhye model"), ("window_limited_bps", "window limit"),
     ("kernel_cwnd_err_p50", "cwnd estimate vs kernel (median error)"),
 ]
