@@ -121,9 +121,8 @@ class Reassembler:
         self._expire(f.time, f.frame)
         end = f.offset + f.length
         if f.hdr + end > MAX_DATAGRAM:
-            if f.key in self.pending:
-                self._drop(f.key)
-            self._note("oversize", f.frame)
+            dropped = self._drop(f.key).frames if f.key in self.pending else 0
+            self._note("oversize", f.frame, dropped + 1)
             return None
         p = self.pending.get(f.key)
         if p is None:
