@@ -214,3 +214,15 @@ def test_reassembly_buffers_are_bounded() -> None:
     t = tracekit.read(craft.pcap(late, ts=ts))
     assert t.packets.filter(pl.col("proto") == "tcp").height == 0
     assert _codes(t) == {"W-FRAG-LIMIT": 2, "W-FRAGMENT": 2}
+
+
+def test_the_tshark_slow_path_reassembles_alike(tmp_path: Path) -> None:
+    """The reader for link types the fast path lacks leaves tshark's IP reassembly on: same rows."""
+    need_tool("tshark")
+    from tracekit.parsers import tshark
+
+    path = tmp_path / "mix.pcap"
+    path.write_bytes(craft.pcap(_mixture()))
+    for p in (path, PCAP):
+        fast, slow = tracekit.read(p).packets, tshark.read(p).packets
+        assert slow.equals(fast), p
