@@ -211,8 +211,8 @@ def cases() -> list[Case]:
     add("ipv4_bad_ihl", pcap([eth(ipv4(tcp(), ihl=3))]), "W-MALFORMED", "IPv4 IHL < 5")
     add("ipv4_fragment", pcap([eth(ipv4(b"\0" * 40, frag=100))]), "W-FRAGMENT", "fragments")
     # a first fragment [0, 40) then one at offset 16 (frag field 2 = 16 bytes) overlapping it
-    add("ipv4_fragment_overlap", pcap([eth(ipv4(tcp(payload=b"x" * 20), frag=0x2000)),
-                                       eth(ipv4(b"y" * 24, frag=2))]), "W-FRAG-OVERLAP", "overlapping fragments")
+    overlap = [eth(ipv4(tcp(payload=b"x" * 20), frag=0x2000)), eth(ipv4(b"y" * 24, frag=2))]
+    add("ipv4_fragment_overlap", pcap(overlap), "W-FRAG-OVERLAP", "overlapping fragments")
     add("ipv4_fragment_oversize", pcap([eth(ipv4(b"z" * 16, frag=0x1FFF))]), "W-FRAG-OVERSIZE",
         "fragment past 65,535 bytes")
     hop = bytes([6, 0]) + b"\0" * 6  # hop-by-hop, next = TCP

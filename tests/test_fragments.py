@@ -196,8 +196,9 @@ def test_a_duplicate_fragment_is_ignored() -> None:
 
 def test_oversized_datagram_is_refused_with_a_warning() -> None:
     """The "ping of death": a last fragment at offset 65,528 carrying 100 bytes (> 65,535 in all)."""
-    frames = [craft.ether(IP(src="10.0.0.1", dst="10.0.0.2", id=5, proto=6, flags="MF", frag=0) / bytes(_seg(0)[TCP])[:1480]),
-              craft.ether(IP(src="10.0.0.1", dst="10.0.0.2", id=5, proto=6, frag=8191) / (b"\0" * 100))]
+    hdr = dict(src="10.0.0.1", dst="10.0.0.2", id=5, proto=6)
+    frames = [craft.ether(IP(**hdr, flags="MF", frag=0) / bytes(_seg(0)[TCP])[:1480]),
+              craft.ether(IP(**hdr, frag=8191) / (b"\0" * 100))]
     t = tracekit.read(craft.pcap(frames))
     assert set(t.packets["proto"].cast(pl.String)) == {"other"}
     assert _codes(t) == {"W-FRAG-OVERSIZE": 2}
@@ -231,3 +232,13 @@ def test_the_tshark_slow_path_reassembles_alike(tmp_path: Path) -> None:
     for p in (path, PCAP):
         fast, slow = tracekit.read(p).packets, tshark.read(p).packets
         assert slow.equals(fast), p
+
+
+def test_headers_only_capture_reassembles_from_lengths() -> None:
+    """A snap length of 96 bytes keeps every header but little data: lengths suffice (not for tshark)."""
+    frames = [craft.ether(p) for p in fragment(_seg(0), 1000)]
+    whole = tracekit.read(craft.pcap(frames)).packets
+    cut = tracekit.read(craft.pcap(frames, caplens=[min(len(f), 96) for f in frames])).packets
+    assert cut["payload"].to_list() == whole["payload"].to_list() == [0, 0, 0, 3000]  # _seg's 3000 bytes
+    assert cut["seq"].to_list() == whole["seq"].to_list()
+    assert cut["size"].to_list() == whole["size"].to_list() == [*map(len, frames[:3]), sum(map(len, frames))]

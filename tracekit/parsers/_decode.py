@@ -10,7 +10,8 @@ Two paths, same results: packets of the common layout (Ethernet, IPv4 without op
 without options or with Linux's timestamp layout) are read from one window gather by
 :mod:`tracekit.parsers._fast` (~30 ns a packet); every other packet, and every packet of a
 chunk where they are more than two thirds, goes through :func:`_generic`, which handles all link
-types, VLAN tags, IPv6, UDP, fragments, damaged headers and any option layout.
+types, VLAN tags, IPv6, UDP, fragments (reassembled there: :mod:`tracekit.parsers._reasm`), damaged
+headers and any option layout.
 
 Output: :class:`Rows`, one numpy column per field, allocated once for the whole capture and
 filled chunk by chunk, mostly in the schema's own (narrow) dtypes so that the final frame can
