@@ -185,10 +185,12 @@ def _reassemble(rows: pl.DataFrame, log: WarningLog, counts: dict[str, int]) -> 
     A datagram is the lines of one (event, context, src, dst, protocol, id) from an offset-0
     line to the next; it is complete when its pieces, sorted by offset, follow each other from
     0 to a last (no MF) piece. Its latest line becomes the TCP/UDP row (header fields from the
-    offset-0 line, payload = the whole datagram's, size = all its lines' bytes), every other
+    offset-0 line, payload = the whole datagram's), every other
     fragment line stays ``proto == "other"`` with no transport fields, as in the pcap reader.
     Overlapping pieces and datagrams past 65,535 bytes are refused with a warning. The lines are
-    already in memory, so no buffer limit applies here.
+    already in memory, so no buffer limit applies here. Unlike the pcap reader's, every line keeps
+    its own ``size``: each fragment is a packet of its own in the device queue, whose occupancy in
+    bytes (:mod:`tracekit.analysis.queue`) adds up the lines' sizes.
     """
     if not rows["_frag"].any():
         return rows.drop("_ev", "_ctx", "_id", "_pnum", "_off", "_more", "_dlen", "_thdr")
@@ -211,12 +213,11 @@ def _reassemble(rows: pl.DataFrame, log: WarningLog, counts: dict[str, int]) -> 
         _end_max=pl.col("_end").max(),
         _head=pl.col("_r").filter(pl.col("_off") == 0).first(),
         _done_r=pl.col("_r").max(),
-        _size=pl.col("size").sum(),
         _n=pl.len(),
     )
     big = agg["_end_max"] + 20 > 65535
     ok = agg["_ok_chain"] & (agg["_last"] == 1) & (agg["_end_last"] == agg["_end_max"]) & ~big
-    done = agg.filter(ok).select("_head", "_done_r", "_size", total=pl.col("_end_max"))
+    done = agg.filter(ok).select("_head", "_done_r", total=pl.col("_end_max"))
     bad_over = agg.filter(agg["_overlap"] & ~big)
     for code, sel, msg in (
         ("W-FRAG-OVERLAP", bad_over, "IPv4 fragments overlapping others (datagram refused, RFC 5722)"),
@@ -232,8 +233,7 @@ def _reassemble(rows: pl.DataFrame, log: WarningLog, counts: dict[str, int]) -> 
     done = done.join(head, on="_head", how="left").with_columns(
         payload=pl.when(pl.col("proto") == "tcp").then(pl.col("total") - pl.col("_thdr"))
         .when(pl.col("proto") == "udp").then(pl.col("total") - 8).otherwise(0).clip(0),
-        size=pl.col("_size"),
-    ).drop("_head", "_size", "total", "_thdr").rename({"_done_r": "_r"})
+    ).drop("_head", "total", "_thdr").rename({"_done_r": "_r"})
     frag = pl.col("_frag")
     out = rows.with_columns(
         proto=pl.when(frag).then(pl.lit("other")).otherwise("proto"),
