@@ -210,6 +210,11 @@ def cases() -> list[Case]:
         "BSD NULL with IPv6 family 30")
     add("ipv4_bad_ihl", pcap([eth(ipv4(tcp(), ihl=3))]), "W-MALFORMED", "IPv4 IHL < 5")
     add("ipv4_fragment", pcap([eth(ipv4(b"\0" * 40, frag=100))]), "W-FRAGMENT", "fragments")
+    # a first fragment [0, 40) then one at offset 16 (frag field 2 = 16 bytes) overlapping it
+    overlap = [eth(ipv4(tcp(payload=b"x" * 20), frag=0x2000)), eth(ipv4(b"y" * 24, frag=2))]
+    add("ipv4_fragment_overlap", pcap(overlap), "W-FRAG-OVERLAP", "overlapping fragments")
+    add("ipv4_fragment_oversize", pcap([eth(ipv4(b"z" * 16, frag=0x1FFF))]), "W-FRAG-OVERSIZE",
+        "fragment past 65,535 bytes")
     hop = bytes([6, 0]) + b"\0" * 6  # hop-by-hop, next = TCP
     add("ipv6_ext_headers", pcap([eth(ipv6(tcp(), nh=0, ext=hop), 0x86DD)]), "ok", "IPv6 extension headers")
     add("tcp_bad_doff", pcap([eth(ipv4(tcp(doff=3)))]), "W-MALFORMED", "TCP data offset < 5")

@@ -77,8 +77,10 @@ def test_same_offsets_as_the_plain_walk_on_every_sample(path: Path, small: dict[
     nanos = data[:4] == b"\x4d\x3c\xb2\xa1"
     fast, plain = _both(data, nanos=nanos)
     assert fast == plain
-    # the guesses hold on real captures: nearly every record is proven by the vectorized walk
-    assert small["records"] >= 0.9 * len(plain[0]), (small, len(plain[0]))
+    # the guesses hold on real captures: nearly every record is proven by the vectorized walk, but
+    # for the one a call may leave to the plain loop at its segment's end (which counts on a file of
+    # a few dozen records, like samples/ns3/fragments/short-0-0.pcap: 48 of 57 in 8 calls)
+    assert small["records"] >= 0.9 * len(plain[0]) - small["calls"], (small, len(plain[0]))
 
 
 def test_a_real_capture_reads_the_same_through_either_walk(small: dict[str, int]) -> None:

@@ -54,20 +54,57 @@ def _reader(path: Path) -> Any:
     return dpkt.pcapng.Reader(fh) if data[:4] == b"\x0a\x0d\x0d\x0a" else dpkt.pcap.Reader(fh)
 
 
+def _defragment(ip: Any, pending: dict[tuple, tuple[dict[int, bytes], list[int]]]) -> tuple[Any, int] | None:
+    """An IPv4 fragment's datagram, plainly from its bytes, at the fragment that completes it.
+
+    Returns:
+        (the TCP segment, its length) when ``ip`` completes a TCP datagram, else None.
+    """
+    key = (ip.src, ip.dst, ip.p, ip.id)
+    parts, total = pending.setdefault(key, ({}, []))
+    off = ip.offset * 8  # dpkt gives the field, in 8-byte units
+    parts[off] = bytes(ip.data)  # the first fragment's data is a (partial) dpkt TCP object
+    if not ip.mf:
+        total.append(off + len(parts[off]))
+    at = 0
+    for o in sorted(parts):
+        if o != at:
+            return None
+        at += len(parts[o])
+    if total != [at]:
+        return None
+    del pending[key]
+    data = b"".join(parts[o] for o in sorted(parts))
+    return (dpkt.tcp.TCP(data), len(data)) if ip.p == 6 else None
+
+
 def dpkt_rows(path: Path) -> pl.DataFrame:
-    """One row per TCP frame, decoded by dpkt, with relative numbers computed here."""
+    """One row per TCP frame, decoded by dpkt, with relative numbers computed here.
+
+    IPv4 fragments are put together here from their bytes (dpkt does not reassemble); the
+    segment belongs to the frame that completes its datagram, as in Wireshark.
+    """
     r = _reader(path)
     lt = r.datalink()
     rows: list[dict[str, Any]] = []
+    pending: dict[tuple, dict[int, bytes]] = {}
     for frame, (_ts, buf) in enumerate(r, start=1):
         ip = _l3(lt, buf)
-        if ip is None or not isinstance(ip.data, dpkt.tcp.TCP):
+        if ip is None:
             continue
-        tcp = ip.data
         v6 = isinstance(ip, dpkt.ip6.IP6)
+        if not v6 and (ip.mf or ip.offset):
+            done = _defragment(ip, pending)
+            if done is None:
+                continue
+            tcp, l4len = done
+        elif isinstance(ip.data, dpkt.tcp.TCP):
+            tcp = ip.data
+            # payload from the length fields (headers-only captures cut the bytes, not the lengths)
+            l4len = (ip.plen - (len(ip) - 40 - len(ip.data))) if v6 else ip.len - ip.hl * 4
+        else:
+            continue
         fam = socket.AF_INET6 if v6 else socket.AF_INET
-        # payload from the length fields (headers-only captures cut the bytes, not the lengths)
-        l4len = (ip.plen - (len(ip) - 40 - len(ip.data))) if v6 else ip.len - ip.hl * 4
         opts = dict.fromkeys(("mss", "wscale", "ts_val", "ts_ecr"))
         sack: list[tuple[int, int]] = []
         for kind, val in dpkt.tcp.parse_opts(tcp.opts):

@@ -39,6 +39,9 @@ class Limits:
         max_memory_bytes: Address space per worker in batch/grade.
         max_archive_members: Members of one submission archive.
         max_archive_bytes: Uncompressed bytes of one submission archive.
+        max_frag_datagrams: IP datagrams awaiting reassembly at once (captures).
+        max_frag_bytes: Fragment data bytes awaiting reassembly at once (Linux's ipfrag_high_thresh).
+        frag_timeout_s: Capture seconds a datagram may wait for its fragments (Linux's ipfrag_time).
     """
 
     max_input_bytes: int = 4 * GiB
@@ -55,6 +58,9 @@ class Limits:
     max_memory_bytes: int = 4 * GiB
     max_archive_members: int = 10_000
     max_archive_bytes: int = 2 * GiB
+    max_frag_datagrams: int = 4096
+    max_frag_bytes: int = 4 * MiB
+    frag_timeout_s: float = 30.0
 
     def replace(self, **changes: Any) -> Limits:
         """Return a copy with some limits changed (unknown names are a UsageError)."""

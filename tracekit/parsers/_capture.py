@@ -155,7 +155,7 @@ def build(buf: np.ndarray, pk: Packets, *, meta: dict[str, Any], log: WarningLog
     # Pages are mapped back as decoding reads them (~12 ms per pass over 160 MB) and released
     # chunk by chunk behind it, so that the file never stays resident as a whole.
     release(data)
-    rows = decode(buf, pk, log, counts, done=releaser(data), t0=t0 or 0)
+    rows = decode(buf, pk, log, counts, done=releaser(data), t0=t0 or 0, limits=limits)
     release(data)
     del buf
     empty = np.empty(0, dtype=np.int64)

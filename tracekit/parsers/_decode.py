@@ -10,7 +10,8 @@ Two paths, same results: packets of the common layout (Ethernet, IPv4 without op
 without options or with Linux's timestamp layout) are read from one window gather by
 :mod:`tracekit.parsers._fast` (~30 ns a packet); every other packet, and every packet of a
 chunk where they are more than two thirds, goes through :func:`_generic`, which handles all link
-types, VLAN tags, IPv6, UDP, fragments, damaged headers and any option layout.
+types, VLAN tags, IPv6, UDP, fragments (reassembled there: :mod:`tracekit.parsers._reasm`), damaged
+headers and any option layout.
 
 Output: :class:`Rows`, one numpy column per field, allocated once for the whole capture and
 filled chunk by chunk, mostly in the schema's own (narrow) dtypes so that the final frame can
@@ -30,9 +31,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tracekit.limits import DEFAULT, Limits
 from tracekit.parsers import _fast
 from tracekit.parsers._gather import Gather
 from tracekit.parsers._link import LT_ETHERNET, SUPPORTED_LINKTYPES, link
+from tracekit.parsers._reasm import FragCols, Reassembler, frag6_header, reassemble
 from tracekit.trace import WarningLog
 
 __all__ = ["CHUNK", "SUPPORTED_LINKTYPES", "Packets", "Rows", "decode"]
@@ -124,7 +127,7 @@ class Rows:
 
 
 def decode(buf: np.ndarray, pk: Packets, log: WarningLog, counts: dict[str, int],
-           done: Callable[[int], None] | None = None, t0: int = 0) -> Rows:
+           done: Callable[[int], None] | None = None, t0: int = 0, limits: Limits = DEFAULT) -> Rows:
     """Decode link/IP/TCP/UDP headers of every packet.
 
     Args:
@@ -134,6 +137,7 @@ def decode(buf: np.ndarray, pk: Packets, log: WarningLog, counts: dict[str, int]
         counts: Filled with counts of frames that produce no row (``non_ip``, ...).
         done: Called after each chunk with the offset below which ``buf`` is no longer needed.
         t0: Epoch ns of time 0 (``Rows.time`` is relative to it).
+        limits: Bounds of the IP reassembly buffers (:mod:`tracekit.parsers._reasm`).
 
     Returns:
         One row per IP packet.
@@ -142,19 +146,29 @@ def decode(buf: np.ndarray, pk: Packets, log: WarningLog, counts: dict[str, int]
     out = Rows.alloc(n)
     lt = pk.linktype
     r = 0
+    ctx = _Ctx(log, counts, Reassembler(limits))
     for s in range(0, n, CHUNK):
         e = min(s + CHUNK, n)
         r += _decode_chunk(buf, s, pk.data_off[s:e], pk.caplen[s:e], pk.origlen[s:e],
-                           lt if isinstance(lt, int) else lt[s:e], pk.ts_ns[s:e], t0, log, counts, out, r)
+                           lt if isinstance(lt, int) else lt[s:e], pk.ts_ns[s:e], t0, ctx, out, r)
         if done is not None and e < n:
             done(int(pk.data_off[e]))
+    ctx.reasm.finish(log, counts)
     out.trim(r)
     return out
 
 
+@dataclass
+class _Ctx:
+    """What lives across chunks: the warning log, the frame counts and the pending fragments."""
+
+    log: WarningLog
+    counts: dict[str, int]
+    reasm: Reassembler
+
+
 def _decode_chunk(buf: np.ndarray, s: int, off: np.ndarray, caplen: np.ndarray, origlen: np.ndarray,
-                  lt: np.ndarray | int, ts_ns: np.ndarray, t0: int, log: WarningLog, counts: dict[str, int],
-                  out: Rows, r0: int) -> int:
+                  lt: np.ndarray | int, ts_ns: np.ndarray, t0: int, ctx: _Ctx, out: Rows, r0: int) -> int:
     """:func:`decode` for the records ``s, s+1, ...``: fills ``out`` from row ``r0``; returns the row count.
 
     Packets of the common layout (:mod:`tracekit.parsers._fast`) are decoded from one window
@@ -165,7 +179,7 @@ def _decode_chunk(buf: np.ndarray, s: int, off: np.ndarray, caplen: np.ndarray, 
     fast = _fast.eligible(buf, off, caplen) if ether else None
     # Worth it when a third qualifies: the window costs ~30 ns a packet, the generic path ~150.
     if fast is None or np.count_nonzero(fast.ok) * 3 < m:
-        return len(_generic(buf, np.arange(s, s + m), off, caplen, origlen, lt, ts_ns, t0, log, counts, out, r0))
+        return len(_generic(buf, np.arange(s, s + m), off, caplen, origlen, lt, ts_ns, t0, ctx, out, r0))
     o = {k: getattr(out, k)[r0:r0 + m] for k in out.columns()}
     o["frame"][:] = np.arange(s + 1, s + m + 1, dtype=np.uint64)
     _common(o, ts_ns, t0, origlen, caplen)
@@ -176,7 +190,7 @@ def _decode_chunk(buf: np.ndarray, s: int, off: np.ndarray, caplen: np.ndarray, 
     del fast
     tmp = Rows.alloc(len(slow))
     kept = slow[_generic(buf, slow + s, off[slow], caplen[slow], origlen[slow],
-                         lt if isinstance(lt, int) else lt[slow], ts_ns[slow], t0, log, counts, tmp, 0)]
+                         lt if isinstance(lt, int) else lt[slow], ts_ns[slow], t0, ctx, tmp, 0)]
     tmp.trim(len(kept))
     for k in out.columns():
         o[k][kept] = getattr(tmp, k)
@@ -204,13 +218,16 @@ def _common(o: dict[str, np.ndarray], ts_ns: np.ndarray, t0: int, origlen: np.nd
 
 
 def _generic(buf: np.ndarray, rec: np.ndarray, off: np.ndarray, caplen: np.ndarray, origlen: np.ndarray,
-             lt: np.ndarray | int, ts_ns: np.ndarray, t0: int, log: WarningLog, counts: dict[str, int],
-             out: Rows, r0: int) -> np.ndarray:
+             lt: np.ndarray | int, ts_ns: np.ndarray, t0: int, ctx: _Ctx, out: Rows, r0: int) -> np.ndarray:
     """Decode any packets (record numbers ``rec``, 0-based) into ``out`` from row ``r0``.
+
+    Fragments go to the reassembler (in frame order: the caller's chunks and rows are); the
+    frame completing a datagram gets its transport header and length, the others stay 'other'.
 
     Returns:
         The positions (in ``rec``) of the packets that gave a row, in row order.
     """
+    log, counts = ctx.log, ctx.counts
     end = off + caplen
     bf0 = Gather(buf, off, end)
     l3, ipv = link(bf0, off, lt)
@@ -248,7 +265,7 @@ def _generic(buf: np.ndarray, rec: np.ndarray, off: np.ndarray, caplen: np.ndarr
     ihl = np.full(n, 40, dtype=np.int64)
     tot = np.zeros(n, dtype=np.int64)
     nh = np.zeros(n, dtype=np.int64)
-    frag_off = np.zeros(n, dtype=np.int64)
+    fr = FragCols.alloc(n)
     o["s4"][:] = 0
     o["d4"][:] = 0
     i4 = np.nonzero(is4)[0]
@@ -257,7 +274,10 @@ def _generic(buf: np.ndarray, rec: np.ndarray, off: np.ndarray, caplen: np.ndarr
         w0, w1 = bf.be64(p, i4), bf.be64(p + 8, i4)  # bytes 0-7 and 8-15 of the IPv4 header
         ihl[i4] = ((w0 >> np.uint64(56)) & np.uint64(0x0F)).astype(np.int64) * 4
         tot[i4] = ((w0 >> np.uint64(32)) & np.uint64(0xFFFF)).astype(np.int64)
-        frag_off[i4] = (w0 & np.uint64(0x1FFF)).astype(np.int64)
+        fr.offset[i4] = (w0 & np.uint64(0x1FFF)).astype(np.int64) * 8  # RFC 791: in 8-byte units
+        fr.more[i4] = (w0 & np.uint64(0x2000)) != 0  # MF
+        fr.ident[i4] = ((w0 >> np.uint64(16)) & np.uint64(0xFFFF)).astype(np.int64)
+        fr.is_frag[i4] = (fr.offset[i4] != 0) | fr.more[i4]
         nh[i4] = ((w1 >> np.uint64(48)) & np.uint64(0xFF)).astype(np.int64)
         o["s4"][i4] = w1 & _M32
         o["d4"][i4] = bf.read(p + 16, 4, i4)
@@ -268,12 +288,13 @@ def _generic(buf: np.ndarray, rec: np.ndarray, off: np.ndarray, caplen: np.ndarr
         w0 = bf.be64(p, i6)
         tot[i6] = ((w0 >> np.uint64(16)) & np.uint64(0xFFFF)).astype(np.int64) + 40
         nh[i6] = ((w0 >> np.uint64(8)) & np.uint64(0xFF)).astype(np.int64)
-        out.v6.append((i6 + r0, bf.be64(p + 8, i6), bf.be64(p + 16, i6), bf.be64(p + 24, i6), bf.be64(p + 32, i6)))
+        fr.addr6 = (bf.be64(p + 8, i6), bf.be64(p + 16, i6), bf.be64(p + 24, i6), bf.be64(p + 32, i6))
+        out.v6.append((i6 + r0, *fr.addr6))
     bad = is4 & ((ihl < 20) | (tot < ihl))
     l4 = l3 + ihl
+    fr.data[:] = l4  # IPv4: a fragment's data follows the header; IPv6: set at its Fragment header
     # IPv6 extension headers: a bounded walk of the next-header chain.
     ext = ~is4 & np.isin(nh, _IPV6_EXT)
-    frag6 = np.zeros(n, dtype=bool)
     for _ in range(_MAX_EXT):
         if not ext.any():
             break
@@ -281,18 +302,17 @@ def _generic(buf: np.ndarray, rec: np.ndarray, off: np.ndarray, caplen: np.ndarr
         pe, nhe = l4[e], nh[e]
         b1 = bf.u8(pe + 1, e)
         hlen = np.where(nhe == 44, 8, np.where(nhe == 51, (b1 + 2) * 4, (b1 + 1) * 8))
-        frag6[e] |= (nhe == 44) & ((bf.be16(pe + 2, e) & 0xFFF8) != 0)
+        stop = frag6_header(fr, bf, e, pe, nhe == 44)
         ok = bf.ok(pe, 2, bf.end[e])
         nh[e] = np.where(ok, bf.u8(pe, e), 59)  # 59: no next header
         l4[e] = np.where(ok, pe + hlen, pe)
-        ext[e] = ok & np.isin(nh[e], _IPV6_EXT)
+        ext[e] = ok & ~stop & np.isin(nh[e], _IPV6_EXT)
     l4len = tot - (l4 - l3)
-    del tot, ihl
     bad |= l4len < 0
-    frag = (frag_off != 0) | frag6
+    frag = fr.is_frag & ~bad
     if frag.any():
-        log.add("W-FRAGMENT", "non-first IP fragments (no transport header; counted, not reassembled)",
-                count=int(frag.sum()))
+        reassemble(ctx.reasm, o, fr, frag, bf, l3, l4, l4len, tot, nh)
+    del tot, ihl
     if bad.any():
         log.add("W-MALFORMED", "packets with impossible IP header/total lengths (kept as 'other')",
                 count=int(bad.sum()))

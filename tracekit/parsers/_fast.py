@@ -11,7 +11,8 @@ faster than the generic path (:func:`tracekit.parsers._decode._generic`).
 
 :func:`eligible` decides which packets qualify, checking everything the generic path checks
 for them (captured length, ethertype, header length, fragment, protocol, data offset, the
-timestamp option's layout), so that :func:`fill` gives exactly the generic path's values and
+timestamp option's layout; fragments, first ones included, are the generic path's, which
+reassembles them), so that :func:`fill` gives exactly the generic path's values and
 no warning can apply to them. The others go to the generic path.
 """
 
@@ -69,7 +70,7 @@ def eligible(buf: np.ndarray, off: np.ndarray, caplen: np.ndarray) -> Window | N
         & (caplen >= 54)  # Ethernet, IPv4 and TCP fixed headers all captured
         & (_field(win, _ETYPE, ">u2") == 0x0800)  # IPv4, no VLAN tag
         & ((_field(win, _VIHL, "u1") & 0x0F) == 5)  # no IP options
-        & ((_field(win, _FRAG, ">u2") & 0x1FFF) == 0)  # not a non-first fragment
+        & ((_field(win, _FRAG, ">u2") & 0x3FFF) == 0)  # not a fragment (MF or an offset): reassembly
         & (_field(win, _PROTO, "u1") == 6)  # TCP
         & (payload >= 0)  # the TCP header fits the IP total length (so does the IP header)
     )

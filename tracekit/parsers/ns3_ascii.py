@@ -160,8 +160,88 @@ def _parse(df: pl.DataFrame) -> pl.DataFrame:
         _sack=sack_nums.str.extract_all(r"\d+").list.eval(pl.element().cast(pl.Int64)),
         _is_ip=is4 | is6,
         _frag=(frag_off > 0) | ip4.field("4").str.contains("MF").fill_null(False),
+        _ev=pl.col("ev"),
+        _ctx=ctx,
+        _id=_int(ip4.field("1")),
+        _pnum=proto_num,
+        _off=frag_off,
+        _more=ip4.field("4").str.contains("MF").fill_null(False),
+        _dlen=ip_payload,
+        _thdr=pl.when(has_tcp).then(tcp_hdr),
     )
     return out
+
+
+_TCP_FIELDS = ("sport", "dport", "seq_raw", "ack_raw", "flags", "win_raw", "wscale", "mss", "ts_val", "ts_ecr",
+               "_sack")
+
+
+def _reassemble(rows: pl.DataFrame, log: WarningLog, counts: dict[str, int]) -> pl.DataFrame:
+    """IPv4 fragments as the pcap reader treats them (:mod:`tracekit.parsers._reasm`, Wireshark's rule).
+
+    ``Ipv4L3Protocol::DoFragment`` sends each fragment through the device (and the IP-level
+    trace) on its own, so each of a datagram's events (``+``, ``-``, ``r``, ``t``...) at one
+    trace point prints one line per fragment, and only the offset-0 one carries the TCP header.
+    A datagram is the lines of one (event, context, src, dst, protocol, id) from an offset-0
+    line to the next; it is complete when its pieces, sorted by offset, follow each other from
+    0 to a last (no MF) piece. Its latest line becomes the TCP/UDP row (header fields from the
+    offset-0 line, payload = the whole datagram's), every other
+    fragment line stays ``proto == "other"`` with no transport fields, as in the pcap reader.
+    Overlapping pieces and datagrams past 65,535 bytes are refused with a warning. The lines are
+    already in memory, so no buffer limit applies here. Unlike the pcap reader's, every line keeps
+    its own ``size``: each fragment is a packet of its own in the device queue, whose occupancy in
+    bytes (:mod:`tracekit.analysis.queue`) adds up the lines' sizes.
+    """
+    if not rows["_frag"].any():
+        return rows.drop("_ev", "_ctx", "_id", "_pnum", "_off", "_more", "_dlen", "_thdr")
+    rows = rows.with_row_index("_r")
+    key = ["_ev", "_ctx", "src", "dst", "_pnum", "_id"]
+    fr = (
+        rows.filter(pl.col("_frag"))
+        .select("_r", *key, "_off", "_more", "_dlen", "size")
+        .with_columns(_inst=(pl.col("_off") == 0).cast(pl.Int64).cum_sum().over(key))
+        .sort("_r")
+    )
+    grp = [*key, "_inst"]
+    fr = fr.with_columns(_end=pl.col("_off") + pl.col("_dlen"))
+    by = fr.sort("_off", "_r").with_columns(_prev=pl.col("_end").shift(1).over(grp))
+    agg = by.group_by(grp).agg(
+        _ok_chain=((pl.col("_prev").is_null() & (pl.col("_off") == 0)) | (pl.col("_off") == pl.col("_prev"))).all(),
+        _overlap=(pl.col("_off") < pl.col("_prev")).any(),
+        _last=(~pl.col("_more")).sum(),
+        _end_last=pl.col("_end").filter(~pl.col("_more")).max(),
+        _end_max=pl.col("_end").max(),
+        _head=pl.col("_r").filter(pl.col("_off") == 0).first(),
+        _done_r=pl.col("_r").max(),
+        _n=pl.len(),
+    )
+    big = agg["_end_max"] + 20 > 65535
+    ok = agg["_ok_chain"] & (agg["_last"] == 1) & (agg["_end_last"] == agg["_end_max"]) & ~big
+    done = agg.filter(ok).select("_head", "_done_r", total=pl.col("_end_max"))
+    bad_over = agg.filter(agg["_overlap"] & ~big)
+    for code, sel, msg in (
+        ("W-FRAG-OVERLAP", bad_over, "IPv4 fragments overlapping others (datagram refused, RFC 5722)"),
+        ("W-FRAG-OVERSIZE", agg.filter(big), "IPv4 fragments past 65,535 bytes (datagram refused)"),
+        ("W-FRAGMENT", agg.filter(~ok & ~agg["_overlap"] & ~big),
+         "IPv4 fragments of datagrams never completed at their trace point (kept as 'other')"),
+    ):
+        if sel.height:
+            log.add(code, msg, count=int(sel["_n"].sum()))
+    if done.height:
+        counts["reassembled"] = done.height
+    head = rows.select(pl.col("_r").alias("_head"), *_TCP_FIELDS, "_thdr", "proto")
+    done = done.join(head, on="_head", how="left").with_columns(
+        payload=pl.when(pl.col("proto") == "tcp").then(pl.col("total") - pl.col("_thdr"))
+        .when(pl.col("proto") == "udp").then(pl.col("total") - 8).otherwise(0).clip(0),
+    ).drop("_head", "total", "_thdr").rename({"_done_r": "_r"})
+    frag = pl.col("_frag")
+    out = rows.with_columns(
+        proto=pl.when(frag).then(pl.lit("other")).otherwise("proto"),
+        payload=pl.when(frag).then(0).otherwise("payload"),
+        **{c: pl.when(frag).then(None).otherwise(c) for c in _TCP_FIELDS},
+    )
+    out = out.update(done, on="_r")
+    return out.drop("_r", "_frag", "_ev", "_ctx", "_id", "_pnum", "_off", "_more", "_dlen", "_thdr")
 
 
 def _sack_pairs(df: pl.DataFrame) -> pl.DataFrame:
@@ -271,10 +351,8 @@ def read(
     if non_ip:
         # ARP, ICMPv6 neighbour discovery without an IP header, LTE/Wi-Fi control frames...
         counts["non_ip"] = non_ip
-    frags = int(rows["_frag"].sum())
-    if frags:
-        log.add("W-FRAGMENT", f"{frags:,} IPv4 fragment(s) (not reassembled)", count=frags)
-    rows = _sack_pairs(rows.filter(pl.col("_is_ip")).drop("_is_ip", "_frag"))
+    rows = _reassemble(rows.filter(pl.col("_is_ip")).drop("_is_ip"), log, counts)
+    rows = _sack_pairs(rows)
     if rows.height > 1:
         back = int((rows["time"].diff() < 0).sum())
         if back:

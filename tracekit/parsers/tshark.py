@@ -61,15 +61,16 @@ FIELDS: dict[str, str] = {
     "tcp.options.timestamp.tsecr": "ts_ecr",
     "tcp.options.sack_le": "_sack_l",
     "tcp.options.sack_re": "_sack_r",
+    "ip.fragment": "_frag4",
+    "ipv6.fragment": "_frag6",
 }
-#: Preferences: raw numbers (tracekit makes them relative), no reassembly (one row per frame,
-#: fields of the frame itself), no sequence analysis (not needed, and the slowest part).
+#: Preferences: raw numbers (tracekit makes them relative), no TCP reassembly (one row per frame,
+#: fields of the frame itself), no sequence analysis (not needed, and the slowest part). IP
+#: reassembly stays on (its default), as the fast path reassembles (tracekit.parsers._reasm).
 _PREFS = (
     "tcp.relative_sequence_numbers:FALSE",
     "tcp.analyze_sequence_numbers:FALSE",
     "tcp.desegment_tcp_streams:FALSE",
-    "ip.defragment:FALSE",
-    "ipv6.defragment:FALSE",
 )
 
 
@@ -237,6 +238,24 @@ def read(
     return _to_trace(raw, log, limits, path, container, slow_linktypes, _container_linktypes(head))
 
 
+def _datagram_sizes(df: pl.DataFrame) -> pl.DataFrame:
+    """A reassembled datagram's row counts the lengths of all its frames (``ip.fragment`` lists
+    them on the completing frame), as the fast path does."""
+    parts = pl.coalesce(pl.col("_frag4"), pl.col("_frag6"))
+    if df.height == 0 or df.select(parts.is_null().all()).item():
+        return df
+    sums = (
+        df.select(pl.col("frame").alias("_done"), parts.str.split(",").alias("_part"))
+        .drop_nulls("_part").explode("_part")
+        .with_columns(pl.col("_part").cast(pl.UInt64, strict=False))
+        .join(df.select(pl.col("frame").alias("_part"), "size", "caplen"), on="_part", how="inner")
+        .group_by("_done").agg(pl.col("size").sum().alias("_wsize"), pl.col("caplen").sum().alias("_wcap"))
+    )
+    df = df.join(sums, left_on="frame", right_on="_done", how="left", maintain_order="left")
+    return df.with_columns(size=pl.coalesce("_wsize", "size"), caplen=pl.coalesce("_wcap", "caplen")).drop(
+        "_wsize", "_wcap")
+
+
 def _to_trace(raw: pl.DataFrame, log: WarningLog, limits: Limits, path: str, container: str | None,
               slow: list[int] | None, linktypes: list[int]) -> Trace:
     """Turn tshark's text fields into the raw columns the fast path produces, then finish alike."""
@@ -250,6 +269,7 @@ def _to_trace(raw: pl.DataFrame, log: WarningLog, limits: Limits, path: str, con
         src=pl.coalesce(_first("_src4"), _first("_src6")),
         dst=pl.coalesce(_first("_dst4"), _first("_dst6")),
     )
+    df = _datagram_sizes(df)
     ts = df["_ts"].fill_null(strategy="forward").fill_null(0).to_numpy()
     non_ip = df["src"].is_null()
     counts = {"non_ip": int(non_ip.sum())} if non_ip.any() else {}
