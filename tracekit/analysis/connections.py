@@ -21,7 +21,8 @@ chosen to represent each:
 * **Columns.** The connection's row is the sender-nearest view's (RTT, retransmissions,
   flight, cwnd: what the sender did), except ``goodput_bps``, taken from the receiver-nearest
   view when that is another capture (what was delivered: at a bottleneck's far side, bytes the
-  bottleneck dropped are not counted). Every row names ``capture`` (file name) and keeps its
+  bottleneck dropped are not counted); views that saw the first packet at the same moment (the
+  same run traced twice) give no "nearer the receiver" view. Every row names ``capture`` (file name) and keeps its
   ``vantage_point``; ``goodput_capture`` names the file the goodput came from.
 
 ``views`` holds every capture's rows with ``connection``, ``capture``, ``position`` (0 = nearest
@@ -114,11 +115,11 @@ def one_per_connection(flows: pl.DataFrame, pk: pl.DataFrame, meta: dict[str, An
         ``position`` and ``used_for``.
     """
     flows = flows.with_columns(_captures(flows, meta))
+    cols = flows.columns + [c for c in ("connection", "views", "goodput_capture") if c not in flows.columns]
     if flows.is_empty() or flows["capture"].n_unique() < 2:
-        views = flows.with_columns(connection=pl.col("flow").cast(pl.Int64), position=pl.lit(0, pl.Int64),
-                                   used_for=pl.lit("all"))
-        return flows.with_columns(connection=pl.col("flow").cast(pl.Int64), views=pl.lit(1, pl.Int64),
-                                  goodput_capture=pl.col("capture")), views
+        out = flows.with_columns(connection=pl.col("flow").cast(pl.Int64), views=pl.lit(1, pl.Int64),
+                                 goodput_capture=pl.col("capture")).select(cols)
+        return out, out.with_columns(position=pl.lit(0, pl.Int64), used_for=pl.lit("all"))
     info = _per_flow(flows, pk)
     ids = _match(info)
     info = info.with_columns(connection=pl.col("flow").replace_strict(ids, return_dtype=pl.Int64))
@@ -126,14 +127,16 @@ def one_per_connection(flows: pl.DataFrame, pk: pl.DataFrame, meta: dict[str, An
     info = info.sort(["connection", "_first", "_rank", "_segs", "flow"],
                      descending=[False, False, False, True, False]).with_columns(
         position=pl.int_range(pl.len(), dtype=pl.Int64).over("connection"),
-        views=pl.len().over("connection").cast(pl.Int64), _c0=first)
+        views=pl.len().over("connection").cast(pl.Int64), _c0=first, _later=pl.col("_first") > first)
     # dense connection ids in order of first appearance
-    order = info.group_by("connection").agg(pl.col("_c0").first(), pl.col("flow").min().alias("_f")).sort("_c0", "_f")
-    dense = dict(zip(order["connection"].to_list(), range(order.height)))
+    first_seen = info.group_by("connection").agg(pl.col("_c0").first(), pl.col("flow").min().alias("_f")).sort("_c0", "_f")
+    dense = dict(zip(first_seen["connection"].to_list(), range(first_seen.height)))
     info = info.with_columns(connection=pl.col("connection").replace_strict(dense, return_dtype=pl.Int64))
-    views = flows.join(info.select("flow", "connection", "position", "views", "_dkey"), on="flow", how="left")
+    flows = flows.drop([c for c in ("connection", "views", "goodput_capture") if c in flows.columns])
+    views = flows.join(info.select("flow", "connection", "position", "views", "_dkey", "_later"), on="flow", how="left")
     here = pl.format("{}:{}", pl.col("src"), pl.col("sport"))
-    rx = views.filter((pl.col("views") > 1) & (pl.col("position") == pl.col("views") - 1) & (here == pl.col("_dkey")))
+    rx = views.filter((pl.col("views") > 1) & (pl.col("position") == pl.col("views") - 1) & (here == pl.col("_dkey"))
+                      & pl.col("_later"))
     rx = rx.select("connection", "src", "sport", _g=pl.col("goodput_bps"), goodput_capture=pl.col("capture"),
                    _gflow=pl.col("flow"), _gdir=pl.col("dir"))
     rep = (views.filter(pl.col("position") == 0)
@@ -142,11 +145,13 @@ def one_per_connection(flows: pl.DataFrame, pk: pl.DataFrame, meta: dict[str, An
         rep.select(KEYS, used_for=pl.when(pl.col("_gflow").is_null()).then(pl.lit("all")).otherwise(pl.lit("sender-side"))),
         rx.select(flow=pl.col("_gflow"), dir=pl.col("_gdir"), used_for=pl.lit("goodput")),
     ])
-    views = views.join(used, on=KEYS, how="left").drop("views", "_dkey")
+    views = (views.join(used, on=KEYS, how="left").with_columns(goodput_capture=pl.col("capture"))
+             .select(*cols, "position", "used_for"))
     out = (rep.with_columns(goodput_bps=pl.when(pl.col("_gflow").is_not_null()).then(pl.col("_g"))
                             .otherwise(pl.col("goodput_bps")),
                             goodput_capture=pl.coalesce("goodput_capture", "capture"))
-           .drop("_g", "_gflow", "_gdir", "_dkey", "position").sort(KEYS))
+           .drop("_g", "_gflow", "_gdir", "_dkey", "_later", "position").sort(KEYS))
+    out = out.select([c for c in cols if c in out.columns])
     return out, views.sort("connection", "position", "dir")
 
 
