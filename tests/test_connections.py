@@ -147,3 +147,19 @@ def test_reused_four_tuple_later_is_another_connection() -> None:
     assert out.height == an.flows.height + 1
     same, _ = one_per_connection(fl.drop("capture"), an.packets, meta)
     assert same.height == an.flows.height
+
+
+@pytest.mark.parametrize("name", ["dumbbell", "dumbbell10"])
+def test_compare_sweep_and_grading_count_connections(name: str) -> None:
+    """compare and sweep (both through ``run_metrics``) and grading's flow choice see one row per
+    connection: 7 and 22 per-file flows before, FlowMonitor's 2 and 10 data flows now."""
+    from tracekit.reports.compare import run_metrics
+    from tracekit.reports.grade_metrics import select_flow
+    from tracekit.reports.rubric import Selector
+
+    an, data, _ = _run(name)
+    main_row, values = run_metrics(an)
+    assert values["flows"] == len(data)
+    assert main_row is not None and main_row["capture"] is not None
+    row, why = select_flow(an.flows, Selector())
+    assert why is None and row is not None and row["views"] > 1
