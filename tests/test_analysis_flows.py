@@ -28,8 +28,9 @@ def lossy() -> Analysis:
 
 def test_analysis_is_frozen_with_every_frame(lossy: Analysis) -> None:
     names = {f.name for f in dataclasses.fields(Analysis) if not f.name.startswith("_")}
+    # views: every capture's flow rows (issue 17 point 3: flows keeps one row per connection)
     assert names == {"trace", "packets", "flows", "flight", "cwnd", "rtt", "retransmissions", "stalls", "queue",
-                     "fairness"}
+                     "fairness", "views"}
     with pytest.raises(dataclasses.FrozenInstanceError):
         lossy.flows = pl.DataFrame()  # type: ignore[misc]
     for name, cols in [("flight", schema.FLIGHT), ("rtt", schema.RTT), ("retransmissions", schema.RETRANSMISSIONS),
@@ -37,7 +38,7 @@ def test_analysis_is_frozen_with_every_frame(lossy: Analysis) -> None:
                        ("fairness", schema.FAIRNESS)]:
         assert getattr(lossy, name).schema == pl.Schema(cols), name
     assert set(lossy.frames()) == {"flows", "flight", "cwnd", "rtt", "retransmissions", "stalls", "queue",
-                                   "fairness", "throughput"}
+                                   "fairness", "throughput", "views"}
 
 
 def test_throughput_bins(lossy: Analysis) -> None:

@@ -243,6 +243,7 @@ MISSING: dict[tuple[str, str], str] = {
     ("opnet/*", "ellipse"): "OPNET exports statistics, not packets",
     ("ns2/wireless", "queue"): "the wireless trace's interface queues are not a wired link queue",
     ("ns2/wireless", "samples"): "the wireless run writes no cwnd/queue monitor file",
+    ("ns2/wireless", "flows"): "one TCP connection, traced in two formats (two views of one connection)",
     ("netsim/Packet_Trace*", "samples"): "a NetSim packet trace has no tool-reported series",
     ("netsim/Packet_Trace*", "flows"): "the NetSim sample is one FTP connection",
     ("netsim/Packet_Trace*", "queue"): "the NetSim packet trace has no queue columns",

@@ -11,10 +11,14 @@
 * ``segment_size`` (int | None): payload bytes per segment where the format counts packets.
 * ``warnings`` (list[dict]): ``{"code", "message", "count", "offset", "line"}``.
 * ``counts`` (dict[str, int]): records seen but not turned into rows (non-IP frames, ...).
+* ``captures`` (list[dict], run directories): one entry per file that carried packets,
+  ``{"file", "first_flow", "last_flow"}``: the flow ids its packets got in the combined trace
+  (:mod:`tracekit.analysis.connections` names each flow's capture from it).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -238,16 +242,21 @@ def combine(traces: list[Trace], *, path: str, skipped: list[str] | None = None)
     log = WarningLog(path)
     traces, t0_ns = _common_clock(traces)
     packets = []
+    captures: list[dict[str, Any]] = []
     offset = 0
     for t in traces:
         log.extend(t.warnings)
         if t.packets.height:
             pk = t.packets.with_columns(pl.col("flow") + offset)
             fmax = t.packets["flow"].max()
-            offset += int(fmax) + 1 if fmax is not None else 0  # type: ignore[arg-type]
+            step = int(fmax) + 1 if fmax is not None else 0  # type: ignore[arg-type]
+            name = os.path.basename(t.path) or t.path
+            captures.append({"file": name, "first_flow": offset, "last_flow": offset + step - 1})
+            offset += step
             packets.append(pk)
     if len(packets) > 1:
-        log.add("W-MULTIPLE-PACKET-FILES", f"{len(packets)} files carry packets; flows kept apart per file")
+        log.add("W-MULTIPLE-PACKET-FILES", f"{len(packets)} files carry packets; each connection is counted "
+                "once, from one capture (the others are in the views frame)")
     if skipped:
         log.add("W-SKIPPED-FILE", "files not recognised as traces: " + ", ".join(skipped[:10]),
                 count=len(skipped))
@@ -278,6 +287,7 @@ def combine(traces: list[Trace], *, path: str, skipped: list[str] | None = None)
         "counts": counts,
         "segment_size": seg,
         "t0_ns": t0_ns,
+        "captures": captures,
         "parts": [{k: v for k, v in t.meta.items() if k not in ("warnings",)} for t in traces],
     }
     return make_trace(pk_all, samples, meta, log)

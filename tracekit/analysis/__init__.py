@@ -21,6 +21,7 @@ import polars as pl
 
 from tracekit.analysis._bins import default_bin  # first: .throughput imports it from the package
 from tracekit.analysis import _state
+from tracekit.analysis import connections as _connections
 from tracekit.analysis import cwnd as _cwnd
 from tracekit.analysis import fairness as _fairness
 from tracekit.analysis import queue as _queue
@@ -72,7 +73,10 @@ class Analysis:
         retransmissions: Retransmitted segments with their kind (:data:`tracekit.schema.RETRANSMISSIONS`).
         stalls: Intervals without new data, with their cause (:data:`tracekit.schema.STALLS`).
         queue: Queue length per link over time, simulators (:data:`tracekit.schema.QUEUE`).
-        fairness: Jain's index over the flows (:data:`tracekit.schema.FAIRNESS`).
+        fairness: Jain's index over the connections (:data:`tracekit.schema.FAIRNESS`).
+        views: Every capture's flow rows, when a run directory sees a connection from several
+            captures (:mod:`tracekit.analysis.connections`); ``flows`` has one row per
+            connection direction, from the capture nearest the sender.
     """
 
     trace: Trace
@@ -85,6 +89,7 @@ class Analysis:
     stalls: pl.DataFrame
     queue: pl.DataFrame
     fairness: pl.DataFrame
+    views: pl.DataFrame = field(default_factory=pl.DataFrame)
     _throughput: dict[float, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -114,7 +119,7 @@ class Analysis:
         return {
             "flows": self.flows, "flight": self.flight, "cwnd": self.cwnd, "rtt": self.rtt,
             "retransmissions": self.retransmissions, "stalls": self.stalls, "queue": self.queue,
-            "fairness": self.fairness, "throughput": self.throughput(),
+            "fairness": self.fairness, "throughput": self.throughput(), "views": self.views,
         }
 
     @property
@@ -176,12 +181,14 @@ def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | No
 
             flows_df = with_kernel_columns(flows_df, cw, trace)
     qu = _queue.queue(trace.packets)
+    flows_df, views = _connections.one_per_connection(flows_df, pk, trace.meta)
     points = [v for v in flows_df["vantage_point"].unique().to_list() if v is not None]
     where = points[0] if len(points) == 1 else ("mixed" if points else None)
     return Analysis(
         trace=trace.with_meta(vantage_point=where, rto_floor_s=floor_s, rto_floor_from=floor_from),
-        packets=pk, flows=flows_df, flight=fl, cwnd=cw, rtt=rtt_df,
-        retransmissions=retrans_df, stalls=sl, queue=qu, fairness=_fairness.fairness(tp), _throughput={b: tp},
+        packets=pk, flows=flows_df, flight=fl, cwnd=cw, rtt=rtt_df, retransmissions=retrans_df, stalls=sl, queue=qu,
+        fairness=_fairness.fairness(tp.join(_connections.goodput_rows(views), on=["flow", "dir"], how="semi")),
+        views=views, _throughput={b: tp},
     )
 
 
@@ -232,5 +239,5 @@ def _with_flow_ids(an: Analysis, trace: Trace, ids: pl.Series) -> Analysis:
         trace=replace(an.trace, packets=trace.packets, samples=trace.samples), packets=fix(an.packets),
         flows=fix(an.flows), flight=fix(an.flight), cwnd=fix(an.cwnd), rtt=fix(an.rtt),
         retransmissions=fix(an.retransmissions), stalls=fix(an.stalls), queue=fix(an.queue),
-        fairness=fix(an.fairness), _throughput={k: fix(v) for k, v in an._throughput.items()},
+        fairness=fix(an.fairness), views=fix(an.views), _throughput={k: fix(v) for k, v in an._throughput.items()},
     )

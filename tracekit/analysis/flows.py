@@ -50,7 +50,9 @@ Definitions (docs/analysis.md has the full list):
   ``rtt_mean_s`` and (Padhye) RTO = max(0.2 s, srtt + 4·rttvar) at the end and the largest
   advertised window; null without a loss event; ``window_limited_bps``: largest advertised
   window ÷ ``rtt_mean_s``;
-* ``vantage_point``: ``sender``, ``receiver`` or ``middle`` (:func:`tracekit.analysis.vantage.detect`).
+* ``vantage_point``: ``sender``, ``receiver`` or ``middle`` (:func:`tracekit.analysis.vantage.detect`);
+* ``capture``, ``connection``, ``views``, ``goodput_capture``: null here, filled by
+  :func:`tracekit.analysis.connections.one_per_connection`.
 """
 
 from __future__ import annotations
@@ -194,6 +196,8 @@ COLUMNS = [
     "rtt_method", "flight_max_bytes", "flight_mean_bytes", "max_cwnd_bytes", "cwnd_source", "loss_events",
     "stall_count", "stall_time_s", "limited_cwnd_share", "limited_rwnd_share", "limited_app_share", "mss",
     "wscale", "window_scaling", "max_rwnd_bytes",
+    # filled by tracekit.analysis.connections (one row per connection when several captures saw it)
+    "capture", "connection", "views", "goodput_capture",
 ]
 
 
@@ -372,7 +376,9 @@ def _finish(out: pl.DataFrame) -> pl.DataFrame:
     """Add missing columns as nulls and put them in :data:`COLUMNS` order."""
     types: dict[str, pl.DataType] = {"cwnd_source": pl.String(), "rtt_method": pl.String(), "vantage_point": pl.String(),
                                      "window_scaling": pl.Boolean(), "src": pl.String(), "dst": pl.String(),
-                                     "goodput_source": pl.String(), "delivered_bytes": pl.Int64()}
+                                     "goodput_source": pl.String(), "delivered_bytes": pl.Int64(),
+                                     "capture": pl.String(), "goodput_capture": pl.String(), "connection": pl.Int64(),
+                                     "views": pl.Int64()}
     types.update({c: pl.Int64() for c in COLUMNS if c.endswith(("_packets", "_segments", "_count", "_samples"))
                   or c.startswith("retrans_") or c in ("loss_events", "drops", "dup_acks")})
     cols = [pl.col(c) if c in out.columns else pl.lit(None, types.get(c, pl.Float64())).alias(c) for c in COLUMNS]

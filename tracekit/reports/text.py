@@ -34,12 +34,21 @@ def summary(analysis: Analysis) -> dict[str, Any]:
     tr = analysis.trace
     meta = {k: v for k, v in tr.meta.items() if k not in ("warnings", "parts")}
     trace = {**meta, "packets": tr.packets.height, "samples": tr.samples.height, "warnings": tr.warnings}
-    doc = {"schema_version": SCHEMA_VERSION, "trace": trace, "flows": analysis.flows.to_dicts()}
+    doc = {"schema_version": SCHEMA_VERSION, "trace": trace, "flows": analysis.flows.to_dicts(),
+           "views": _views(analysis)}
     if tr.meta.get("kernel"):  # ss / nstat beside the capture (tracekit.kernel)
         from tracekit.kernel import summary as kernel_summary
 
         doc["kernel"] = kernel_summary(analysis)
     return _clean(doc)
+
+
+def _views(analysis: Analysis) -> list[dict[str, Any]]:
+    """Every capture's rows when connections were seen from several captures (else ``[]``: ``flows`` is the only view)."""
+    views = getattr(analysis, "views", None)
+    if views is None or views.is_empty() or views.height == analysis.flows.height:
+        return []
+    return views.to_dicts()
 
 
 def dumps(doc: Any) -> str:
@@ -82,6 +91,9 @@ def print_table(analysis: Analysis, console: Console) -> None:
     title = f"{escape(tr.path)}  [{escape(str(tr.meta.get('format')))}, {tr.packets.height:,} packet events]"
     table = Table(title=title, title_justify="left")
     cols = [(c, h) for c, h in TABLE_COLUMNS if c in analysis.flows.columns]
+    if "views" in analysis.flows.columns and (analysis.flows["views"] > 1).any():
+        # several captures saw the connections: say which one each row comes from
+        cols += [(c, h) for c, h in (("capture", "capture"), ("vantage_point", "vantage")) if c in analysis.flows.columns]
     for c, h in cols:
         table.add_column(h, justify="left" if c in ("src", "dst") else "right")
     for row in analysis.flows.iter_rows(named=True):
