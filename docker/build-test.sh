@@ -98,12 +98,12 @@ apt_mirror() {
              if (u !~ /security/) { print u; exit } } }' "$f"
   done | head -n1
   grep -hsE '^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?[a-z]+://[^ ]+[[:space:]]+bookworm[[:space:]]' \
-    /etc/apt/sources.list /etc/apt/sources.list.d/*.list | awk '{for(i=2;i<=NF;i++) if ($i ~ /:\/\//) {print $i; exit}}'
+    /etc/apt/sources.list /etc/apt/sources.list.d/*.list | awk '{for(i=2;i<=NF;i++) if ($i ~ /:\/\//) {print $i; exit}}' || true
 }
 
 build_base() {
   local mirror root="$work/rootfs"
-  mirror="${MIRROR:-$(apt_mirror | head -n1)}"
+  mirror="${MIRROR:-$( (apt_mirror || true) | head -n1)}"
   [[ -n "$mirror" ]] || die "no Debian bookworm mirror in /etc/apt: set MIRROR=http://.../debian"
   say "debootstrap --variant=minbase bookworm (mirror from apt's configuration)"
   debootstrap --variant=minbase bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 \
