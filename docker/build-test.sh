@@ -157,10 +157,10 @@ pm image exists "$base_image" || build_base
 pm image exists "$python_image" || build_python_base
 t_bases=$((SECONDS - t_start))
 
-say "build context: git archive HEAD ($(git -C "$repo" rev-parse --short HEAD)) + a wheel built on the host"
+say "build context: git archive HEAD ($(git -C "$repo" -c safe.directory="$repo" rev-parse --short HEAD)) + a wheel built on the host"
 ctx="$work/context"
 mkdir -p "$ctx"
-git -C "$repo" archive --format=tar HEAD | tar -x -C "$ctx"
+git -C "$repo" -c safe.directory="$repo" archive --format=tar HEAD | tar -x -C "$ctx"
 "$py" -m pip wheel --quiet --no-deps --wheel-dir "$ctx/dist" "$ctx"
 ls "$ctx"/dist/
 pip_config
