@@ -5,6 +5,7 @@
 #
 #   sudo docker/build-test.sh            build, check, then remove everything this run created
 #   sudo KEEP=1 docker/build-test.sh     keep the images (the next run reuses the base images)
+#   sudo docker/build-test.sh clean      remove kept images and the private storage
 #
 # Environment: KEEP=1 (keep images and storage), TRACEKIT_PODMAN_DIR (podman's private storage and
 # this script's state; default /var/tmp/tracekit-podman), PYTHON (the host interpreter that builds the
@@ -40,6 +41,8 @@ marker=".tracekit-build-test"
 say() { printf '\n== %s\n' "$*"; }
 die() { printf 'build-test: %s\n' "$*" >&2; exit 1; }
 
+mode="${1:-build}"
+[[ "$mode" == build || "$mode" == clean ]] || die "usage: $0 [clean]"
 [[ $(id -u) == 0 ]] || die "run as root (debootstrap and rootful podman): sudo $0"
 for tool in podman runc debootstrap git "$py"; do
   command -v "$tool" >/dev/null || die "$tool is missing (apt-get install podman runc debootstrap)"
@@ -65,19 +68,27 @@ EOF
 export CONTAINERS_CONF="$state/containers.conf"
 pm() { podman --root "$state/storage" --runroot "$state/run" --tmpdir "$state/tmp" "$@"; }
 
+remove_state() {  # every container and image in the private storage, then the folder itself
+  pm system reset --force >/dev/null 2>&1 || true
+  [[ -e "$state/$marker" ]] && rm -rf "$state"
+  say "removed $state"
+}
+if [[ "$mode" == clean ]]; then
+  remove_state
+  exit 0
+fi
+
 work="$(mktemp -d /var/tmp/tracekit-build-test.XXXXXX)"
 created=()  # images this run made (removed at exit unless KEEP=1)
 cleanup() {
   local rc=$?
   pm rm --all --force >/dev/null 2>&1 || true
-  rm -rf "$work"
+  [[ -n "$work" ]] && rm -rf "$work"
   if [[ "$keep" == 1 ]]; then
     say "KEEP=1: images kept in $state (podman --root $state/storage images)"
   elif [[ " ${created[*]} " == *" $base_image "* ]]; then
     # this run made the base images too: nothing of the state was there before, remove it all
-    pm system reset --force >/dev/null 2>&1 || true
-    rm -rf "$state"
-    say "removed $state"
+    remove_state
   else
     pm rmi --force "${created[@]}" >/dev/null 2>&1 || true
     pm image prune --force >/dev/null 2>&1 || true
@@ -101,6 +112,29 @@ apt_mirror() {
     /etc/apt/sources.list /etc/apt/sources.list.d/*.list | awk '{for(i=2;i<=NF;i++) if ($i ~ /:\/\//) {print $i; exit}}' || true
 }
 
+# What Debian's official images do to a debootstrapped tree (debuerreotype): apt keeps no package
+# caches in layers (docker-clean), and the -slim images that python:*-slim builds on also drop
+# documentation, manual pages and translations, now and for every later install. $1 is the new
+# tree (never /): everything here is relative to it.
+slim() {
+  local root="$1"
+  [[ -n "$root" && "$root" != / && -d "$root/etc/apt" && "$root" == "$work"/* ]] || die "slim: bad root '$root'"
+  printf '%s\n' \
+    'DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };' \
+    'APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };' \
+    'Dir::Cache::pkgcache "";' 'Dir::Cache::srcpkgcache "";' >"$root/etc/apt/apt.conf.d/docker-clean"
+  echo 'Acquire::Languages "none";' >"$root/etc/apt/apt.conf.d/docker-no-languages"
+  printf '%s\n' 'path-exclude /usr/share/doc/*' 'path-include /usr/share/doc/*/copyright' \
+    'path-exclude /usr/share/groff/*' 'path-exclude /usr/share/info/*' 'path-exclude /usr/share/linda/*' \
+    'path-exclude /usr/share/lintian/overrides/*' 'path-exclude /usr/share/locale/*' \
+    'path-exclude /usr/share/man/*' >"$root/etc/dpkg/dpkg.cfg.d/docker"
+  find "$root/usr/share/doc" -mindepth 1 ! -type d ! -name copyright -delete
+  find "$root/usr/share/doc" -mindepth 1 -type d -empty -delete
+  rm -rf "${root:?}"/usr/share/{groff,info,linda,locale,man}/* "${root:?}"/usr/share/lintian/overrides/*
+  rm -rf "${root:?}"/var/cache/apt/archives/*.deb "${root:?}"/var/cache/apt/*.bin "${root:?}"/var/lib/apt/lists/*
+  rm -f "${root:?}"/var/log/*.log
+}
+
 build_base() {
   local mirror root="$work/rootfs"
   mirror="${MIRROR:-$( (apt_mirror || true) | head -n1)}"
@@ -112,7 +146,7 @@ build_base() {
     cp /etc/apt/sources.list.d/debian.sources "$root/etc/apt/sources.list.d/debian.sources"
     rm -f "$root/etc/apt/sources.list"
   fi
-  rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* "$root"/var/log/*.log
+  slim "$root"
   tar -C "$root" --numeric-owner -cf - . | pm import --change 'CMD ["/bin/bash"]' - "$base_image" >/dev/null
   rm -rf "$root"
   created+=("$base_image")
@@ -173,6 +207,7 @@ pm build --pull=never --format docker --network host --build-arg "PYTHON_IMAGE=$
 created+=("$image")
 grep -E 'tracekit smoke test OK|^tracekit' "$work/build.log" || true
 t_build=$((SECONDS - t_build))
+cached="$(grep -c '^--> Using cache' "$work/build.log" || true)"
 size="$(pm image inspect --format '{{.Size}}' "$image")"
 
 # ---- the checks ----------------------------------------------------------------------------------
@@ -231,7 +266,7 @@ t_checks=$((SECONDS - t_checks))
 
 say "summary"
 echo "base images: $((t_bases)) s ($([[ " ${created[*]} " == *" $base_image "* ]] && echo built || echo reused))"
-echo "image build: $t_build s; checks: $t_checks s; total: $((SECONDS - t_start)) s"
+echo "image build: $t_build s ($cached steps from podman's layer cache); checks: $t_checks s; total: $((SECONDS - t_start)) s"
 echo "image size: $size"
 pm images --format '{{.Repository}}:{{.Tag}} {{.Size}}' | sed 's/^/  /'
 echo "build-test OK"
