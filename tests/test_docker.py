@@ -4,6 +4,7 @@ steps run for real in a fresh virtual environment (docker/smoke.sh)."""
 from __future__ import annotations
 
 import fnmatch
+import importlib.util
 import os
 import re
 import shutil
@@ -12,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import IN_CI, ROOT
+from conftest import IN_CI, ROOT, need_tool
 
 DOCKERFILE = ROOT / "Dockerfile"
 SMOKE = ROOT / "docker" / "smoke.sh"
@@ -135,3 +136,38 @@ def test_smoke_checks_fail_on_a_broken_install(tmp_path: Path) -> None:
     res = subprocess.run(["bash", os.fspath(SMOKE), "--installed", os.fspath(ROOT / "samples/linux/bulk_lossy.pcap")],
                          capture_output=True, text=True, env=env, timeout=120)
     assert res.returncode != 0 and "smoke test OK" not in res.stdout
+
+
+def _check_outputs():
+    """docker/check_outputs.py (the in-container checks of docker/build-test.sh), imported by path."""
+    spec = importlib.util.spec_from_file_location("check_outputs", ROOT / "docker" / "check_outputs.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_container_fallback_check_passes_on_real_outputs_and_fails_on_wrong_ones(tmp_path: Path) -> None:
+    """The C-HDLC capture build-test.sh crafts is read through tshark; its check compares it with the
+    fast path on the Ethernet copy, and fails when that reference is another capture."""
+    need_tool("tshark")
+    pytest.importorskip("pyshark")
+    co = _check_outputs()
+    co.prepare(ROOT, tmp_path / "in")
+    res = tmp_path / "res"
+    res.mkdir()
+
+    def analyze(name: str, path: Path) -> None:
+        run = subprocess.run([sys.executable, "-m", "tracekit", "analyze", os.fspath(path), "--json"],
+                             capture_output=True, text=True, timeout=300)
+        (res / name).write_text(run.stdout)
+        (res / f"{name}.err").write_text(run.stderr)
+        (res / f"{name}.rc").write_text(str(run.returncode))
+
+    analyze("fallback.json", tmp_path / "in/fallback/c_hdlc.pcap")
+    analyze("fast.json", tmp_path / "in/fallback/ethernet.pcap")
+    checks = co.Checks(res, tmp_path)
+    checks.fallback()
+    assert checks.failed == 0
+    analyze("fast.json", tmp_path / "in/bulk_lossy.pcap")  # the whole capture: other flows, 920 packets
+    checks.fallback()
+    assert checks.failed == 3  # packets, flows, wire bytes
