@@ -171,3 +171,16 @@ def test_container_fallback_check_passes_on_real_outputs_and_fails_on_wrong_ones
     analyze("fast.json", tmp_path / "in/bulk_lossy.pcap")  # the whole capture: other flows, 920 packets
     checks.fallback()
     assert checks.failed == 3  # packets, flows, wire bytes
+
+
+def test_ci_builds_and_runs_the_image_after_the_tests() -> None:
+    """.ci/run: the tests, then hadolint, then the real image build and its in-container checks."""
+    lines = [x.strip() for x in (ROOT / ".ci" / "run").read_text().splitlines() if not x.lstrip().startswith("#")]
+    steps = [next(i for i, x in enumerate(lines) if x.startswith(s))
+             for s in ("make test", ".venv/bin/hadolint", "docker/build-test.sh")]
+    assert steps == sorted(steps)
+    assert "podman runc debootstrap" in " ".join(lines)  # the apt line installs the engine
+    script = ROOT / "docker" / "build-test.sh"
+    assert os.access(script, os.X_OK)
+    res = subprocess.run(["bash", "-n", os.fspath(script)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
