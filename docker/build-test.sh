@@ -195,7 +195,10 @@ say "build context: git archive HEAD ($(git -C "$repo" -c safe.directory="$repo"
 ctx="$work/context"
 mkdir -p "$ctx"
 git -C "$repo" -c safe.directory="$repo" archive --format=tar HEAD | tar -x -C "$ctx"
-"$py" -m pip wheel --quiet --no-deps --wheel-dir "$ctx/dist" "$ctx"
+# SOURCE_DATE_EPOCH (the commit's time): the same commit gives the same wheel, byte for byte, so a
+# kept layer cache (KEEP=1) is reused by the next build
+SOURCE_DATE_EPOCH="$(git -C "$repo" -c safe.directory="$repo" log -1 --format=%ct HEAD)" \
+  "$py" -m pip wheel --quiet --no-deps --wheel-dir "$ctx/dist" "$ctx"
 ls "$ctx"/dist/
 pip_config
 
