@@ -1,19 +1,28 @@
 # syntax=docker/dockerfile:1
-# tracekit in a container. Build: docker build -t tracekit .
+# tracekit in a container. The wheel is built OUTSIDE the image and sent in the build context as
+# dist/tracekit-*.whl, so the image needs no compiler whatever the build backend (hatchling today; a
+# maturin wheel of a compiled core slots in the same way). docker/build-test.sh does all of it:
+#   python3 -m pip wheel --no-deps --wheel-dir dist .    # or: maturin build --release --out dist
+#   docker build -t tracekit .                           # podman: add --format docker (for SHELL)
 # Run (untrusted input, hardened):
 #   docker run --rm -u "$(id -u):$(id -g)" --network none --read-only --tmpfs /tmp \
-#     --memory 2g --pids-limit 256 --cap-drop ALL --security-opt no-new-privileges \
+#     --memory 4g --pids-limit 256 --cap-drop ALL --security-opt no-new-privileges \
 #     -v "$PWD":/data tracekit batch /data/traces -o /data/reports
-# CI lints this file with hadolint and runs the same install + smoke steps in a fresh venv
-# (docker/smoke.sh, tests/test_docker.py).
+# CI lints this file with hadolint (tests/test_docker.py), then builds it and runs it for real
+# (docker/build-test.sh, from .ci/run).
 ARG PYTHON_IMAGE=python:3.11.7-slim-bookworm
 
-# ---- stage 1: the wheel, from the source tree only (.dockerignore lists what is sent) ----
+# ---- stage 1: tracekit, pyshark and their dependencies in a venv; pip and the wheel stay here ----
 FROM ${PYTHON_IMAGE} AS build
-WORKDIR /src
-COPY pyproject.toml README.md ./
-COPY tracekit ./tracekit
-RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+COPY dist/ /dist/
+# [pyshark]: the tshark reader for link types the fast path does not decode needs pyshark beside
+# tshark. The venv's own pip and setuptools are removed: nothing installs at run time.
+RUN wheels=(/dist/tracekit-*.whl) \
+ && (( ${#wheels[@]} == 1 )) \
+ && python -m venv /opt/tracekit/venv \
+ && /opt/tracekit/venv/bin/pip install --no-cache-dir "${wheels[0]}[pyshark]" \
+ && /opt/tracekit/venv/bin/pip uninstall --yes pip setuptools
 
 # ---- stage 2: the runtime ----
 FROM ${PYTHON_IMAGE}
@@ -26,19 +35,18 @@ ARG DEBIAN_FRONTEND=noninteractive
 RUN echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections \
  && apt-get update \
  && apt-get install -y --no-install-recommends tshark fonts-dejavu-core \
- && rm -rf /var/lib/apt/lists/*
-COPY --from=build /wheels /wheels
-RUN pip install --no-cache-dir /wheels/tracekit-*.whl \
- && rm -rf /wheels \
+ && rm -rf /var/lib/apt/lists/* /var/cache/debconf/*-old \
  && useradd --create-home --uid 10001 --user-group tracekit \
  && mkdir -p /opt/tracekit/cache \
  && chown 10001:10001 /opt/tracekit/cache
+COPY --from=build /opt/tracekit/venv /opt/tracekit/venv
 COPY docker/smoke.sh /usr/local/share/tracekit/smoke.sh
 COPY samples/linux/bulk_lossy.pcap /usr/local/share/tracekit/smoke.pcap
 USER 10001:10001
 # the Vega bundle tracekit inlines in reports is built once here and cached in the image (readable by
 # any uid, so `-u $(id -u)` and --read-only still find it)
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 XDG_CACHE_HOME=/opt/tracekit/cache MPLCONFIGDIR=/tmp
+ENV PATH=/opt/tracekit/venv/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
+    XDG_CACHE_HOME=/opt/tracekit/cache MPLCONFIGDIR=/tmp
 # a packaging omission (missing module, broken entry point, no font) fails the build, not a user
 RUN /usr/local/share/tracekit/smoke.sh --installed /usr/local/share/tracekit/smoke.pcap \
  && chmod -R a+rX /opt/tracekit/cache

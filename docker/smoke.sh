@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The Docker image's install and smoke steps, runnable without Docker (CI: tests/test_docker.py).
 #
-#   docker/smoke.sh [WORKDIR]              build the wheel as the image's first stage does
-#                                          (pip wheel --no-deps .), install it into a fresh venv as
-#                                          the second stage does, then run the smoke checks below
+#   docker/smoke.sh [WORKDIR]              build the wheel as docker/build-test.sh does outside the
+#                                          image (pip wheel --no-deps .), install it with [pyshark]
+#                                          into a fresh venv as the image's first stage does, then
+#                                          run the smoke checks below
 #   smoke.sh --installed SAMPLE.pcap       only the smoke checks, with the `tracekit` on PATH
 #                                          (the Dockerfile runs this at build time)
 #
@@ -43,10 +44,11 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 work="${1:-$(mktemp -d)}"
 mkdir -p "$work"
 py="${PYTHON:-python3}"
-# stage 1 of the Dockerfile
+# the wheel, as docker/build-test.sh builds it into the build context's dist/
 "$py" -m pip wheel --no-deps --wheel-dir "$work/wheels" "$repo"
-# stage 2: a fresh environment with nothing but the wheel and its dependencies
+# stage 1 of the Dockerfile: a fresh environment with nothing but the wheel and its dependencies
 "$py" -m venv "$work/venv"
-"$work/venv/bin/python" -m pip install --quiet "$work"/wheels/tracekit-*.whl
+wheels=("$work"/wheels/tracekit-*.whl)
+"$work/venv/bin/python" -m pip install --quiet "${wheels[0]}[pyshark]"
 export XDG_CACHE_HOME="$work/cache" MPLCONFIGDIR="$work/cache"
 checks "$work/venv/bin/tracekit" "$repo/samples/linux/bulk_lossy.pcap" "$work"

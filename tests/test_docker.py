@@ -4,6 +4,7 @@ steps run for real in a fresh virtual environment (docker/smoke.sh)."""
 from __future__ import annotations
 
 import fnmatch
+import importlib.util
 import os
 import re
 import shutil
@@ -12,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import IN_CI, ROOT
+from conftest import IN_CI, ROOT, need_tool
 
 DOCKERFILE = ROOT / "Dockerfile"
 SMOKE = ROOT / "docker" / "smoke.sh"
@@ -58,7 +59,11 @@ def test_dockerfile_intent() -> None:
     arg = next(a for i, a in ins if i == "ARG" and a.startswith("PYTHON_IMAGE="))
     assert re.fullmatch(r"PYTHON_IMAGE=python:\d+\.\d+\.\d+-slim-\w+", arg)  # pinned, slim
     runs = [a for i, a in ins if i == "RUN"]
-    assert any("pip wheel" in r and "--no-deps" in r for r in runs)
+    # the wheel comes from outside (dist/, built by docker/build-test.sh): no compiler in the image
+    assert ("COPY", "dist/ /dist/") in ins and not any("pip wheel" in r or "cargo" in r for r in runs)
+    install = next(r for r in runs if "pip install" in r)
+    assert "tracekit-*.whl" in install and "[pyshark]" in install and "--no-cache-dir" in install
+    assert ("COPY", "--from=build /opt/tracekit/venv /opt/tracekit/venv") in ins  # pip stays in stage 1
     apt = next(r for r in runs if "apt-get install" in r)
     assert "install-setuid boolean false" in apt and "debconf-set-selections" in apt
     assert "--no-install-recommends" in apt and "tshark" in apt and "fonts-dejavu-core" in apt
@@ -91,11 +96,16 @@ def test_dockerignore_sends_what_the_build_copies() -> None:
         if i == "COPY" and not args.startswith("--from"):
             *srcs, _ = args.split()
             for s in srcs:
+                if s == "dist/":  # made by docker/build-test.sh, not in the repository
+                    assert sent("dist/tracekit-0.1.0-py3-none-any.whl")
+                    assert sent("dist/tracekit-0.2.0-cp311-cp311-manylinux_2_28_x86_64.whl")  # maturin's
+                    continue
                 assert (ROOT / s).exists(), s
                 src = ROOT / s
                 files = [s] if src.is_file() else [os.fspath(p.relative_to(ROOT)) for p in src.rglob("*.py")]
                 assert files and all(sent(f) for f in files), s
     assert not sent(".venv/bin/python") and not sent("tests/test_docker.py") and not sent(".git/HEAD")
+    assert not sent("tracekit/cli.py") and not sent("dist/numpy-2.0.0-cp311-cp311-linux_x86_64.whl")
 
 
 @pytest.mark.slow
@@ -126,3 +136,51 @@ def test_smoke_checks_fail_on_a_broken_install(tmp_path: Path) -> None:
     res = subprocess.run(["bash", os.fspath(SMOKE), "--installed", os.fspath(ROOT / "samples/linux/bulk_lossy.pcap")],
                          capture_output=True, text=True, env=env, timeout=120)
     assert res.returncode != 0 and "smoke test OK" not in res.stdout
+
+
+def _check_outputs():
+    """docker/check_outputs.py (the in-container checks of docker/build-test.sh), imported by path."""
+    spec = importlib.util.spec_from_file_location("check_outputs", ROOT / "docker" / "check_outputs.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_container_fallback_check_passes_on_real_outputs_and_fails_on_wrong_ones(tmp_path: Path) -> None:
+    """The C-HDLC capture build-test.sh crafts is read through tshark; its check compares it with the
+    fast path on the Ethernet copy, and fails when that reference is another capture."""
+    need_tool("tshark")
+    pytest.importorskip("pyshark")
+    co = _check_outputs()
+    co.prepare(ROOT, tmp_path / "in")
+    res = tmp_path / "res"
+    res.mkdir()
+
+    def analyze(name: str, path: Path) -> None:
+        run = subprocess.run([sys.executable, "-m", "tracekit", "analyze", os.fspath(path), "--json"],
+                             capture_output=True, text=True, timeout=300)
+        (res / name).write_text(run.stdout)
+        (res / f"{name}.err").write_text(run.stderr)
+        (res / f"{name}.rc").write_text(str(run.returncode))
+
+    analyze("fallback.json", tmp_path / "in/fallback/c_hdlc.pcap")
+    analyze("fast.json", tmp_path / "in/fallback/ethernet.pcap")
+    checks = co.Checks(res, tmp_path)
+    checks.fallback()
+    assert checks.failed == 0
+    analyze("fast.json", tmp_path / "in/bulk_lossy.pcap")  # the whole capture: other flows, 920 packets
+    checks.fallback()
+    assert checks.failed == 3  # packets, flows, wire bytes
+
+
+def test_ci_builds_and_runs_the_image_after_the_tests() -> None:
+    """.ci/run: the tests, then hadolint, then the real image build and its in-container checks."""
+    lines = [x.strip() for x in (ROOT / ".ci" / "run").read_text().splitlines() if not x.lstrip().startswith("#")]
+    steps = [next(i for i, x in enumerate(lines) if x.startswith(s))
+             for s in ("make test", ".venv/bin/hadolint", "docker/build-test.sh")]
+    assert steps == sorted(steps)
+    assert "podman runc debootstrap" in " ".join(lines)  # the apt line installs the engine
+    script = ROOT / "docker" / "build-test.sh"
+    assert os.access(script, os.X_OK)
+    res = subprocess.run(["bash", "-n", os.fspath(script)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
