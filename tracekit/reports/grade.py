@@ -367,10 +367,10 @@ def failed_result(sub: Submission, profile: Profile, error: dict[str, Any]) -> d
     from tracekit.reports.grade_outputs import feedback_page
 
     res = base_result(sub, profile)
-    why = {"timeout": "grading your submission took too long and was stopped",
-           "memory": "your submission needed more memory than grading allows"}.get(str(error.get("kind")),
-                                                                                   "grading your submission failed")
-    res["error"] = {**error, "student": gu.sentence(why) + " Your instructor has been told."}
+    why = {"timeout": "grading your submission", "memory": "grading your submission"}.get(
+        str(error.get("kind")), "grading your submission failed:")
+    res["error"] = {**error, "student": gu.sentence(f"{why} {error.get('message')}") +
+                    " Your instructor can see this in the grades."}
     res["verdicts"] = [v.to_dict() for v in unreadable(profile, NOT_READ)]
     res["page"] = feedback_page(res, profile, {})
     return res

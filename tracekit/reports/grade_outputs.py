@@ -84,7 +84,7 @@ def results_json(res: dict[str, Any], profile: Profile) -> dict[str, Any]:
         if v.get("show_reference", "after_due_date") == "after_due_date" and v.get("reference_text"):
             later = True
             tests.append({"number": f"{i}.1", "name": f"{v['title']} (reference values)", "score": 0.0,
-                          "max_score": 0.0, "output": v["reference_text"],
+                          "max_score": 0.0, "status": "passed", "output": v["reference_text"],
                           "visibility": _ref_visibility(v["visibility"]), "tags": [v["metric"], "reference"]})
     lines = [f"Graded with rubric {profile.rubric.name!r} against {len(profile.references)} reference run(s)."]
     if res.get("error"):

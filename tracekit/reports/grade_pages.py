@@ -15,6 +15,7 @@ script-safe chart JSON, inlined Vega, CSP).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracekit.reports.grade_units import Display
@@ -37,11 +38,16 @@ def overlay_chart(key: str, unit: str, grid: list[float], mean: list[float] | No
 
     from tracekit.reports.charts import HEIGHT, WIDTH
 
+    # a step drawn "after" each point needs one more point to show the last step's width
+    end = grid[-1] + (grid[-1] - grid[-2] if len(grid) > 1 else 1.0)
+    ext = [*grid, end]
     lines = []
     if mean is not None:
-        lines += [{"t": round(t, 4), "y": round(y, 3), "s": "reference mean"} for t, y in zip(grid, mean, strict=True)]
+        lines += [{"t": round(t, 4), "y": round(y, 3), "s": "reference mean"}
+                  for t, y in zip(ext, [*mean, mean[-1]], strict=True)]
     if student is not None:
-        lines += [{"t": round(t, 4), "y": round(y, 3), "s": "student"} for t, y in zip(grid, student, strict=True)]
+        lines += [{"t": round(t, 4), "y": round(y, 3), "s": "student"}
+                  for t, y in zip(ext, [*student, student[-1]], strict=True)]
     shown = [k for k in _COLORS if mean is not None or k == "student"]
     color = alt.Color("s:N", scale=alt.Scale(domain=shown, range=[_COLORS[k] for k in shown]), title=None,
                       legend=alt.Legend(orient="top"))
@@ -56,7 +62,8 @@ def overlay_chart(key: str, unit: str, grid: list[float], mean: list[float] | No
                                                               range=[[5, 3], [1, 0]]))))
     if mean is None or lo is None or hi is None:
         return line.properties(title=_TITLES[key], width=WIDTH, height=HEIGHT)
-    band = [{"t": round(t, 4), "lo": round(a, 3), "hi": round(b, 3)} for t, a, b in zip(grid, lo, hi, strict=True)]
+    band = [{"t": round(t, 4), "lo": round(a, 3), "hi": round(b, 3)}
+            for t, a, b in zip(ext, [*lo, lo[-1]], [*hi, hi[-1]], strict=True)]
     area = (alt.Chart(alt.Data(values=band), name=f"{key}_band")
             .transform_calculate(s="'reference seeds (min–max)'")
             .mark_area(opacity=0.35, interpolate=interp)
@@ -65,12 +72,11 @@ def overlay_chart(key: str, unit: str, grid: list[float], mean: list[float] | No
 
 
 def _chart_unit(key: str, profile: Profile) -> tuple[str, float]:
-    """The unit and scale of a display curve: cwnd in packets where the lab counts packets."""
+    """The unit and scale of a display curve: packets and packets/s where the lab counts packets."""
+    size = profile.lab.packet_bytes if profile.lab.counts_packets else None
     if key == "cwnd":
-        if profile.lab.counts_packets and profile.lab.packet_bytes:
-            return "packets", 1.0 / profile.lab.packet_bytes
-        return "bytes", 1.0
-    return "bit/s", 1.0
+        return ("packets", 1.0 / size) if size else ("bytes", 1.0)
+    return ("packets/s", 1.0 / (8.0 * size)) if size else ("bit/s", 1.0)
 
 
 def _num(x: Any) -> str:
@@ -147,7 +153,8 @@ def index_page(doc: dict[str, Any], profile: Profile) -> str:
     rows = []
     for r in doc["submissions"]:
         by = {v["item"]: v for v in r["verdicts"]}
-        cells = "".join(f'<td class="{"" if by[it.name]["status"] == "passed" else "neg"}">'
+        cells = "".join(f'<td class="{"" if by[it.name]["status"] == "passed" else "neg"}" '
+                        f'title="{esc(by[it.name]["output"])}">'
                         f'{_num(by[it.name]["score"])}</td>' if it.name in by else "<td></td>" for it in items)
         sim = "<br>".join(esc(("reference " + s["reference"]) if "reference" in s else s["id"]) + ": " + esc(s["why"])
                           for s in r.get("similar_to") or [])
@@ -172,7 +179,7 @@ def index_page(doc: dict[str, Any], profile: Profile) -> str:
     parts.append('<h2>Items and reference values</h2><table id="items"><thead><tr><th class="t">item</th>'
                  '<th class="t">title</th><th class="t">metric</th><th>points</th><th class="t">reference</th>'
                  f'<th class="t">student sees reference</th></tr></thead><tbody>{"".join(refs)}</tbody></table>')
-    files = "".join(f'<tr><td class="t">{esc(ref["path"])}</td><td class="t">'
+    files = "".join(f'<tr><td class="t" title="{esc(ref["path"])}">{esc(Path(ref["path"]).name)}</td><td class="t">'
                     + "<br>".join(f"{esc(n)} <code>{esc(h[:16])}…</code>" for n, h in (ref.get("files") or {}).items())
                     + "</td></tr>" for ref in doc["references"])
     parts.append('<h2>References</h2><table id="references" class="meta"><thead><tr><th class="t">run</th>'

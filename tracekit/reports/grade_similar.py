@@ -100,7 +100,7 @@ def flag(results: list[dict[str, Any]], references: list[dict[str, Any]]) -> Non
         for ref in references:
             why = _why(mine, {"files": ref.get("files") or {}, "series": ref.get("series_sha256")})
             if why:
-                r["similar_to"].append({"reference": Path(ref["path"]).name, "why": f"identical to a reference: {why}"})
+                r["similar_to"].append({"reference": Path(ref["path"]).name, "why": why})
         for other in results:
             theirs = other.get("fingerprint")
             if other is r or not theirs:

@@ -396,10 +396,7 @@ def read_run(sub: Submission, limits: Limits = DEFAULT, strict: bool = False) ->
     notes = list(sub.notes)
     label = sub.id
     if sub.kind == "file":
-        if not _small(sub.path, limits):
-            return _read_big(sub, limits, strict)
-        return _read_parts([(Path(sub.path).name, Path(sub.path).read_bytes())], label, limits, strict, notes,
-                           "file")
+        return _read_file(sub, limits, strict)
     if sub.kind == "dir":
         return _read_parts(_dir_files(Path(sub.path)), label, limits, strict, notes, "folder")
     budget = [0]
@@ -425,24 +422,25 @@ def read_run(sub: Submission, limits: Limits = DEFAULT, strict: bool = False) ->
         raise UnknownFormatError(f"cannot read the zip: {exc}", path=label, hint="re-create the zip") from None
 
 
-def _small(path: str, limits: Limits) -> bool:
-    """Whether a single-file submission is read through memory (hash + per-file warnings)."""
-    try:
-        return os.path.getsize(path) <= min(limits.max_input_bytes, 256 << 20)
-    except OSError:
-        return False
-
-
-def _read_big(sub: Submission, limits: Limits, strict: bool) -> RunFiles:
-    """A large single file: read from disk, hashed by streaming."""
+def _read_file(sub: Submission, limits: Limits, strict: bool) -> RunFiles:
+    """A single-file submission: named if it is a document, read from disk, hashed by streaming."""
     import tracekit
     from tracekit.batch import content_hash
 
+    p = Path(sub.path)
+    name = printable(p.name)
+    with open(p, "rb") as fh:
+        head = fh.read(1 << 16)
+    what = what_is(head)
+    if what:
+        raise UnknownFormatError(f"{name} is {what}, not a packet trace", path=sub.id, hint=_HAND_IN)
     trace = tracekit.read(sub.path, limits=limits, strict=strict)
-    name = Path(sub.path).name
-    info = {"name": name, "sha256": content_hash(Path(sub.path)), "bytes": os.path.getsize(sub.path),
-            "format": trace.meta.get("format")}
-    return RunFiles(trace, list(sub.notes), [info], [{**w, "file": name} for w in trace.warnings])
+    size = p.stat().st_size
+    info = {"name": name, "sha256": content_hash(p), "bytes": size, "format": trace.meta.get("format")}
+    small = size <= 64 << 20
+    warns = [{**w, "file": name, "detail": line_detail(p.read_bytes(), w.get("line"), trace.meta.get("format"))
+              if small else None} for w in trace.warnings]
+    return RunFiles(trace, list(sub.notes), [info], warns)
 
 
 def read_submission(sub: Submission, limits: Limits = DEFAULT,
