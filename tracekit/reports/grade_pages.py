@@ -57,9 +57,9 @@ def overlay_chart(key: str, unit: str, grid: list[float], mean: list[float] | No
     line = (alt.Chart(alt.Data(values=lines), name=f"{key}_lines")
             .mark_line(interpolate=interp, strokeWidth=1.5)
             .encode(x=x, y=alt.Y("y:Q", title=unit, axis=alt.Axis(format=fmt)), color=color,
-                    strokeDash=alt.StrokeDash("s:N", legend=None,
-                                              scale=alt.Scale(domain=["reference mean", "student"],
-                                                              range=[[5, 3], [1, 0]]))))
+                    strokeDash=alt.StrokeDash("s:N", legend=None, scale=alt.Scale(
+                        domain=[k for k in ("reference mean", "student") if k in shown],
+                        range=[d for k, d in (("reference mean", [5, 3]), ("student", [1, 0])) if k in shown]))))
     if mean is None or lo is None or hi is None:
         return line.properties(title=_TITLES[key], width=WIDTH, height=HEIGHT)
     band = [{"t": round(t, 4), "lo": round(a, 3), "hi": round(b, 3)}
