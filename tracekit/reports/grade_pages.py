@@ -53,7 +53,7 @@ def overlay_chart(key: str, unit: str, grid: list[float], mean: list[float] | No
                       legend=alt.Legend(orient="top"))
     x = alt.X("t:Q", title="time since the flow's first packet (s)")
     interp: Any = "step-after"
-    fmt = "~s" if unit in ("bytes", "bit/s") else "~g"
+    fmt = "~s" if unit in ("bytes", "bit/s") else ",~f"
     line = (alt.Chart(alt.Data(values=lines), name=f"{key}_lines")
             .mark_line(interpolate=interp, strokeWidth=1.5)
             .encode(x=x, y=alt.Y("y:Q", title=unit, axis=alt.Axis(format=fmt)), color=color,
@@ -122,6 +122,8 @@ def feedback_page(res: dict[str, Any], profile: Profile, curves: dict[str, list[
     parts.append("<h2>Items</h2><table id=\"verdicts\"><thead><tr><th class=\"t\">item</th><th>you</th>"
                  "<th>reference</th><th>score</th><th class=\"t\">feedback</th>"
                  f"</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    if any(v.get("show_reference") == "after_due_date" for v in res["verdicts"] if v["visibility"] != "hidden"):
+        parts.append('<p class="note">Reference values are shown after the due date.</p>')
     reveal = all(it.show_reference == "always" for it in profile.rubric.items)
     specs: dict[str, dict[str, Any]] = {}
     for key, ref in profile.display.items():
@@ -160,6 +162,7 @@ def index_page(doc: dict[str, Any], profile: Profile) -> str:
                           for s in r.get("similar_to") or [])
         issues = [str((r.get("error") or {}).get("student") or "")] + [str(w.get("student") or w.get("code"))
                                                                        for w in r.get("warnings") or []]
+        issues = [x.split(" Hint: ")[0] for x in issues]  # the instructor needs what, not the student's hint
         link = f'<a href="{esc(r["feedback"])}">{esc(r["id"])}</a>' if r.get("feedback") else esc(r["id"])
         rows.append(f'<tr data-id="{esc(r["id"])}"><td class="t">{link}</td><td class="t">{esc(r["status"])}</td>'
                     f'<td>{_num(r["score"])} / {_num(r["max_score"])}</td>{cells}'
