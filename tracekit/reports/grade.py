@@ -10,11 +10,15 @@
    (:mod:`tracekit.executors`: killed past ``--timeout``, capped by
    ``--max-memory``), which also renders its feedback page;
 4. this process writes, inside OUT only: ``OUT/<id>/results.json`` (Gradescope),
-   ``OUT/<id>/feedback.html``, ``OUT/grades.csv`` and ``OUT/summary.json``
-   (:mod:`tracekit.reports.grade_outputs`).
+   ``OUT/<id>/feedback.html``, ``OUT/grades.csv``, ``OUT/summary.json`` and ``OUT/index.html``
+   (:mod:`tracekit.reports.grade_outputs`), every list in student-id order, after flagging
+   copied submissions (:mod:`tracekit.reports.grade_similar`; scores untouched).
 
-Every verdict states the student's number, the reference number(s) and the
-tolerance, in ``results.json``, on the feedback page and in ``summary.json``.
+A verdict's ``output`` (the instructor's: the command's lines, ``summary.json``) states the
+student's number, the reference number(s) and the tolerance; its ``feedback`` (the student's:
+``results.json``, the feedback page) states the student's number in the lab's units, the outcome
+and a hint, and the reference only where the item's ``show_reference`` allows
+(:mod:`tracekit.reports.grade_units`).
 """
 
 from __future__ import annotations
@@ -146,6 +150,12 @@ def build_profile(rubric: Rubric, references: list[str], *, limits: Limits = DEF
     if problems:
         raise UsageError("the references cannot be graded with this rubric:\n  - " + "\n  - ".join(problems),
                          path=rubric.path or None, hint="fix the rubric item or pass other --reference runs")
+    _display_curves(prof, analyses)
+    return prof
+
+
+def _display_curves(prof: Profile, analyses: list[Analysis]) -> None:
+    """Reference curves of the feedback charts (largest flow), on a grid of at most ~1000 points."""
     for key, metric in DISPLAY.items():
         item = _display_item(metric)
         picked = [gm.select_flow(a.flows, Selector())[0] for a in analyses]
@@ -158,7 +168,6 @@ def build_profile(rubric: Rubric, references: list[str], *, limits: Limits = DEF
             opts = (("grid_s", step),) if key == "cwnd" else (("bin_s", step),)
             prof.display[key] = gm.curve_reference(
                 Item(item.name, metric, 0.0, metric, item.tolerance, options=opts), good)
-    return prof
 
 
 # ---- verdicts --------------------------------------------------------------------------------------------------

@@ -1,15 +1,12 @@
-"""Outputs of grading: Gradescope ``results.json``, the feedback page, ``grades.csv``, ``summary.json``.
+"""Outputs of grading: Gradescope ``results.json``, ``grades.csv``, ``summary.json`` (pages: grade_pages).
 
-``results.json`` follows Gradescope's specification (ECOSYSTEM.md §1.1, schema in
-``tests/data/gradescope_results.schema.json``): one test per rubric item with
-``name``, ``number``, ``score``, ``max_score``, ``status``, ``output`` and
-``visibility``; top-level ``output_format: "text"`` because outputs carry strings
-from the student's files; strict JSON (``allow_nan=False``); written atomically.
-
-The feedback page is built like the reports (:func:`tracekit.reports.html.page`:
-escaped text, script-safe chart JSON, inlined Vega, CSP) and overlays the
-student's cwnd and throughput curves on the reference mean and the seeds' band.
-Items with ``visibility = "hidden"`` are left off the page (it is meant for students).
+``results.json`` follows Gradescope's specification (gradescope/autograder_samples
+docs/specs.md; schema in ``tests/data/gradescope_results.schema.json``): one test per
+rubric item with ``name``, ``number``, ``score``, ``max_score``, ``status``,
+``output`` (the student's feedback) and ``visibility``, plus a 0-point reference test
+per ``after_due_date`` item; top-level ``output_format: "text"`` because outputs carry
+strings from the student's files; strict JSON (``allow_nan=False``); written atomically.
+``grades.csv`` and ``summary.json`` are the instructor's and keep every number.
 """
 
 from __future__ import annotations

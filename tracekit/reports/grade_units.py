@@ -180,11 +180,6 @@ def with_hint(text: str, item: Item, status: str) -> str:
     return f"{sentence(text)} Hint: {sentence(hint)}"
 
 
-def attrs(disp: Display) -> dict[str, Any]:
-    """The display fields a verdict records (JSON-ready)."""
-    return {"display_unit": disp.unit, "display_scale": disp.scale}
-
-
 # ---- reader warnings and errors, for a student ------------------------------------------------------
 
 #: Hints that talk to a command-line user, not to a student handing in a lab.

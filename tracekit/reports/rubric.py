@@ -1,8 +1,9 @@
 """Grading rubrics: the TOML file, its validation, and the tolerance arithmetic of a verdict.
 
 A rubric is a list of items; each names a metric, which flow it is about, a
-tolerance, points, optional partial credit and a Gradescope visibility. The
-format is documented with a complete example in ``docs/grading.md``.
+tolerance, points, optional partial credit, a Gradescope visibility and what the
+student reads (``unit``, ``hint``, ``show_reference``: display only, never the
+score). The format is documented with a complete example in ``docs/grading.md``.
 
 Tolerance semantics (numpy's ``assert_allclose`` intuition, ECOSYSTEM.md §1.3):
 
@@ -218,6 +219,28 @@ def _selector(raw: Any, where: str, problems: list[str]) -> Selector:
     return Selector()
 
 
+def _options(raw: dict[str, Any], where: str, problems: list[str]) -> list[tuple[str, Any]]:
+    """The series-metric options given on an item (``bin_s``, ``distance``, ...), validated."""
+    options: list[tuple[str, Any]] = []
+    for key, typ in OPTION_KEYS.items():
+        if key not in raw:
+            continue
+        v = raw[key]
+        if typ is float:
+            n = _number(v)
+            if n is None or (n <= 0 and key in ("bin_s", "grid_s")) or n < 0:
+                problems.append(f"{where}.{key}: must be a positive number, got {v!r}")
+                continue
+            options.append((key, n))
+        else:
+            allowed = DISTANCES if key == "distance" else ("throughput", "goodput")
+            if v not in allowed:
+                problems.append(f"{where}.{key}: one of {list(allowed)}, got {v!r}")
+                continue
+            options.append((key, v))
+    return options
+
+
 def _item(raw: Any, idx: int, defaults: dict[str, Any], known_metric: Any, problems: list[str]) -> Item | None:
     where = f"items[{idx}]"
     if not isinstance(raw, dict):
@@ -276,23 +299,7 @@ def _item(raw: Any, idx: int, defaults: dict[str, Any], known_metric: Any, probl
             problems.append(f"{where}.expected: must be a finite number, got {raw['expected']!r}")
         elif tol.within_reference_spread:
             problems.append(f"{where}: `expected` is one value; within_reference_spread needs reference runs")
-    options = []
-    for key, typ in OPTION_KEYS.items():
-        if key not in raw:
-            continue
-        v = raw[key]
-        if typ is float:
-            n = _number(v)
-            if n is None or (n <= 0 and key in ("bin_s", "grid_s")) or n < 0:
-                problems.append(f"{where}.{key}: must be a positive number, got {v!r}")
-                continue
-            options.append((key, n))
-        else:
-            allowed = DISTANCES if key == "distance" else ("throughput", "goodput")
-            if v not in allowed:
-                problems.append(f"{where}.{key}: one of {list(allowed)}, got {v!r}")
-                continue
-            options.append((key, v))
+    options = _options(raw, where, problems)
     title = raw.get("title", name)
     if not isinstance(title, str):
         problems.append(f"{where}.title: must be text")
