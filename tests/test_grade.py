@@ -246,7 +246,13 @@ def test_unreadable_submission_scores_zero_and_exit_4(tmp_path: Path) -> None:
     assert set(by_id) == {"good", "junk", "HYPERLINK_1"}
     for sid in ("junk", "HYPERLINK_1"):
         assert by_id[sid]["status"] == "error" and by_id[sid]["score"] == 0
-        validate_results(json.loads((tmp_path / "out" / sid / "results.json").read_text()))
+        res = json.loads((tmp_path / "out" / sid / "results.json").read_text())
+        validate_results(res)
+        # said once, for a student: the file they handed in, where, what; no command-line advice
+        msg = by_id[sid]["error"]["student"]
+        assert res["output"].count(msg) == 1 and "--" not in msg and msg.split(" Hint: ")[0].endswith(".")
+    # the file is 11 bytes; a pcap file header is 24 (libpcap's pcap-savefile(5))
+    assert by_id["junk"]["error"]["student"].startswith("junk.pcap byte 11: truncated file header: 11 of 24 bytes.")
     # the original name is kept for the instructor, neutralised for spreadsheets
     rows = {r["id"]: r for r in csv.DictReader((tmp_path / "out" / "grades.csv").open(encoding="utf-8"))}
     assert rows["HYPERLINK_1"]["original"] == "'=HYPERLINK(1).pcap"

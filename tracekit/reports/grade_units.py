@@ -217,16 +217,24 @@ def student_error(exc: TracekitError, sub: Submission) -> str:
     Location first, then one sentence, then ``Hint:`` when the hint is about the lab rather
     than about the command line.
     """
+    from tracekit.errors import UnknownFormatError
+
     path = str(exc.path or "")
+    if path == sub.path and sub.kind == "file":
+        path = path.replace("\\", "/").rsplit("/", 1)[-1]  # the file the student handed in
     for prefix in (sub.path.rstrip("/") + "/", f"{sub.id}:"):
         if path.startswith(prefix):
             path = path[len(prefix):]
     if path in (sub.id, sub.path):
         path = ""
-    where = _where(path.rsplit("/", 1)[-1] if path else None, exc.line)
-    if not exc.line and exc.offset is not None and path:
-        where = f"{path.rsplit('/', 1)[-1]} byte {exc.offset:,}: "
+    name = path.rsplit("/", 1)[-1] if path else None
+    where = _where(name, exc.line)
+    if name and not exc.line and exc.offset is not None:
+        where = f"{name} byte {exc.offset:,}: "
     text = sentence(where + exc.message)
     if exc.hint and not _CLI_ADVICE.search(exc.hint):
         text += f" Hint: {sentence(exc.hint)}"
+    elif isinstance(exc, UnknownFormatError):
+        text += " Hint: hand in the trace files your simulation wrote (out.tr, Window.tr) or your capture " \
+                "(.pcap or .pcapng)."
     return text
