@@ -134,12 +134,14 @@ def test_a_retimed_copy_is_flagged_by_its_series(tmp_path: Path) -> None:
     shutil.copytree(SUBS / "bob", subs / "bob")
     _shift_times(SUBS / "bob", subs / "erin", 1.25)
     shutil.copytree(SUBS / "dave", subs / "dave")
+    shutil.copy(EXAMPLE / "ref" / "out.tr", subs / "hank.tr")  # the reference's out.tr, renamed, alone
     assert (subs / "erin" / "out.tr").read_bytes() != (subs / "bob" / "out.tr").read_bytes()
     doc = run_grade([], str(subs), load_rubric(RUBRIC), tmp_path / "out", jobs=1)
     by_id = {s["id"]: s for s in doc["submissions"]}
     [sim] = by_id["erin"]["similar_to"]
     assert sim["id"] == "bob" and "after normalising times" in sim["why"]
     assert by_id["dave"]["similar_to"] == []
+    assert by_id["hank"]["similar_to"] == [{"reference": "ref", "why": "byte-identical hank.tr"}]
 
 
 def test_truncated_run_message_names_the_line(graded: tuple[Path, dict[str, Any]]) -> None:

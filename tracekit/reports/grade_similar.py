@@ -59,6 +59,7 @@ def series_digest(analysis: Analysis) -> str | None:
 def path_files(path: str) -> dict[str, str]:
     """sha256 per trace file of a reference run (a file, or a folder's recognised trace files)."""
     from tracekit.parsers import sniff
+    from tracekit.reports.submissions import file_sha256
 
     p = Path(path)
     files = [p] if p.is_file() else sorted(c for c in p.iterdir() if c.is_file() and not c.name.startswith("."))
@@ -66,11 +67,7 @@ def path_files(path: str) -> dict[str, str]:
     for f in files:
         if p.is_dir() and sniff(f) is None:
             continue
-        h = hashlib.sha256()
-        with open(f, "rb") as fh:
-            while chunk := fh.read(1 << 20):
-                h.update(chunk)
-        out[f.name] = h.hexdigest()
+        out[f.name] = file_sha256(f)
     return out
 
 

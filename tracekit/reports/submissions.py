@@ -313,39 +313,60 @@ class RunFiles:
     warnings: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _read_parts(files: list[tuple[str, bytes]], label: str, limits: Limits, strict: bool,
-                notes: list[dict[str, str]], where: str) -> RunFiles:
-    """Read each file on its own (so that warnings keep their file) and combine the traces."""
+#: Files of a folder above this size are read from disk, not held in memory (hash streamed, no line detail).
+IN_MEMORY_BYTES = 64 << 20
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes, read in 1 MiB chunks (comparable with hashlib.sha256(data))."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _source(name: str, data: bytes | Path) -> tuple[Any, bytes, dict[str, Any], bytes | None]:
+    """What to read (bytes or path), its first bytes, its size and hash, and its bytes when in memory."""
     import hashlib
 
     from tracekit._source import NamedBytes
+
+    if isinstance(data, Path):
+        with open(data, "rb") as fh:
+            head = fh.read(1 << 20)
+        return data, head, {"sha256": file_sha256(data), "bytes": data.stat().st_size}, None
+    return NamedBytes(data, name), data, {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}, data
+
+
+def _read_parts(files: list[tuple[str, bytes | Path]], label: str, limits: Limits, strict: bool,
+                notes: list[dict[str, str]], where: str) -> RunFiles:
+    """Read each file on its own (so that warnings keep their file) and combine the traces."""
     from tracekit.parsers import _NOT_TRACES
     from tracekit.parsers import read as read_any
     from tracekit.trace import combine
 
     traces, skipped, infos, warns = [], [], [], []
-    for name, data in sorted(files):
+    for name, data in sorted(files, key=lambda f: f[0]):
         short = printable(name.replace("\\", "/").rsplit("/", 1)[-1])
-        info: dict[str, Any] = {"name": short, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
-                                "format": None}
+        source, head, digest, body = _source(short, data)
+        info: dict[str, Any] = {"name": short, **digest, "format": None}
         infos.append(info)
-        what = what_is(data)
+        what = what_is(head)
         if what:
             info["what"] = what
-            if where == "file":
-                raise UnknownFormatError(f"{short} is {what}, not a packet trace", path=label, hint=_HAND_IN)
             skipped.append(f"{short} ({what})")
             continue
         try:
-            t = read_any(NamedBytes(data, short), limits=limits, strict=strict)
+            t = read_any(source, limits=limits, strict=strict)
         except UnknownFormatError:
-            if where == "file":
-                raise
             skipped.append(short)
             continue
         info["format"] = t.meta.get("format")
-        warns += [{**w, "file": short, "detail": line_detail(data, w.get("line"), t.meta.get("format"))}
-                  for w in t.warnings]
+        warns += [{**w, "file": short, "detail": line_detail(body, w.get("line"), t.meta.get("format"))
+                   if body is not None else None} for w in t.warnings]
         traces.append(t)
     if not traces:
         listed = ("; skipped: " + ", ".join(skipped[:12]) + (", …" if len(skipped) > 12 else "")) if skipped \
@@ -377,12 +398,12 @@ def line_detail(data: bytes, line: int | None, fmt: str | None) -> str | None:
     return f"expected {counts[0]} columns, found {n}"
 
 
-def _dir_files(d: Path) -> list[tuple[str, bytes]]:
+def _dir_files(d: Path) -> list[tuple[str, bytes | Path]]:
     entries = [c for c in d.iterdir() if not c.name.startswith(".")]
     if len(entries) == 1 and entries[0].is_dir() and not entries[0].is_symlink():
         d = entries[0]  # a folder wrapping the run
     root = d.resolve()
-    return [(c.name, c.read_bytes()) for c in sorted(d.iterdir())
+    return [(c.name, c.read_bytes() if c.stat().st_size <= IN_MEMORY_BYTES else c) for c in sorted(d.iterdir())
             if c.is_file() and not c.name.startswith(".") and not _noise(c.name)
             and c.resolve().is_relative_to(root)]
 
@@ -425,7 +446,6 @@ def read_run(sub: Submission, limits: Limits = DEFAULT, strict: bool = False) ->
 def _read_file(sub: Submission, limits: Limits, strict: bool) -> RunFiles:
     """A single-file submission: named if it is a document, read from disk, hashed by streaming."""
     import tracekit
-    from tracekit.batch import content_hash
 
     p = Path(sub.path)
     name = printable(p.name)
@@ -436,7 +456,7 @@ def _read_file(sub: Submission, limits: Limits, strict: bool) -> RunFiles:
         raise UnknownFormatError(f"{name} is {what}, not a packet trace", path=sub.id, hint=_HAND_IN)
     trace = tracekit.read(sub.path, limits=limits, strict=strict)
     size = p.stat().st_size
-    info = {"name": name, "sha256": content_hash(p), "bytes": size, "format": trace.meta.get("format")}
+    info = {"name": name, "sha256": file_sha256(p), "bytes": size, "format": trace.meta.get("format")}
     small = size <= 64 << 20
     warns = [{**w, "file": name, "detail": line_detail(p.read_bytes(), w.get("line"), trace.meta.get("format"))
               if small else None} for w in trace.warnings]
