@@ -208,9 +208,11 @@ def test_check_exit_codes() -> None:
     base = ["check", "--rubric", str(RUBRIC), "--item", "tahoe_backoff"]
     ok = runner.invoke(main, [*base[:1], str(GRADING / "submissions" / "same"), *base[1:]])
     assert ok.exit_code == 0, ok.output
-    assert ok.output.startswith("PASS tahoe_backoff: student 0.05")
+    assert ok.output.startswith("PASS tahoe_backoff: After a loss your window became (after ÷ before) 0.05")
     fail = runner.invoke(main, [*base[:1], str(GRADING / "submissions" / "reno"), *base[1:]])
-    assert fail.exit_code == 1 and fail.output.startswith("FAIL") and "student 0.5" in fail.output
+    assert fail.exit_code == 1 and fail.output.startswith("FAIL") and "(after ÷ before) 0.5" in fail.output
+    # the student reads it (GitHub Classroom): the default hint, no reference number
+    assert "Hint: Check the TCP variant" in fail.output and "reference" not in fail.output.lower()
     bad = runner.invoke(main, ["check", str(RUBRIC), "--rubric", str(RUBRIC), "--item", "tahoe_backoff"])
     assert bad.exit_code == 2 and "cannot evaluate" in bad.output
     unknown = runner.invoke(main, [*base[:1], str(GRADING / "submissions" / "same"), "--rubric", str(RUBRIC),
