@@ -232,6 +232,7 @@ MISSING: dict[tuple[str, str], str] = {
     ("ns2/sweep/*", "flows"): "the tpWindow lab runs one FTP flow",
     ("ns2/grading/*", "flows"): "the tpWindow lab runs one FTP flow",
     ("ns2/grading/submissions/*", "flows"): "the tpWindow lab runs one FTP flow",
+    ("ns2/feedback/*", "flows"): "the tpWindow lab runs one FTP flow",
     ("linux/*", "samples"): "a capture has no tool-reported series",
     ("ns3/dumbbell/*.pcap", "samples"): "a capture has no tool-reported series",
     ("opnet/*", "timeseq"): "OPNET exports statistics, not packets",

@@ -148,7 +148,8 @@ def check(ctx: click.Context, target: str, rubric: str, item: str, references: t
           strict: bool, config: str | None) -> None:
     """Check one rubric item on TARGET; exit 0 within tolerance, 1 outside, 2 cannot evaluate.
 
-    Made for GitHub Classroom's command grader (one step per item).
+    Made for GitHub Classroom's command grader (one step per item): prints the student's
+    feedback (the reference values only for show_reference = "always").
 
     \b
     Example:
@@ -165,7 +166,8 @@ def check(ctx: click.Context, target: str, rubric: str, item: str, references: t
         click.echo(f"tracekit: cannot evaluate: {exc}", err=True)
         ctx.exit(2)
     mark = {"passed": "PASS", "failed": "FAIL", "error": "CANNOT EVALUATE"}[verdict.status]
-    click.echo(f"{mark} {verdict.item}: {verdict.output}")
+    # GitHub Classroom shows this to the student: their feedback, with the reference only if the item allows
+    click.echo(f"{mark} {verdict.item}: {verdict.feedback}")
     ctx.exit({"passed": 0, "failed": 1}.get(verdict.status, 2))
 
 

@@ -65,6 +65,12 @@ for s in 1 2 3; do row grading/ref_seed$s "grading reference, seed $s"; done
 for s in same window reno queue truncated; do
 	row grading/submissions/$s "submission \`$s\`: $(jv grading/submissions/$s differs_from_reference)"
 done
+# feedback/: the worked example of docs/grading.md (sh make_feedback_example.sh)
+row feedback/ref "feedback example: the reference"
+row feedback/submissions/alice "feedback example: \`alice\`, the reference's own command"
+row feedback/submissions/bob "feedback example: \`bob\`, window_ 16"
+row feedback/submissions/carol "feedback example: \`carol\`, a copy of bob's folder"
+row feedback/submissions/dave "feedback example: \`dave\`, seed 2, out.tr cut mid-line"
 
 cat <<EOF
 

@@ -125,5 +125,6 @@ EOF
 shrink wireless/wireless.tr
 shrink wireless/wireless_new.tr
 
+sh "$HERE/make_feedback_example.sh" >/dev/null
 sh "$HERE/make_readme.sh" > README.md
 echo "done"

@@ -10,11 +10,15 @@
    (:mod:`tracekit.executors`: killed past ``--timeout``, capped by
    ``--max-memory``), which also renders its feedback page;
 4. this process writes, inside OUT only: ``OUT/<id>/results.json`` (Gradescope),
-   ``OUT/<id>/feedback.html``, ``OUT/grades.csv`` and ``OUT/summary.json``
-   (:mod:`tracekit.reports.grade_outputs`).
+   ``OUT/<id>/feedback.html``, ``OUT/grades.csv``, ``OUT/summary.json`` and ``OUT/index.html``
+   (:mod:`tracekit.reports.grade_outputs`), every list in student-id order, after flagging
+   copied submissions (:mod:`tracekit.reports.grade_similar`; scores untouched).
 
-Every verdict states the student's number, the reference number(s) and the
-tolerance, in ``results.json``, on the feedback page and in ``summary.json``.
+A verdict's ``output`` (the instructor's: the command's lines, ``summary.json``) states the
+student's number, the reference number(s) and the tolerance; its ``feedback`` (the student's:
+``results.json``, the feedback page) states the student's number in the lab's units, the outcome
+and a hint, and the reference only where the item's ``show_reference`` allows
+(:mod:`tracekit.reports.grade_units`).
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 from tracekit.errors import TracekitError, UsageError
 from tracekit.limits import DEFAULT, Limits
 from tracekit.reports import grade_metrics as gm
+from tracekit.reports import grade_units as gu
+from tracekit.reports.grade_units import LabUnits
 from tracekit.reports.rubric import Item, Rubric, Selector, band, score
 
 if TYPE_CHECKING:
@@ -49,6 +55,7 @@ class Profile:
         values: Reference values per item (seeds' values, or leave-one-out distances for curves).
         curves: Reference curves of curve items.
         display: Reference curves for the feedback charts (``cwnd``, ``throughput``), when available.
+        lab: The lab's units, from the first reference run (packets of ns-2's ``packetSize_``).
     """
 
     rubric: Rubric
@@ -56,6 +63,7 @@ class Profile:
     values: dict[str, list[float]] = field(default_factory=dict)
     curves: dict[str, gm.CurveRef] = field(default_factory=dict)
     display: dict[str, gm.CurveRef] = field(default_factory=dict)
+    lab: LabUnits = field(default_factory=LabUnits)
 
 
 def path_digest(path: str | os.PathLike[str]) -> str:
@@ -92,7 +100,13 @@ def build_profile(rubric: Rubric, references: list[str], *, limits: Limits = DEF
 
     if analyses is None:
         analyses = [tracekit.analyze(tracekit.read(r, limits=limits)) for r in references]
-    prof = Profile(rubric, references=[{"path": str(r), "sha256": path_digest(r), "values": {}} for r in references])
+    from tracekit.reports.grade_similar import path_files, series_digest
+
+    prof = Profile(rubric, references=[{"path": str(r), "sha256": path_digest(r), "files": path_files(r),
+                                        "series_sha256": series_digest(a), "values": {}}
+                                       for r, a in zip(references, analyses, strict=True)])
+    if analyses:
+        prof.lab = gu.lab_units(analyses[0].trace)
     problems: list[str] = []
     for item in rubric.items:
         if item.expected is not None:
@@ -136,6 +150,12 @@ def build_profile(rubric: Rubric, references: list[str], *, limits: Limits = DEF
     if problems:
         raise UsageError("the references cannot be graded with this rubric:\n  - " + "\n  - ".join(problems),
                          path=rubric.path or None, hint="fix the rubric item or pass other --reference runs")
+    _display_curves(prof, analyses)
+    return prof
+
+
+def _display_curves(prof: Profile, analyses: list[Analysis]) -> None:
+    """Reference curves of the feedback charts (largest flow), on a grid of at most ~1000 points."""
     for key, metric in DISPLAY.items():
         item = _display_item(metric)
         picked = [gm.select_flow(a.flows, Selector())[0] for a in analyses]
@@ -148,7 +168,6 @@ def build_profile(rubric: Rubric, references: list[str], *, limits: Limits = DEF
             opts = (("grid_s", step),) if key == "cwnd" else (("bin_s", step),)
             prof.display[key] = gm.curve_reference(
                 Item(item.name, metric, 0.0, metric, item.tolerance, options=opts), good)
-    return prof
 
 
 # ---- verdicts --------------------------------------------------------------------------------------------------
@@ -156,7 +175,12 @@ def build_profile(rubric: Rubric, references: list[str], *, limits: Limits = DEF
 
 @dataclass
 class Verdict:
-    """The judgement of one item for one submission (JSON-ready via :meth:`to_dict`)."""
+    """The judgement of one item for one submission (JSON-ready via :meth:`to_dict`).
+
+    ``output`` is the instructor's full text (student value, reference, tolerance, score);
+    ``feedback`` is what the student reads (no reference number unless ``show_reference`` is
+    ``always``), ``reference_text`` the reference part shown when the rubric allows it.
+    """
 
     item: str
     title: str
@@ -174,6 +198,12 @@ class Verdict:
     output: str
     visibility: str
     note: str | None = None
+    feedback: str = ""
+    reference_text: str = ""
+    show_reference: str = "after_due_date"
+    display_unit: str = ""
+    display_scale: float = 1.0
+    hint: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (infinite bounds become null)."""
@@ -185,46 +215,65 @@ class Verdict:
         return d
 
 
-def _allowed(lo: float, hi: float, unit: str) -> str:
+def _allowed(lo: float, hi: float, fmt: Any) -> str:
     if math.isinf(lo) and math.isinf(hi):
         return "any value"
     if math.isinf(hi):
-        return f"≥ {gm.fmt_value(lo, unit)}"
+        return f"≥ {fmt(lo)}"
     if math.isinf(lo):
-        return f"≤ {gm.fmt_value(hi, unit)}"
-    return f"{gm.fmt_value(lo, unit)} … {gm.fmt_value(hi, unit)}"
+        return f"≤ {fmt(hi)}"
+    return f"{fmt(lo)} … {fmt(hi)}"
 
 
-def judge(item: Item, value: gm.Extracted, refs: list[float]) -> Verdict:
-    """Turn a student value and the reference values into a verdict with its explanation."""
+def judge(item: Item, value: gm.Extracted, refs: list[float], lab: LabUnits | None = None) -> Verdict:
+    """Turn a student value and the reference values into a verdict with its explanation.
+
+    Numbers are shown in the item's display unit (:mod:`tracekit.reports.grade_units`); the
+    band and the score are computed in the metric's own unit.
+    """
     unit = gm.unit_of(item.metric)
+    disp = gu.display_for(item, lab or LabUnits())
     b = band(item, refs)
-    fmt = (lambda v: gm.fmt_value(v, unit)) if unit else None  # noqa: E731
-    tol = item.tolerance.describe(fmt)
+    tol = item.tolerance.describe(disp.fmt if unit else None)
     if item.direction != "both":
         tol += f", {item.direction.replace('_', ' ')}"
     seeds = ""
     if len(refs) > 1:
         label = "seeds' leave-one-out distances" if item.metric in gm.CURVE_METRICS else "seeds"
-        seeds = f" ({label} " + ", ".join(gm.fmt_value(v, unit) for v in refs) + ")"
-    ref_text = f"reference {gm.fmt_value(b.center, unit)}{seeds}"
+        seeds = f" ({label} " + ", ".join(disp.fmt(v, with_base=False) for v in refs) + ")"
+    ref_text = f"reference {disp.fmt(b.center)}{seeds}"
     if item.metric in gm.CURVE_METRICS:
-        ref_text = f"distance from the mean reference curve; reference {gm.fmt_value(b.center, unit)}{seeds}"
-    allowed = f"allowed {_allowed(b.lo, b.hi, unit)} ({tol})"
+        ref_text = f"distance from the mean reference curve; reference {disp.fmt(b.center)}{seeds}"
+    allowed = f"allowed {_allowed(b.lo, b.hi, disp.fmt)} ({tol})"
     if item.partial is not None:
-        allowed += f"; partial credit down to 0 at {_allowed(b.zero_lo, b.zero_hi, unit)}"
+        allowed += f"; partial credit down to 0 at {_allowed(b.zero_lo, b.zero_hi, disp.fmt)}"
+    common = {"reference_text": gu.sentence(f"{ref_text}; {allowed}"), "show_reference": item.show_reference,
+              "display_unit": disp.unit, "display_scale": disp.scale, "hint": gu.hint_for(item)}
     if value.value is None:
         out = f"cannot evaluate: {value.note}; {ref_text}; {allowed}; score 0/{item.points:g}"
+        fb = _feedback(item, disp, value, "error", None, 0.0, common["reference_text"])
         return Verdict(item.name, item.title, item.metric, unit, item.points, 0.0, "error", None, b.center, refs,
-                       b.lo, b.hi, tol, out, item.visibility, value.note)
+                       b.lo, b.hi, tol, out, item.visibility, value.note, fb, **common)
     pts = score(item, value.value, b)
     inside = b.lo <= value.value <= b.hi
     status = "passed" if inside and pts >= item.points else "failed"
+    side = None if inside else ("low" if value.value < b.lo else "high")
     note = f" ({value.note})" if value.note else ""
-    out = (f"student {gm.fmt_value(value.value, unit)}{note}; {ref_text}; {allowed}; "
+    out = (f"student {disp.fmt(value.value)}{note}; {ref_text}; {allowed}; "
            f"{'inside' if inside else 'outside'} → score {pts:g}/{item.points:g}")
+    fb = _feedback(item, disp, value, status, side, pts, common["reference_text"])
     return Verdict(item.name, item.title, item.metric, unit, item.points, pts, status, value.value, b.center, refs,
-                   b.lo, b.hi, tol, out, item.visibility, value.note)
+                   b.lo, b.hi, tol, out, item.visibility, value.note, fb, **common)
+
+
+def _feedback(item: Item, disp: gu.Display, value: gm.Extracted, status: str, side: str | None, pts: float,
+              reference_text: str) -> str:
+    """The student's sentence(s): their value, the outcome, the score, the reference if allowed, the hint."""
+    text = gu.student_line(item, disp, value.value, value.note, status, side)
+    text += f" Score {pts:g}/{item.points:g}."
+    if item.show_reference == "always":
+        text += " " + reference_text[0].upper() + reference_text[1:]
+    return gu.with_hint(text, item, status)
 
 
 def evaluate(analysis: Analysis, profile: Profile, items: list[Item] | None = None) -> list[Verdict]:
@@ -242,7 +291,7 @@ def evaluate(analysis: Analysis, profile: Profile, items: list[Item] | None = No
                 got = gm.scalar(analysis, item, row)
             except TracekitError as exc:
                 got = gm.Extracted(None, str(exc))
-        verdicts.append(judge(item, got, refs))
+        verdicts.append(judge(item, got, refs, profile.lab))
     return verdicts
 
 
@@ -277,25 +326,29 @@ def grade_submission(sub: Submission, profile: Profile, limits: Limits = DEFAULT
     """
     import tracekit
     from tracekit.reports.grade_outputs import feedback_page
-    from tracekit.reports.submissions import read_submission
+    from tracekit.reports.grade_similar import fingerprint
+    from tracekit.reports.submissions import read_run
 
     t0 = time.perf_counter()
     res = base_result(sub, profile)
     curves: dict[str, list[float]] = {}
     try:
-        trace, notes = read_submission(sub, limits, strict)
-        res["rejected"] = notes
-        res["warnings"] = [{k: w.get(k) for k in ("code", "message", "count", "line", "offset")}
-                           for w in trace.warnings]
+        run = read_run(sub, limits, strict)
+        trace = run.trace
+        res["rejected"] = run.notes
+        res["files"] = run.files
+        res["warnings"] = [{k: w.get(k) for k in ("code", "message", "count", "line", "offset", "file", "detail")}
+                           | {"student": gu.student_warning(w)} for w in run.warnings]
         analysis = tracekit.analyze(trace)
+        res["fingerprint"] = fingerprint(run.files, analysis)
         res["trace"] = {"format": trace.meta.get("format"), "tool": trace.meta.get("tool"),
                         "packets": trace.packets.height, "flows": analysis.flows.height}
         verdicts = evaluate(analysis, profile)
         curves = student_curves(analysis, profile)
         res["status"] = "graded"
     except TracekitError as exc:
-        res["error"] = {"kind": "error", **exc.to_dict(), "message": str(exc)}
-        verdicts = unreadable(profile, str(exc))
+        res["error"] = {"kind": "error", **exc.to_dict(), "message": str(exc), "student": gu.student_error(exc, sub)}
+        verdicts = unreadable(profile, NOT_READ)
     res["verdicts"] = [v.to_dict() for v in verdicts]
     res["score"] = round(sum(v.score for v in verdicts), 4)
     res["elapsed_s"] = round(time.perf_counter() - t0, 3)
@@ -303,16 +356,19 @@ def grade_submission(sub: Submission, profile: Profile, limits: Limits = DEFAULT
     return res
 
 
+#: What each item says when the whole submission could not be read (the reason is said once, on top).
+NOT_READ = "your submission could not be read (the reason is given once, above the items)"
 def base_result(sub: Submission, profile: Profile) -> dict[str, Any]:
     """The fields every submission result has, before grading."""
     return {"id": sub.id, "original": sub.original, "status": "error", "score": 0.0,
             "max_score": profile.rubric.max_score, "verdicts": [], "warnings": [], "rejected": list(sub.notes),
-            "trace": None, "error": None, "elapsed_s": 0.0}
+            "trace": None, "error": None, "elapsed_s": 0.0, "files": [], "fingerprint": None, "similar_to": []}
 
 
 def unreadable(profile: Profile, reason: str) -> list[Verdict]:
     """Zero-score verdicts for a submission that could not be read or graded."""
-    return [judge(it, gm.Extracted(None, reason), profile.values[it.name]) for it in profile.rubric.items]
+    return [judge(it, gm.Extracted(None, reason), profile.values[it.name], profile.lab)
+            for it in profile.rubric.items]
 
 
 def failed_result(sub: Submission, profile: Profile, error: dict[str, Any]) -> dict[str, Any]:
@@ -320,8 +376,11 @@ def failed_result(sub: Submission, profile: Profile, error: dict[str, Any]) -> d
     from tracekit.reports.grade_outputs import feedback_page
 
     res = base_result(sub, profile)
-    res["error"] = error
-    res["verdicts"] = [v.to_dict() for v in unreadable(profile, f"{error.get('kind')}: {error.get('message')}")]
+    why = {"timeout": "grading your submission", "memory": "grading your submission"}.get(
+        str(error.get("kind")), "grading your submission failed:")
+    res["error"] = {**error, "student": gu.sentence(f"{why} {error.get('message')}") +
+                    " Your instructor can see this in the grades."}
+    res["verdicts"] = [v.to_dict() for v in unreadable(profile, NOT_READ)]
     res["page"] = feedback_page(res, profile, {})
     return res
 
@@ -370,7 +429,9 @@ def run_grade(references: list[str], submissions: str | None, rubric: Rubric, ou
     max_memory = limits.max_memory_bytes if max_memory is None else max_memory
     wl = worker_limits(limits, max_memory)
     by_id = {s.id: s for s in found.submissions}
+    order = sorted(by_id)  # outputs follow the student id, never the order workers finish in
     results: dict[str, dict[str, Any]] = {}
+    shown = [0]
     executor = make_executor(jobs, scheduler=scheduler, timeout=timeout, max_memory=max_memory,
                              initializer=initializer)
 
@@ -380,8 +441,9 @@ def run_grade(references: list[str], submissions: str | None, rubric: Rubric, ou
         page = res.pop("page", None)
         go.write_submission(outdir, res, profile, page, single=submission is not None)
         results[o.key] = res
-        if on_result is not None:
-            on_result(res)
+        while on_result is not None and shown[0] < len(order) and order[shown[0]] in results:
+            on_result(results[order[shown[0]]])
+            shown[0] += 1
 
     tasks = [Task(s.id, "tracekit.reports.grade:grade_submission", (s, profile, wl, strict))
              for s in found.submissions]
@@ -393,7 +455,10 @@ def run_grade(references: list[str], submissions: str | None, rubric: Rubric, ou
     finally:
         if scheduler:
             executor.shutdown()
-    ordered = [results[s.id] for s in found.submissions if s.id in results]
+    ordered = [results[i] for i in order if i in results]
+    from tracekit.reports.grade_similar import flag
+
+    flag(ordered, profile.references)
     doc = go.write_summary(outdir, profile, ordered, found.rejected, executor.describe(), started, interrupted)
     if interrupted:
         raise KeyboardInterrupt
@@ -417,4 +482,5 @@ def check(target: str, rubric: Rubric, item_name: str, references: list[str], *,
         refs = []
     profile = build_profile(sub_rubric, refs, limits=limits)
     trace, _ = read_submission(single(target), limits, strict)
+    profile.lab = profile.lab if refs else gu.lab_units(trace)
     return evaluate(tracekit.analyze(trace), profile, [item])[0]

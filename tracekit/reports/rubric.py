@@ -1,8 +1,9 @@
 """Grading rubrics: the TOML file, its validation, and the tolerance arithmetic of a verdict.
 
 A rubric is a list of items; each names a metric, which flow it is about, a
-tolerance, points, optional partial credit and a Gradescope visibility. The
-format is documented with a complete example in ``docs/grading.md``.
+tolerance, points, optional partial credit, a Gradescope visibility and what the
+student reads (``unit``, ``hint``, ``show_reference``: display only, never the
+score). The format is documented with a complete example in ``docs/grading.md``.
 
 Tolerance semantics (numpy's ``assert_allclose`` intuition, ECOSYSTEM.md §1.3):
 
@@ -35,6 +36,8 @@ from tracekit.errors import UsageError
 #: Submission ids, item names and other names that end up in file paths or CSV headers.
 ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+#: When the student may see an item's reference values (the instructor's outputs always have them).
+SHOW_REFERENCE = ("never", "after_due_date", "always")
 DIRECTIONS = ("both", "at_least", "at_most")
 DISTANCES = ("nrmse", "nmae")
 #: Item keys that tune how a series metric is computed (see tracekit.reports.grade_metrics).
@@ -48,7 +51,7 @@ OPTION_KEYS = {
     "min_drop": float,  # cwnd_backoff: a reduction counts when cwnd falls by more than this fraction
 }
 _ITEM_KEYS = {"name", "title", "metric", "points", "flow", "tolerance", "partial", "direction",
-              "visibility", "expected", "description", *OPTION_KEYS}
+              "visibility", "expected", "description", "unit", "hint", "show_reference", *OPTION_KEYS}
 _TOL_KEYS = {"abs", "rel", "within_reference_spread"}
 
 
@@ -122,6 +125,9 @@ class Item:
     expected: float | None = None
     description: str | None = None
     options: tuple[tuple[str, Any], ...] = ()
+    unit: str | None = None
+    hint: str | None = None
+    show_reference: str = "after_due_date"
 
     def option(self, key: str, default: Any = None) -> Any:
         """A metric option given on the item (``bin_s``, ``grid_s``, ...), or ``default``."""
@@ -213,6 +219,28 @@ def _selector(raw: Any, where: str, problems: list[str]) -> Selector:
     return Selector()
 
 
+def _options(raw: dict[str, Any], where: str, problems: list[str]) -> list[tuple[str, Any]]:
+    """The series-metric options given on an item (``bin_s``, ``distance``, ...), validated."""
+    options: list[tuple[str, Any]] = []
+    for key, typ in OPTION_KEYS.items():
+        if key not in raw:
+            continue
+        v = raw[key]
+        if typ is float:
+            n = _number(v)
+            if n is None or (n <= 0 and key in ("bin_s", "grid_s")) or n < 0:
+                problems.append(f"{where}.{key}: must be a positive number, got {v!r}")
+                continue
+            options.append((key, n))
+        else:
+            allowed = DISTANCES if key == "distance" else ("throughput", "goodput")
+            if v not in allowed:
+                problems.append(f"{where}.{key}: one of {list(allowed)}, got {v!r}")
+                continue
+            options.append((key, v))
+    return options
+
+
 def _item(raw: Any, idx: int, defaults: dict[str, Any], known_metric: Any, problems: list[str]) -> Item | None:
     where = f"items[{idx}]"
     if not isinstance(raw, dict):
@@ -271,34 +299,42 @@ def _item(raw: Any, idx: int, defaults: dict[str, Any], known_metric: Any, probl
             problems.append(f"{where}.expected: must be a finite number, got {raw['expected']!r}")
         elif tol.within_reference_spread:
             problems.append(f"{where}: `expected` is one value; within_reference_spread needs reference runs")
-    options = []
-    for key, typ in OPTION_KEYS.items():
-        if key not in raw:
-            continue
-        v = raw[key]
-        if typ is float:
-            n = _number(v)
-            if n is None or (n <= 0 and key in ("bin_s", "grid_s")) or n < 0:
-                problems.append(f"{where}.{key}: must be a positive number, got {v!r}")
-                continue
-            options.append((key, n))
-        else:
-            allowed = DISTANCES if key == "distance" else ("throughput", "goodput")
-            if v not in allowed:
-                problems.append(f"{where}.{key}: one of {list(allowed)}, got {v!r}")
-                continue
-            options.append((key, v))
+    options = _options(raw, where, problems)
     title = raw.get("title", name)
     if not isinstance(title, str):
         problems.append(f"{where}.title: must be text")
         title = str(name)
     desc = raw.get("description")
+    unit, hint, show = _display_keys(raw, where, metric, defaults, problems)
     return Item(
         name=str(name), metric=metric, points=float(points), title=title.strip()[:200] or str(name),
         tolerance=tol, partial=partial, direction=direction, visibility=visibility,
         selector=_selector(raw.get("flow", defaults.get("flow")), f"{where}.flow", problems),
         expected=expected, description=desc if isinstance(desc, str) else None, options=tuple(options),
+        unit=unit, hint=hint, show_reference=show,
     )
+
+
+def _display_keys(raw: dict[str, Any], where: str, metric: str, defaults: dict[str, Any],
+                  problems: list[str]) -> tuple[str | None, str | None, str]:
+    """``unit``, ``hint`` and ``show_reference`` of an item (what the student reads, not the score)."""
+    from tracekit.reports.grade_units import unit_problem
+
+    unit = raw.get("unit")
+    if unit is not None:
+        why = unit_problem(metric, unit) if isinstance(unit, str) else "must be text"
+        if why:
+            problems.append(f"{where}.unit: {why}")
+            unit = None
+    hint = raw.get("hint")
+    if hint is not None and (not isinstance(hint, str) or not hint.strip()):
+        problems.append(f"{where}.hint: must be non-empty text")
+        hint = None
+    show = raw.get("show_reference", defaults.get("show_reference", "after_due_date"))
+    if show not in SHOW_REFERENCE:
+        problems.append(f"{where}.show_reference: one of {list(SHOW_REFERENCE)}, got {show!r}")
+        show = "after_due_date"
+    return unit, hint.strip()[:500] if isinstance(hint, str) else None, show
 
 
 def parse_rubric(text: str, *, path: str = "<rubric>", base: Path | None = None) -> Rubric:
@@ -330,9 +366,10 @@ def parse_rubric(text: str, *, path: str = "<rubric>", base: Path | None = None)
     unknown = set(data) - {"rubric", "items"}
     if unknown:
         problems.append(f"unknown top-level key(s) {sorted(unknown)}; allowed: rubric, items")
-    unknown = set(head) - {"name", "references", "flow", "visibility"}
+    unknown = set(head) - {"name", "references", "flow", "visibility", "show_reference"}
     if unknown:
-        problems.append(f"[rubric]: unknown key(s) {sorted(unknown)}; allowed: name, references, flow, visibility")
+        problems.append(f"[rubric]: unknown key(s) {sorted(unknown)}; allowed: name, references, flow, visibility, "
+                        "show_reference")
     name = head.get("name", Path(path).stem)
     if not isinstance(name, str):
         problems.append("[rubric].name: must be text")
