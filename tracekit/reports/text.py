@@ -47,20 +47,10 @@ def dumps(doc: Any) -> str:
 
 
 def _fmt(v: Any, col: str) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        if col.endswith("_bps"):
-            for unit, div in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
-                if abs(v) >= div:
-                    return f"{v / div:.3g} {unit}"
-            return f"{v:.3g} bit/s"
-        if col.endswith("_s") or col in ("start", "end", "duration"):
-            return f"{v:.4g}"
-        return f"{v:.4g}"
-    if isinstance(v, int):
-        return f"{v:,}"
-    return str(v)
+    """A table cell's text (:func:`tracekit.numfmt.cell`: no exponents, separators, SI rates)."""
+    from tracekit.numfmt import cell
+
+    return cell(v, col)
 
 
 #: Columns shown in the terminal table (all columns are in --json and --export).
