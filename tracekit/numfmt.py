@@ -97,9 +97,16 @@ def pct(share: Any) -> str:
     if not _finite(share):
         return DASH
     p = share * 100
+    if 0 < abs(p) < 0.1:
+        return "< 0.1 %"
     if p == 0 or abs(p) >= 10:
         return f"{round(p):,} %"
     return f"{sig(p, 2)} %"
+
+
+def count(n: int, word: str) -> str:
+    """``1 loss event``, ``3 loss events``, ``1,204 stalls``."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def quantity(v: Any, unit: str | None) -> str:

@@ -1,0 +1,455 @@
+"""What happened, in words: a deterministic account of each connection direction that carried data.
+
+Pure (no I/O): everything comes from an :class:`~tracekit.analysis.Analysis`'s frames. Every
+sentence is one entry of :data:`TEMPLATES` (documented in docs/explain.md) filled with numbers
+formatted by :mod:`tracekit.numfmt`, so no text of the input (a file name, an OPNET label, an
+address) can reach a phrase: connections are named by their flow number and direction only.
+
+Each :class:`Sentence` carries its ``kind`` (the template's key), the ``time`` it is about and the
+raw ``values`` (SI units), as ``analyze --json`` writes them under ``explain``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from tracekit import numfmt
+
+if TYPE_CHECKING:
+    from tracekit.analysis import Analysis
+
+#: Every phrase tracekit can say, by kind. ``{name}`` fields are numbers formatted with units.
+TEMPLATES: dict[str, str] = {
+    "overview": "Flow {flow} direction {dir}: {bytes} of data from {start} to {end} ({duration}), goodput {goodput}.",
+    "slow_start_loss": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time}; a loss ended slow start at {end}.",
+    "slow_start_ca": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time}, then congestion avoidance from {end}.",
+    "slow_start_open": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time} and was still in slow start at {end}.",
+    "loss_fast_recovery": "Loss event at {time}: {retrans} retransmitted{dropped}; recovered by fast recovery "
+                          "(cwnd {before} → {after}).",
+    "loss_timeout": "Loss event at {time}: {retrans} retransmitted{dropped}; recovered by a retransmission timeout "
+                    "and slow start (cwnd {before} → {after}).",
+    "loss_tahoe": "Loss event at {time}: {retrans} retransmitted{dropped}; fast retransmit, then slow start "
+                  "(cwnd {before} → {after}, as Tahoe does).",
+    "losses_far": "{retrans} retransmitted from {time} to {end} ({fast} fast, {rto} after a timeout); the "
+                  "packets were seen away from the sender ({where}), so its window and recoveries are not told.",
+    "loss_other": "Loss event at {time}: {retrans} retransmitted{dropped}; cwnd {before} → {after}.",
+    "losses_more": "{count} more loss events from {time} to {end}.",
+    "limit_cwnd": "Limited by the congestion window {cwnd_share} of the time "
+                  "(receive window {rwnd_share}, application {app_share}, nothing {none_share}).",
+    "limit_rwnd": "Limited by the advertised receive window {rwnd_share} of the time "
+                  "(congestion window {cwnd_share}, application {app_share}, nothing {none_share}).",
+    "limit_app": "Limited by the application (nothing to send) {app_share} of the time "
+                 "(congestion window {cwnd_share}, receive window {rwnd_share}, nothing {none_share}).",
+    "limit_none": "No window held the sender back for most of the transfer ({none_share} of the time; "
+                  "congestion window {cwnd_share}, receive window {rwnd_share}, application {app_share}).",
+    "stall_rto": "A {duration} stall at {time} ended by a retransmission timeout at {end}.",
+    "stall_zero_window": "A {duration} stall at {time}: the receiver advertised a zero window until {end}.",
+    "stall_rwnd_limited": "A {duration} stall at {time}: the receive window was full until {end}.",
+    "stall_app_limited": "A {duration} stall at {time}: the sender had nothing to send until {end}.",
+    "stall_unknown": "A {duration} stall at {time} of unknown cause, until {end}.",
+    "stalls_more": "{count} more stalls from {time} to {end}, {duration} in all.",
+    "zero_window": "The receiver advertised a zero window {count} times from {time} to {end}; "
+                   "{stalls} stalls waited {duration} in all for it to open.",
+    "goodput_link": "Goodput {goodput} = {share} of the {link} link.",
+    "models": "Loss rate {loss_rate}: Mathis predicts {mathis}, PFTK {padhye} (measured goodput {goodput}).",
+    "model_mathis": "Loss rate {loss_rate}: Mathis predicts {mathis} (measured goodput {goodput}).",
+    "warn_truncated": "The file is truncated ({count} cut records): the account stops at {end}.",
+    "warn_headers_only": "Only headers were captured ({share} of the data segments cut short at {time}): "
+                         "bytes come from the length fields.",
+    "warn_vantage": "The packets were seen at {count} kinds of vantage point (sender, middle, receiver): "
+                    "a segment may be counted at each.",
+    "warn_other": "The reader reported {count} warnings (see the warnings list); numbers up to {end} may be affected.",
+    "no_data": "No TCP connection carried data in this trace ({packets} packet events).",
+    "summary": "flow {flow}.{dir}: goodput {goodput}{link_part}; {limit_part}; {losses}, {stalls}.",
+}
+#: Optional pieces of a phrase, also fixed text.
+CLAUSES: dict[str, str] = {
+    "dropped": ", {drops} dropped in the network",
+    "link_part": " ({share} of {link})",
+    "limit_cwnd": "cwnd-limited {share}",
+    "limit_rwnd": "receive-window-limited {share}",
+    "limit_app": "application-limited {share}",
+    "limit_none": "not window-limited {share}",
+}
+_MAX_EACH = 6  # loss events / stalls told one by one; the rest in one sentence
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One sentence of the account (JSON: ``{time, kind, text, values}`` plus ``flow``, ``dir``)."""
+
+    kind: str
+    text: str
+    time: float | None = None
+    flow: int | None = None
+    dir: int | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"flow": self.flow, "dir": self.dir, "time": self.time, "kind": self.kind, "text": self.text,
+                "values": self.values}
+
+
+def say(kind: str, shown: dict[str, str], values: dict[str, Any], *, time: float | None = None,
+        flow: int | None = None, dir: int | None = None) -> Sentence:
+    """Fill template ``kind`` with the already formatted ``shown`` texts."""
+    return Sentence(kind, TEMPLATES[kind].format(**shown), _clean(time), flow, dir,
+                    {k: _clean(v) for k, v in values.items()})
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, (float, np.floating)):
+        return float(v) if math.isfinite(v) else None
+    if isinstance(v, np.integer):
+        return int(v)
+    return v
+
+
+def rate_from_text(text: str) -> float | None:
+    """A link rate written as ns-2/ns-3/iperf write it (``1Mb``, ``1Mbps``, ``10 Mbit/s``, ``2e6``) in bit/s."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtT]?)\s*(b|bps|bit/s|bits/s|bit)?\s*",
+                     text or "")
+    if m is None:
+        return None
+    mult = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[m.group(2).lower()]
+    v = float(m.group(1)) * mult
+    return v if math.isfinite(v) and v > 0 else None
+
+
+def link_rate_from_params(doc: dict[str, Any]) -> float | None:
+    """The bottleneck rate a run's parameters name (``bandwidth`` or ``bottleneck.bandwidth``, as the
+    ns-2 and ns-3 sample runs write it in run.json), in bit/s; None when absent or unreadable."""
+    bott = doc.get("bottleneck")
+    for v in (bott.get("bandwidth") if isinstance(bott, dict) else None, doc.get("bandwidth"),
+              doc.get("link_rate"), doc.get("bottleneck_bps")):
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v) if math.isfinite(v) and v > 0 else None
+        if isinstance(v, str) and len(v) < 40:
+            r = rate_from_text(v)
+            if r is not None:
+                return r
+    return None
+
+
+class _Fmt:
+    """Formats a direction's numbers: bytes with packets beside when the segment size is known."""
+
+    def __init__(self, segment_size: int | None) -> None:
+        self.seg = segment_size
+
+    def window(self, b: float | None) -> str:
+        if b is None or not math.isfinite(b):
+            return numfmt.DASH
+        if self.seg:
+            return f"{numfmt.packets(b / self.seg)} ({numfmt.nbytes(b)})"
+        return numfmt.nbytes(b)
+
+    def segs(self, n: int) -> str:
+        return f"{n:,} segment{'' if n == 1 else 's'}"
+
+
+def _cwnd_rows(an: Analysis, flow: int, d: int) -> pl.DataFrame:
+    """The direction's cwnd series from the tool when it wrote one, else tracekit's estimate."""
+    cw = an.cwnd.filter(pl.col("flow") == flow, pl.col("dir") == d)
+    if cw.is_empty():
+        return cw
+    src = "trace" if (cw["source"].cast(pl.String) == "trace").any() else "estimate"
+    return cw.filter(pl.col("source").cast(pl.String) == src).sort("time", maintain_order=True)
+
+
+def _loss_times(cw: pl.DataFrame) -> np.ndarray:
+    from tracekit.analysis.cwnd import loss_events
+
+    if cw.is_empty():
+        return np.zeros(0)
+    return loss_events(cw)["time"].to_numpy()
+
+
+def slow_starts(cw: pl.DataFrame, losses: np.ndarray, f: _Fmt, flow: int, d: int) -> list[Sentence]:
+    """One sentence per slow-start run that grew cwnd (runs end at a loss or a phase change)."""
+    if cw.is_empty():
+        return []
+    t = cw["time"].to_numpy()
+    v = cw["cwnd_bytes"].to_numpy().astype(float)
+    ss = (cw["phase"].cast(pl.String) == "slow_start").to_numpy()
+    cut = np.isin(t, losses)
+    out: list[Sentence] = []
+    i, n = 0, t.size
+    while i < n and len(out) < _MAX_EACH:
+        if not ss[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < n and ss[j + 1] and not cut[j + 1]:
+            j += 1
+        seg = v[i:j + 1]
+        top = int(np.nanargmax(seg)) if np.isfinite(seg).any() else 0
+        if seg[top] > seg[0]:
+            if j + 1 >= n:
+                kind, end = "slow_start_open", t[j]
+            elif cut[j + 1]:
+                kind, end = "slow_start_loss", t[j + 1]
+            else:
+                kind, end = "slow_start_ca", t[j + 1]
+            vals = {"from_cwnd_bytes": seg[0], "cwnd_bytes": seg[top], "time": t[i + top], "end": end}
+            if f.seg:
+                vals["cwnd_packets"] = seg[top] / f.seg
+            shown = {"from_cwnd": f.window(seg[0]), "cwnd": f.window(seg[top]), "time": numfmt.at(t[i + top]),
+                     "end": numfmt.at(end)}
+            out.append(say(kind, shown, vals, time=t[i + top], flow=flow, dir=d))
+        i = j + 1
+    return out
+
+
+def _after(v: np.ndarray, k: int) -> float:
+    """The lowest cwnd of the fall that starts at row ``k``."""
+    j = k
+    while j + 1 < v.size and v[j + 1] <= v[j]:
+        j += 1
+    return float(v[j])
+
+
+def losses(an: Analysis, cw: pl.DataFrame, times: np.ndarray, f: _Fmt, flow: int, d: int) -> list[Sentence]:
+    """One sentence per loss event: what was retransmitted (and dropped) and how the sender recovered."""
+    if times.size == 0 or cw.is_empty():
+        return []
+    t = cw["time"].to_numpy()
+    v = cw["cwnd_bytes"].to_numpy().astype(float)
+    phase = cw["phase"].cast(pl.String).to_numpy()
+    rt = an.retransmissions.filter(pl.col("flow") == flow, pl.col("dir") == d).sort("time")
+    rtt_t, rt_kind = rt["time"].to_numpy(), rt["kind"].to_numpy()
+    pk = an.trace.packets
+    drops = pk.filter(pl.col("event") == "drop", pl.col("flow") == flow, pl.col("dir") == d)["time"].to_numpy()
+    out: list[Sentence] = []
+    prev = -math.inf
+    for i, te in enumerate(times[:_MAX_EACH]):
+        k = int(np.searchsorted(t, te))
+        tol = (t[k] - t[k - 1] if k > 0 else 0.0) + 1e-6
+        hi = times[i + 1] - tol if i + 1 < times.size else math.inf
+        sel = (rtt_t >= te - tol) & (rtt_t < hi)
+        kinds = rt_kind[sel]
+        before = float(v[k - 1]) if k > 0 else float(v[k])
+        after = _after(v, k)
+        first = kinds[0] if kinds.size else None
+        small = after <= max(2.0 * (f.seg or 0), 0.3 * before)
+        if first == "rto" and small:
+            kind = "loss_timeout"
+        elif phase[k] == "recovery" or (first == "fast" and not small):
+            kind = "loss_fast_recovery"
+        elif first == "fast" and small:
+            kind = "loss_tahoe"
+        else:
+            kind = "loss_other"
+        nd = int(((drops >= prev) & (drops < te + tol)).sum()) if drops.size else 0
+        vals = {"time": te, "retransmitted": int(sel.sum()), "retrans_rto": int((kinds == "rto").sum()),
+                "retrans_fast": int((kinds == "fast").sum()), "drops": nd if drops.size else None,
+                "cwnd_before_bytes": before, "cwnd_after_bytes": after}
+        dropped = CLAUSES["dropped"].format(drops=f.segs(nd)) if nd else ""
+        shown = {"time": numfmt.at(te), "retrans": f.segs(int(sel.sum())), "dropped": dropped,
+                 "before": f.window(before), "after": f.window(after)}
+        out.append(say(kind, shown, vals, time=te, flow=flow, dir=d))
+        prev = te + tol
+    if times.size > _MAX_EACH:
+        rest = times[_MAX_EACH:]
+        out.append(say("losses_more", {"count": f"{rest.size:,}", "time": numfmt.at(rest[0]),
+                                       "end": numfmt.at(rest[-1])},
+                       {"count": int(rest.size), "time": rest[0], "end": rest[-1]}, time=rest[0], flow=flow, dir=d))
+    return out
+
+
+#: Vantage points whose estimated cwnd is not the sender's (tracekit.analysis.vantage), as told in the phrase.
+_FAR = {"middle": "in the middle of the path", "receiver": "at the receiver"}
+
+
+def _far(row: dict[str, Any], cw: pl.DataFrame) -> bool:
+    """True when the cwnd would be an estimate made away from the sender (not the sender's window)."""
+    est = cw.is_empty() or (cw["source"].cast(pl.String) == "estimate").all()
+    return est and row.get("vantage_point") in _FAR
+
+
+def far_losses(an: Analysis, row: dict[str, Any], flow: int, d: int) -> list[Sentence]:
+    """Retransmissions counted only, for a direction seen away from its sender."""
+    rt = an.retransmissions.filter(pl.col("flow") == flow, pl.col("dir") == d)
+    if rt.is_empty():
+        return []
+    t0, t1 = float(rt["time"].min()), float(rt["time"].max())  # type: ignore[arg-type]
+    fast, rto = int((rt["kind"] == "fast").sum()), int((rt["kind"] == "rto").sum())
+    where = str(row.get("vantage_point"))
+    shown = {"retrans": f"{rt.height:,} segment{'' if rt.height == 1 else 's'}", "time": numfmt.at(t0),
+             "end": numfmt.at(t1), "fast": f"{fast:,}", "rto": f"{rto:,}", "where": _FAR[where]}
+    return [say("losses_far", shown, {"retransmitted": rt.height, "time": t0, "end": t1, "retrans_fast": fast,
+                                      "retrans_rto": rto, "vantage_point": where}, time=t0, flow=flow, dir=d)]
+
+
+def stalls(an: Analysis, flow: int, d: int) -> list[Sentence]:
+    """Stalls one by one (zero-window ones in one sentence with the zero-window advertisements)."""
+    st = an.stalls.filter(pl.col("flow") == flow, pl.col("dir") == d).sort("start")
+    out: list[Sentence] = []
+    zw = st.filter(pl.col("cause") == "zero_window")
+    ads = an.packets.filter(pl.col("flow") == flow, pl.col("dir") != d, pl.col("win") == 0,
+                            (pl.col("flags") & 0x06) == 0)  # not SYN/RST (RFC 9293 §3.8.6.1: zero window)
+    if zw.height or ads.height:
+        t0 = min(x for x in (zw["start"].min() if zw.height else None, ads["time"].min() if ads.height else None)
+                 if x is not None)
+        t1 = max(x for x in (zw["end"].max() if zw.height else None, ads["time"].max() if ads.height else None)
+                 if x is not None)
+        total = float(zw["duration"].sum()) if zw.height else 0.0
+        out.append(say("zero_window", {"count": f"{ads.height:,}", "time": numfmt.at(t0), "end": numfmt.at(t1),
+                                       "stalls": f"{zw.height:,}", "duration": numfmt.seconds(total)},
+                       {"count": ads.height, "time": t0, "end": t1, "stalls": zw.height, "duration_s": total},
+                       time=t0, flow=flow, dir=d))
+    other = st.filter(pl.col("cause") != "zero_window")
+    for r in other.head(_MAX_EACH).iter_rows(named=True):
+        cause = r["cause"] if f"stall_{r['cause']}" in TEMPLATES else "unknown"
+        out.append(say(f"stall_{cause}", {"duration": numfmt.seconds(r["duration"]), "time": numfmt.at(r["start"]),
+                                          "end": numfmt.at(r["end"])},
+                       {"time": r["start"], "end": r["end"], "duration_s": r["duration"], "cause": cause},
+                       time=r["start"], flow=flow, dir=d))
+    rest = other.slice(_MAX_EACH)
+    if rest.height:
+        tot = float(rest["duration"].sum())
+        out.append(say("stalls_more", {"count": f"{rest.height:,}", "time": numfmt.at(rest["start"][0]),
+                                       "end": numfmt.at(rest["end"][-1]), "duration": numfmt.seconds(tot)},
+                       {"count": rest.height, "time": rest["start"][0], "end": rest["end"][-1], "duration_s": tot},
+                       time=rest["start"][0], flow=flow, dir=d))
+    return out
+
+
+def _shares(row: dict[str, Any]) -> dict[str, float] | None:
+    got = {k: row.get(f"limited_{k}_share") for k in ("cwnd", "rwnd", "app")}
+    if any(v is None for v in got.values()):
+        return None
+    vals = {k: float(v) for k, v in got.items()}  # type: ignore[arg-type]
+    vals["none"] = max(0.0, 1.0 - sum(vals.values()))
+    return vals
+
+
+def limit(row: dict[str, Any], flow: int, d: int) -> Sentence | None:
+    """What held the sender back, with each share (flows' ``limited_*_share``)."""
+    sh = _shares(row)
+    if sh is None:
+        return None
+    top = max(("cwnd", "rwnd", "app", "none"), key=lambda k: sh[k])
+    shown = {f"{k}_share": numfmt.pct(v) for k, v in sh.items()}
+    return say(f"limit_{top}", shown, {f"{k}_share": v for k, v in sh.items()}, time=row.get("start"),
+               flow=flow, dir=d)
+
+
+def rates(row: dict[str, Any], link_bps: float | None, flow: int, d: int) -> list[Sentence]:
+    """Goodput against the link rate and against the Mathis and PFTK models."""
+    out: list[Sentence] = []
+    g = row.get("goodput_bps")
+    end = row.get("end")
+    if g is not None and link_bps:
+        out.append(say("goodput_link", {"goodput": numfmt.rate(g), "share": numfmt.pct(g / link_bps),
+                                        "link": numfmt.rate(link_bps)},
+                       {"goodput_bps": g, "link_bps": link_bps, "share": g / link_bps}, time=end, flow=flow, dir=d))
+    m, p, lr = row.get("mathis_bps"), row.get("padhye_bps"), row.get("loss_rate")
+    if g is not None and m is not None and lr:
+        vals = {"goodput_bps": g, "mathis_bps": m, "padhye_bps": p, "loss_rate": lr}
+        shown = {"goodput": numfmt.rate(g), "mathis": numfmt.rate(m), "padhye": numfmt.rate(p),
+                 "loss_rate": numfmt.pct(lr)}
+        out.append(say("models" if p is not None else "model_mathis", shown, vals, time=end, flow=flow, dir=d))
+    return out
+
+
+def warnings(an: Analysis) -> list[Sentence]:
+    """Sentences for what changes the reading: truncation, headers only, several vantage points, others."""
+    out: list[Sentence] = []
+    ws = an.trace.warnings
+    end = float(an.trace.packets["time"].max()) if an.trace.packets.height else None  # type: ignore[arg-type]
+    trunc = sum(int(w.get("count", 1)) for w in ws if w.get("code") == "W-TRUNCATED")
+    if trunc:
+        out.append(say("warn_truncated", {"count": f"{trunc:,}", "end": numfmt.at(end)},
+                       {"count": trunc, "end": end}, time=end))
+    other = sum(int(w.get("count", 1)) for w in ws if w.get("code") != "W-TRUNCATED")
+    if other:
+        out.append(say("warn_other", {"count": f"{other:,}", "end": numfmt.at(end)},
+                       {"count": other, "end": end}, time=end))
+    pk = an.packets
+    if "caplen" in pk.columns and pk["caplen"].null_count() < pk.height:
+        data = pk.filter(pl.col("payload") > 0)
+        cut = data.filter(pl.col("caplen") < pl.col("size"))
+        if data.height and cut.height / data.height > 0.5:
+            t = float(cut["time"].min())  # type: ignore[arg-type]
+            out.append(say("warn_headers_only", {"share": numfmt.pct(cut.height / data.height), "time": numfmt.at(t)},
+                           {"share": cut.height / data.height, "time": t}, time=t))
+    vp = an.flows["vantage_point"].drop_nulls().unique().to_list() if "vantage_point" in an.flows.columns else []
+    if an.trace.meta.get("vantage_point") == "mixed" or len(vp) > 1:
+        out.append(say("warn_vantage", {"count": f"{max(len(vp), 2):,}"}, {"count": max(len(vp), 2)}))
+    return out
+
+
+def _data_rows(an: Analysis) -> list[dict[str, Any]]:
+    fl = an.flows
+    if fl.is_empty() or "unique_bytes" not in fl.columns:
+        return []
+    return fl.filter(pl.col("unique_bytes").fill_null(0) > 0).sort("flow", "dir").to_dicts()
+
+
+def explain(an: Analysis, *, link_bps: float | None = None) -> list[Sentence]:
+    """The account of a whole trace: warnings first, then per data direction in flow order.
+
+    Args:
+        an: The analysis.
+        link_bps: The bottleneck's rate in bit/s, when known (``--link-rate``, run.json).
+
+    Returns:
+        The sentences, in reading order.
+    """
+    out = warnings(an)
+    rows = _data_rows(an)
+    if not rows:
+        out.append(say("no_data", {"packets": f"{an.trace.packets.height:,}"}, {"packets": an.trace.packets.height}))
+        return out
+    f = _Fmt(an.trace.meta.get("segment_size"))
+    for row in rows:
+        flow, d = int(row["flow"]), int(row["dir"])
+        out.append(say("overview", {"flow": str(flow), "dir": str(d), "bytes": numfmt.nbytes(row["unique_bytes"]),
+                                    "start": numfmt.at(row["start"]), "end": numfmt.at(row["end"]),
+                                    "duration": numfmt.seconds(row["duration"]),
+                                    "goodput": numfmt.rate(row.get("goodput_bps"))},
+                       {k: row.get(k) for k in ("unique_bytes", "start", "end", "duration", "goodput_bps")},
+                       time=row["start"], flow=flow, dir=d))
+        cw = _cwnd_rows(an, flow, d)
+        if _far(row, cw):
+            body = far_losses(an, row, flow, d) + stalls(an, flow, d)
+        else:
+            times = _loss_times(cw)
+            body = slow_starts(cw, times, f, flow, d) + losses(an, cw, times, f, flow, d) + stalls(an, flow, d)
+        out += sorted(body, key=lambda s: (s.time if s.time is not None else math.inf))
+        lim = limit(row, flow, d)
+        if lim is not None:
+            out.append(lim)
+        out += rates(row, link_bps, flow, d)
+    return out
+
+
+def summaries(an: Analysis, sentences: list[Sentence], *, link_bps: float | None = None) -> list[Sentence]:
+    """One line per data direction for under the flows table."""
+    out = []
+    for row in _data_rows(an):
+        flow, d = int(row["flow"]), int(row["dir"])
+        mine = [s for s in sentences if s.flow == flow and s.dir == d]
+        lim = next((s for s in mine if s.kind.startswith("limit_")), None)
+        limit_part = numfmt.DASH
+        if lim is not None:
+            key = lim.kind.split("_", 1)[1]
+            limit_part = CLAUSES[f"limit_{key}"].format(share=numfmt.pct(lim.values[f"{key}_share"]))
+        g = row.get("goodput_bps")
+        link_part = (CLAUSES["link_part"].format(share=numfmt.pct(g / link_bps), link=numfmt.rate(link_bps))
+                     if g is not None and link_bps else "")
+        nloss = int(row.get("loss_events") or 0)
+        nst = int(row.get("stall_count") or 0)
+        out.append(say("summary", {"flow": str(flow), "dir": str(d), "goodput": numfmt.rate(g), "link_part": link_part,
+                                   "limit_part": limit_part, "losses": numfmt.count(nloss, "loss event"),
+                                   "stalls": numfmt.count(nst, "stall")},
+                       {"goodput_bps": g, "link_bps": link_bps, "loss_events": nloss, "stalls": nst},
+                       time=row.get("start"), flow=flow, dir=d))
+    return out
