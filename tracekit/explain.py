@@ -113,7 +113,7 @@ def _clean(v: Any) -> Any:
 
 def rate_from_text(text: str) -> float | None:
     """A link rate written as ns-2/ns-3/iperf write it (``1Mb``, ``1Mbps``, ``10 Mbit/s``, ``2e6``) in bit/s."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtT]?)\s*(b|bps|bit/s|bits/s|bit)?\s*",
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtT]?)\s*(b|bps|bit/s|bits/s|bit|b/s)?\s*",
                      text or "")
     if m is None:
         return None

@@ -126,7 +126,7 @@ def quantity(v: Any, unit: str | None) -> str:
     if unit == "ratio":
         return pct(v)
     if unit == "count":
-        return sig(v, 6)
+        return integer(v) if float(v).is_integer() else sig(v, 4)
     return sig(v, 4)
 
 

@@ -29,15 +29,25 @@ def _clean(v: Any) -> Any:
     return v
 
 
-def summary(analysis: Analysis) -> dict[str, Any]:
-    """The ``analyze --json`` document for one trace (keys documented in docs/cli.md)."""
+def summary(analysis: Analysis, *, link_bps: float | None = None) -> dict[str, Any]:
+    """The ``analyze --json`` document for one trace (keys documented in docs/cli.md).
+
+    ``tool_metrics``: the tool-reported series (:mod:`tracekit.reports.toolmetrics`);
+    ``explain``: the account in words (:mod:`tracekit.explain`), ``{time, kind, text, values}``.
+    """
+    from tracekit.explain import explain
+    from tracekit.reports.answers import lab_flows
+    from tracekit.reports.toolmetrics import summarise
+
     tr = analysis.trace
     meta = {k: v for k, v in tr.meta.items() if k not in ("warnings", "parts")}
     trace = {**meta, "packets": tr.packets.height, "samples": tr.samples.height, "warnings": tr.warnings}
     return _clean({
         "schema_version": SCHEMA_VERSION,
         "trace": trace,
-        "flows": analysis.flows.to_dicts(),
+        "flows": lab_flows(analysis).to_dicts(),
+        "tool_metrics": [m.to_dict() for m in summarise(tr)],
+        "explain": [s.to_dict() for s in explain(analysis, link_bps=link_bps)],
     })
 
 
@@ -59,6 +69,7 @@ TABLE_COLUMNS = [
     ("duration", "dur s"), ("packets", "pkts"), ("unique_bytes", "bytes"),
     ("retrans_packets", "retx"), ("throughput_bps", "throughput"), ("goodput_bps", "goodput"),
     ("rtt_p50_s", "rtt p50 s"), ("handshake_rtt_s", "hs rtt s"),
+    ("max_cwnd_packets", "cwnd pkts"), ("data_pps", "pps"),  # lab units (reports.answers.lab_flows)
 ]
 
 
@@ -67,13 +78,16 @@ def print_table(analysis: Analysis, console: Console) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from tracekit.reports.answers import lab_flows
+
     tr = analysis.trace
+    flows = lab_flows(analysis)
     title = f"{escape(tr.path)}  [{escape(str(tr.meta.get('format')))}, {tr.packets.height:,} packet events]"
     table = Table(title=title, title_justify="left")
-    cols = [(c, h) for c, h in TABLE_COLUMNS if c in analysis.flows.columns]
+    cols = [(c, h) for c, h in TABLE_COLUMNS if c in flows.columns]
     for c, h in cols:
         table.add_column(h, justify="left" if c in ("src", "dst") else "right")
-    for row in analysis.flows.iter_rows(named=True):
+    for row in flows.iter_rows(named=True):
         cells = []
         for c, _ in cols:
             v = row[c]
@@ -82,7 +96,10 @@ def print_table(analysis: Analysis, console: Console) -> None:
                 v = f"{v}:{port}" if port is not None else v
             cells.append(escape(_fmt(v, c)))
         table.add_row(*cells)
-    console.print(table)
+    if flows.height:
+        console.print(table)
+    else:
+        console.print(title + "  (no TCP connection carried data)", highlight=False)
     for w in tr.warnings:
         console.print(f"[yellow]warning[/] {escape(w['code'])}: {escape(w['message'])} (×{w['count']})")
 

@@ -1,0 +1,143 @@
+"""What ``analyze`` answers beyond the flows table: lab units, tool-reported metrics, the account in words.
+
+* :func:`lab_flows`: where the source counts packets (ns-2, or any trace whose reader knows the
+  segment size), the flows table gains cwnd in packets and packets/s.
+* :func:`print_tool_table`: the second table, one row per tool-reported series
+  (:mod:`tracekit.reports.toolmetrics`).
+* :func:`print_explain` / :func:`print_summaries`: :mod:`tracekit.explain`'s sentences.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tracekit.analysis import Analysis
+    from tracekit.explain import Sentence
+    from tracekit.reports.toolmetrics import ToolMetric
+
+#: Columns of the tool-metrics table (flow, node and source only when some row has one).
+TOOL_COLUMNS = ("metric", "flow", "node", "source", "samples", "last", "max", "mean")
+#: Columns :func:`lab_flows` adds: (column, header).
+LAB_COLUMNS = [("max_cwnd_packets", "cwnd pkts"), ("data_pps", "pps")]
+
+
+def lab_flows(analysis: Analysis) -> pl.DataFrame:
+    """The flows table with ``max_cwnd_packets`` and ``data_pps`` when the segment size is known.
+
+    ``data_pps`` = data segments sent (retransmissions included, as a monitor at the link counts
+    them) / the direction's duration; the lab's bit/s with headers is ``throughput_bps``, without
+    them ``goodput_bps`` (payload, each byte once).
+    """
+    fl = analysis.flows
+    seg = analysis.trace.meta.get("segment_size")
+    if fl.is_empty() or not seg or "max_cwnd_bytes" not in fl.columns:
+        return fl
+    dur = pl.when(pl.col("duration") > 0).then(pl.col("duration")).otherwise(None)
+    return fl.with_columns(
+        max_cwnd_packets=pl.col("max_cwnd_bytes").cast(pl.Float64) / float(seg),
+        data_pps=pl.col("data_packets").cast(pl.Float64) / dur,
+    )
+
+
+def header_bytes(analysis: Analysis) -> int | None:
+    """Bytes of simulated headers per packet where the reader knows both sizes (ns-2: 540 − 500 = 40)."""
+    meta = analysis.trace.meta
+    seg = meta.get("segment_size")
+    sizes = [p.get("packet_size") for p in meta.get("parts", []) if isinstance(p, dict)] + [meta.get("packet_size")]
+    pkt = next((s for s in sizes if isinstance(s, int) and s > 0), None)
+    if not seg or pkt is None or pkt <= seg:
+        return None
+    return int(pkt - seg)
+
+
+def tool_rows(metrics: list[ToolMetric], analysis: Analysis) -> list[dict[str, Any]]:
+    """Rows for the tool-metrics table: texts per statistic, packets/s also as bit/s without headers."""
+    from tracekit import numfmt
+
+    hdr = header_bytes(analysis)
+    seg = analysis.trace.meta.get("segment_size")
+    rows = []
+    for m in metrics:
+        row: dict[str, Any] = {"metric": m.metric, "flow": m.flow, "node": m.node,
+                               "source": m.source if m.source != m.metric else None, "samples": m.samples,
+                               "unit": m.source_unit or m.unit}
+        for stat in ("last", "max", "mean"):
+            text = m.text(stat)
+            v = m.source_values.get(stat)
+            if m.source_unit == "pps" and hdr and seg and v is not None:
+                with_h = numfmt.rate(getattr(m, stat), 4)
+                text = f"{numfmt.pps(v)} = {with_h}, {numfmt.rate(v * seg * 8, 4)} without the {hdr}-B headers"
+            row[stat] = text
+        rows.append(row)
+    return rows
+
+
+def print_tool_table(metrics: list[ToolMetric], analysis: Analysis, console: Console) -> None:
+    """The second table: each tool-reported series' last, largest and mean value."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title="tool-reported series (the source's unit first, then tracekit's)", title_justify="left")
+    rows = tool_rows(metrics, analysis)
+    cols = [k for k in TOOL_COLUMNS if k not in ("flow", "node", "source") or any(r[k] is not None for r in rows)]
+    for h in cols:
+        table.add_column(h, justify="left" if h in ("metric", "node", "source") else "right", overflow="fold")
+    for r in rows:
+        table.add_row(*(escape("–" if r[k] is None else (f"{r[k]:,}" if isinstance(r[k], int) else str(r[k])))
+                        for k in cols))
+    console.print(table)
+
+
+def print_summaries(sentences: list[Sentence], console: Console) -> None:
+    """One line per data direction, under the flows table."""
+    from rich.markup import escape
+
+    for s in sentences:
+        console.print(escape(s.text), highlight=False)
+
+
+def print_explain(sentences: list[Sentence], console: Console) -> None:
+    """The whole account, one sentence a line, each direction's sentences indented under its overview."""
+    from rich.markup import escape
+
+    console.print("[bold]What happened[/]")
+    for s in sentences:
+        indent = "" if s.kind in ("overview", "no_data") or s.kind.startswith("warn_") else "  "
+        console.print(indent + escape(s.text), highlight=False, soft_wrap=False)
+
+
+def link_rate_for(analysis: Analysis, given: str | None = None) -> float | None:
+    """The bottleneck rate in bit/s: ``--link-rate`` when given, else the run's ``run.json``.
+
+    run.json is looked for in the directory read (or beside the first file read); only a
+    number or a rate such as ``1Mb`` / ``1Mbps`` is taken from it (:func:`tracekit.explain.link_rate_from_params`).
+
+    Raises:
+        UsageError: for a ``--link-rate`` that is not a rate.
+    """
+    import json
+    from pathlib import Path
+
+    from tracekit.errors import UsageError
+    from tracekit.explain import link_rate_from_params, rate_from_text
+
+    if given is not None:
+        r = rate_from_text(given)
+        if r is None:
+            raise UsageError(f"--link-rate {given!r} is not a rate", hint="e.g. --link-rate 1Mbit/s, 10M or 1e6 (bit/s)")
+        return r
+    meta = analysis.trace.meta
+    base = Path(meta["dir"]) if meta.get("dir") else (Path(meta["paths"][0]).parent if meta.get("paths") else None)
+    f = base / "run.json" if base is not None else None
+    try:
+        if f is None or not f.is_file() or f.stat().st_size > 1 << 20:
+            return None
+        doc = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return link_rate_from_params(doc) if isinstance(doc, dict) else None
