@@ -243,6 +243,7 @@ MISSING: dict[tuple[str, str], str] = {
     ("ns2/wireless", "queue"): "the wireless trace's interface queues are not a wired link queue",
     ("ns2/wireless", "samples"): "the wireless run writes no cwnd/queue monitor file",
     ("netsim/Packet_Trace*", "samples"): "a NetSim packet trace has no tool-reported series",
+    ("netsim/Application_Metrics*", "samples"): "totals per application: the report's tool-reported table",
     ("netsim/Packet_Trace*", "flows"): "the NetSim sample is one FTP connection",
     ("netsim/Packet_Trace*", "queue"): "the NetSim packet trace has no queue columns",
     ("netsim/Packet_Trace*", "rtt"): "the 46-line NetSim sample has no data segment acknowledged within it",

@@ -165,7 +165,7 @@ def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, repor
     if report:
         from tracekit.reports.html import write_report
 
-        write_report(analyses, Path(report))
+        write_report(analyses, Path(report), link_rate=link_rate)
     if not reported:
         from tracekit.errors import NothingToAnalyzeError
 

@@ -141,3 +141,54 @@ def link_rate_for(analysis: Analysis, given: str | None = None) -> float | None:
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None
     return link_rate_from_params(doc) if isinstance(doc, dict) else None
+
+
+def explain_html(analysis: Analysis, link_rate: str | None, prefix: str = "") -> str:
+    """The account in words for the top of a report section (every text escaped)."""
+    from tracekit.explain import explain
+    from tracekit.reports.html import esc
+
+    sentences = explain(analysis, link_bps=link_rate_for(analysis, link_rate))
+    parts: list[str] = []
+    items: list[str] = []
+
+    def close() -> None:
+        if items:
+            parts.append(f"<ul>{''.join(items)}</ul>")
+            items.clear()
+
+    for s in sentences:
+        attrs = f' data-kind="{esc(s.kind)}"' + (f' data-time="{esc(repr(s.time))}"' if s.time is not None else "")
+        if s.kind in ("overview", "no_data") or s.kind.startswith("warn_"):
+            close()
+            cls = ' class="warn"' if s.kind.startswith("warn_") else ""
+            parts.append(f"<p{cls}{attrs}>{esc(s.text)}</p>")
+        else:
+            items.append(f"<li{attrs}>{esc(s.text)}</li>")
+    close()
+    return f'<div class="explain" id="{esc(prefix)}explain"><h3>What happened</h3>{"".join(parts)}</div>'
+
+
+def tool_table_html(analysis: Analysis, prefix: str = "") -> str:
+    """The tool-reported series as a table (FlowMonitor's and NetSim's totals are only here)."""
+    from tracekit.reports.html import esc
+    from tracekit.reports.toolmetrics import summarise
+
+    metrics = summarise(analysis.trace)
+    if not metrics:
+        return ""
+    rows = tool_rows(metrics, analysis)
+    cols = [k for k in TOOL_COLUMNS if k not in ("flow", "node", "source") or any(r[k] is not None for r in rows)]
+    head = "".join(f'<th class="t">{esc(c)}</th>' if c in ("metric", "node", "source") else f"<th>{esc(c)}</th>"
+                   for c in cols)
+    body = []
+    for r in rows:
+        cells = "".join(
+            f'<td class="t" data-col="{esc(c)}">{esc(r[c] if r[c] is not None else "–")}</td>'
+            if c in ("metric", "node", "source") else
+            f'<td data-col="{esc(c)}">{esc("–" if r[c] is None else (f"{r[c]:,}" if isinstance(r[c], int) else r[c]))}</td>'
+            for c in cols)
+        body.append(f"<tr>{cells}</tr>")
+    return (f"<h3>Tool-reported series</h3><p class=\"note\">Last, largest and mean value of each series the "
+            f"tool wrote, in the source's unit first.</p><table id=\"{esc(prefix)}tool-metrics\"><thead><tr>{head}"
+            f"</tr></thead><tbody>{''.join(body)}</tbody></table>")

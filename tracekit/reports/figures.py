@@ -190,7 +190,15 @@ def _sample_figures(smp: pl.DataFrame) -> list[Figure]:
     """One chart per (metric, unit) the tool reported, largest series first up to the cap."""
     if smp.is_empty():
         return [Figure("samples", "samples", TITLES["samples"], reason="the trace has no tool-reported series")]
-    pairs = (smp.filter(pl.col("value").is_finite()).group_by("metric", "unit").len()
+    # per-flow or per-application totals (FlowMonitor, NetSim's application table: one sample a
+    # series) are not time series: the report shows them in the tool-reported table instead
+    fin = smp.filter(pl.col("value").is_finite())
+    series = fin.group_by("metric", "unit", "source", "flow", "node").len()
+    timed = series.filter(pl.col("len") > 1).select("metric", "unit").unique()
+    if series.height and timed.is_empty():
+        return [Figure("samples", "samples", TITLES["samples"],
+                       reason="totals only (one value per flow or application): see the tool-reported table")]
+    pairs = (fin.join(timed, on=["metric", "unit"]).group_by("metric", "unit").len()
              .sort(["len", "metric", "unit"], descending=[True, False, False]))
     out = []
     for i, (metric, unit, _n) in enumerate(pairs.head(MAX_SAMPLE_CHARTS).iter_rows()):
