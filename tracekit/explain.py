@@ -453,3 +453,24 @@ def summaries(an: Analysis, sentences: list[Sentence], *, link_bps: float | None
                        {"goodput_bps": g, "link_bps": link_bps, "loss_events": nloss, "stalls": nst},
                        time=row.get("start"), flow=flow, dir=d))
     return out
+
+
+def cwnd_reductions(an: Analysis, flow: int, d: int, end: float | None = None) -> int | None:
+    """cwnd reductions (loss events) once congestion avoidance has begun, up to ``end`` (the last data).
+
+    The tpWindow lab's "largest window without oscillation" is the largest window whose run
+    scores 0. Slow start may end in an overshoot whose recovery takes more than one reduction
+    (Reno: fast recovery, then a timeout); the count starts when congestion avoidance first
+    begins, after that recovery. Reductions after the last data segment (ns-2 restarts an idle
+    sender's window) are not oscillation and are left out. None when the direction has no cwnd series.
+    """
+    cw = _cwnd_rows(an, flow, d)
+    if cw.is_empty():
+        return None
+    times = _loss_times(cw)
+    ca = cw.filter(pl.col("phase").cast(pl.String) == "congestion_avoidance")["time"]
+    if ca.len() == 0:
+        return 0
+    start = float(ca.min())  # type: ignore[arg-type]
+    stop = math.inf if end is None else end
+    return int(((times > start) & (times <= stop)).sum())

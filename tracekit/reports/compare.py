@@ -37,6 +37,7 @@ METRICS: list[tuple[str, str]] = [
     ("rtt_p50_s", "RTT median s"), ("rtt_mean_s", "RTT mean s"), ("handshake_rtt_s", "handshake RTT s"),
     ("max_cwnd_bytes", "max cwnd bytes"), ("stall_s", "stalled s"),
     ("mathis_bps", "Mathis model"), ("padhye_bps", "Padhye model"), ("window_limited_bps", "window limit"),
+    ("cwnd_reductions", "cwnd reductions in congestion avoidance"),
 ]
 #: Run-level metrics (not about one connection).
 RUN_METRICS: list[tuple[str, str]] = [("flows", "data directions"), ("packets", "packets analysed")]
@@ -125,11 +126,34 @@ def main_flow(analysis: Any) -> dict[str, Any] | None:
 
 def run_metrics(analysis: Any) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """The main direction's row and the metric values of a run."""
+    from tracekit.explain import cwnd_reductions
+
     main = main_flow(analysis)
     values: dict[str, Any] = {k: (main or {}).get(k) for k, _ in METRICS}
+    if main is not None:
+        values["cwnd_reductions"] = cwnd_reductions(analysis, int(main["flow"]), int(main["dir"]), main.get("end"))
     values["flows"] = analysis.flows.height
     values["packets"] = analysis.packets.height
     return main, values
+
+
+def tool_values(analysis: Any, names: Sequence[str]) -> dict[str, Any]:
+    """Values of tool-reported metrics named by ``--y NAME[:STAT]`` (STAT: mean, max or last; default mean).
+
+    Raises:
+        UsageError: for an unknown statistic.
+    """
+    from tracekit.reports.toolmetrics import summarise, value
+
+    metrics = summarise(analysis.trace)
+    out: dict[str, Any] = {}
+    for spec in names:
+        name, _, stat = spec.partition(":")
+        stat = stat or "mean"
+        if stat not in ("mean", "max", "last"):
+            raise UsageError(f"--y {spec!r}: statistic must be mean, max or last")
+        out[spec] = value(metrics, name, stat)  # tool flow ids are the tool's, not tracekit's: all flows
+    return out
 
 
 def parse_labels(items: Sequence[str]) -> list[tuple[str, str]]:
@@ -167,6 +191,7 @@ def compare(
     fmt: str | None = None,
     strict: bool = False,
     limits: Limits | None = None,
+    y: Sequence[str] = (),
 ) -> CompareResult:
     """Read, analyse and line up several runs; the first is the reference.
 
@@ -176,6 +201,7 @@ def compare(
         fmt: Force a reader for every input.
         strict: Turn reader warnings into errors.
         limits: Resource limits.
+        y: Tool-reported metrics to add as rows, ``NAME[:STAT]`` (:func:`tool_values`).
 
     Returns:
         The comparison.
@@ -202,8 +228,10 @@ def compare(
     for path, name in zip(paths, names, strict=True):
         analysis = load(path, fmt=fmt, strict=strict, limits=limits)
         main, values = run_metrics(analysis)
+        values.update(tool_values(analysis, y))
         runs.append(Run(charts.safe_label(name), path, analysis, main, values))
-    present = [(k, t) for k, t in METRICS + RUN_METRICS if any(r.metrics.get(k) is not None for r in runs)]
+    wanted = METRICS + RUN_METRICS + [(spec, charts.safe_label(spec)) for spec in y]
+    present = [(k, t) for k, t in wanted if any(r.metrics.get(k) is not None for r in runs)]
     return CompareResult(runs, present)
 
 
