@@ -157,3 +157,13 @@ def test_analyze_explain_and_summary_lines() -> None:
     assert "= 13 % of the 50 Mbit/s link" in res.output
     bad = CliRunner().invoke(main, ["analyze", str(sample("linux", "rwnd_limited.pcap")), "--link-rate", "fast"])
     assert bad.exit_code == 1 and "--link-rate" in bad.output
+
+
+def test_every_template_is_documented() -> None:
+    from tests.conftest import ROOT
+
+    doc = (ROOT / "docs" / "explain.md").read_text()
+    for kind, text in TEMPLATES.items():
+        assert f"| `{kind}` | {text.replace('|', '/')} |" in doc, kind
+    for kind, text in CLAUSES.items():
+        assert f"| `{kind}` | `{text}` |" in doc, kind
