@@ -65,6 +65,10 @@ TEMPLATES: dict[str, str] = {
     "warn_vantage": "The packets were seen at {count} kinds of vantage point (sender, middle, receiver): "
                     "a segment may be counted at each.",
     "warn_other": "The reader reported {count} warnings (see the warnings list); numbers up to {end} may be affected.",
+    "fairness": "Jain's fairness index over the {flows} data directions from {time} to {end}: {jain} "
+                "(1 = equal shares; lowest {low}, highest {high}).",
+    "fairness_tool": "The tool's own per-flow throughput at {time} gives Jain's index {jain} over {flows} "
+                     "data flows (lowest {low}, highest {high}).",
     "no_data": "No TCP connection carried data in this trace ({packets} packet events).",
     "summary": "flow {flow}.{dir}: goodput {goodput}{link_part}; {limit_part}; {losses}, {stalls}.",
 }
@@ -407,7 +411,7 @@ def explain(an: Analysis, *, link_bps: float | None = None) -> list[Sentence]:
     rows = _data_rows(an)
     if not rows:
         out.append(say("no_data", {"packets": f"{an.trace.packets.height:,}"}, {"packets": an.trace.packets.height}))
-        return out
+        return out + fairness(an, rows)
     f = _Fmt(an.trace.meta.get("segment_size"))
     for row in rows:
         flow, d = int(row["flow"]), int(row["dir"])
@@ -428,6 +432,46 @@ def explain(an: Analysis, *, link_bps: float | None = None) -> list[Sentence]:
         if lim is not None:
             out.append(lim)
         out += rates(row, link_bps, flow, d)
+    return out + fairness(an, rows)
+
+
+def _jain(x: np.ndarray) -> float:
+    """Jain, Chiu & Hawe (DEC-TR-301, 1984): (Σx)² / (n·Σx²)."""
+    return float(x.sum() ** 2 / (x.size * (x**2).sum()))
+
+
+#: FlowMonitor / NetSim per-flow totals whose mean packet is below this carry ACKs only (40–60 B).
+_ACK_ONLY_BYTES = 200.0
+
+
+def fairness(an: Analysis, rows: list[dict[str, Any]]) -> list[Sentence]:
+    """Jain's index over the data directions (tracekit's goodput) and over the tool's per-flow throughput."""
+    out: list[Sentence] = []
+    g = np.array([r["goodput_bps"] for r in rows if r.get("goodput_bps")], dtype=float)
+    if g.size >= 2:
+        t0, t1 = min(r["start"] for r in rows), max(r["end"] for r in rows)
+        j = _jain(g)
+        out.append(say("fairness", {"flows": f"{g.size:,}", "time": numfmt.at(t0), "end": numfmt.at(t1),
+                                    "jain": f"{j:.3f}", "low": numfmt.rate(g.min()), "high": numfmt.rate(g.max())},
+                       {"flows": int(g.size), "jain": j, "time": t0, "end": t1, "low_bps": g.min(),
+                        "high_bps": g.max()}, time=t0))
+    sm = an.trace.samples
+    if sm.is_empty():
+        return out
+    tp = sm.filter(pl.col("metric") == "throughput", pl.col("unit") == "bps", pl.col("flow").is_not_null())
+    if tp.is_empty() or tp.group_by("flow").len()["len"].max() != 1:
+        return out  # a time series per flow, not totals
+    size = sm.filter(pl.col("metric").is_in(["rx_bytes", "rx_packets"]), pl.col("flow").is_not_null()).pivot(
+        "metric", index="flow", values="value", aggregate_function="first") if "rx_packets" in sm["metric"] else None
+    if size is not None and {"rx_bytes", "rx_packets"} <= set(size.columns):
+        data = size.filter(pl.col("rx_bytes") >= _ACK_ONLY_BYTES * pl.col("rx_packets"))["flow"]
+        tp = tp.filter(pl.col("flow").is_in(data.implode()))
+    x = tp["value"].to_numpy().astype(float)
+    if x.size >= 2 and (x > 0).any():
+        j, t = _jain(x), float(tp["time"].max())  # type: ignore[arg-type]
+        out.append(say("fairness_tool", {"flows": f"{x.size:,}", "time": numfmt.at(t), "jain": f"{j:.3f}",
+                                         "low": numfmt.rate(x.min()), "high": numfmt.rate(x.max())},
+                       {"flows": int(x.size), "jain": j, "time": t, "low_bps": x.min(), "high_bps": x.max()}, time=t))
     return out
 
 
