@@ -27,6 +27,11 @@ if TYPE_CHECKING:
 #: Every phrase tracekit can say, by kind. ``{name}`` fields are numbers formatted with units.
 TEMPLATES: dict[str, str] = {
     "overview": "Flow {flow} direction {dir}: {bytes} of data from {start} to {end} ({duration}), goodput {goodput}.",
+    "start_ws": "First flight at {time}: initial window {iw} ({iw_bytes}); window scaling on (shift {wscale}), "
+                "largest advertised window {rwnd}.",
+    "start_nows": "First flight at {time}: initial window {iw} ({iw_bytes}); window scaling off, "
+                  "largest advertised window {rwnd}.",
+    "start_iw": "First flight at {time}: initial window {iw} ({iw_bytes}).",
     "slow_start_loss": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time}; a loss ended slow start at {end}.",
     "slow_start_ca": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time}, then congestion avoidance from {end}.",
     "slow_start_open": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time} and was still in slow start at {end}.",
@@ -325,6 +330,25 @@ def stalls(an: Analysis, flow: int, d: int) -> list[Sentence]:
     return out
 
 
+def opening(row: dict[str, Any], flow: int, d: int) -> Sentence | None:
+    """The initial window and, where a SYN was seen, window scaling (RFC 7323 §2) and the largest window."""
+    iw, iwb = row.get("init_window_segments"), row.get("init_window_bytes")
+    if iw is None or iwb is None:
+        return None
+    shown = {"time": numfmt.at(row["start"]), "iw": numfmt.count(int(iw), "segment"), "iw_bytes": numfmt.nbytes(iwb),
+             "wscale": str(row.get("wscale")), "rwnd": numfmt.nbytes(row.get("max_rwnd_bytes"))}
+    vals = {"time": row["start"], "init_window_segments": iw, "init_window_bytes": iwb,
+            "window_scaling": row.get("window_scaling"), "wscale": row.get("wscale"),
+            "max_rwnd_bytes": row.get("max_rwnd_bytes")}
+    if row.get("mss") is None or row.get("max_rwnd_bytes") is None:  # no SYN seen (ns-2's one-way TCP)
+        kind = "start_iw"
+    else:
+        kind = "start_ws" if row.get("window_scaling") and row.get("wscale") is not None else "start_nows"
+    if kind == "start_ws":
+        shown["wscale"] = f"{int(row['wscale'])}"
+    return say(kind, shown, vals, time=row["start"], flow=flow, dir=d)
+
+
 def _shares(row: dict[str, Any]) -> dict[str, float] | None:
     got = {k: row.get(f"limited_{k}_share") for k in ("cwnd", "rwnd", "app")}
     if any(v is None for v in got.values()):
@@ -421,6 +445,9 @@ def explain(an: Analysis, *, link_bps: float | None = None) -> list[Sentence]:
                                     "goodput": numfmt.rate(row.get("goodput_bps"))},
                        {k: row.get(k) for k in ("unique_bytes", "start", "end", "duration", "goodput_bps")},
                        time=row["start"], flow=flow, dir=d))
+        first = opening(row, flow, d)
+        if first is not None:
+            out.append(first)
         cw = _cwnd_rows(an, flow, d)
         if _far(row, cw):
             body = far_losses(an, row, flow, d) + stalls(an, flow, d)

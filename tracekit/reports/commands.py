@@ -126,7 +126,8 @@ def compare(files: tuple[str, ...], output: str, labels: tuple[str, ...], json_p
               help="CSV with a 'path' column and one column per parameter.")
 @click.option("--x", "x", metavar="NAME", help="Parameter on the x axis (default: the first one).")
 @click.option("--by", "by", metavar="NAME", help="Parameter naming the lines (default: 'variant' if present).")
-@click.option("--csv", "csv_path", type=click.Path(dir_okay=False), help="Also write the table as CSV.")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Also write the table as CSV ('-': print it).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the table as JSON.")
 @click.option("--y", "y", multiple=True, metavar="METRIC[:STAT]",
               help="Also chart a tool-reported metric (e.g. download_response_time, cwnd:max). Repeatable.")
@@ -150,9 +151,12 @@ def sweep(files: tuple[str, ...], output: str | None, param: str | None, manifes
         raise UsageError("nothing to write", hint="give -o sweep.html, --csv FILE or --json FILE")
     if not files and not manifest:
         raise UsageError("no runs given", hint="give run paths, or --manifest runs.csv")
-    _guard(force, output, csv_path, json_path)
+    _guard(force, output, None if csv_path == "-" else csv_path, json_path)
     result = sw.sweep(list(files), param=param, manifest=manifest, x=x, by=by, fmt=fmt, strict=strict,
                       limits=_limits(config), y=list(y))
-    sw.write(result, Path(output) if output else None, csv_path=Path(csv_path) if csv_path else None,
+    sw.write(result, Path(output) if output else None,
+             csv_path=Path(csv_path) if csv_path and csv_path != "-" else None,
              json_path=Path(json_path) if json_path else None)
+    if csv_path == "-":
+        click.echo(result.to_csv(), nl=False)
     click.echo(f"sweep over {result.x!r}: {len(result.runs)} runs", err=True)
