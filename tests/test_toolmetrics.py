@@ -52,7 +52,7 @@ def test_lab_units_in_the_flows_table() -> None:
     assert code == 0 and "cwnd pkts" in out and "pps" in out
     top = max(_cols(run / "Window.tr", 1))
     assert re.search(rf"│\s+{int(top)} │", out)
-    assert "without the 40-B headers" in out  # WindowMon's pps as bit/s without the simulated headers
+    assert "payload only (40-B headers left out)" in out  # WindowMon's pps as bit/s without the simulated headers
 
 
 def test_opnet_download_time() -> None:

@@ -66,14 +66,12 @@ def tool_rows(metrics: list[ToolMetric], analysis: Analysis) -> list[dict[str, A
         row: dict[str, Any] = {"metric": m.metric, "flow": m.flow, "node": m.node,
                                "source": m.source if m.source != m.metric else None, "samples": m.samples,
                                "unit": m.source_unit or m.unit}
-        for stat in ("last", "max", "mean"):
-            text = m.text(stat)
-            v = m.source_values.get(stat)
-            if m.source_unit == "pps" and hdr and seg and v is not None:
-                with_h = numfmt.rate(getattr(m, stat), 4)
-                text = f"{numfmt.pps(v)} = {with_h}, {numfmt.rate(v * seg * 8, 4)} without the {hdr}-B headers"
-            row[stat] = text
+        row.update({stat: m.text(stat) for stat in ("last", "max", "mean")})
         rows.append(row)
+        if m.source_unit == "pps" and hdr and seg and m.source_values:
+            # the lab's "without the headers": the same packets/s times the payload only
+            rows.append({**row, "metric": f"{m.metric}, payload only ({hdr}-B headers left out)", "unit": "bps",
+                         **{stat: numfmt.rate(m.source_values[stat] * seg * 8, 4) for stat in ("last", "max", "mean")}})
     return rows
 
 
@@ -108,7 +106,7 @@ def print_explain(sentences: list[Sentence], console: Console) -> None:
     console.print("[bold]What happened[/]")
     for s in sentences:
         indent = "" if s.kind in ("overview", "no_data") or s.kind.startswith("warn_") else "  "
-        console.print(indent + escape(s.text), highlight=False, soft_wrap=False)
+        console.print(indent + escape(s.text), highlight=False, soft_wrap=True)  # one sentence, one line
 
 
 def link_rate_for(analysis: Analysis, given: str | None = None) -> float | None:
