@@ -120,6 +120,20 @@ def _clean(v: Any) -> Any:
     return v
 
 
+_SCHEMAS = {"cwnd": "CWND", "retransmissions": "RETRANSMISSIONS", "stalls": "STALLS", "packets": "PACKETS",
+            "fairness": "FAIRNESS"}
+
+
+def _fr(an: Analysis, name: str) -> pl.DataFrame:
+    """A frame of the analysis, empty (with its columns) when the object has none (a partial analysis)."""
+    df = getattr(an, name, None)
+    if isinstance(df, pl.DataFrame):
+        return df
+    from tracekit import schema
+
+    return schema.empty(getattr(schema, _SCHEMAS[name]))
+
+
 def rate_from_text(text: str) -> float | None:
     """A link rate written as ns-2/ns-3/iperf write it (``1Mb``, ``1Mbps``, ``10 Mbit/s``, ``2e6``) in bit/s."""
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtT]?)\s*(b|bps|bit/s|bits/s|bit|b/s)?\s*",
@@ -165,7 +179,7 @@ class _Fmt:
 
 def _cwnd_rows(an: Analysis, flow: int, d: int) -> pl.DataFrame:
     """The direction's cwnd series from the tool when it wrote one, else tracekit's estimate."""
-    cw = an.cwnd.filter(pl.col("flow") == flow, pl.col("dir") == d)
+    cw = _fr(an, "cwnd").filter(pl.col("flow") == flow, pl.col("dir") == d)
     if cw.is_empty():
         return cw
     src = "trace" if (cw["source"].cast(pl.String) == "trace").any() else "estimate"
@@ -231,7 +245,7 @@ def losses(an: Analysis, cw: pl.DataFrame, times: np.ndarray, f: _Fmt, flow: int
     t = cw["time"].to_numpy()
     v = cw["cwnd_bytes"].to_numpy().astype(float)
     phase = cw["phase"].cast(pl.String).to_numpy()
-    rt = an.retransmissions.filter(pl.col("flow") == flow, pl.col("dir") == d).sort("time")
+    rt = _fr(an, "retransmissions").filter(pl.col("flow") == flow, pl.col("dir") == d).sort("time")
     rtt_t, rt_kind = rt["time"].to_numpy(), rt["kind"].to_numpy()
     pk = an.trace.packets
     drops = pk.filter(pl.col("event") == "drop", pl.col("flow") == flow, pl.col("dir") == d)["time"].to_numpy()
@@ -284,7 +298,7 @@ def _far(row: dict[str, Any], cw: pl.DataFrame) -> bool:
 
 def far_losses(an: Analysis, row: dict[str, Any], flow: int, d: int) -> list[Sentence]:
     """Retransmissions counted only, for a direction seen away from its sender."""
-    rt = an.retransmissions.filter(pl.col("flow") == flow, pl.col("dir") == d)
+    rt = _fr(an, "retransmissions").filter(pl.col("flow") == flow, pl.col("dir") == d)
     if rt.is_empty():
         return []
     t0, t1 = float(rt["time"].min()), float(rt["time"].max())  # type: ignore[arg-type]
@@ -298,10 +312,10 @@ def far_losses(an: Analysis, row: dict[str, Any], flow: int, d: int) -> list[Sen
 
 def stalls(an: Analysis, flow: int, d: int) -> list[Sentence]:
     """Stalls one by one (zero-window ones in one sentence with the zero-window advertisements)."""
-    st = an.stalls.filter(pl.col("flow") == flow, pl.col("dir") == d).sort("start")
+    st = _fr(an, "stalls").filter(pl.col("flow") == flow, pl.col("dir") == d).sort("start")
     out: list[Sentence] = []
     zw = st.filter(pl.col("cause") == "zero_window")
-    ads = an.packets.filter(pl.col("flow") == flow, pl.col("dir") != d, pl.col("win") == 0,
+    ads = _fr(an, "packets").filter(pl.col("flow") == flow, pl.col("dir") != d, pl.col("win") == 0,
                             (pl.col("flags") & 0x06) == 0)  # not SYN/RST (RFC 9293 §3.8.6.1: zero window)
     if zw.height or ads.height:
         t0 = min(x for x in (zw["start"].min() if zw.height else None, ads["time"].min() if ads.height else None)
@@ -400,7 +414,7 @@ def warnings(an: Analysis) -> list[Sentence]:
     if other:
         out.append(say("warn_other", {"count": f"{other:,}", "end": numfmt.at(end)},
                        {"count": other, "end": end}, time=end))
-    pk = an.packets
+    pk = _fr(an, "packets")
     if "caplen" in pk.columns and pk["caplen"].null_count() < pk.height:
         data = pk.filter(pl.col("payload") > 0)
         cut = data.filter(pl.col("caplen") < pl.col("size"))

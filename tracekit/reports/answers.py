@@ -44,6 +44,19 @@ def lab_flows(analysis: Analysis) -> pl.DataFrame:
     )
 
 
+def json_flows(analysis: Analysis) -> list[dict[str, Any]]:
+    """The flows of ``analyze --json``: :func:`lab_flows` plus ``cwnd_reductions`` (docs/explain.md)."""
+    from tracekit.explain import cwnd_reductions
+
+    rows = lab_flows(analysis).to_dicts()
+    for r in rows:
+        if (r.get("unique_bytes") or 0) > 0:
+            r["cwnd_reductions"] = cwnd_reductions(analysis, int(r["flow"]), int(r["dir"]), r.get("end"))
+        else:
+            r["cwnd_reductions"] = None
+    return rows
+
+
 def header_bytes(analysis: Analysis) -> int | None:
     """Bytes of simulated headers per packet where the reader knows both sizes (ns-2: 540 − 500 = 40)."""
     meta = analysis.trace.meta

@@ -36,7 +36,7 @@ def summary(analysis: Analysis, *, link_bps: float | None = None) -> dict[str, A
     ``explain``: the account in words (:mod:`tracekit.explain`), ``{time, kind, text, values}``.
     """
     from tracekit.explain import explain
-    from tracekit.reports.answers import lab_flows
+    from tracekit.reports.answers import json_flows
     from tracekit.reports.toolmetrics import summarise
 
     tr = analysis.trace
@@ -45,7 +45,7 @@ def summary(analysis: Analysis, *, link_bps: float | None = None) -> dict[str, A
     return _clean({
         "schema_version": SCHEMA_VERSION,
         "trace": trace,
-        "flows": lab_flows(analysis).to_dicts(),
+        "flows": json_flows(analysis),
         "tool_metrics": [m.to_dict() for m in summarise(tr)],
         "explain": [s.to_dict() for s in explain(analysis, link_bps=link_bps)],
     })
