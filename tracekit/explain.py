@@ -504,9 +504,10 @@ def fairness(an: Analysis, rows: list[dict[str, Any]]) -> list[Sentence]:
         return out  # a time series per flow, not totals
     size = sm.filter(pl.col("metric").is_in(["rx_bytes", "rx_packets"]), pl.col("flow").is_not_null()).pivot(
         "metric", index="flow", values="value", aggregate_function="first") if "rx_packets" in sm["metric"] else None
-    if size is not None and {"rx_bytes", "rx_packets"} <= set(size.columns):
-        data = size.filter(pl.col("rx_bytes") >= _ACK_ONLY_BYTES * pl.col("rx_packets"))["flow"]
-        tp = tp.filter(pl.col("flow").is_in(data.implode()))
+    if size is None or not {"rx_bytes", "rx_packets"} <= set(size.columns):
+        return out  # per-application tables (NetSim) mix applications of different kinds: no index
+    data = size.filter(pl.col("rx_bytes") >= _ACK_ONLY_BYTES * pl.col("rx_packets"))["flow"]
+    tp = tp.filter(pl.col("flow").is_in(data.implode()))
     x = tp["value"].to_numpy().astype(float)
     if x.size >= 2 and (x > 0).any():
         j, t = _jain(x), float(tp["time"].max())  # type: ignore[arg-type]

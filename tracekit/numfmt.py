@@ -65,9 +65,11 @@ def nbytes(n: Any) -> str:
 
 
 def seconds(s: Any, digits: int = 3) -> str:
-    """A duration or time: ``285 ms`` below a second, ``2.1 s`` above."""
+    """A duration or time: ``7.18 µs`` below a millisecond, ``285 ms`` below a second, ``2.1 s`` above."""
     if not _finite(s):
         return DASH
+    if s != 0 and abs(s) < 1e-3:
+        return f"{sig(s * 1e6, digits)} µs"
     if s != 0 and abs(s) < 1:
         return f"{sig(s * 1e3, digits)} ms"
     return f"{sig(s, max(digits, len(str(int(abs(s))))))} s"

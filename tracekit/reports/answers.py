@@ -188,6 +188,8 @@ def tool_table_html(analysis: Analysis, prefix: str = "") -> str:
     metrics = summarise(analysis.trace)
     if not metrics:
         return ""
+    if all(m.samples == 1 for m in metrics) and any(m.flow is not None for m in metrics):
+        return _totals_html(metrics, prefix)
     rows = tool_rows(metrics, analysis)
     cols = [k for k in TOOL_COLUMNS if k not in ("flow", "node", "source") or any(r[k] is not None for r in rows)]
     head = "".join(f'<th class="t">{esc(c)}</th>' if c in ("metric", "node", "source") else f"<th>{esc(c)}</th>"
@@ -203,3 +205,48 @@ def tool_table_html(analysis: Analysis, prefix: str = "") -> str:
     return (f"<h3>Tool-reported series</h3><p class=\"note\">Last, largest and mean value of each series the "
             f"tool wrote, in the source's unit first.</p><table id=\"{esc(prefix)}tool-metrics\"><thead><tr>{head}"
             f"</tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+
+#: Columns of the totals table shown first, in this order (the rest keep the tool's order).
+_TOTALS_FIRST = ["throughput", "mean_delay", "delay", "lost_packets", "mean_jitter", "jitter", "rx_packets",
+                 "tx_packets", "packets_received", "packets_transmitted", "packets_generated", "rx_bytes",
+                 "tx_bytes", "payload_received", "payload_transmitted"]
+
+
+def _totals_html(metrics: list[ToolMetric], prefix: str) -> str:
+    """Per-flow (or per-application) totals as one row per flow, one column per metric.
+
+    FlowMonitor's flow stats and NetSim's application table are one value per flow: a table
+    reads them, a chart would draw dots at one instant. A metric given more than once per
+    flow (FlowMonitor's drops per reason) gets one column per source.
+    """
+    from tracekit.reports.html import esc
+
+    per: dict[tuple[Any, Any], dict[str, ToolMetric]] = {}
+    cols: dict[str, None] = {}
+    counts: dict[tuple[Any, Any, str], int] = {}
+    for m in metrics:
+        counts[(m.flow, m.node, m.metric)] = counts.get((m.flow, m.node, m.metric), 0) + 1
+    for m in metrics:
+        col = m.metric if counts[(m.flow, m.node, m.metric)] == 1 else f"{m.metric} · {m.source}"
+        cols[col] = None
+        per.setdefault((m.flow, m.node), {})[col] = m
+    # the lab's answers first; columns that are zero for every flow (drops for reasons that never
+    # happened) are left out
+    cols = {c: None for c in sorted(cols, key=lambda c: (_TOTALS_FIRST.index(c) if c in _TOTALS_FIRST
+                                                          else len(_TOTALS_FIRST)))
+            if any(c in got and got[c].last != 0 for got in per.values())}
+    has_node = any(n is not None for _, n in per)
+    head = '<th>flow</th>' + ('<th class="t">node</th>' if has_node else "") + "".join(
+        f"<th>{esc(c)}</th>" for c in cols)
+    body = []
+    for (flow, node), got in per.items():
+        cells = f'<td data-col="flow">{esc("–" if flow is None else flow)}</td>'
+        if has_node:
+            cells += f'<td class="t" data-col="node">{esc(node if node is not None else "–")}</td>'
+        cells += "".join(f'<td data-col="{esc(c)}">{esc(got[c].text("last") if c in got else "–")}</td>'
+                         for c in cols)
+        body.append(f"<tr>{cells}</tr>")
+    return (f"<h3>Tool-reported totals</h3><p class=\"note\">One value per flow or application, as the tool "
+            f"wrote it (its unit first).</p><table id=\"{esc(prefix)}tool-metrics\"><thead><tr>{head}</tr></thead>"
+            f"<tbody>{''.join(body)}</tbody></table>")
