@@ -229,6 +229,7 @@ MISSING: dict[tuple[str, str], str] = {
     ("ns3/dumbbell/*.pcap", "flows"): "the sender's pcap holds one connection",
     ("ns2/lab_*", "flows"): "the tpWindow lab runs one FTP flow",
     ("ns2/sweep/*", "flows"): "the tpWindow lab runs one FTP flow",
+    ("ns2/oscillation/*", "flows"): "the tpWindow lab runs one FTP flow",
     ("ns2/grading/*", "flows"): "the tpWindow lab runs one FTP flow",
     ("ns2/grading/submissions/*", "flows"): "the tpWindow lab runs one FTP flow",
     ("linux/*", "samples"): "a capture has no tool-reported series",
