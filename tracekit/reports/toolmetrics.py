@@ -78,7 +78,7 @@ class ToolMetric:
             shown = numfmt.quantity(src, self.source_unit)
         else:
             shown = f"{numfmt.sig(src, 4)} {self.source_unit}" if src is not None else numfmt.DASH
-        return shown if shown == schema else f"{shown} ({schema})"
+        return shown if shown == schema or v == 0 else f"{shown} ({schema})"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (``analyze --json``'s ``tool_metrics`` entries)."""
