@@ -38,7 +38,8 @@ from tracekit.reports.figures import Figure
 
 #: Metrics charted against the parameter: (key, title, y-axis format).
 CHARTED = [("goodput_bps", "goodput (bit/s)", "~s"), ("transfer_s", "download time (s)", None),
-           ("retrans_packets", "retransmitted packets", None), ("rtt_p50_s", "RTT median (s)", None)]
+           ("retrans_packets", "retransmitted packets", None), ("rtt_p50_s", "RTT median (s)", None),
+           ("cwnd_reductions", "cwnd reductions in congestion avoidance", None)]
 #: Metrics in the table and the CSV/JSON outputs.
 METRICS = ["goodput_bps", "throughput_bps", "transfer_s", "duration", "unique_bytes", "retrans_packets",
            "rtt_p50_s", "max_cwnd_bytes", "cwnd_reductions", "flows"]
@@ -384,7 +385,7 @@ def render(result: SweepResult) -> str:
     parts = [f"<h1>tracekit sweep — {H.esc(charts.safe_label(result.x))}</h1>"]
     specs: dict[str, dict[str, Any]] = {}
     parts.extend(H.figures_html(list(figures(result)), specs))
-    titles = dict(H.FLOW_COLUMNS) | {"flows": "data directions"}
+    titles = dict(H.FLOW_COLUMNS) | {"flows": "data directions", "cwnd_reductions": "cwnd reductions in CA"}
     head = ("<th class=\"t\">run</th>" + "".join(f'<th data-param="{H.esc(n)}">{H.esc(charts.safe_label(n))}</th>'
                                                for n in shown)
             + "".join(f"<th>{H.esc(titles.get(m, m))}</th>" for m in result.metrics))
