@@ -153,7 +153,15 @@ def tool_values(analysis: Any, names: Sequence[str]) -> dict[str, Any]:
         if stat not in ("mean", "max", "last"):
             raise UsageError(f"--y {spec!r}: statistic must be mean, max or last")
         out[spec] = value(metrics, name, stat)  # tool flow ids are the tool's, not tracekit's: all flows
+        found = [m.unit for m in metrics if name.lower() in (n.lower() for n in m.names)]
+        if found:
+            out[f"_unit.{spec}"] = _UNIT_WORDS.get(found[0], found[0])
     return out
+
+
+#: Schema units as a metric title writes them.
+_UNIT_WORDS = {"bps": "bit/s", "bytes": "bytes", "s": "s", "packets": "packets", "pps": "packets/s",
+               "ratio": "ratio", "count": "count", "1": "as written"}
 
 
 def parse_labels(items: Sequence[str]) -> list[tuple[str, str]]:
@@ -230,7 +238,11 @@ def compare(
         main, values = run_metrics(analysis)
         values.update(tool_values(analysis, y))
         runs.append(Run(charts.safe_label(name), path, analysis, main, values))
-    wanted = METRICS + RUN_METRICS + [(spec, charts.safe_label(spec)) for spec in y]
+    def title(spec: str) -> str:
+        unit = next((r.metrics.get(f"_unit.{spec}") for r in runs if r.metrics.get(f"_unit.{spec}")), None)
+        return charts.safe_label(spec) + (f" ({unit})" if unit else "")
+
+    wanted = METRICS + RUN_METRICS + [(spec, title(spec)) for spec in y]
     present = [(k, t) for k, t in wanted if any(r.metrics.get(k) is not None for r in runs)]
     return CompareResult(runs, present)
 

@@ -318,7 +318,7 @@ def sweep(
             params.update(params_from_pattern(p, regex, param))
         analysis = load(p, fmt=fmt, strict=strict, limits=limits)
         main, metrics = run_metrics(analysis)
-        metrics.update(tool_values(analysis, y))
+        metrics.update({k: v for k, v in tool_values(analysis, y).items() if not k.startswith("_unit.")})
         if main is None:  # nothing from packets: the tool's own metrics, by name (mean)
             extra = {k: v for k, v in _tool_means(analysis).items() if k not in metrics}
             tool_keys.update(dict.fromkeys(extra))
