@@ -43,6 +43,28 @@ def _fr(an: Analysis, name: str) -> pl.DataFrame:
     return schema.empty(getattr(schema, _SCHEMAS[name]))
 
 
+class _Parts:
+    """The frames an account reads, split once by (flow, dir): reading them flow by flow with a
+    filter would cost a pass over the whole frame per direction (thousands in a busy capture)."""
+
+    def __init__(self, an: Analysis) -> None:
+        self.an = an
+        self._split: dict[str, dict[Any, pl.DataFrame]] = {}
+        self._empty: dict[str, pl.DataFrame] = {}
+
+    def get(self, name: str, flow: int, d: int) -> pl.DataFrame:
+        if name not in self._split:
+            if name == "drops":  # a simulator's drop events (captures have none)
+                df = self.an.trace.packets.filter(pl.col("event") == "drop")
+            elif name == "zero_windows":  # advertisements of a zero window, RFC 9293 §3.8.6.1 (not SYN/RST)
+                df = _fr(self.an, "packets").filter(pl.col("win") == 0, (pl.col("flags") & 0x06) == 0)
+            else:
+                df = _fr(self.an, name)
+            self._empty[name] = df.clear()
+            self._split[name] = df.partition_by("flow", "dir", as_dict=True) if df.height else {}
+        return self._split[name].get((flow, d), self._empty[name])
+
+
 def rate_from_text(text: str) -> float | None:
     """A link rate written as ns-2/ns-3/iperf write it (``1Mb``, ``1Mbps``, ``10 Mbit/s``, ``2e6``) in bit/s."""
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtT]?)\s*(b|bps|bit/s|bits/s|bit|b/s)?\s*",
@@ -86,9 +108,9 @@ class _Fmt:
         return f"{n:,} segment{'' if n == 1 else 's'}"
 
 
-def _cwnd_rows(an: Analysis, flow: int, d: int) -> pl.DataFrame:
+def _cwnd_rows(parts: _Parts, flow: int, d: int) -> pl.DataFrame:
     """The direction's cwnd series from the tool when it wrote one, else tracekit's estimate."""
-    cw = _fr(an, "cwnd").filter(pl.col("flow") == flow, pl.col("dir") == d)
+    cw = parts.get("cwnd", flow, d)
     if cw.is_empty():
         return cw
     src = "trace" if (cw["source"].cast(pl.String) == "trace").any() else "estimate"
@@ -147,17 +169,16 @@ def _after(v: np.ndarray, k: int) -> float:
     return float(v[j])
 
 
-def losses(an: Analysis, cw: pl.DataFrame, times: np.ndarray, f: _Fmt, flow: int, d: int) -> list[Sentence]:
+def losses(parts: _Parts, cw: pl.DataFrame, times: np.ndarray, f: _Fmt, flow: int, d: int) -> list[Sentence]:
     """One sentence per loss event: what was retransmitted (and dropped) and how the sender recovered."""
     if times.size == 0 or cw.is_empty():
         return []
     t = cw["time"].to_numpy()
     v = cw["cwnd_bytes"].to_numpy().astype(float)
     phase = cw["phase"].cast(pl.String).to_numpy()
-    rt = _fr(an, "retransmissions").filter(pl.col("flow") == flow, pl.col("dir") == d).sort("time")
+    rt = parts.get("retransmissions", flow, d).sort("time")
     rtt_t, rt_kind = rt["time"].to_numpy(), rt["kind"].to_numpy()
-    pk = an.trace.packets
-    drops = pk.filter(pl.col("event") == "drop", pl.col("flow") == flow, pl.col("dir") == d)["time"].to_numpy()
+    drops = parts.get("drops", flow, d)["time"].to_numpy()
     out: list[Sentence] = []
     prev = -math.inf
     for i, te in enumerate(times[:_MAX_EACH]):
@@ -205,9 +226,9 @@ def _far(row: dict[str, Any], cw: pl.DataFrame) -> bool:
     return est and row.get("vantage_point") in _FAR
 
 
-def far_losses(an: Analysis, row: dict[str, Any], flow: int, d: int) -> list[Sentence]:
+def far_losses(parts: _Parts, row: dict[str, Any], flow: int, d: int) -> list[Sentence]:
     """Retransmissions counted only, for a direction seen away from its sender."""
-    rt = _fr(an, "retransmissions").filter(pl.col("flow") == flow, pl.col("dir") == d)
+    rt = parts.get("retransmissions", flow, d)
     if rt.is_empty():
         return []
     t0, t1 = float(rt["time"].min()), float(rt["time"].max())  # type: ignore[arg-type]
@@ -219,13 +240,12 @@ def far_losses(an: Analysis, row: dict[str, Any], flow: int, d: int) -> list[Sen
                                       "retrans_rto": rto, "vantage_point": where}, time=t0, flow=flow, dir=d)]
 
 
-def stalls(an: Analysis, flow: int, d: int) -> list[Sentence]:
+def stalls(parts: _Parts, flow: int, d: int) -> list[Sentence]:
     """Stalls one by one (zero-window ones in one sentence with the zero-window advertisements)."""
-    st = _fr(an, "stalls").filter(pl.col("flow") == flow, pl.col("dir") == d).sort("start")
+    st = parts.get("stalls", flow, d).sort("start")
     out: list[Sentence] = []
     zw = st.filter(pl.col("cause") == "zero_window")
-    ads = _fr(an, "packets").filter(pl.col("flow") == flow, pl.col("dir") != d, pl.col("win") == 0,
-                            (pl.col("flags") & 0x06) == 0)  # not SYN/RST (RFC 9293 §3.8.6.1: zero window)
+    ads = parts.get("zero_windows", flow, 1 - d)  # the other direction's advertisements
     if zw.height or ads.height:
         t0 = min(x for x in (zw["start"].min() if zw.height else None, ads["time"].min() if ads.height else None)
                  if x is not None)
@@ -360,6 +380,7 @@ def explain(an: Analysis, *, link_bps: float | None = None) -> list[Sentence]:
         out.append(say("no_data", {"packets": f"{an.trace.packets.height:,}"}, {"packets": an.trace.packets.height}))
         return out + fairness(an, rows)
     f = _Fmt(an.trace.meta.get("segment_size"))
+    parts = _Parts(an)
     for row in rows:
         flow, d = int(row["flow"]), int(row["dir"])
         out.append(say("overview", {"flow": str(flow), "dir": str(d), "bytes": numfmt.nbytes(row["unique_bytes"]),
@@ -371,12 +392,12 @@ def explain(an: Analysis, *, link_bps: float | None = None) -> list[Sentence]:
         first = opening(row, flow, d)
         if first is not None:
             out.append(first)
-        cw = _cwnd_rows(an, flow, d)
+        cw = _cwnd_rows(parts, flow, d)
         if _far(row, cw):
-            body = far_losses(an, row, flow, d) + stalls(an, flow, d)
+            body = far_losses(parts, row, flow, d) + stalls(parts, flow, d)
         else:
             times = _loss_times(cw)
-            body = slow_starts(cw, times, f, flow, d) + losses(an, cw, times, f, flow, d) + stalls(an, flow, d)
+            body = slow_starts(cw, times, f, flow, d) + losses(parts, cw, times, f, flow, d) + stalls(parts, flow, d)
         out += sorted(body, key=lambda s: (s.time if s.time is not None else math.inf))
         lim = limit(row, flow, d)
         if lim is not None:
@@ -450,7 +471,8 @@ def summaries(an: Analysis, sentences: list[Sentence], *, link_bps: float | None
     return out
 
 
-def cwnd_reductions(an: Analysis, flow: int, d: int, end: float | None = None) -> int | None:
+def cwnd_reductions(an: Analysis, flow: int, d: int, end: float | None = None,
+                    parts: _Parts | None = None) -> int | None:
     """cwnd reductions (loss events) once congestion avoidance has begun, up to ``end`` (the last data).
 
     The tpWindow lab's "largest window without oscillation" is the largest window whose run
@@ -459,7 +481,7 @@ def cwnd_reductions(an: Analysis, flow: int, d: int, end: float | None = None) -
     begins, after that recovery. Reductions after the last data segment (ns-2 restarts an idle
     sender's window) are not oscillation and are left out. None when the direction has no cwnd series.
     """
-    cw = _cwnd_rows(an, flow, d)
+    cw = _cwnd_rows(parts if parts is not None else _Parts(an), flow, d)
     if cw.is_empty():
         return None
     times = _loss_times(cw)

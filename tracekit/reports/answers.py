@@ -46,12 +46,13 @@ def lab_flows(analysis: Analysis) -> pl.DataFrame:
 
 def json_flows(analysis: Analysis) -> list[dict[str, Any]]:
     """The flows of ``analyze --json``: :func:`lab_flows` plus ``cwnd_reductions`` (docs/explain.md)."""
-    from tracekit.explain import cwnd_reductions
+    from tracekit.explain import _Parts, cwnd_reductions
 
     rows = lab_flows(analysis).to_dicts()
+    parts = _Parts(analysis)
     for r in rows:
         if (r.get("unique_bytes") or 0) > 0:
-            r["cwnd_reductions"] = cwnd_reductions(analysis, int(r["flow"]), int(r["dir"]), r.get("end"))
+            r["cwnd_reductions"] = cwnd_reductions(analysis, int(r["flow"]), int(r["dir"]), r.get("end"), parts)
         else:
             r["cwnd_reductions"] = None
     return rows
