@@ -112,6 +112,8 @@ def check_ns2_lossy(out: str, _cwd: Path) -> None:
     assert re.search(rf" drops (?:\S+ )?19 {int(last[1])} ", flat), "WindowMon's last drop count"
     assert f" {numfmt.pct(last[2])} " in flat  # drop_rate, last sample
     assert "more loss events" in out and "Mathis predicts" in out
+    falls = len(_falls(_window(sample("ns2", "lab_lossy"))))  # Window.tr: each fall of cwnd is one loss event
+    assert f"{falls} loss events" in out
 
 
 def _flowmon() -> tuple[float, list[float]]:
