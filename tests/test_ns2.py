@@ -176,7 +176,7 @@ def test_throughput_from_out_tr_equals_windowmon() -> None:
         if covered[-1]:
             assert abs(len(dep[dep <= t[-1]]) / (t[-1] - 0.5) - a[-1]) <= 1 / (t[-1] - 0.5)
         checked += int(exact.sum())
-    assert checked == 309  # of 17 x 19 = 323: 6 windows touch a tie, 8 lie past the truncation
+    assert checked == 392  # of 22 x 19 = 418: 18 windows touch a tie, 8 lie past the truncation
 
 
 def test_analyze_run_dir_json() -> None:
