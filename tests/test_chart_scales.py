@@ -15,6 +15,7 @@ from conftest import sample
 
 import tracekit
 from tracekit.reports import charts, compare
+from tracekit.reports.answers import link_rate_for
 from tracekit.reports.figures import figures
 
 #: Inputs drawn: every capture, every run directory, the simulators' single files.
@@ -29,9 +30,11 @@ NON_NEGATIVE = re.compile(r"time|RTT|rtt|bit/s|goodput|throughput|cwnd|queue|byt
 
 
 @pytest.fixture(scope="module", params=INPUTS, ids=lambda p: "/".join(p))
-def drawn(request: pytest.FixtureRequest) -> tuple[Any, list[dict[str, Any]]]:
+def drawn(request: pytest.FixtureRequest) -> tuple[Any, float | None, list[dict[str, Any]]]:
     analysis = tracekit.analyze(tracekit.read(sample(*request.param)))
-    return analysis, [charts.spec(f.chart) | {"_kind": f.kind} for f in figures(analysis) if f.present]
+    link = link_rate_for(analysis)  # the run's run.json, as the report reads it
+    return analysis, link, [charts.spec(f.chart) | {"_kind": f.kind} for f in figures(analysis, link_rate_bps=link)
+                      if f.present]
 
 
 def _layers(spec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -47,10 +50,10 @@ def _rows(spec: dict[str, Any], layer: dict[str, Any]) -> list[dict[str, Any]]:
     return spec.get("datasets", {}).get(name, []) if name else []
 
 
-def test_throughput_scale_fits_the_data_and_link(drawn: tuple[Any, list[dict[str, Any]]]) -> None:
+def test_throughput_scale_fits_the_data_and_link(drawn: tuple[Any, float | None, list[dict[str, Any]]]) -> None:
     """The y domain is at most 1.5 × max(measured series, link rate): a model never sets it."""
-    analysis, specs = drawn
-    link = analysis.trace.meta.get("link_rate_bps") or 0.0
+    analysis, link, specs = drawn
+    link = link or 0.0
     seen = 0
     for spec in (s for s in specs if s["_kind"] == "throughput"):
         layers = _layers(spec)
@@ -79,9 +82,9 @@ def _check_axis(spec: dict[str, Any], layer: dict[str, Any], channel: str) -> No
     assert all(v is None or v >= 0 for v in values), enc["title"]
 
 
-def test_time_rate_and_rtt_axes_start_at_zero(drawn: tuple[Any, list[dict[str, Any]]]) -> None:
+def test_time_rate_and_rtt_axes_start_at_zero(drawn: tuple[Any, float | None, list[dict[str, Any]]]) -> None:
     """Every time, rate, RTT and window axis starts at 0, and no value drawn on it is negative."""
-    _analysis, specs = drawn
+    _analysis, _link, specs = drawn
     checked = 0
     for spec in specs:
         for layer in _layers(spec):

@@ -174,7 +174,7 @@ def test_analyze_json() -> None:
     r = CliRunner().invoke(main, ["analyze", str(need_corpus("flent", "test-tcp_1up_noping-cpu_stats.flent.gz")),
                                   "--json"])
     assert r.exit_code == 0, r.output
-    doc = json.loads(r.output)
+    doc = json.loads(r.stdout)  # stderr notes "tool-reported series only"
     assert doc["trace"]["format"] == "flent" and doc["trace"]["samples"] > 0 and doc["flows"] == []
 
 

@@ -178,7 +178,7 @@ def test_sniffing() -> None:
 def test_analyze_json() -> None:
     r = CliRunner().invoke(main, ["analyze", str(XML), "--json"])
     assert r.exit_code == 0, r.output
-    doc = json.loads(r.output)
+    doc = json.loads(r.stdout)  # stderr notes "tool-reported series only"
     assert doc["trace"]["format"] == "flowmon" and len(doc["trace"]["flowmon"]) == 4
 
 

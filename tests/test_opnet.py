@@ -165,5 +165,5 @@ def test_sniffing() -> None:
 def test_analyze_json() -> None:
     r = CliRunner().invoke(main, ["analyze", str(sample("opnet", "tcp_reno_unicode.txt")), "--json"])
     assert r.exit_code == 0, r.output
-    doc = json.loads(r.output)
+    doc = json.loads(r.stdout)  # stderr notes "tool-reported series only"
     assert doc["trace"]["format"] == "opnet" and doc["trace"]["samples"] == 2227

@@ -114,11 +114,13 @@ def main(ctx: click.Context, debug: bool) -> None:
               help="Sender's minimum RTO for telling timeouts (default: by the trace's stack, Linux/ns-2 0.2, ns-3 1).")
 @click.option("--kernel", "kernel_logs", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="The sender kernel's view beside each FILE: an ss -tin log or nstat snapshots. Repeatable.")
+@click.option("--explain", "explain", is_flag=True, help="Also print what happened, in words (docs/explain.md).")
+@click.option("--link-rate", "link_rate", metavar="RATE",
+              help="Bottleneck rate for goodput comparisons, e.g. 1Mbit/s (default: the run's run.json).")
 @read_options
 def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, report: str | None,
             maps: tuple[str, ...], force: bool, rto_floor: float | None, kernel_logs: tuple[str, ...],
-            fmt: str | None, strict: bool,
-            config: str | None) -> None:
+            explain: bool, link_rate: str | None, fmt: str | None, strict: bool, config: str | None) -> None:
     """Per-flow summary of each FILE (a capture, a simulator trace or a run directory).
 
     \b
@@ -126,11 +128,13 @@ def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, repor
         tracekit analyze samples/linux/bulk_lossy.pcap
         tracekit analyze run_dir/ --json
         tracekit analyze capture.pcap --kernel ss.log --kernel nstat.log
+        tracekit analyze samples/ns2/lab_tahoe --explain
     """
     import tracekit
-    from tracekit.reports import text
+    from tracekit.reports import answers, text
 
     limits = _limits(config)
+    reported = 0
     guard_output(report, force)
     options: dict[str, Any] = {}
     if maps:
@@ -158,16 +162,50 @@ def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, repor
             text.export(analysis, out)
         if report:
             analyses.append(analysis)
-        if as_json:
-            docs.append(text.summary(analysis))
-        else:
-            text.print_table(analysis, console)  # type: ignore[arg-type]
+        link = answers.link_rate_for(analysis, link_rate)
+        reported += _answer(analysis, f, link, console, as_json=as_json, explain=explain, docs=docs)
     if report:
         from tracekit.reports.html import write_report
 
-        write_report(analyses, Path(report))
+        write_report(analyses, Path(report), link_rate=link_rate)
+    if not reported:
+        from tracekit.errors import NothingToAnalyzeError
+
+        raise NothingToAnalyzeError("nothing to analyze: no TCP connection carried data and no tool-reported series",
+                                    path=", ".join(files), hint="see `tracekit formats` for what each reader takes")
     if as_json:
         click.echo(text.dumps(docs[0] if len(docs) == 1 else docs))
+
+
+def _answer(analysis: Any, path: str, link: float | None, console: Any, *, as_json: bool, explain: bool,
+            docs: list[Any]) -> int:
+    """Print (or collect for --json) one input's answers; 1 when something was reported, else 0.
+
+    An input with neither a data-carrying connection nor a tool-reported series says so on stderr.
+    """
+    from tracekit.explain import explain as account
+    from tracekit.explain import summaries
+    from tracekit.reports import answers, text
+    from tracekit.reports.toolmetrics import summarise
+
+    metrics = summarise(analysis.trace)
+    has_flows = bool(analysis.flows.height)
+    if not has_flows:
+        why = "tool-reported series only" if metrics else "nothing to analyze"
+        click.echo(f"tracekit: {path}: no TCP connection carried data ({why})", err=True)
+    if not (has_flows or metrics):
+        return 0
+    if as_json:
+        docs.append(text.summary(analysis, link_bps=link))
+        return 1
+    text.print_table(analysis, console)
+    sentences = account(analysis, link_bps=link)
+    answers.print_summaries(summaries(analysis, sentences, link_bps=link), console)
+    if metrics:
+        answers.print_tool_table(metrics, analysis, console)
+    if explain:
+        answers.print_explain(sentences, console)
+    return 1
 
 
 @main.command()

@@ -139,6 +139,12 @@ class SchemaError(TracekitError):
         super().__init__(message, **kw)  # type: ignore[arg-type]
 
 
+class NothingToAnalyzeError(TracekitError):
+    """The input was read, but it holds neither a connection that carried data nor a tool's series."""
+
+    code = "E-NOTHING"
+
+
 class UsageError(TracekitError):
     """An option, rubric, manifest or mapping given by the user is invalid."""
 

@@ -57,6 +57,9 @@ row lab_tahoe "lab, Tahoe (Agent/TCP)"
 row lab_reno  "lab, Reno (same as the corpus student run, 20 s)"
 row lab_lossy "lab, Reno + 2 % packet error model"
 row big_queue "short Reno transfer into a 300-packet queue: data still queued at the end (goodput test)"
+for P in 50 60 66 72 90; do
+	row oscillation/w$P "the lab at window $P (largest window without oscillation: 66)"
+done
 for W in 8 16 24 32 48 64; do
 	d=sweep/win$W
 	row $d "window sweep ${W} KB, 500000-byte transfer, download time $(jv $d download_time_s) s"

@@ -32,7 +32,20 @@ tp() {
 	add_json "$d" command "\"ns tpwindow.tcl $*\""
 }
 
-rm -rf lab_tahoe lab_reno lab_lossy big_queue sweep grading dumbbell wireless
+if [ "${ONLY:-}" = oscillation ]; then rm -rf oscillation
+else rm -rf lab_tahoe lab_reno lab_lossy big_queue sweep oscillation grading dumbbell wireless
+fi
+
+# ---- 1b. the lab's "largest window without oscillation": the lab run (Tahoe, 100 ms, queue 20, 20 s)
+# at several windows (packets); bandwidth-delay product 1 Mb/s x 0.2 s / 540 B = 46 packets, + 20 queued = 66
+if [ "${ONLY:-}" = "" ] || [ "${ONLY:-}" = oscillation ]; then
+for P in 50 60 66 72 90; do
+	tp oscillation/w$P $P 100ms Tahoe 20 20 0 1 0
+	shrink oscillation/w$P/out.tr
+done
+fi
+[ "${ONLY:-}" = oscillation ] && exit 0
+
 
 # ---- 1. the lab itself (window 66 pkts, 100 ms, queue 20 -> queue overflow drops), 20 s
 tp lab_tahoe 66 100ms Tahoe 20 20 0 1 0

@@ -76,8 +76,10 @@ def report(files: tuple[str, ...], output: str, png_dir: str | None, svg_dir: st
 @click.option("--label", "labels", multiple=True, metavar="NAME=PATH",
               help="Name a run in the page (PATH as given; repeatable). A PATH not among FILES is added.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the table as JSON.")
+@click.option("--y", "y", multiple=True, metavar="METRIC[:STAT]",
+              help="Add a tool-reported metric (e.g. download_response_time, throughput:max). Repeatable.")
 @_read_options
-def compare(files: tuple[str, ...], output: str, labels: tuple[str, ...], json_path: str | None,
+def compare(files: tuple[str, ...], output: str, labels: tuple[str, ...], json_path: str | None, y: tuple[str, ...],
             force: bool, fmt: str | None, strict: bool, config: str | None) -> None:
     """Compare runs from any formats on common units; the first run is the reference.
 
@@ -99,7 +101,8 @@ def compare(files: tuple[str, ...], output: str, labels: tuple[str, ...], json_p
 
                 raise UsageError(f"--label names a path that does not exist: {p!r}")
             paths.append(p)
-    result = cmp.compare(paths, {p: n for n, p in named} or None, fmt=fmt, strict=strict, limits=_limits(config))
+    result = cmp.compare(paths, {p: n for n, p in named} or None, fmt=fmt, strict=strict, limits=_limits(config),
+                         y=list(y))
     cmp.write(result, Path(output))
     if json_path:
         from tracekit.errors import OutputError
@@ -121,11 +124,14 @@ def compare(files: tuple[str, ...], output: str, labels: tuple[str, ...], json_p
               help="CSV with a 'path' column and one column per parameter.")
 @click.option("--x", "x", metavar="NAME", help="Parameter on the x axis (default: the first one).")
 @click.option("--by", "by", metavar="NAME", help="Parameter naming the lines (default: 'variant' if present).")
-@click.option("--csv", "csv_path", type=click.Path(dir_okay=False), help="Also write the table as CSV.")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Also write the table as CSV ('-': print it).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Also write the table as JSON.")
+@click.option("--y", "y", multiple=True, metavar="METRIC[:STAT]",
+              help="Also chart a tool-reported metric (e.g. download_response_time, cwnd:max). Repeatable.")
 @_read_options
 def sweep(files: tuple[str, ...], output: str | None, param: str | None, manifest: str | None, x: str | None,
-          by: str | None, csv_path: str | None, json_path: str | None,
+          by: str | None, csv_path: str | None, json_path: str | None, y: tuple[str, ...],
           force: bool, fmt: str | None, strict: bool, config: str | None) -> None:
     """Chart goodput and download time against a parameter over many runs (per TCP variant).
 
@@ -143,9 +149,12 @@ def sweep(files: tuple[str, ...], output: str | None, param: str | None, manifes
         raise UsageError("nothing to write", hint="give -o sweep.html, --csv FILE or --json FILE")
     if not files and not manifest:
         raise UsageError("no runs given", hint="give run paths, or --manifest runs.csv")
-    _guard(force, output, csv_path, json_path)
+    _guard(force, output, None if csv_path == "-" else csv_path, json_path)
     result = sw.sweep(list(files), param=param, manifest=manifest, x=x, by=by, fmt=fmt, strict=strict,
-                      limits=_limits(config))
-    sw.write(result, Path(output) if output else None, csv_path=Path(csv_path) if csv_path else None,
+                      limits=_limits(config), y=list(y))
+    sw.write(result, Path(output) if output else None,
+             csv_path=Path(csv_path) if csv_path and csv_path != "-" else None,
              json_path=Path(json_path) if json_path else None)
+    if csv_path == "-":
+        click.echo(result.to_csv(), nl=False)
     click.echo(f"sweep over {result.x!r}: {len(result.runs)} runs", err=True)

@@ -38,6 +38,7 @@ METRICS: list[tuple[str, str]] = [
     ("max_cwnd_bytes", "max cwnd bytes"), ("stall_s", "stalled s"), ("loss_rate", "packet loss rate"),
     ("loss_events", "loss events"), ("loss_event_rate", "loss-event rate"),
     ("mathis_bps", "Mathis model"), ("padhye_bps", "Padhye model"), ("window_limited_bps", "window limit"),
+    ("cwnd_reductions", "cwnd reductions in congestion avoidance"),
 ]
 #: Which way is better for each metric: +1 higher is better, -1 lower is better; a metric not
 #: listed (bytes, packets, duration, model predictions, the window) is neither, and its Δ cell stays
@@ -142,11 +143,42 @@ def main_flow(analysis: Any) -> dict[str, Any] | None:
 
 def run_metrics(analysis: Any) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """The main direction's row and the metric values of a run."""
+    from tracekit.explain import cwnd_reductions
+
     main = main_flow(analysis)
     values: dict[str, Any] = {k: (main or {}).get(k) for k, _ in METRICS}
+    if main is not None:
+        values["cwnd_reductions"] = cwnd_reductions(analysis, int(main["flow"]), int(main["dir"]), main.get("end"))
     values["flows"] = analysis.flows.height
     values["packets"] = analysis.packets.height
     return main, values
+
+
+def tool_values(analysis: Any, names: Sequence[str]) -> dict[str, Any]:
+    """Values of tool-reported metrics named by ``--y NAME[:STAT]`` (STAT: mean, max or last; default mean).
+
+    Raises:
+        UsageError: for an unknown statistic.
+    """
+    from tracekit.reports.toolmetrics import summarise, value
+
+    metrics = summarise(analysis.trace)
+    out: dict[str, Any] = {}
+    for spec in names:
+        name, _, stat = spec.partition(":")
+        stat = stat or "mean"
+        if stat not in ("mean", "max", "last"):
+            raise UsageError(f"--y {spec!r}: statistic must be mean, max or last")
+        out[spec] = value(metrics, name, stat)  # tool flow ids are the tool's, not tracekit's: all flows
+        found = [m.unit for m in metrics if name.lower() in (n.lower() for n in m.names)]
+        if found:
+            out[f"_unit.{spec}"] = _UNIT_WORDS.get(found[0], found[0])
+    return out
+
+
+#: Schema units as a metric title writes them.
+_UNIT_WORDS = {"bps": "bit/s", "bytes": "bytes", "s": "s", "packets": "packets", "pps": "packets/s",
+               "ratio": "ratio", "count": "count", "1": "as written"}
 
 
 def parse_labels(items: Sequence[str]) -> list[tuple[str, str]]:
@@ -184,6 +216,7 @@ def compare(
     fmt: str | None = None,
     strict: bool = False,
     limits: Limits | None = None,
+    y: Sequence[str] = (),
 ) -> CompareResult:
     """Read, analyse and line up several runs; the first is the reference.
 
@@ -193,6 +226,7 @@ def compare(
         fmt: Force a reader for every input.
         strict: Turn reader warnings into errors.
         limits: Resource limits.
+        y: Tool-reported metrics to add as rows, ``NAME[:STAT]`` (:func:`tool_values`).
 
     Returns:
         The comparison.
@@ -219,8 +253,14 @@ def compare(
     for path, name in zip(paths, names, strict=True):
         analysis = load(path, fmt=fmt, strict=strict, limits=limits)
         main, values = run_metrics(analysis)
+        values.update(tool_values(analysis, y))
         runs.append(Run(charts.safe_label(name), path, analysis, main, values))
-    present = [(k, t) for k, t in METRICS + RUN_METRICS if any(r.metrics.get(k) is not None for r in runs)]
+    def title(spec: str) -> str:
+        unit = next((r.metrics.get(f"_unit.{spec}") for r in runs if r.metrics.get(f"_unit.{spec}")), None)
+        return charts.safe_label(spec) + (f" ({unit})" if unit else "")
+
+    wanted = METRICS + RUN_METRICS + [(spec, title(spec)) for spec in y]
+    present = [(k, t) for k, t in wanted if any(r.metrics.get(k) is not None for r in runs)]
     return CompareResult(runs, present)
 
 

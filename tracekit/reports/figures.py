@@ -129,13 +129,16 @@ def _draw(kind: str, key: str, title: str, fn: Any, *args: Any, flow: int | None
     return Figure(kind, key, title, flow, dir, chart, None, tuple(charts.notes_of(chart)))
 
 
-def figures(analysis: Analysis, *, max_flows: int = MAX_FLOWS, kinds: tuple[str, ...] = KINDS) -> list[Figure]:
+def figures(analysis: Analysis, *, max_flows: int = MAX_FLOWS, kinds: tuple[str, ...] = KINDS,
+            link_rate_bps: float | None = None) -> list[Figure]:
     """Every chart for one analysed trace, with a reason for each one that cannot be drawn.
 
     Args:
         analysis: The analysed trace.
         max_flows: Connection directions charted one by one (largest first).
         kinds: Chart kinds to build (default: all of :data:`KINDS`).
+        link_rate_bps: The bottleneck's rate when known: drawn on the throughput charts, and
+            their scale fits it.
 
     Returns:
         Per-direction figures (direction by direction, in :data:`FLOW_KINDS` order),
@@ -161,7 +164,8 @@ def figures(analysis: Analysis, *, max_flows: int = MAX_FLOWS, kinds: tuple[str,
             "cwnd": (charts.cwnd, (_or_empty(frame(analysis, "cwnd")), f, d),
                      {"flight": frame(analysis, "flight"), "stalls": stalls,
                       "traced": "kernel" if analysis.trace.meta.get("kernel") else "trace"}),
-            "throughput": (charts.throughput, (_or_empty(tput), f, d), {"models": models, "stalls": stalls}),
+            "throughput": (charts.throughput, (_or_empty(tput), f, d),
+                           {"models": models, "stalls": stalls, "link_rate_bps": link_rate_bps}),
             "rtt": (charts.rtt, (_or_empty(rtt), f, d), {"stalls": stalls}),
         }
         for kind in FLOW_KINDS:
@@ -213,7 +217,15 @@ def _sample_figures(smp: pl.DataFrame) -> list[Figure]:
     """
     if smp.is_empty():
         return [Figure("samples", "samples", TITLES["samples"], reason="the trace has no tool-reported series")]
-    pairs = (smp.filter(pl.col("value").is_finite()).group_by("metric", "unit").len()
+    # per-flow or per-application totals (FlowMonitor, NetSim's application table: one sample a
+    # series) are not time series: the report shows them in the tool-reported table instead
+    fin = smp.filter(pl.col("value").is_finite())
+    series = fin.group_by("metric", "unit", "source", "flow", "node").len()
+    timed = series.filter(pl.col("len") > 1).select("metric", "unit").unique()
+    if series.height and timed.is_empty():
+        return [Figure("samples", "samples", TITLES["samples"],
+                       reason="totals only (one value per flow or application): see the tool-reported table")]
+    pairs = (fin.join(timed, on=["metric", "unit"]).group_by("metric", "unit").len()
              .with_columns(rank=pl.col("metric").map_elements(_metric_rank, return_dtype=pl.Int64))
              .sort(["rank", "len", "metric", "unit"], descending=[False, True, False, False]))
     out = []

@@ -43,7 +43,8 @@ FLOW_COLUMNS = [
     ("flow", "flow"), ("dir", "dir"), ("label", "connection"),
     ("packets", "packets"), ("unique_bytes", "bytes"), ("retrans_packets", "retransmitted"),
     ("goodput_bps", "goodput"), ("transfer_s", "transfer s"), ("rtt_p50_s", "RTT p50 s"),
-    ("max_cwnd_bytes", "max cwnd bytes"), ("stall_s", "stalled s"),
+    ("max_cwnd_bytes", "max cwnd bytes"), ("max_cwnd_packets", "max cwnd packets"), ("data_pps", "packets/s"),
+    ("stall_s", "stalled s"),
 ]
 MORE_FLOW_COLUMNS = [
     ("flow", "flow"), ("dir", "dir"), ("retrans_fast", "fast retx"), ("retrans_rto", "RTO retx"),
@@ -60,7 +61,8 @@ td,th{border:1px solid #ddd;padding:3px 7px;text-align:right;vertical-align:top}
 td.t{overflow-wrap:anywhere;max-width:260px}details{margin:0 0 12px}summary{cursor:pointer;color:#1f4e8c}
 th{background:#f4f4f4}td.t,th.t{text-align:left}.meta td{text-align:left}.meta th{white-space:nowrap}
 .chart{margin:8px 0 18px;min-height:40px}.missing{color:#777}.warn{color:#8a5300}
-.note{color:#555;font-size:12px}.better{color:#006d2c}.worse{color:#a50f15}code{font-size:12px}
+.note{color:#555;font-size:12px}.explain{background:#f7f9fc;border:1px solid #dde4ee;padding:6px 14px 8px;margin:8px 0 14px}
+.explain h3{margin:4px 0}.explain ul{margin:2px 0 6px;padding-left:20px}.explain p{margin:6px 0 2px}.better,.pos{color:#006d2c}.worse,.neg{color:#a50f15}code{font-size:12px}
 """
 
 _EMBED = """
@@ -306,12 +308,14 @@ def _meta_rows(analysis: Analysis) -> list[tuple[str, Any]]:
 
 
 def analysis_section(analysis: Analysis, prefix: str, specs: dict[str, dict[str, Any]],
-                     *, max_flows: int) -> tuple[str, list[Figure]]:
-    """The HTML of one analysed trace: metadata, warnings, flows table, charts, missing charts."""
+                     *, max_flows: int, link_rate: str | None = None) -> tuple[str, list[Figure]]:
+    """The HTML of one analysed trace: what happened in words, metadata, warnings, flows table,
+    tool-reported series, charts, missing charts."""
+    from tracekit.reports.answers import explain_html, lab_flows, tool_table_html
     from tracekit.reports.figures import FLOW_KINDS, figures, flow_labels
 
     tr = analysis.trace
-    parts = [f"<h2>{esc(run_name(analysis))}</h2>"]
+    parts = [f"<h2>{esc(run_name(analysis))}</h2>", explain_html(analysis, link_rate, prefix)]
     parts.append('<table class="meta"><tbody>' + "".join(
         f"<tr><th class=\"t\">{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in _meta_rows(analysis))
         + "</tbody></table>")
@@ -322,7 +326,7 @@ def analysis_section(analysis: Analysis, prefix: str, specs: dict[str, dict[str,
             f"{', byte ' + esc(w['offset']) if w.get('offset') is not None else ''})</li>"
             for w in tr.warnings)
         parts.append(f"<h3>Warnings</h3><ul>{items}</ul>")
-    flows = flow_labels(analysis.flows)
+    flows = flow_labels(lab_flows(analysis))
     cols = [(k, h) for k, h in FLOW_COLUMNS if k in flows.columns]
     more = [(k, h) for k, h in MORE_FLOW_COLUMNS if k in flows.columns]
     if flows.height:
@@ -337,7 +341,10 @@ def analysis_section(analysis: Analysis, prefix: str, specs: dict[str, dict[str,
         from tracekit.reports.kernel import kernel_html
 
         parts.append(kernel_html(analysis))
-    figs = figures(analysis, max_flows=max_flows)
+    parts.append(tool_table_html(analysis, prefix))
+    from tracekit.reports.answers import link_rate_for
+
+    figs = figures(analysis, max_flows=max_flows, link_rate_bps=link_rate_for(analysis, link_rate))
     missing: list[str] = []
     current: tuple[int | None, int | None] | None = None
     for fig in figs:
@@ -357,7 +364,8 @@ def analysis_section(analysis: Analysis, prefix: str, specs: dict[str, dict[str,
     return "\n".join(parts), figs
 
 
-def render_report(analyses: Sequence[Analysis], *, max_flows: int = 6) -> tuple[str, list[tuple[str, Figure]]]:
+def render_report(analyses: Sequence[Analysis], *, max_flows: int = 6,
+                  link_rate: str | None = None) -> tuple[str, list[tuple[str, Figure]]]:
     """Build the report page for one or more analysed traces.
 
     Returns:
@@ -367,7 +375,7 @@ def render_report(analyses: Sequence[Analysis], *, max_flows: int = 6) -> tuple[
     sections, drawn = [], []
     for i, analysis in enumerate(analyses):
         prefix = f"r{i}-" if len(analyses) > 1 else ""
-        body, figs = analysis_section(analysis, prefix, specs, max_flows=max_flows)
+        body, figs = analysis_section(analysis, prefix, specs, max_flows=max_flows, link_rate=link_rate)
         sections.append(f'<section id="trace-{i}">{body}</section>')
         drawn += [(prefix + f.key, f) for f in figs if f.present]
     names = [run_name(a) for a in analyses]
@@ -431,7 +439,7 @@ def export_images(figs: Sequence[tuple[str, Figure]], *, png_dir: Path | None = 
 
 
 def write_report(analyses: list[Analysis], path: Path, *, png_dir: Path | None = None,
-                 svg_dir: Path | None = None, max_flows: int = 6) -> None:
+                 svg_dir: Path | None = None, max_flows: int = 6, link_rate: str | None = None) -> None:
     """Write one self-contained HTML report for the analysed traces (and optionally images).
 
     Args:
@@ -440,11 +448,12 @@ def write_report(analyses: list[Analysis], path: Path, *, png_dir: Path | None =
         png_dir: Also write every chart as PNG into this folder.
         svg_dir: Also write every chart as SVG into this folder.
         max_flows: Connection directions charted one by one per trace.
+        link_rate: The bottleneck rate as ``--link-rate`` takes it (default: each run's run.json).
 
     Raises:
         OutputError: when an output cannot be written.
     """
-    text, drawn = render_report(analyses, max_flows=max_flows)
+    text, drawn = render_report(analyses, max_flows=max_flows, link_rate=link_rate)
     write_text(Path(path), text)
     if png_dir is not None or svg_dir is not None:
         export_images(drawn, png_dir=png_dir, svg_dir=svg_dir)

@@ -25,7 +25,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,18 +33,19 @@ import polars as pl
 
 from tracekit.errors import OutputError, UsageError
 from tracekit.reports import charts
-from tracekit.reports.compare import load, run_metrics
+from tracekit.reports.compare import load, run_metrics, tool_values
 from tracekit.reports.figures import Figure
 
 #: Metrics charted against the parameter: (key, title, y-axis format).
 CHARTED = [("goodput_bps", "goodput (bit/s)", "~s"), ("transfer_s", "download time (s)", None),
-           ("retrans_packets", "retransmitted packets", None), ("rtt_p50_s", "RTT median (s)", None)]
+           ("retrans_packets", "retransmitted packets", None), ("rtt_p50_s", "RTT median (s)", None),
+           ("cwnd_reductions", "cwnd reductions in congestion avoidance", None)]
 #: Metrics in the table and the CSV/JSON outputs.
 #: (``transfer_s`` is the one transfer time: first SYN -> the last data byte acknowledged, as a
 #: download time is measured; ``handshake_s`` its part before data flows. ``duration`` -- the
 #: span of one direction's packets -- is left out: it nearly equals ``transfer_s``.)
 METRICS = ["goodput_bps", "throughput_bps", "transfer_s", "handshake_s", "delivered_bytes", "retrans_packets",
-           "loss_events", "rtt_p50_s", "max_cwnd_bytes", "flows"]
+           "loss_events", "rtt_p50_s", "max_cwnd_bytes", "cwnd_reductions", "flows"]
 #: Parameters tried, in order, for the x axis when none is named.
 PREFERRED_X = ("window_kb", "window", "window_bytes", "window_pkts", "delay", "delay_ms", "bandwidth", "rate",
                "queue_limit_pkts", "queue", "error_rate", "loss", "flows", "seed")
@@ -77,17 +78,19 @@ class SweepResult:
     x: str
     by: str | None
     params: list[str]
+    metrics: list[str] = field(default_factory=lambda: list(METRICS))
+    y: list[str] = field(default_factory=list)
 
     def rows(self) -> list[dict[str, Any]]:
         """Flat rows: ``path``, then ``param.NAME`` columns, then the metrics."""
         return [{"path": r.path, **{f"param.{k}": r.params.get(k) for k in self.params},
-                 **{m: r.metrics.get(m) for m in METRICS}} for r in self.runs]
+                 **{m: r.metrics.get(m) for m in self.metrics}} for r in self.runs]
 
     def to_json(self) -> str:
         """The sweep as a JSON document (strict: NaN/inf become null)."""
         from tracekit.reports.text import dumps
 
-        return dumps({"x": self.x, "by": self.by, "params": self.params, "metrics": METRICS,
+        return dumps({"x": self.x, "by": self.by, "params": self.params, "metrics": self.metrics,
                       "runs": [{"path": r.path, "params": r.params, "metrics": r.metrics} for r in self.runs]})
 
     def to_csv(self) -> str:
@@ -269,6 +272,7 @@ def sweep(
     fmt: str | None = None,
     strict: bool = False,
     limits: Any = None,
+    y: Sequence[str] = (),
 ) -> SweepResult:
     """Read every run, attach its parameters and metrics.
 
@@ -281,9 +285,11 @@ def sweep(
         fmt: Force a reader.
         strict: Turn reader warnings into errors.
         limits: Resource limits.
+        y: Tool-reported metrics to chart and tabulate, ``NAME[:STAT]`` (e.g. ``download_response_time``).
 
     Returns:
-        The sweep, runs sorted by (group, x).
+        The sweep, runs sorted by (group, x); metrics no run has are left out, and runs without
+        packets (OPNET, NetSim tables) get their tool-reported metrics instead.
 
     Raises:
         UsageError: bad pattern, manifest or parameter names, or no runs.
@@ -306,6 +312,7 @@ def sweep(
     if not chosen:
         raise UsageError("no runs given", hint="tracekit sweep RUN... --param 'win{window}' -o sweep.html")
     runs = []
+    tool_keys: dict[str, None] = {}
     for p in chosen:
         params = params_from_run_json(p)
         if table is not None:
@@ -314,6 +321,11 @@ def sweep(
             params.update(params_from_pattern(p, regex, param))
         analysis = load(p, fmt=fmt, strict=strict, limits=limits)
         main, metrics = run_metrics(analysis)
+        metrics.update({k: v for k, v in tool_values(analysis, y).items() if not k.startswith("_unit.")})
+        if main is None:  # nothing from packets: the tool's own metrics, by name (mean)
+            extra = {k: v for k, v in _tool_means(analysis).items() if k not in metrics}
+            tool_keys.update(dict.fromkeys(extra))
+            metrics.update(extra)
         runs.append(SweepRun(p, params, metrics, main))
     names = list(dict.fromkeys(k for r in runs for k in r.params))
     x_name = _choose_x(runs, names, first, x)
@@ -326,7 +338,18 @@ def sweep(
         num = isinstance(v, (int, float))
         return (str(r.params.get(by_name, "")) if by_name else "", 0 if num else 1, v if num else 0, str(v))
 
-    return SweepResult(sorted(runs, key=order), x_name, by_name, names)
+    shown = [m for m in METRICS if m != "flows" and any(r.metrics.get(m) is not None for r in runs)]
+    tools = [k for k in tool_keys if k not in y]
+    metrics = shown + list(y) + tools + ["flows"]
+    return SweepResult(sorted(runs, key=order), x_name, by_name, names, metrics, list(y) + tools)
+
+
+def _tool_means(analysis: Any) -> dict[str, Any]:
+    """Each tool-reported metric of a run without packets, by its metric name (mean over its series)."""
+    from tracekit.reports.toolmetrics import summarise, value
+
+    ms = summarise(analysis.trace)
+    return {m.metric: value(ms, m.metric, "mean") for m in ms if re.fullmatch(r"[a-z][a-z0-9_]{0,40}", m.metric)}
 
 
 def figures(result: SweepResult) -> list[Figure]:
@@ -334,7 +357,8 @@ def figures(result: SweepResult) -> list[Figure]:
     xs = [r.params.get(result.x) for r in result.runs]
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in xs)
     out = []
-    for key, title, fmt in CHARTED:
+    charted = [(y, charts.safe_label(y), None) for y in result.y] + [c for c in CHARTED if c[0] in result.metrics]
+    for key, title, fmt in charted:
         ys = [r.metrics.get(key) for r in result.runs]
         df = pl.DataFrame({
             "x": [float(v) for v in xs] if numeric else [charts.safe_label(v) for v in xs],
@@ -342,7 +366,7 @@ def figures(result: SweepResult) -> list[Figure]:
             "group": [str(r.params.get(result.by, "")) if result.by else "" for r in result.runs],
             "path": [r.path for r in result.runs],
         }, schema={"x": pl.Float64 if numeric else pl.String, "y": pl.Float64, "group": pl.String, "path": pl.String})
-        fig_key = f"sweep-{key.replace('_', '-')}"
+        fig_key = "sweep-" + re.sub(r"[^A-Za-z0-9-]", "-", key)
         name = f"{title} vs {charts.safe_label(result.x)}"
         try:
             chart = charts.sweep_chart(df, x_title=result.x, y_title=title, title=name,
@@ -364,15 +388,16 @@ def render(result: SweepResult) -> str:
     parts = [f"<h1>tracekit sweep — {H.esc(charts.safe_label(result.x))}</h1>"]
     specs: dict[str, dict[str, Any]] = {}
     parts.extend(H.figures_html(list(figures(result)), specs))
-    titles = dict(H.FLOW_COLUMNS + H.MORE_FLOW_COLUMNS) | {"flows": "data directions"}
+    titles = dict(H.FLOW_COLUMNS + H.MORE_FLOW_COLUMNS) | {"flows": "data directions",
+                                                           "cwnd_reductions": "cwnd reductions in CA"}
     head = ("<th class=\"t\">run</th>" + "".join(f'<th data-param="{H.esc(n)}">{H.esc(charts.safe_label(n))}</th>'
                                                for n in shown)
-            + "".join(f"<th>{H.esc(titles.get(m, m))}</th>" for m in METRICS))
+            + "".join(f"<th>{H.esc(titles.get(m, m))}</th>" for m in result.metrics))
     rows = []
     for r in result.runs:
         cells = [H.cell(charts.safe_label(r.path), "path")]
         cells += [H.cell(r.params.get(n), "").replace("<td", f'<td data-param="{H.esc(n)}"', 1) for n in shown]
-        cells += [H.cell(r.metrics.get(m), m) for m in METRICS]
+        cells += [H.cell(r.metrics.get(m), m) for m in result.metrics]
         rows.append(f"<tr>{''.join(cells)}</tr>")
     parts.append(f'<h2>Runs</h2><table id="sweep"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
     return H.page(f"tracekit sweep — {charts.safe_label(result.x)}", "\n".join(parts), specs)

@@ -29,13 +29,27 @@ def _clean(v: Any) -> Any:
     return v
 
 
-def summary(analysis: Analysis) -> dict[str, Any]:
-    """The ``analyze --json`` document for one trace (keys documented in docs/cli.md)."""
+def summary(analysis: Analysis, *, link_bps: float | None = None) -> dict[str, Any]:
+    """The ``analyze --json`` document for one trace (keys documented in docs/cli.md).
+
+    ``tool_metrics``: the tool-reported series (:mod:`tracekit.reports.toolmetrics`);
+    ``explain``: the account in words (:mod:`tracekit.explain`), ``{time, kind, text, values}``.
+    """
+    from tracekit.explain import explain
+    from tracekit.reports.answers import json_flows
+    from tracekit.reports.toolmetrics import summarise
+
     tr = analysis.trace
     meta = {k: v for k, v in tr.meta.items() if k not in ("warnings", "parts")}
     trace = {**meta, "packets": tr.packets.height, "samples": tr.samples.height, "warnings": tr.warnings}
-    doc = {"schema_version": SCHEMA_VERSION, "trace": trace, "flows": analysis.flows.to_dicts(),
-           "views": _views(analysis)}
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "trace": trace,
+        "flows": json_flows(analysis),
+        "views": _views(analysis),
+        "tool_metrics": [m.to_dict() for m in summarise(tr)],
+        "explain": [s.to_dict() for s in explain(analysis, link_bps=link_bps)],
+    }
     if tr.meta.get("kernel"):  # ss / nstat beside the capture (tracekit.kernel)
         from tracekit.kernel import summary as kernel_summary
 
@@ -57,20 +71,10 @@ def dumps(doc: Any) -> str:
 
 
 def _fmt(v: Any, col: str) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        if col.endswith("_bps"):
-            for unit, div in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
-                if abs(v) >= div:
-                    return f"{v / div:.3g} {unit}"
-            return f"{v:.3g} bit/s"
-        if col.endswith("_s") or col in ("start", "end", "duration"):
-            return f"{v:.4g}"
-        return f"{v:.4g}"
-    if isinstance(v, int):
-        return f"{v:,}"
-    return str(v)
+    """A table cell's text (:func:`tracekit.numfmt.cell`: no exponents, separators, SI rates)."""
+    from tracekit.numfmt import cell
+
+    return cell(v, col)
 
 
 #: Columns shown in the terminal table (all columns are in --json and --export).
@@ -79,6 +83,7 @@ TABLE_COLUMNS = [
     ("duration", "dur s"), ("packets", "pkts"), ("unique_bytes", "bytes"),
     ("retrans_packets", "retx"), ("throughput_bps", "throughput"), ("goodput_bps", "goodput"),
     ("rtt_p50_s", "rtt p50 s"), ("handshake_rtt_s", "hs rtt s"),
+    ("max_cwnd_packets", "cwnd pkts"), ("data_pps", "pps"),  # lab units (reports.answers.lab_flows)
 ]
 
 
@@ -87,16 +92,19 @@ def print_table(analysis: Analysis, console: Console) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from tracekit.reports.answers import lab_flows
+
     tr = analysis.trace
+    flows = lab_flows(analysis)
     title = f"{escape(tr.path)}  [{escape(str(tr.meta.get('format')))}, {tr.packets.height:,} packet events]"
     table = Table(title=title, title_justify="left")
-    cols = [(c, h) for c, h in TABLE_COLUMNS if c in analysis.flows.columns]
-    if "views" in analysis.flows.columns and (analysis.flows["views"] > 1).any():
+    cols = [(c, h) for c, h in TABLE_COLUMNS if c in flows.columns]
+    if "views" in flows.columns and (flows["views"] > 1).any():
         # several captures saw the connections: say which one each row comes from
-        cols += [(c, h) for c, h in (("capture", "capture"), ("vantage_point", "vantage")) if c in analysis.flows.columns]
+        cols += [(c, h) for c, h in (("capture", "capture"), ("vantage_point", "vantage")) if c in flows.columns]
     for c, h in cols:
         table.add_column(h, justify="left" if c in ("src", "dst") else "right")
-    for row in analysis.flows.iter_rows(named=True):
+    for row in flows.iter_rows(named=True):
         cells = []
         for c, _ in cols:
             v = row[c]
@@ -105,7 +113,10 @@ def print_table(analysis: Analysis, console: Console) -> None:
                 v = f"{v}:{port}" if port is not None else v
             cells.append(escape(_fmt(v, c)))
         table.add_row(*cells)
-    console.print(table)
+    if flows.height:
+        console.print(table)
+    else:
+        console.print(title + "  (no TCP connection carried data)", highlight=False)
     if tr.meta.get("kernel"):
         from tracekit.reports.kernel import print_kernel
 

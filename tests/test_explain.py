@@ -1,0 +1,169 @@
+"""The account in words (tracekit.explain) on samples whose story is known from independent truth:
+the capture script's own notes (stall_cut.json), tshark's expert analysis, ns-2's Window.tr."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import tracekit
+from tests.conftest import need_tool, sample
+from tracekit.cli import main
+from tracekit.explain import CLAUSES, TEMPLATES, explain, rate_from_text
+
+
+def _story(path: Path, link_bps: float | None = None) -> list[tracekit.explain.Sentence]:
+    return explain(tracekit.analyze(tracekit.read(str(path))), link_bps=link_bps)
+
+
+def _tshark_count(path: Path, flt: str) -> int:
+    out = subprocess.run([need_tool("tshark"), "-n", "-r", str(path), "-Y", flt], capture_output=True, text=True,
+                         check=True).stdout
+    return len([ln for ln in out.splitlines() if ln.strip()])
+
+
+def _window_tr(path: Path) -> list[tuple[float, float]]:
+    return [(float(a), float(b)) for a, b in (ln.split()[:2] for ln in path.read_text().splitlines() if ln.strip())]
+
+
+def test_rwnd_limited_is_receive_window_limited() -> None:
+    p = sample("linux", "rwnd_limited.pcap")
+    # tshark: the window filled up again and again, and nothing was retransmitted
+    assert _tshark_count(p, "tcp.analysis.window_full") > 10
+    assert _tshark_count(p, "tcp.analysis.retransmission || tcp.analysis.fast_retransmission") == 0
+    story = _story(p)
+    limits = [s for s in story if s.kind.startswith("limit_")]
+    assert [s.kind for s in limits] == ["limit_rwnd"]
+    assert limits[0].values["rwnd_share"] > 0.9
+    assert "advertised receive window" in limits[0].text
+    assert not [s for s in story if s.kind.startswith("loss_")]
+
+
+def test_stall_cut_is_one_timeout_stall_at_the_cut() -> None:
+    p = sample("linux", "stall_cut.pcap")
+    cut = json.loads(sample("linux", "stall_cut.json").read_text())
+    t0, t1 = float(cut["cut_start_rel"]), float(cut["cut_end_rel"])
+    stalls = [s for s in _story(p) if s.kind.startswith("stall")]
+    assert [s.kind for s in stalls] == ["stall_rto"]
+    assert t0 <= stalls[0].time <= t1  # the stall starts while the link is cut
+    # and ends with the timeout retransmission after the restore
+    assert stalls[0].values["end"] == pytest.approx(cut["recovery_retransmission_rel"], abs=0.05)
+    assert "retransmission timeout" in stalls[0].text
+
+
+@pytest.mark.parametrize("variant", ["tahoe", "reno"])
+def test_ns2_tahoe_restarts_reno_recovers_fast(variant: str) -> None:
+    run = sample("ns2", f"lab_{variant}")
+    win = _window_tr(run / "Window.tr")
+    story = _story(run)
+    losses = [s for s in story if s.kind.startswith("loss_")]
+    first = losses[0]
+    # Window.tr: the first fall of the lab's cwnd, and where it landed
+    k = next(i for i in range(1, len(win)) if win[i][1] < win[i - 1][1])
+    before, after = win[k - 1][1], win[k][1]
+    assert first.time == pytest.approx(win[k][0], abs=0.021)
+    assert first.values["cwnd_before_bytes"] == pytest.approx(before * 500)
+    if variant == "tahoe":
+        assert after == 1  # ns-2 Tahoe: fast retransmit, cwnd back to one packet
+        assert first.kind == "loss_tahoe" and len(losses) == 1
+        assert "slow start" in first.text and "Tahoe" in first.text
+    else:
+        assert after == before / 2  # Reno halves the window: fast recovery
+        assert first.kind == "loss_fast_recovery"
+        # the burst of 14 drops is too much for Reno's fast recovery: Window.tr falls to 1 at the timeout
+        nxt = next(i for i in range(k + 1, len(win)) if win[i][1] < win[i - 1][1])
+        assert win[nxt][1] == 1
+        assert losses[1].kind == "loss_timeout"
+        assert losses[1].time == pytest.approx(win[nxt][0], abs=0.021)
+    assert first.values["cwnd_after_bytes"] == pytest.approx(after * 500)
+    dropped = sum(1 for ln in _lines(run) if ln.startswith("d "))
+    assert first.values["drops"] == dropped  # every drop of the run came before this first event
+
+
+def _lines(run: Path) -> list[str]:
+    import gzip
+
+    f = run / "out.tr.gz"
+    return gzip.open(f, "rt").read().splitlines() if f.exists() else (run / "out.tr").read_text().splitlines()
+
+
+def test_slow_reader_zero_windows() -> None:
+    p = sample("linux", "slow_reader.pcap")
+    zw = [s for s in _story(p) if s.kind == "zero_window"]
+    assert len(zw) == 1
+    assert zw[0].values["count"] == _tshark_count(p, "tcp.analysis.zero_window")
+    assert zw[0].values["stalls"] >= 1 and "zero window" in zw[0].text
+
+
+def test_goodput_against_link_from_run_json() -> None:
+    runner = CliRunner()
+    res = runner.invoke(main, ["analyze", str(sample("ns2", "lab_tahoe")), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    link = [e for e in doc["explain"] if e["kind"] == "goodput_link"]
+    assert link and link[0]["values"]["link_bps"] == 1e6  # run.json: "bandwidth": "1Mb"
+    for e in doc["explain"]:
+        assert set(e) >= {"time", "kind", "text", "values"}
+
+
+def _pattern(kind: str) -> re.Pattern[str]:
+    """A template as a regex: its fixed words literally, each field as "a number, a unit, a clause"."""
+    parts = re.split(r"\{[a-z_]+\}", TEMPLATES[kind])
+    field = r"(?:[-–<0-9.,:→ ()%a-zA-Zµ/]*?)"
+    return re.compile("^" + field.join(re.escape(p) for p in parts) + "$")
+
+
+_WORDS = set(re.findall(r"[a-zA-Z]+", " ".join(TEMPLATES.values()) + " ".join(CLAUSES.values()))) | {
+    "B", "kB", "MB", "GB", "s", "ms", "µs", "bit", "kbit", "Mbit", "Gbit", "packet", "packets", "segment",
+    "segments", "middle", "sender", "receiver", "the", "of", "path"}
+
+
+@pytest.mark.parametrize("evil", ["<script>alert(1)</script>", "EVIL Label {flow} %s"])
+def test_no_input_text_reaches_a_phrase(tmp_path: Path, evil: str) -> None:
+    """A crafted file name and a crafted OPNET statistic label never show in a sentence."""
+    pcap = tmp_path / f"{evil.replace('/', '_')}.pcap"
+    shutil.copy(sample("linux", "stall_cut.pcap"), pcap)
+    opnet = tmp_path / "export.txt"
+    opnet.write_text(sample("opnet", "tcp_reno_tab.txt").read_text().replace("Campus Network", evil))
+    for p in (pcap, opnet):
+        story = _story(p, link_bps=4e6)
+        assert story
+        for s in story:
+            assert "EVIL" not in s.text and "<" not in s.text and "script" not in s.text
+            assert _pattern(s.kind).match(s.text), (s.kind, s.text)
+            assert set(re.findall(r"[a-zA-Z]+", s.text)) <= _WORDS, s.text
+
+
+def test_rate_from_text() -> None:
+    assert rate_from_text("1Mb") == 1e6
+    assert rate_from_text("1Mbps") == 1e6
+    assert rate_from_text("10 Mbit/s") == 1e7
+    assert rate_from_text("2e6") == 2e6
+    assert rate_from_text("fast") is None
+
+
+def test_analyze_explain_and_summary_lines() -> None:
+    res = CliRunner().invoke(main, ["analyze", str(sample("linux", "rwnd_limited.pcap")), "--explain",
+                                    "--link-rate", "50Mbit/s"])
+    assert res.exit_code == 0, res.output
+    assert "receive-window-limited 96 %" in res.output  # the one-line summary under the table
+    assert "What happened" in res.output
+    assert "= 13 % of the 50 Mbit/s link" in res.output
+    bad = CliRunner().invoke(main, ["analyze", str(sample("linux", "rwnd_limited.pcap")), "--link-rate", "fast"])
+    assert bad.exit_code == 1 and "--link-rate" in bad.output
+
+
+def test_every_template_is_documented() -> None:
+    from tests.conftest import ROOT
+
+    doc = (ROOT / "docs" / "explain.md").read_text()
+    for kind, text in TEMPLATES.items():
+        assert f"| `{kind}` | {text.replace('|', '/')} |" in doc, kind
+    for kind, text in CLAUSES.items():
+        assert f"| `{kind}` | `{text}` |" in doc, kind

@@ -1,0 +1,493 @@
+"""What happened, in words: a deterministic account of each connection direction that carried data.
+
+Pure (no I/O): everything comes from an :class:`~tracekit.analysis.Analysis`'s frames. Every
+sentence is one entry of :data:`tracekit.phrases.TEMPLATES` (documented in docs/explain.md) filled with numbers
+formatted by :mod:`tracekit.numfmt`, so no text of the input (a file name, an OPNET label, an
+address) can reach a phrase: connections are named by their flow number and direction only.
+
+Each :class:`Sentence` carries its ``kind`` (the template's key), the ``time`` it is about and the
+raw ``values`` (SI units), as ``analyze --json`` writes them under ``explain``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from tracekit import numfmt
+from tracekit.phrases import CLAUSES, TEMPLATES, Sentence, say
+
+__all__ = ["CLAUSES", "TEMPLATES", "Sentence", "cwnd_reductions", "explain", "rate_from_text", "say", "summaries"]
+
+if TYPE_CHECKING:
+    from tracekit.analysis import Analysis
+
+_MAX_EACH = 6  # loss events / stalls told one by one; the rest in one sentence
+
+
+_SCHEMAS = {"cwnd": "CWND", "retransmissions": "RETRANSMISSIONS", "stalls": "STALLS", "packets": "PACKETS",
+            "fairness": "FAIRNESS"}
+
+
+def _fr(an: Analysis, name: str) -> pl.DataFrame:
+    """A frame of the analysis, empty (with its columns) when the object has none (a partial analysis)."""
+    df = getattr(an, name, None)
+    if isinstance(df, pl.DataFrame):
+        return df
+    from tracekit import schema
+
+    return schema.empty(getattr(schema, _SCHEMAS[name]))
+
+
+class _Parts:
+    """The frames an account reads, split once by (flow, dir): reading them flow by flow with a
+    filter would cost a pass over the whole frame per direction (thousands in a busy capture)."""
+
+    def __init__(self, an: Analysis) -> None:
+        self.an = an
+        self._split: dict[str, dict[Any, pl.DataFrame]] = {}
+        self._empty: dict[str, pl.DataFrame] = {}
+
+    def get(self, name: str, flow: int, d: int) -> pl.DataFrame:
+        if name not in self._split:
+            if name == "drops":  # a simulator's drop events (captures have none)
+                df = self.an.trace.packets.filter(pl.col("event") == "drop")
+            elif name == "zero_windows":  # advertisements of a zero window, RFC 9293 §3.8.6.1 (not SYN/RST)
+                df = _fr(self.an, "packets").filter(pl.col("win") == 0, (pl.col("flags") & 0x06) == 0)
+            else:
+                df = _fr(self.an, name)
+            self._empty[name] = df.clear()
+            self._split[name] = df.partition_by("flow", "dir", as_dict=True) if df.height else {}
+        return self._split[name].get((flow, d), self._empty[name])
+
+
+def rate_from_text(text: str) -> float | None:
+    """A link rate written as ns-2/ns-3/iperf write it (``1Mb``, ``1Mbps``, ``10 Mbit/s``, ``2e6``) in bit/s."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtT]?)\s*(b|bps|bit/s|bits/s|bit|b/s)?\s*",
+                     text or "")
+    if m is None:
+        return None
+    mult = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[m.group(2).lower()]
+    v = float(m.group(1)) * mult
+    return v if math.isfinite(v) and v > 0 else None
+
+
+def link_rate_from_params(doc: dict[str, Any]) -> float | None:
+    """The bottleneck rate a run's parameters name (``bandwidth`` or ``bottleneck.bandwidth``, as the
+    ns-2 and ns-3 sample runs write it in run.json), in bit/s; None when absent or unreadable."""
+    bott = doc.get("bottleneck")
+    for v in (bott.get("bandwidth") if isinstance(bott, dict) else None, doc.get("bandwidth"),
+              doc.get("link_rate"), doc.get("bottleneck_bps")):
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v) if math.isfinite(v) and v > 0 else None
+        if isinstance(v, str) and len(v) < 40:
+            r = rate_from_text(v)
+            if r is not None:
+                return r
+    return None
+
+
+class _Fmt:
+    """Formats a direction's numbers: bytes with packets beside when the segment size is known."""
+
+    def __init__(self, segment_size: int | None) -> None:
+        self.seg = segment_size
+
+    def window(self, b: float | None) -> str:
+        if b is None or not math.isfinite(b):
+            return numfmt.DASH
+        if self.seg:
+            return f"{numfmt.packets(b / self.seg)} ({numfmt.nbytes(b)})"
+        return numfmt.nbytes(b)
+
+    def segs(self, n: int) -> str:
+        return f"{n:,} segment{'' if n == 1 else 's'}"
+
+
+def _cwnd_rows(parts: _Parts, flow: int, d: int) -> pl.DataFrame:
+    """The direction's cwnd series from the tool when it wrote one, else tracekit's estimate."""
+    cw = parts.get("cwnd", flow, d)
+    if cw.is_empty():
+        return cw
+    src = "trace" if (cw["source"].cast(pl.String) == "trace").any() else "estimate"
+    return cw.filter(pl.col("source").cast(pl.String) == src).sort("time", maintain_order=True)
+
+
+def _loss_times(cw: pl.DataFrame) -> np.ndarray:
+    from tracekit.analysis.cwnd import loss_events
+
+    if cw.is_empty():
+        return np.zeros(0)
+    return loss_events(cw)["time"].to_numpy()
+
+
+def slow_starts(cw: pl.DataFrame, losses: np.ndarray, f: _Fmt, flow: int, d: int) -> list[Sentence]:
+    """One sentence per slow-start run that grew cwnd (runs end at a loss or a phase change)."""
+    if cw.is_empty():
+        return []
+    t = cw["time"].to_numpy()
+    v = cw["cwnd_bytes"].to_numpy().astype(float)
+    ss = (cw["phase"].cast(pl.String) == "slow_start").to_numpy()
+    cut = np.isin(t, losses)
+    out: list[Sentence] = []
+    i, n = 0, t.size
+    while i < n and len(out) < _MAX_EACH:
+        if not ss[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < n and ss[j + 1] and not cut[j + 1]:
+            j += 1
+        seg = v[i:j + 1]
+        top = int(np.nanargmax(seg)) if np.isfinite(seg).any() else 0
+        if seg[top] > seg[0]:
+            if j + 1 >= n:
+                kind, end = "slow_start_open", t[j]
+            elif cut[j + 1]:
+                kind, end = "slow_start_loss", t[j + 1]
+            else:
+                kind, end = "slow_start_ca", t[j + 1]
+            vals = {"from_cwnd_bytes": seg[0], "cwnd_bytes": seg[top], "time": t[i + top], "end": end}
+            if f.seg:
+                vals["cwnd_packets"] = seg[top] / f.seg
+            shown = {"from_cwnd": f.window(seg[0]), "cwnd": f.window(seg[top]), "time": numfmt.at(t[i + top]),
+                     "end": numfmt.at(end)}
+            out.append(say(kind, shown, vals, time=t[i + top], flow=flow, dir=d))
+        i = j + 1
+    return out
+
+
+def _after(v: np.ndarray, k: int) -> float:
+    """The lowest cwnd of the fall that starts at row ``k``."""
+    j = k
+    while j + 1 < v.size and v[j + 1] <= v[j]:
+        j += 1
+    return float(v[j])
+
+
+def losses(parts: _Parts, cw: pl.DataFrame, times: np.ndarray, f: _Fmt, flow: int, d: int) -> list[Sentence]:
+    """One sentence per loss event: what was retransmitted (and dropped) and how the sender recovered."""
+    if times.size == 0 or cw.is_empty():
+        return []
+    t = cw["time"].to_numpy()
+    v = cw["cwnd_bytes"].to_numpy().astype(float)
+    phase = cw["phase"].cast(pl.String).to_numpy()
+    rt = parts.get("retransmissions", flow, d).sort("time")
+    rtt_t, rt_kind = rt["time"].to_numpy(), rt["kind"].to_numpy()
+    drops = parts.get("drops", flow, d)["time"].to_numpy()
+    out: list[Sentence] = []
+    prev = -math.inf
+    for i, te in enumerate(times[:_MAX_EACH]):
+        k = int(np.searchsorted(t, te))
+        tol = (t[k] - t[k - 1] if k > 0 else 0.0) + 1e-6
+        hi = times[i + 1] - tol if i + 1 < times.size else math.inf
+        sel = (rtt_t >= te - tol) & (rtt_t < hi)
+        kinds = rt_kind[sel]
+        before = float(v[k - 1]) if k > 0 else float(v[k])
+        after = _after(v, k)
+        first = kinds[0] if kinds.size else None
+        small = after <= max(2.0 * (f.seg or 0), 0.3 * before)
+        if first == "rto" and small:
+            kind = "loss_timeout"
+        elif phase[k] == "recovery" or (first == "fast" and not small):
+            kind = "loss_fast_recovery"
+        elif first == "fast" and small:
+            kind = "loss_tahoe"
+        else:
+            kind = "loss_other"
+        nd = int(((drops >= prev) & (drops < te + tol)).sum()) if drops.size else 0
+        vals = {"time": te, "retransmitted": int(sel.sum()), "retrans_rto": int((kinds == "rto").sum()),
+                "retrans_fast": int((kinds == "fast").sum()), "drops": nd if drops.size else None,
+                "cwnd_before_bytes": before, "cwnd_after_bytes": after}
+        dropped = CLAUSES["dropped"].format(drops=f.segs(nd)) if nd else ""
+        shown = {"time": numfmt.at(te), "retrans": f.segs(int(sel.sum())), "dropped": dropped,
+                 "before": f.window(before), "after": f.window(after)}
+        out.append(say(kind, shown, vals, time=te, flow=flow, dir=d))
+        prev = te + tol
+    if times.size > _MAX_EACH:
+        rest = times[_MAX_EACH:]
+        out.append(say("losses_more", {"count": f"{rest.size:,}", "time": numfmt.at(rest[0]),
+                                       "end": numfmt.at(rest[-1])},
+                       {"count": int(rest.size), "time": rest[0], "end": rest[-1]}, time=rest[0], flow=flow, dir=d))
+    return out
+
+
+#: Vantage points whose estimated cwnd is not the sender's (tracekit.analysis.vantage), as told in the phrase.
+_FAR = {"middle": "in the middle of the path", "receiver": "at the receiver"}
+
+
+def _far(row: dict[str, Any], cw: pl.DataFrame) -> bool:
+    """True when the cwnd would be an estimate made away from the sender (not the sender's window)."""
+    est = cw.is_empty() or (cw["source"].cast(pl.String) == "estimate").all()
+    return est and row.get("vantage_point") in _FAR
+
+
+def far_losses(parts: _Parts, row: dict[str, Any], flow: int, d: int) -> list[Sentence]:
+    """Retransmissions counted only, for a direction seen away from its sender."""
+    rt = parts.get("retransmissions", flow, d)
+    if rt.is_empty():
+        return []
+    t0, t1 = float(rt["time"].min()), float(rt["time"].max())  # type: ignore[arg-type]
+    fast, rto = int((rt["kind"] == "fast").sum()), int((rt["kind"] == "rto").sum())
+    where = str(row.get("vantage_point"))
+    shown = {"retrans": f"{rt.height:,} segment{'' if rt.height == 1 else 's'}", "time": numfmt.at(t0),
+             "end": numfmt.at(t1), "fast": f"{fast:,}", "rto": f"{rto:,}", "where": _FAR[where]}
+    return [say("losses_far", shown, {"retransmitted": rt.height, "time": t0, "end": t1, "retrans_fast": fast,
+                                      "retrans_rto": rto, "vantage_point": where}, time=t0, flow=flow, dir=d)]
+
+
+def stalls(parts: _Parts, flow: int, d: int) -> list[Sentence]:
+    """Stalls one by one (zero-window ones in one sentence with the zero-window advertisements)."""
+    st = parts.get("stalls", flow, d).sort("start")
+    out: list[Sentence] = []
+    zw = st.filter(pl.col("cause") == "zero_window")
+    ads = parts.get("zero_windows", flow, 1 - d)  # the other direction's advertisements
+    if zw.height or ads.height:
+        t0 = min(x for x in (zw["start"].min() if zw.height else None, ads["time"].min() if ads.height else None)
+                 if x is not None)
+        t1 = max(x for x in (zw["end"].max() if zw.height else None, ads["time"].max() if ads.height else None)
+                 if x is not None)
+        total = float(zw["duration"].sum()) if zw.height else 0.0
+        out.append(say("zero_window", {"count": f"{ads.height:,}", "time": numfmt.at(t0), "end": numfmt.at(t1),
+                                       "stalls": f"{zw.height:,}", "duration": numfmt.seconds(total)},
+                       {"count": ads.height, "time": t0, "end": t1, "stalls": zw.height, "duration_s": total},
+                       time=t0, flow=flow, dir=d))
+    other = st.filter(pl.col("cause") != "zero_window")
+    for r in other.head(_MAX_EACH).iter_rows(named=True):
+        cause = r["cause"] if f"stall_{r['cause']}" in TEMPLATES else "unknown"
+        out.append(say(f"stall_{cause}", {"duration": numfmt.seconds(r["duration"]), "time": numfmt.at(r["start"]),
+                                          "end": numfmt.at(r["end"])},
+                       {"time": r["start"], "end": r["end"], "duration_s": r["duration"], "cause": cause},
+                       time=r["start"], flow=flow, dir=d))
+    rest = other.slice(_MAX_EACH)
+    if rest.height:
+        tot = float(rest["duration"].sum())
+        out.append(say("stalls_more", {"count": f"{rest.height:,}", "time": numfmt.at(rest["start"][0]),
+                                       "end": numfmt.at(rest["end"][-1]), "duration": numfmt.seconds(tot)},
+                       {"count": rest.height, "time": rest["start"][0], "end": rest["end"][-1], "duration_s": tot},
+                       time=rest["start"][0], flow=flow, dir=d))
+    return out
+
+
+def opening(row: dict[str, Any], flow: int, d: int) -> Sentence | None:
+    """The initial window and, where a SYN was seen, window scaling (RFC 7323 §2) and the largest window."""
+    iw, iwb = row.get("init_window_segments"), row.get("init_window_bytes")
+    if iw is None or iwb is None:
+        return None
+    shown = {"time": numfmt.at(row["start"]), "iw": numfmt.count(int(iw), "segment"), "iw_bytes": numfmt.nbytes(iwb),
+             "wscale": str(row.get("wscale")), "rwnd": numfmt.nbytes(row.get("max_rwnd_bytes"))}
+    vals = {"time": row["start"], "init_window_segments": iw, "init_window_bytes": iwb,
+            "window_scaling": row.get("window_scaling"), "wscale": row.get("wscale"),
+            "max_rwnd_bytes": row.get("max_rwnd_bytes")}
+    if row.get("mss") is None or row.get("max_rwnd_bytes") is None:  # no SYN seen (ns-2's one-way TCP)
+        kind = "start_iw"
+    else:
+        kind = "start_ws" if row.get("window_scaling") and row.get("wscale") is not None else "start_nows"
+    if kind == "start_ws":
+        shown["wscale"] = f"{int(row['wscale'])}"
+    return say(kind, shown, vals, time=row["start"], flow=flow, dir=d)
+
+
+def _shares(row: dict[str, Any]) -> dict[str, float] | None:
+    got = {k: row.get(f"limited_{k}_share") for k in ("cwnd", "rwnd", "app")}
+    if any(v is None for v in got.values()):
+        return None
+    vals = {k: float(v) for k, v in got.items()}  # type: ignore[arg-type]
+    vals["none"] = max(0.0, 1.0 - sum(vals.values()))
+    return vals
+
+
+def limit(row: dict[str, Any], flow: int, d: int) -> Sentence | None:
+    """What held the sender back, with each share (flows' ``limited_*_share``)."""
+    sh = _shares(row)
+    if sh is None:
+        return None
+    top = max(("cwnd", "rwnd", "app", "none"), key=lambda k: sh[k])
+    shown = {f"{k}_share": numfmt.pct(v) for k, v in sh.items()}
+    return say(f"limit_{top}", shown, {f"{k}_share": v for k, v in sh.items()}, time=row.get("start"),
+               flow=flow, dir=d)
+
+
+def rates(row: dict[str, Any], link_bps: float | None, flow: int, d: int) -> list[Sentence]:
+    """Goodput against the link rate and against the Mathis and PFTK models."""
+    out: list[Sentence] = []
+    g = row.get("goodput_bps")
+    end = row.get("end")
+    if g is not None and link_bps:
+        out.append(say("goodput_link", {"goodput": numfmt.rate(g), "share": numfmt.pct(g / link_bps),
+                                        "link": numfmt.rate(link_bps)},
+                       {"goodput_bps": g, "link_bps": link_bps, "share": g / link_bps}, time=end, flow=flow, dir=d))
+    m, p, lr = row.get("mathis_bps"), row.get("padhye_bps"), row.get("loss_rate")
+    if g is not None and m is not None and lr:
+        vals = {"goodput_bps": g, "mathis_bps": m, "padhye_bps": p, "loss_rate": lr}
+        shown = {"goodput": numfmt.rate(g), "mathis": numfmt.rate(m), "padhye": numfmt.rate(p),
+                 "loss_rate": numfmt.pct(lr)}
+        out.append(say("models" if p is not None else "model_mathis", shown, vals, time=end, flow=flow, dir=d))
+    return out
+
+
+def warnings(an: Analysis) -> list[Sentence]:
+    """Sentences for what changes the reading: truncation, headers only, several vantage points, others."""
+    out: list[Sentence] = []
+    ws = an.trace.warnings
+    end = float(an.trace.packets["time"].max()) if an.trace.packets.height else None  # type: ignore[arg-type]
+    trunc = sum(int(w.get("count", 1)) for w in ws if w.get("code") == "W-TRUNCATED")
+    if trunc:
+        out.append(say("warn_truncated", {"count": f"{trunc:,}", "end": numfmt.at(end)},
+                       {"count": trunc, "end": end}, time=end))
+    other = sum(int(w.get("count", 1)) for w in ws if w.get("code") != "W-TRUNCATED")
+    if other:
+        out.append(say("warn_other", {"count": f"{other:,}", "end": numfmt.at(end)},
+                       {"count": other, "end": end}, time=end))
+    pk = _fr(an, "packets")
+    if "caplen" in pk.columns and pk["caplen"].null_count() < pk.height:
+        data = pk.filter(pl.col("payload") > 0)
+        cut = data.filter(pl.col("caplen") < pl.col("size"))
+        if data.height and cut.height / data.height > 0.5:
+            t = float(cut["time"].min())  # type: ignore[arg-type]
+            out.append(say("warn_headers_only", {"share": numfmt.pct(cut.height / data.height), "time": numfmt.at(t)},
+                           {"share": cut.height / data.height, "time": t}, time=t))
+    vp = an.flows["vantage_point"].drop_nulls().unique().to_list() if "vantage_point" in an.flows.columns else []
+    if an.trace.meta.get("vantage_point") == "mixed" or len(vp) > 1:
+        out.append(say("warn_vantage", {"count": f"{max(len(vp), 2):,}"}, {"count": max(len(vp), 2)}))
+    return out
+
+
+def _data_rows(an: Analysis) -> list[dict[str, Any]]:
+    fl = an.flows
+    if fl.is_empty() or "unique_bytes" not in fl.columns:
+        return []
+    return fl.filter(pl.col("unique_bytes").fill_null(0) > 0).sort("flow", "dir").to_dicts()
+
+
+def explain(an: Analysis, *, link_bps: float | None = None) -> list[Sentence]:
+    """The account of a whole trace: warnings first, then per data direction in flow order.
+
+    Args:
+        an: The analysis.
+        link_bps: The bottleneck's rate in bit/s, when known (``--link-rate``, run.json).
+
+    Returns:
+        The sentences, in reading order.
+    """
+    out = warnings(an)
+    rows = _data_rows(an)
+    if not rows:
+        out.append(say("no_data", {"packets": f"{an.trace.packets.height:,}"}, {"packets": an.trace.packets.height}))
+        return out + fairness(an, rows)
+    f = _Fmt(an.trace.meta.get("segment_size"))
+    parts = _Parts(an)
+    for row in rows:
+        flow, d = int(row["flow"]), int(row["dir"])
+        out.append(say("overview", {"flow": str(flow), "dir": str(d), "bytes": numfmt.nbytes(row["unique_bytes"]),
+                                    "start": numfmt.at(row["start"]), "end": numfmt.at(row["end"]),
+                                    "duration": numfmt.seconds(row["duration"]),
+                                    "goodput": numfmt.rate(row.get("goodput_bps"))},
+                       {k: row.get(k) for k in ("unique_bytes", "start", "end", "duration", "goodput_bps")},
+                       time=row["start"], flow=flow, dir=d))
+        first = opening(row, flow, d)
+        if first is not None:
+            out.append(first)
+        cw = _cwnd_rows(parts, flow, d)
+        if _far(row, cw):
+            body = far_losses(parts, row, flow, d) + stalls(parts, flow, d)
+        else:
+            times = _loss_times(cw)
+            body = slow_starts(cw, times, f, flow, d) + losses(parts, cw, times, f, flow, d) + stalls(parts, flow, d)
+        out += sorted(body, key=lambda s: (s.time if s.time is not None else math.inf))
+        lim = limit(row, flow, d)
+        if lim is not None:
+            out.append(lim)
+        out += rates(row, link_bps, flow, d)
+    return out + fairness(an, rows)
+
+
+def _jain(x: np.ndarray) -> float:
+    """Jain, Chiu & Hawe (DEC-TR-301, 1984): (Σx)² / (n·Σx²)."""
+    return float(x.sum() ** 2 / (x.size * (x**2).sum()))
+
+
+#: FlowMonitor / NetSim per-flow totals whose mean packet is below this carry ACKs only (40–60 B).
+_ACK_ONLY_BYTES = 200.0
+
+
+def fairness(an: Analysis, rows: list[dict[str, Any]]) -> list[Sentence]:
+    """Jain's index over the data directions (tracekit's goodput) and over the tool's per-flow throughput."""
+    out: list[Sentence] = []
+    g = np.array([r["goodput_bps"] for r in rows if r.get("goodput_bps")], dtype=float)
+    if g.size >= 2:
+        t0, t1 = min(r["start"] for r in rows), max(r["end"] for r in rows)
+        j = _jain(g)
+        out.append(say("fairness", {"flows": f"{g.size:,}", "time": numfmt.at(t0), "end": numfmt.at(t1),
+                                    "jain": f"{j:.3f}", "low": numfmt.rate(g.min()), "high": numfmt.rate(g.max())},
+                       {"flows": int(g.size), "jain": j, "time": t0, "end": t1, "low_bps": g.min(),
+                        "high_bps": g.max()}, time=t0))
+    sm = an.trace.samples
+    if sm.is_empty():
+        return out
+    tp = sm.filter(pl.col("metric") == "throughput", pl.col("unit") == "bps", pl.col("flow").is_not_null())
+    if tp.is_empty() or tp.group_by("flow").len()["len"].max() != 1:
+        return out  # a time series per flow, not totals
+    size = sm.filter(pl.col("metric").is_in(["rx_bytes", "rx_packets"]), pl.col("flow").is_not_null()).pivot(
+        "metric", index="flow", values="value", aggregate_function="first") if "rx_packets" in sm["metric"] else None
+    if size is None or not {"rx_bytes", "rx_packets"} <= set(size.columns):
+        return out  # per-application tables (NetSim) mix applications of different kinds: no index
+    data = size.filter(pl.col("rx_bytes") >= _ACK_ONLY_BYTES * pl.col("rx_packets"))["flow"]
+    tp = tp.filter(pl.col("flow").is_in(data.implode()))
+    x = tp["value"].to_numpy().astype(float)
+    if x.size >= 2 and (x > 0).any():
+        j, t = _jain(x), float(tp["time"].max())  # type: ignore[arg-type]
+        out.append(say("fairness_tool", {"flows": f"{x.size:,}", "time": numfmt.at(t), "jain": f"{j:.3f}",
+                                         "low": numfmt.rate(x.min()), "high": numfmt.rate(x.max())},
+                       {"flows": int(x.size), "jain": j, "time": t, "low_bps": x.min(), "high_bps": x.max()}, time=t))
+    return out
+
+
+def summaries(an: Analysis, sentences: list[Sentence], *, link_bps: float | None = None) -> list[Sentence]:
+    """One line per data direction for under the flows table."""
+    out = []
+    for row in _data_rows(an):
+        flow, d = int(row["flow"]), int(row["dir"])
+        mine = [s for s in sentences if s.flow == flow and s.dir == d]
+        lim = next((s for s in mine if s.kind.startswith("limit_")), None)
+        limit_part = numfmt.DASH
+        if lim is not None:
+            key = lim.kind.split("_", 1)[1]
+            limit_part = CLAUSES[f"limit_{key}"].format(share=numfmt.pct(lim.values[f"{key}_share"]))
+        g = row.get("goodput_bps")
+        link_part = (CLAUSES["link_part"].format(share=numfmt.pct(g / link_bps), link=numfmt.rate(link_bps))
+                     if g is not None and link_bps else "")
+        nloss = int(row.get("loss_events") or 0)
+        nst = int(row.get("stall_count") or 0)
+        out.append(say("summary", {"flow": str(flow), "dir": str(d), "goodput": numfmt.rate(g), "link_part": link_part,
+                                   "limit_part": limit_part, "losses": numfmt.count(nloss, "loss event"),
+                                   "stalls": numfmt.count(nst, "stall")},
+                       {"goodput_bps": g, "link_bps": link_bps, "loss_events": nloss, "stalls": nst},
+                       time=row.get("start"), flow=flow, dir=d))
+    return out
+
+
+def cwnd_reductions(an: Analysis, flow: int, d: int, end: float | None = None,
+                    parts: _Parts | None = None) -> int | None:
+    """cwnd reductions (loss events) once congestion avoidance has begun, up to ``end`` (the last data).
+
+    The tpWindow lab's "largest window without oscillation" is the largest window whose run
+    scores 0. Slow start may end in an overshoot whose recovery takes more than one reduction
+    (Reno: fast recovery, then a timeout); the count starts when congestion avoidance first
+    begins, after that recovery. Reductions after the last data segment (ns-2 restarts an idle
+    sender's window) are not oscillation and are left out. None when the direction has no cwnd series.
+    """
+    cw = _cwnd_rows(parts if parts is not None else _Parts(an), flow, d)
+    if cw.is_empty():
+        return None
+    times = _loss_times(cw)
+    ca = cw.filter(pl.col("phase").cast(pl.String) == "congestion_avoidance")["time"]
+    if ca.len() == 0:
+        return 0
+    start = float(ca.min())  # type: ignore[arg-type]
+    stop = math.inf if end is None else end
+    return int(((times > start) & (times <= stop)).sum())

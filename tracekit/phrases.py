@@ -1,0 +1,107 @@
+"""The one table of phrases :mod:`tracekit.explain` may say (documented in docs/explain.md).
+
+Each phrase is a format string whose fields are filled with numbers formatted by
+:mod:`tracekit.numfmt`; no other text reaches a sentence.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: Every phrase tracekit can say, by kind. ``{name}`` fields are numbers formatted with units.
+TEMPLATES: dict[str, str] = {
+    "overview": "Flow {flow} direction {dir}: {bytes} of data from {start} to {end} ({duration}), goodput {goodput}.",
+    "start_ws": "First flight at {time}: initial window {iw} ({iw_bytes}); window scaling on (shift {wscale}), "
+                "largest advertised window {rwnd}.",
+    "start_nows": "First flight at {time}: initial window {iw} ({iw_bytes}); window scaling off, "
+                  "largest advertised window {rwnd}.",
+    "start_iw": "First flight at {time}: initial window {iw} ({iw_bytes}).",
+    "slow_start_loss": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time}; a loss ended slow start at {end}.",
+    "slow_start_ca": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time}, then congestion avoidance from {end}.",
+    "slow_start_open": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time} and was still in slow start at {end}.",
+    "loss_fast_recovery": "Loss event at {time}: {retrans} retransmitted{dropped}; recovered by fast recovery "
+                          "(cwnd {before} → {after}).",
+    "loss_timeout": "Loss event at {time}: {retrans} retransmitted{dropped}; recovered by a retransmission timeout "
+                    "and slow start (cwnd {before} → {after}).",
+    "loss_tahoe": "Loss event at {time}: {retrans} retransmitted{dropped}; fast retransmit, then slow start "
+                  "(cwnd {before} → {after}, as Tahoe does).",
+    "losses_far": "{retrans} retransmitted from {time} to {end} ({fast} fast, {rto} after a timeout); the "
+                  "packets were seen away from the sender ({where}), so its window and recoveries are not told.",
+    "loss_other": "Loss event at {time}: {retrans} retransmitted{dropped}; cwnd {before} → {after}.",
+    "losses_more": "{count} more loss events from {time} to {end}.",
+    "limit_cwnd": "Limited by the congestion window {cwnd_share} of the time "
+                  "(receive window {rwnd_share}, application {app_share}, nothing {none_share}).",
+    "limit_rwnd": "Limited by the advertised receive window {rwnd_share} of the time "
+                  "(congestion window {cwnd_share}, application {app_share}, nothing {none_share}).",
+    "limit_app": "Limited by the application (nothing to send) {app_share} of the time "
+                 "(congestion window {cwnd_share}, receive window {rwnd_share}, nothing {none_share}).",
+    "limit_none": "No window held the sender back for most of the transfer ({none_share} of the time; "
+                  "congestion window {cwnd_share}, receive window {rwnd_share}, application {app_share}).",
+    "stall_rto": "A {duration} stall at {time} ended by a retransmission timeout at {end}.",
+    "stall_zero_window": "A {duration} stall at {time}: the receiver advertised a zero window until {end}.",
+    "stall_rwnd_limited": "A {duration} stall at {time}: the receive window was full until {end}.",
+    "stall_app_limited": "A {duration} stall at {time}: the sender had nothing to send until {end}.",
+    "stall_unknown": "A {duration} stall at {time} of unknown cause, until {end}.",
+    "stalls_more": "{count} more stalls from {time} to {end}, {duration} in all.",
+    "zero_window": "The receiver advertised a zero window {count} times from {time} to {end}; "
+                   "{stalls} stalls waited {duration} in all for it to open.",
+    "goodput_link": "Goodput {goodput} = {share} of the {link} link.",
+    "models": "Loss rate {loss_rate}: Mathis predicts {mathis}, PFTK {padhye} (measured goodput {goodput}).",
+    "model_mathis": "Loss rate {loss_rate}: Mathis predicts {mathis} (measured goodput {goodput}).",
+    "warn_truncated": "The file is truncated ({count} cut records): the account stops at {end}.",
+    "warn_headers_only": "Only headers were captured ({share} of the data segments cut short at {time}): "
+                         "bytes come from the length fields.",
+    "warn_vantage": "The packets were seen at {count} kinds of vantage point (sender, middle, receiver): "
+                    "a segment may be counted at each.",
+    "warn_other": "The reader reported {count} warnings (see the warnings list); numbers up to {end} may be affected.",
+    "fairness": "Jain's fairness index over the {flows} data directions from {time} to {end}: {jain} "
+                "(1 = equal shares; lowest {low}, highest {high}).",
+    "fairness_tool": "The tool's own per-flow throughput at {time} gives Jain's index {jain} over {flows} "
+                     "data flows (lowest {low}, highest {high}).",
+    "no_data": "No TCP connection carried data in this trace ({packets} packet events).",
+    "summary": "flow {flow}.{dir}: goodput {goodput}{link_part}; {limit_part}; {losses}, {stalls}.",
+}
+#: Optional pieces of a phrase, also fixed text.
+CLAUSES: dict[str, str] = {
+    "dropped": ", {drops} dropped in the network",
+    "link_part": " ({share} of {link})",
+    "limit_cwnd": "cwnd-limited {share}",
+    "limit_rwnd": "receive-window-limited {share}",
+    "limit_app": "application-limited {share}",
+    "limit_none": "not window-limited {share}",
+}
+@dataclass(frozen=True)
+class Sentence:
+    """One sentence of the account (JSON: ``{time, kind, text, values}`` plus ``flow``, ``dir``)."""
+
+    kind: str
+    text: str
+    time: float | None = None
+    flow: int | None = None
+    dir: int | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"flow": self.flow, "dir": self.dir, "time": self.time, "kind": self.kind, "text": self.text,
+                "values": self.values}
+
+
+def say(kind: str, shown: dict[str, str], values: dict[str, Any], *, time: float | None = None,
+        flow: int | None = None, dir: int | None = None) -> Sentence:
+    """Fill template ``kind`` with the already formatted ``shown`` texts."""
+    return Sentence(kind, TEMPLATES[kind].format(**shown), _clean(time), flow, dir,
+                    {k: _clean(v) for k, v in values.items()})
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, (float, np.floating)):
+        return float(v) if math.isfinite(v) else None
+    if isinstance(v, np.integer):
+        return int(v)
+    return v
+
+
