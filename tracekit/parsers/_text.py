@@ -12,6 +12,7 @@ import codecs
 import csv
 import io
 import re
+from typing import Any
 
 import polars as pl
 
@@ -92,6 +93,29 @@ def decode_text(data: bytes, path: str, log: WarningLog, *, fallback: str = "cp1
         log.add("W-ENCODING", f"not UTF-8 (first bad byte at offset {exc.start}); decoded as {fallback}",
                 offset=exc.start + (3 if enc else 0))
         return body.decode(fallback, errors="replace"), fallback
+
+
+def load_text(source: Any, limits: Limits, name: str | None,
+              strict: bool) -> tuple[str, str, WarningLog, str | None]:
+    """Load a small text log whole: its decoded text, display path, a warning log and its compression.
+
+    For readers that walk a log line by line in Python (ss, nstat): the line limit is checked
+    before any parsing, so a huge file is refused at once.
+
+    Raises:
+        LimitError: more lines than ``limits.max_lines``.
+        TracekitError: as :func:`tracekit._source.load` (missing file, limits).
+    """
+    from tracekit._source import load
+
+    loaded = load(source, limits)
+    path = name or loaded.path
+    log = WarningLog(path, strict)
+    text, _enc = decode_text(loaded.data, path, log)
+    if text.count("\n") > limits.max_lines:
+        raise LimitError(f"more than {limits.max_lines:,} lines", path=path,
+                         hint="raise max_lines in [limits] if the file is genuine")
+    return text, path, log, loaded.compression
 
 
 def lines_of(text: str) -> pl.Series:

@@ -21,12 +21,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tracekit._source import Source, load
-from tracekit.errors import LimitError, UnknownFormatError
+from tracekit._source import Source
+from tracekit.errors import UnknownFormatError
 from tracekit.limits import DEFAULT, Limits
 from tracekit.parsers import _stamps
-from tracekit.parsers._text import decode_text, head_text
-from tracekit.trace import Trace, WarningLog, make_trace
+from tracekit.parsers._text import head_text, load_text
+from tracekit.trace import Trace, make_trace
 
 NAME = "nstat"
 DESCRIPTION = "nstat -az / netstat -s counter snapshots (before/after a run): the kernel's TCP totals"
@@ -172,13 +172,7 @@ def read(source: Source, *, limits: Limits = DEFAULT, strict: bool = False, name
     Raises:
         UnknownFormatError: no snapshot in the file.
     """
-    loaded = load(source, limits)
-    path = name or loaded.path
-    log = WarningLog(path, strict)
-    text, _enc = decode_text(loaded.data, path, log)
-    if text.count("\n") > limits.max_lines:
-        raise LimitError(f"more than {limits.max_lines:,} lines", path=path,
-                         hint="raise max_lines in [limits] if the file is genuine")
+    text, path, log, compression = load_text(source, limits, name, strict)
     snaps, bad, first_bad = _parse(text)
     items = [s for s in snaps.items if s[1]]
     if not items:
@@ -199,7 +193,7 @@ def read(source: Source, *, limits: Limits = DEFAULT, strict: bool = False, name
                     "the snapshots come from different hosts or namespaces", count=len(fell))
     t_first, t_last = items[0][0], items[-1][0]
     meta = {
-        "format": NAME, "tool": snaps.tool, "paths": [path], "compression": loaded.compression,
+        "format": NAME, "tool": snaps.tool, "paths": [path], "compression": compression,
         "t0_ns": t_first,
         "kernel": {
             "counters": counters, "counters_tool": snaps.tool, "snapshots": len(items),

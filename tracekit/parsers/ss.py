@@ -29,11 +29,11 @@ from typing import Any
 
 import polars as pl
 
-from tracekit._source import Source, load
-from tracekit.errors import CorruptTraceError, LimitError, UnknownFormatError
+from tracekit._source import Source
+from tracekit.errors import CorruptTraceError, UnknownFormatError
 from tracekit.limits import DEFAULT, Limits
 from tracekit.parsers import _stamps
-from tracekit.parsers._text import decode_text, head_text
+from tracekit.parsers._text import head_text, load_text
 from tracekit.trace import Trace, WarningLog, make_trace
 
 NAME = "ss"
@@ -286,13 +286,7 @@ def read(source: Source, *, limits: Limits = DEFAULT, strict: bool = False, name
         CorruptTraceError: ss output without any time stamp.
         LimitError: more lines than ``max_lines``.
     """
-    loaded = load(source, limits)
-    path = name or loaded.path
-    log = WarningLog(path, strict)
-    text, _enc = decode_text(loaded.data, path, log)
-    if text.count("\n") > limits.max_lines:
-        raise LimitError(f"more than {limits.max_lines:,} lines", path=path,
-                         hint="raise max_lines in [limits] if the file is genuine")
+    text, path, log, compression = load_text(source, limits, name, strict)
     rows, info = _parse(text, path, log)
     t0 = min(rows.t)
     samples = pl.DataFrame({
@@ -306,7 +300,7 @@ def read(source: Source, *, limits: Limits = DEFAULT, strict: bool = False, name
                                    source=pl.concat_str(pl.lit("ss "), pl.col("metric")))
     top = max(conns, key=lambda c: c.get("bytes_sent") or 0)
     meta = {
-        "format": NAME, "tool": "ss (iproute2)", "paths": [path], "compression": loaded.compression,
+        "format": NAME, "tool": "ss (iproute2)", "paths": [path], "compression": compression,
         "t0_ns": t0, "time_origin": "the first time stamp",
         "units": {"rtt": "ms", "rto": "ms", "cwnd": "packets", "rates": "bit/s"},
         "kernel": {
