@@ -146,7 +146,7 @@ def run(path: Path, repeat: int, skip_tshark: bool) -> dict[str, dict[str, float
     if runs["tcptrace -l -r"]:
         # each analyze run against the tcptrace run right after it: the host's slow and fast
         # minutes (this VM's page faults cost 3-14 µs) then hit both sides of one ratio
-        paired = sorted(a["wall"] / t["wall"] for a, t in zip(runs["tracekit analyze --json"], runs["tcptrace -l -r"]))
+        paired = sorted(a["wall"] / t["wall"] for a, t in zip(runs["tracekit analyze --json"], runs["tcptrace -l -r"], strict=False))
         res["tracekit analyze --json"].update(
             paired_median=paired[len(paired) // 2], paired_min=paired[0], paired_max=paired[-1],
             paired_within=sum(r <= 5 for r in paired))
@@ -167,7 +167,7 @@ def _alone(alone: list[dict[str, float]], tcptrace: list[dict[str, float]]) -> d
     firsts = sorted(a["first_wall"] for a in alone)
     best = min(alone, key=lambda a: a["wall"])
     t_best = min((t["wall"] for t in tcptrace), default=0.0)
-    over = [(a["first_wall"], t["wall"] / t_best) for a, t in zip(alone, tcptrace) if a["first_wall"] > 1] \
+    over = [(a["first_wall"], t["wall"] / t_best) for a, t in zip(alone, tcptrace, strict=False) if a["first_wall"] > 1] \
         if t_best else []
     return {**best, "rss_mb": max(a["rss_mb"] for a in alone), "runs": len(alone),
             "median_wall": sorted(a["wall"] for a in alone)[len(alone) // 2],

@@ -153,7 +153,7 @@ class Checks:
         self.expect(same == [{k: v for k, v in f.items() if k not in link} for f in fast["flows"]],
                     "its flows equal the fast path's on the Ethernet copy (but wire_bytes, throughput_bps)")
         self.expect(all(e["wire_bytes"] - s["wire_bytes"] == 10 * s["packets"]
-                        for s, e in zip(slow["flows"], fast["flows"])),
+                        for s, e in zip(slow["flows"], fast["flows"], strict=False)),
                     "wire_bytes: 10 bytes fewer per packet than with Ethernet (4-byte C-HDLC header)")
 
     def image(self) -> None:

@@ -9,7 +9,7 @@ ns-3's ``CongestionWindow`` trace.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +28,14 @@ def run_json(run: str) -> dict[str, Any]:
     return json.loads((SAMPLES / "ns2" / run / "run.json").read_text())  # type: ignore[no-any-return]
 
 
-@lru_cache(maxsize=None)
+@cache
 def ns2_run(run: str) -> tuple[Trace, Analysis]:
     """Read and analyse one ns-2 run directory (packet trace + its monitor files)."""
     t = tracekit.read(SAMPLES / "ns2" / run)
     return t, analyze(t)
 
 
-@lru_cache(maxsize=None)
+@cache
 def ns3_sender() -> tuple[Trace, Analysis]:
     """The ns-3 dumbbell's sender-side capture with the sender socket's cwnd and ssthresh traces.
 
@@ -68,7 +68,7 @@ def intervals(times: np.ndarray, mask: np.ndarray, step: float) -> list[tuple[fl
     """The stretches of a regular grid where ``mask`` holds, as (start, end) pairs."""
     out: list[tuple[float, float]] = []
     start = None
-    for t, m in zip(times, mask):  # a few thousand grid points, test-side only
+    for t, m in zip(times, mask, strict=False):  # a few thousand grid points, test-side only
         if m and start is None:
             start = t
         elif not m and start is not None:

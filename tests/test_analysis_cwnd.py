@@ -188,7 +188,7 @@ def _ack_clocked(window: int, n: int, rtt: float = 0.1, lose_at: int | None = No
         rows.append((t + rtt, 0, 1 + (lose_at + 1) * SEG, 1))
         rows.append((t + rtt, 0, 1 + (lose_at + 2) * SEG, 1))
     rows.sort(key=lambda r: r[0])
-    times, dirs, seqs, acks = zip(*rows)
+    times, dirs, seqs, acks = zip(*rows, strict=False)
     data = [d == 0 for d in dirs]
     return make_events(
         time=list(times), dir=list(dirs), seq=list(seqs), ack=list(acks),

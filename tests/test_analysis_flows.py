@@ -191,7 +191,7 @@ def _random_frame(rng: np.random.Generator, n: int) -> pl.DataFrame:
         "flags": [int(x) for x in rng.integers(0, 256, n)],
         "win": nullable([int(x) for x in rng.choice([0, 1000, 65535, 2**30], n)], 0.1),
         "sack": [None if rng.random() < 0.7 else
-                 [[int(a), int(a + b)] for a, b in zip(rng.integers(-100, 10000, 3), rng.integers(-500, 5000, 3))]
+                 [[int(a), int(a + b)] for a, b in zip(rng.integers(-100, 10000, 3), rng.integers(-500, 5000, 3), strict=False)]
                  [: int(rng.integers(0, 4))] for _ in range(n)],
         "ts_val": nullable([int(x) for x in rng.integers(0, 2**32, n)], 0.3),
         "ts_ecr": nullable([int(x) for x in rng.integers(0, 2**32, n)], 0.3),

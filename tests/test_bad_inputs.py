@@ -106,8 +106,9 @@ def test_run_directory_does_not_follow_links_out(tmp_path: Path) -> None:
     """A symlink in a run directory pointing outside it is skipped with a warning."""
     import shutil
 
-    import tracekit
     from conftest import sample
+
+    import tracekit
 
     outside = tmp_path / "outside.pcap"
     shutil.copy(sample("linux", "slow_reader.pcap"), outside)

@@ -278,7 +278,7 @@ def _sample_id(rel: str) -> str:
     return rel.replace("/", "__")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _figures_of(rel: str) -> tuple[Any, dict[str, list[Any]]]:
     import tracekit
 

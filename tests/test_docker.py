@@ -71,7 +71,7 @@ def test_dockerfile_intent() -> None:
     assert ("ARG", "DEBIAN_FRONTEND=noninteractive") in ins  # build-time only, not ENV
     users = [a for i, a in ins if i == "USER"]
     assert users and re.fullmatch(r"[1-9]\d*:[1-9]\d*", users[-1])  # numeric, not root
-    assert ("ENTRYPOINT", '["tracekit"]') in ins and ("WORKDIR", "/data") == [x for x in ins if x[0] == "WORKDIR"][-1]
+    assert ("ENTRYPOINT", '["tracekit"]') in ins and [x for x in ins if x[0] == "WORKDIR"][-1] == ("WORKDIR", "/data")
     smoke = [r for r in runs if "smoke.sh --installed" in r]
     assert smoke, "the image must run the smoke checks at build time"
     assert ins.index(("USER", users[-1])) < ins.index(("RUN", smoke[0]))  # as the runtime user

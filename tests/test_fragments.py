@@ -60,8 +60,8 @@ def _tshark(path: Path) -> pl.DataFrame:
 def _check_against_tshark(path: Path, trace: tracekit.Trace) -> pl.DataFrame:
     """Every frame's protocol, payload, time and (completing frames) wire bytes as Wireshark has them."""
     ws = _tshark(path)
-    lens = dict(zip(ws["frame"].to_list(), ws["len"].to_list()))
-    wire = [sum(lens[int(f)] for f in p.split(",")) if p else n for p, n in zip(ws["parts"].to_list(), ws["len"])]
+    lens = dict(zip(ws["frame"].to_list(), ws["len"].to_list(), strict=False))
+    wire = [sum(lens[int(f)] for f in p.split(",")) if p else n for p, n in zip(ws["parts"].to_list(), ws["len"], strict=False)]
     mine = trace.packets.select("frame", "time", pl.col("proto").cast(pl.String), "payload", "size")
     j = ws.with_columns(wire=pl.Series(wire, dtype=pl.Int64)).join(mine, on="frame", how="left")
     assert j.height == mine.height
@@ -138,7 +138,7 @@ def _mixture() -> list[bytes]:
     d, e = fragment(_seg(3), 800), fragment(_seg(4), 800)
     v6 = fragment6(IPv6(src="fd00::1", dst="fd00::2") / IPv6ExtHdrFragment(id=9) / _seg(5, v6=True)[TCP], 1280)
     udp = fragment(IP(src="10.0.0.1", dst="10.0.0.3", id=300) / UDP(sport=9, dport=9) / (b"u" * 2500), 1000)
-    inter = [p for pair in zip(d, e) for p in pair]
+    inter = [p for pair in zip(d, e, strict=False) for p in pair]
     frames = [craft.ether(p) for p in [*a, *b, *c, *inter, *v6, *udp]]
     out: list[bytes] = []
     for k, f in enumerate(frames):
@@ -206,7 +206,7 @@ def test_oversized_datagram_is_refused_with_a_warning() -> None:
 
 def test_reassembly_buffers_are_bounded() -> None:
     d, e = fragment(_seg(3), 800), fragment(_seg(4), 800)
-    frames = [craft.ether(p) for pair in zip(d, e) for p in pair]
+    frames = [craft.ether(p) for pair in zip(d, e, strict=False) for p in pair]
     full = tracekit.read(craft.pcap(frames), limits=Limits(max_frag_datagrams=1))
     assert full.packets.filter(pl.col("proto") == "tcp").height == 1  # the first datagram only
     # e's fragments are refused while d is pending; e's last one, after d completed, is left alone

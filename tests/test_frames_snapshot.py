@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from frames_snapshot import INPUTS, RECORD, digests
 
 RECORDED = json.loads(RECORD.read_text())

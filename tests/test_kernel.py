@@ -203,7 +203,7 @@ def test_cwnd_estimate_within_10_percent_of_the_kernel_where_cwnd_limited(run: s
     assert row["kernel_cwnd_compared"] >= 50
     assert row["kernel_cwnd_err_p50"] <= 0.10
     # recomputed here from the samples: kernel cwnd (bytes) vs the latest estimate before each poll
-    s = an.trace.samples.filter((pl.col("node") == SENDER))
+    s = an.trace.samples.filter(pl.col("node") == SENDER)
     wide = s.filter(pl.col("metric").is_in(["cwnd", "unacked"])).with_columns(
         m=pl.col("metric") + "_" + pl.col("unit")).pivot("m", index="time", values="value")
     wide = wide.with_columns(pl.col("unacked_packets").fill_null(0)).filter(

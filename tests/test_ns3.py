@@ -71,7 +71,7 @@ def test_enqueues_are_the_dequeues_plus_what_is_left_in_the_queue(ascii_trace: t
     """ns-3 drops before enqueueing: a ``d`` has no ``+``; at the end at most 10 packets (the queue) wait."""
     pk = ascii_trace.packets
     counts = pk.group_by("event").len()
-    assert dict(zip(counts["event"].cast(pl.String), counts["len"])) == {
+    assert dict(zip(counts["event"].cast(pl.String), counts["len"], strict=False)) == {
         "enqueue": 1254, "dequeue": 1247, "recv": 1120, "drop": 19}
     bottleneck = pk.filter(pl.col("link") == "2/2")
     left = bottleneck.filter(pl.col("event") == "enqueue").height - bottleneck.filter(pl.col("event") == "dequeue").height
@@ -260,7 +260,7 @@ def test_series_files_of_the_run(name: str, metric: str, unit: str) -> None:
         want = want[1:]
     if metric == "ssthresh":  # UINT32_MAX = ssthresh not set yet
         want = [w for w in want if w[1] != 4294967295]
-    assert list(zip(s["time"], s["value"])) == want
+    assert list(zip(s["time"], s["value"], strict=False)) == want
     assert s["source"].unique().to_list() == [name]
 
 
@@ -268,7 +268,7 @@ def test_sixth_and_tcp_variants_cwnd_files_agree() -> None:
     """Both files trace the same CongestionWindow source (the .data one repeats lines at ssthresh changes)."""
     sixth = tracekit.read(RUN / "dumbbell.cwnd").samples
     tvc = tracekit.read(RUN / "dumbbell-cwnd.data").samples.slice(1)  # after the "0.0 <old>" line
-    pairs = lambda s: set(zip(s["time"], s["value"]))  # noqa: E731
+    pairs = lambda s: set(zip(s["time"], s["value"], strict=False))  # noqa: E731
     assert pairs(sixth) <= pairs(tvc)
     # the extra lines repeat the cwnd in force when ssthresh changed, i.e. sixth's "old" column
     extra = pairs(tvc) - pairs(sixth)
@@ -293,7 +293,7 @@ def test_fifth_stdout_with_rxdrop_lines() -> None:
     cw = t.samples.filter(pl.col("metric") == "cwnd")
     drops = t.samples.filter(pl.col("metric") == "drops")
     assert cw["value"].to_list() == [536, 1072, 1608, 2144]
-    assert list(zip(drops["time"], drops["value"], drops["unit"])) == [(1.13696, 1, "count"), (1.3, 2, "count")]
+    assert list(zip(drops["time"], drops["value"], drops["unit"], strict=False)) == [(1.13696, 1, "count"), (1.3, 2, "count")]
 
 
 def test_metric_option_and_unknown_names() -> None:

@@ -61,7 +61,7 @@ def test_every_non_blank_cell_is_one_sample_in_schema_units() -> None:
         cells = [(float(r[0]), float(r[i])) for r in rows if r[i] != ""]
         g = by_source[h].sort("time", maintain_order=True)
         metric = g["metric"][0]
-        assert list(zip(g["time"], g["value"])) == [(tm, v * scale.get(metric, 1.0)) for tm, v in cells], h
+        assert list(zip(g["time"], g["value"], strict=False)) == [(tm, v * scale.get(metric, 1.0)) for tm, v in cells], h
 
 
 def test_metric_names_units_and_nodes() -> None:
@@ -121,7 +121,7 @@ def test_hostile_rows() -> None:
     assert set(codes) == {"W-BADLINE", "W-BADVALUE", "W-NONFINITE", "W-SHORTROW", "W-LONGROW"}
     assert codes["W-BADLINE"]["line"] == 4 and codes["W-SHORTROW"]["line"] == 7 and codes["W-LONGROW"]["line"] == 8
     cw = t.samples.filter(pl.col("metric") == "cwnd")
-    assert list(zip(cw["time"], cw["value"])) == [(0.5, 1460), (0.6, 2920), (0.9, 5840), (1.0, 1)]
+    assert list(zip(cw["time"], cw["value"], strict=False)) == [(0.5, 1460), (0.6, 2920), (0.9, 5840), (1.0, 1)]
     with pytest.raises(CorruptTraceError, match="x.txt"):
         _read("0.5\t1460\t\nbad\t1\t1\n", strict=True)
 
@@ -129,7 +129,7 @@ def test_hostile_rows() -> None:
 def test_infinite_times_and_values_are_left_out() -> None:
     t = _read("inf\t5\t\n1\t2\t0.1\n1e999\t4\t\n2\tNaN\t0.2\n")
     assert [(w["code"], w["count"]) for w in t.warnings] == [("W-NONFINITE", 3)]
-    assert sorted(zip(t.samples["time"], t.samples["value"])) == [(1.0, 0.1), (1.0, 2.0), (2.0, 0.2)]
+    assert sorted(zip(t.samples["time"], t.samples["value"], strict=False)) == [(1.0, 0.1), (1.0, 2.0), (2.0, 0.2)]
 
 
 def test_wrong_delimiter_and_empty_tables() -> None:

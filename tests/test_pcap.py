@@ -277,7 +277,7 @@ def _mixed_frames() -> list[bytes]:
     """Two interleaved connections plus the frames the fast path leaves to the generic one."""
     other, _ = craft.conversation(sport=40001, isn_c=7, ws_c=None)
     frames: list[bytes] = []
-    for i, (a, b) in enumerate(zip(PKTS, other)):
+    for i, (a, b) in enumerate(zip(PKTS, other, strict=False)):
         frames += [craft.ether(a), craft.ether(b)]
         if i % 3 == 0:
             frames.append(craft.arp_frame())  # not IP: dropped, so later rows move up
@@ -395,9 +395,9 @@ def test_port_pairs_are_numbered_by_first_appearance(wide: bool) -> None:
     hi = rng.integers(0, 40, 3000) * scale
     pair, first = pair_groups(lo.copy(), hi.copy())
     seen: dict[tuple[int, int], int] = {}
-    for i, k in enumerate(zip(lo.tolist(), hi.tolist())):
+    for i, k in enumerate(zip(lo.tolist(), hi.tolist(), strict=False)):
         seen.setdefault(k, i)
     order = sorted(seen, key=seen.get)  # type: ignore[arg-type]
     assert first.tolist() == [seen[k] for k in order]
     ids = {k: j for j, k in enumerate(order)}
-    assert pair.tolist() == [ids[k] for k in zip(lo.tolist(), hi.tolist())]
+    assert pair.tolist() == [ids[k] for k in zip(lo.tolist(), hi.tolist(), strict=False)]

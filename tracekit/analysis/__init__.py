@@ -19,15 +19,15 @@ from dataclasses import dataclass, field, replace
 
 import polars as pl
 
-from tracekit.analysis._bins import default_bin  # first: .throughput imports it from the package
 from tracekit.analysis import _state
 from tracekit.analysis import connections as _connections
 from tracekit.analysis import cwnd as _cwnd
 from tracekit.analysis import fairness as _fairness
 from tracekit.analysis import queue as _queue
 from tracekit.analysis import retrans as _retrans
-from tracekit.analysis import throughput as _throughput
 from tracekit.analysis import rtt as _rtt
+from tracekit.analysis import throughput as _throughput
+from tracekit.analysis._bins import default_bin
 from tracekit.analysis.flight import flight as _flight
 from tracekit.analysis.flows import basic as _flows_basic
 from tracekit.analysis.flows import flows as _flows

@@ -197,7 +197,7 @@ def _episodes(r: Rows) -> list[_Episode]:
     last = np.minimum(j_end, nxt_a)
     verdict = _go_back_n(r.seq_end, r.pay, r.una, first, last, rp_a).tolist()
     out: list[_Episode] = []
-    for (d, i, end, to, je, nxt, _rp, hi_v, una_v, sk), lst, v in zip(found, last.tolist(), verdict):
+    for (d, i, end, to, je, nxt, _rp, hi_v, una_v, sk), lst, v in zip(found, last.tolist(), verdict, strict=False):
         gbn = None if v < 0 else bool(v)
         burst = -1
         if gbn is None and je < nxt:

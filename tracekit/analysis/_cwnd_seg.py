@@ -47,7 +47,7 @@ def cummax(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
     ends = np.append(starts[1:], n)
     span = int(x.max()) - int(x.min()) + 1 if starts.size > 64 else 0
     if starts.size <= 64 or span * starts.size >= _LIMIT:
-        for a, b in zip(starts.tolist(), ends.tolist()):
+        for a, b in zip(starts.tolist(), ends.tolist(), strict=False):
             np.maximum.accumulate(x[a:b], out=out[a:b])
         return out
     off = np.zeros(n, dtype=np.int64)

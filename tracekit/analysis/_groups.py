@@ -144,7 +144,7 @@ class Segments:
         if self.n == 0:
             return out
         if len(self.starts) <= _LOOP_GROUPS:
-            for s, e in zip(self.starts.tolist(), self.ends.tolist()):
+            for s, e in zip(self.starts.tolist(), self.ends.tolist(), strict=False):
                 if shift:
                     out[s] = missing
                     if e - s > 1:

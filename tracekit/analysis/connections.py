@@ -130,7 +130,7 @@ def one_per_connection(flows: pl.DataFrame, pk: pl.DataFrame, meta: dict[str, An
         views=pl.len().over("connection").cast(pl.Int64), _c0=first, _later=pl.col("_first") > first)
     # dense connection ids in order of first appearance
     first_seen = info.group_by("connection").agg(pl.col("_c0").first(), pl.col("flow").min().alias("_f")).sort("_c0", "_f")
-    dense = dict(zip(first_seen["connection"].to_list(), range(first_seen.height)))
+    dense = dict(zip(first_seen["connection"].to_list(), range(first_seen.height), strict=False))
     info = info.with_columns(connection=pl.col("connection").replace_strict(dense, return_dtype=pl.Int64))
     flows = flows.drop([c for c in ("connection", "views", "goodput_capture") if c in flows.columns])
     views = flows.join(info.select("flow", "connection", "position", "views", "_dkey", "_later"), on="flow", how="left")

@@ -181,7 +181,7 @@ def smoothed(rs: pl.DataFrame) -> pl.DataFrame:
     r = rs["rtt_s"].to_numpy()[use]
     srtt = np.empty_like(r)
     dev = np.empty_like(r)
-    for a, b in zip(cut[:-1].tolist(), cut[1:].tolist()):
+    for a, b in zip(cut[:-1].tolist(), cut[1:].tolist(), strict=False):
         srtt[a:b] = pl.Series(r[a:b]).ewm_mean(alpha=ALPHA, adjust=False).to_numpy()
         dev[a] = r[a] / 2
         dev[a + 1:b] = np.abs(r[a + 1:b] - srtt[a:b - 1])

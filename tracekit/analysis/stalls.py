@@ -164,7 +164,7 @@ def stalls(pk: pl.DataFrame, *, state: pl.DataFrame | None = None, rtt_samples_d
         mss_of[h] = ln[sg.rows(sg.find(h))].max()  # type: ignore[arg-type]
     # rows of the other direction after the gap's start and before its end: the windows it advertised
     a, b = _ranges(sg, g_s ^ 1, s_i, e_i)
-    other = sg.order[np.concatenate([np.arange(x, y) for x, y in zip(a.tolist(), b.tolist())])
+    other = sg.order[np.concatenate([np.arange(x, y) for x, y in zip(a.tolist(), b.tolist(), strict=False)])
                      if len(a) else np.zeros(0, np.intp)].astype(np.int64)
     win = take(st, "win", other, -1)
     zero = (win == 0) & ~st["syn"].to_numpy()[other]

@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from tracekit import schema
-from tracekit.analysis import default_bin
+from tracekit.analysis._bins import default_bin
 from tracekit.analysis._groups import MISSING, Segments
 from tracekit.errors import LimitError, UsageError
 

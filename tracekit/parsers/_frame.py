@@ -45,7 +45,7 @@ def addresses(rows: Rows) -> tuple[pl.Series, pl.Series, np.ndarray, np.ndarray]
         texts += [str(ipaddress.IPv4Address(int(v))) for v in u4.tolist()]
         del s4, d4
     if rows.v6:
-        r6, s_hi, s_lo, d_hi, d_lo = (np.concatenate(c) for c in zip(*rows.v6))
+        r6, s_hi, s_lo, d_hi, d_lo = (np.concatenate(c) for c in zip(*rows.v6, strict=False))
         k6 = np.stack([np.concatenate([s_hi, d_hi]), np.concatenate([s_lo, d_lo])], axis=1)
         u6, inv = np.unique(np.ascontiguousarray(k6).view(np.dtype((np.void, 16))).ravel(), return_inverse=True)
         inv = inv.ravel() + len(texts)
@@ -130,7 +130,7 @@ def _sack(n: int, rows: Rows, rel: Rel | None) -> pl.Series:
     """The ``sack`` column from the blocks the option walk collected."""
     if rel is None or not rows.sack:
         return _nulls(n, SACK)
-    r, left, right = (np.concatenate(c) for c in zip(*rows.sack))
+    r, left, right = (np.concatenate(c) for c in zip(*rows.sack, strict=False))
     order = np.argsort(r, kind="stable")  # by row; a row's blocks stay in option order
     col = sack_column(n, pl.Series(r[order]), pl.Series(left[order]), pl.Series(right[order]), rel)
     assert isinstance(col, pl.Series)

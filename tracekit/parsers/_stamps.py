@@ -14,7 +14,7 @@ Stamps are kept as integer nanoseconds: a float64 epoch holds only ~0.2 µs.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 _EPOCH = r"(?P<s>\d{9,11})(?:\.(?P<f>\d{1,9}))?"
 _ISO = (r"(?P<d>\d{4}-\d{2}-\d{2})[ T](?P<t>\d{2}:\d{2}:\d{2})(?:[.,](?P<fi>\d{1,9}))?"
@@ -37,7 +37,7 @@ def stamp_ns(m: re.Match[str]) -> int | None:
             zone = zone if ":" in zone else f"{zone[:3]}:{zone[3:]}"
             when = datetime.fromisoformat(f"{m.group('d')}T{m.group('t')}{zone}")
         else:
-            when = when.replace(tzinfo=timezone.utc)
+            when = when.replace(tzinfo=UTC)
     except ValueError:
         return None
     frac = (m.group("fi") or "").ljust(9, "0")

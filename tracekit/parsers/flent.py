@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import polars as pl
@@ -101,7 +101,7 @@ def _epoch(t0: Any) -> float | None:
     try:
         when = datetime.fromisoformat(t0.replace("Z", "+00:00"))
         # flent writes UTC; a zone-less stamp must not be read in the local time zone
-        return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
+        return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
     except (ValueError, OverflowError, OSError):
         return None
 

@@ -32,10 +32,10 @@ from tracekit.parsers._text import (
     head_text,
     lines_of,
     nonfinite,
+    numbers,
     read_table,
     sniff_delimiter,
     split_header,
-    numbers,
     to_number,
     unique_names,
     uses_decimal_comma,
@@ -291,7 +291,7 @@ def _packet_trace(headers: list[str], table: pl.DataFrame, h: int, path: str, lo
             "units": {"time": "us" if tscale == 1e-6 else time_key, "size": "bytes (PHY_LAYER_PAYLOAD)",
                       "payload": "bytes (TRX_LAYER_PAYLOAD)"},
             "time_column": time_key,
-            "ignored_columns": [hd for hd, n in zip(headers, norm) if not re.match(r"^[A-Z_/]+(\(\w+\))?$", n)],
+            "ignored_columns": [hd for hd, n in zip(headers, norm, strict=False) if not re.match(r"^[A-Z_/]+(\(\w+\))?$", n)],
             "derived": {"seq": "bytes numbered per direction in (PACKET_ID, SEGMENT_ID) order; NetSim traces "
                                "carry no TCP sequence numbers"},
             "counts": {"rows": table.height, "status": {d["_status"]: d["len"] for d in statuses}}}
@@ -348,7 +348,7 @@ def _app_metrics(headers: list[str], table: pl.DataFrame, h: int, path: str, log
             log.add("W-NONFINITE", f"{nf} NaN/infinite value(s) left out", count=nf)
         samples = samples.filter(pl.col("value").is_not_null() & pl.col("value").is_finite())
     version = "v14" if any(k in norm for k in ("sourceid", "packetstransmitted", "payloadtransmitted")) else "v12/v13"
-    rows = table.rename(dict(zip(table.columns, unique_names(headers))), strict=False)
+    rows = table.rename(dict(zip(table.columns, unique_names(headers), strict=False)), strict=False)
     meta = {**base, "kind": "application_metrics", "netsim_version": version, "columns": columns,
             "applications": rows.to_dicts(),
             "units": {"throughput": "Mbps", "delay": "microseconds", "jitter": "microseconds"},

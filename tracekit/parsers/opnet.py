@@ -35,10 +35,10 @@ from tracekit.parsers._text import (
     head_text,
     lines_of,
     nonfinite,
+    numbers,
     read_table,
     sniff_delimiter,
     split_header,
-    numbers,
     uses_decimal_comma,
 )
 from tracekit.trace import Trace, WarningLog, make_trace
@@ -287,7 +287,7 @@ def read(
     conv = pl.DataFrame(
         [tt["time"].alias("time")]
         + [(numbers(table[c], decimal_comma=decimal_comma) * inf["scale"]).alias(str(i))
-           for i, (c, inf) in enumerate(zip(cols[1:], info))])
+           for i, (c, inf) in enumerate(zip(cols[1:], info, strict=False))])
     junk = sum(int((conv[str(i)].is_null() & table[c].is_not_null() & (table[c].str.strip_chars() != "")).sum())
                for i, c in enumerate(cols[1:]))
     if junk:

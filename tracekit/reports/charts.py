@@ -25,7 +25,6 @@ import altair as alt
 import polars as pl
 
 from tracekit.reports._chartkit import (
-    Bag,
     CWND_COLORS,
     HEADROOM,
     HEIGHT,
@@ -34,6 +33,7 @@ from tracekit.reports._chartkit import (
     SEQ_COLORS,
     TPUT_COLORS,
     WIDTH,
+    Bag,
     NoData,
     axes,
     from_zero,
@@ -352,7 +352,7 @@ def throughput(
                                                 alt.Tooltip("y:Q", title="bit/s", format="~s")]))
     # one line of text each, stacked down from the top edge
     above = [{"s": label, "y": top * (1 - 0.08 * i), "text": f"{label}: {si(v, 'bit/s')} (above the scale)"}
-             for i, (label, v) in enumerate((lv for lv in refs if lv[1] > top))]
+             for i, (label, v) in enumerate(lv for lv in refs if lv[1] > top)]
     if above:
         layers.append(alt.Chart(bag(above), name=f"{name}_offscale")
                       .mark_text(align="right", baseline="top", dx=-4, fontSize=11)

@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 
 import click
 
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 

@@ -255,7 +255,7 @@ def _started(m: dict[str, Any]) -> str | None:
     t0 = m.get("t0_ns")
     if not isinstance(t0, int) or t0 < 315_532_800 * 10**9:  # before 1980: a simulation clock, not a date
         return None
-    when = dt.datetime.fromtimestamp(t0 / 1e9, tz=dt.timezone.utc)
+    when = dt.datetime.fromtimestamp(t0 / 1e9, tz=dt.UTC)
     return when.strftime("%Y-%m-%d %H:%M:%S.") + f"{when.microsecond // 1000:03d} UTC"
 
 

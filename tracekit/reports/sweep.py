@@ -237,9 +237,7 @@ def params_from_run_json(path: str | Path) -> dict[str, Any]:
     for k, v in doc.items():
         if isinstance(v, bool) or v is None:
             continue
-        if isinstance(v, (int, float)) and math.isfinite(v):
-            out[str(k)] = v
-        elif isinstance(v, str) and len(v) <= 64:
+        if isinstance(v, (int, float)) and math.isfinite(v) or isinstance(v, str) and len(v) <= 64:
             out[str(k)] = v
     return out
 
