@@ -42,10 +42,11 @@ METRICS: list[tuple[str, str]] = [
 ]
 #: Which way is better for each metric: +1 higher is better, -1 lower is better; a metric not
 #: listed (bytes, packets, duration, model predictions, the window) is neither, and its Δ cell stays
-#: uncoloured. A rise in timeouts is worse even though the number went up.
+#: uncoloured. A rise in timeouts is worse even though the number went up. Fast retransmits are
+#: neither: fewer of them may mean that losses were repaired by timeouts instead.
 BETTER: dict[str, int] = {
     "goodput_bps": 1, "throughput_bps": 1, "transfer_s": -1, "retrans_packets": -1, "retrans_bytes": -1,
-    "retrans_fast": -1, "retrans_rto": -1, "rtt_p50_s": -1, "rtt_mean_s": -1, "handshake_rtt_s": -1,
+    "retrans_rto": -1, "rtt_p50_s": -1, "rtt_mean_s": -1, "handshake_rtt_s": -1,
     "stall_s": -1,
 }
 #: Run-level metrics (not about one connection).

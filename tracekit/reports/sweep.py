@@ -386,8 +386,9 @@ def render(result: SweepResult) -> str:
     parts = [f"<h1>tracekit sweep — {H.esc(charts.safe_label(result.x))}</h1>"]
     specs: dict[str, dict[str, Any]] = {}
     parts.extend(H.figures_html(list(figures(result)), specs))
-    titles = dict(H.FLOW_COLUMNS + H.MORE_FLOW_COLUMNS) | {"flows": "data directions",
-                                                           "cwnd_reductions": "cwnd reductions in CA"}
+    titles = dict(H.FLOW_COLUMNS + H.MORE_FLOW_COLUMNS) | {
+        "flows": "data directions", "cwnd_reductions": "cwnd reductions in CA", "delivered_bytes": "delivered bytes",
+        "loss_events": "loss events"}
     head = ("<th class=\"t\">run</th>" + "".join(f'<th data-param="{H.esc(n)}">{H.esc(charts.safe_label(n))}</th>'
                                                for n in shown)
             + "".join(f"<th>{H.esc(titles.get(m, m))}</th>" for m in result.metrics))
