@@ -378,7 +378,9 @@ def render_report(analyses: Sequence[Analysis], *, max_flows: int = 6,
         body, figs = analysis_section(analysis, prefix, specs, max_flows=max_flows, link_rate=link_rate)
         sections.append(f'<section id="trace-{i}">{body}</section>')
         drawn += [(prefix + f.key, f) for f in figs if f.present]
-    names = [run_name(a) for a in analyses]
+    from tracekit.reports._chartkit import safe_label
+
+    names = [safe_label(run_name(a)) for a in analyses]
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     title = f"tracekit report — {shown}" if shown else "tracekit report"
     header = f"<h1>{esc(title)}</h1>"
