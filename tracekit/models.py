@@ -26,6 +26,8 @@ import numpy.typing as npt
 
 ArrayLike = npt.ArrayLike
 FloatOut = Any  # np.float64 for scalar input, np.ndarray for array input
+#: the constant of Mathis et al. (1997) for Reno with an ACK per segment: sqrt(3/2)
+MATHIS_C = np.sqrt(1.5)
 
 __all__ = ["bdp_bytes", "mathis", "padhye", "per_from_ber", "window_limited"]
 
@@ -55,7 +57,7 @@ def window_limited(window_bytes: ArrayLike, rtt_s: ArrayLike) -> FloatOut:
         return _out(np.asarray(w * 8.0 / r))
 
 
-def mathis(p: ArrayLike, mss_bytes: ArrayLike, rtt_s: ArrayLike, c: ArrayLike = np.sqrt(1.5)) -> FloatOut:
+def mathis(p: ArrayLike, mss_bytes: ArrayLike, rtt_s: ArrayLike, c: ArrayLike = MATHIS_C) -> FloatOut:
     """Mathis et al. (1997) steady-state Reno throughput: ``c · MSS / (RTT · √p)``.
 
     Congestion avoidance only (no timeouts, no window limit); ``c = √(3/2)`` for an

@@ -189,7 +189,9 @@ def read(
         vals = _numbers(values)
         bad_vals += vals.null_count() - values.count(None)
         sm = series_meta.get(series) if isinstance(series_meta.get(series), dict) else {}
-        metric, scale, unit, node = _classify(str(series), sm.get("UNITS") if isinstance(sm.get("UNITS"), str) else None)
+        metric, scale, unit, node = _classify(
+            str(series), sm.get("UNITS") if isinstance(sm.get("UNITS"), str) else None
+        )
         frames.append(pl.DataFrame({"time": xs, "value": vals * scale}).with_columns(
             metric=pl.lit(metric), unit=pl.lit(unit), source=pl.lit(str(series)), node=pl.lit(node, pl.String)))
     if bad_len:

@@ -265,8 +265,11 @@ def read(
         _t=pl.max_horizontal("timeLastTxPacket", "timeLastRxPacket").fill_null(0.0),
     ).with_columns(_t=pl.when(pl.col("_t").is_finite()).then("_t").otherwise(0.0))
     present = [a for a in SAMPLE_METRICS if flows[a].null_count() < flows.height]
-    long = flows.select("flowId", "_t", *(pl.col(a).cast(pl.Float64) for a in present)).unpivot(index=["flowId", "_t"], variable_name="attr").filter(
-        pl.col("value").is_not_null() & pl.col("value").is_finite())
+    long = (
+        flows.select("flowId", "_t", *(pl.col(a).cast(pl.Float64) for a in present))
+        .unpivot(index=["flowId", "_t"], variable_name="attr")
+        .filter(pl.col("value").is_not_null() & pl.col("value").is_finite())
+    )
     samples = long.select(
         time="_t", flow="flowId",
         metric=pl.col("attr").replace_strict({k: v[0] for k, v in SAMPLE_METRICS.items()}),
@@ -279,7 +282,11 @@ def read(
         dr = pl.DataFrame(col.drops, schema={"flowId": pl.String, "kind": pl.String, "reasonCode": pl.String,
                                              "value": pl.String}, orient="row").with_columns(
             pl.col("flowId").cast(pl.UInt32, strict=False), value=pl.col("value").cast(pl.Float64, strict=False))
-        dr = dr.join(ip_of, on="flowId", how="left") if ip_of is not None else dr.with_columns(ip=pl.lit(None, pl.String))
+        dr = (
+            dr.join(ip_of, on="flowId", how="left")
+            if ip_of is not None
+            else dr.with_columns(ip=pl.lit(None, pl.String))
+        )
         dr = dr.join(flows.select("flowId", "_t"), on="flowId", how="inner").filter(pl.col("value").is_not_null())
         reason = _reason(pl.col("reasonCode"), pl.col("ip"))
         samples = pl.concat([samples, dr.select(

@@ -286,15 +286,24 @@ def _packet_trace(headers: list[str], table: pl.DataFrame, h: int, path: str, lo
     df = _derive_seq(df)
     if df.height == 0:
         log.add("W-EMPTY", "the packet trace holds no rows")
-    meta = {**base,
-            "kind": "packet_trace",
-            "units": {"time": "us" if tscale == 1e-6 else time_key, "size": "bytes (PHY_LAYER_PAYLOAD)",
-                      "payload": "bytes (TRX_LAYER_PAYLOAD)"},
-            "time_column": time_key,
-            "ignored_columns": [hd for hd, n in zip(headers, norm, strict=False) if not re.match(r"^[A-Z_/]+(\(\w+\))?$", n)],
-            "derived": {"seq": "bytes numbered per direction in (PACKET_ID, SEGMENT_ID) order; NetSim traces "
-                               "carry no TCP sequence numbers"},
-            "counts": {"rows": table.height, "status": {d["_status"]: d["len"] for d in statuses}}}
+    meta = {
+        **base,
+        "kind": "packet_trace",
+        "units": {
+            "time": "us" if tscale == 1e-6 else time_key,
+            "size": "bytes (PHY_LAYER_PAYLOAD)",
+            "payload": "bytes (TRX_LAYER_PAYLOAD)",
+        },
+        "time_column": time_key,
+        "ignored_columns": [
+            hd for hd, n in zip(headers, norm, strict=False) if not re.match(r"^[A-Z_/]+(\(\w+\))?$", n)
+        ],
+        "derived": {
+            "seq": "bytes numbered per direction in (PACKET_ID, SEGMENT_ID) order; NetSim traces "
+            "carry no TCP sequence numbers"
+        },
+        "counts": {"rows": table.height, "status": {d["_status"]: d["len"] for d in statuses}},
+    }
     return make_trace(df.drop("_status"), None, meta, log)
 
 

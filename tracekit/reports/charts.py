@@ -65,7 +65,8 @@ from tracekit.schema import ACK
 __all__ = [
     "CWND_COLORS", "HEIGHT", "MAX_LABEL", "MODEL_COLUMNS", "SEQ_COLORS", "TPUT_COLORS", "WIDTH", "NoData",
     "cwnd", "ellipse", "ellipse_points", "flows_bar", "jain", "notes_of", "overlay", "queue", "records", "rtt",
-    "safe_label", "safe_label_expr", "sample_ellipse_points", "samples", "spec", "stall_layer", "sweep_chart", "throughput", "time_sequence",
+    "safe_label", "safe_label_expr", "sample_ellipse_points", "samples", "spec", "stall_layer", "sweep_chart",
+    "throughput", "time_sequence",
 ]
 
 # ---- time-sequence graph ---------------------------------------------------------------------------

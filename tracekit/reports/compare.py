@@ -107,10 +107,8 @@ def _signed(d: float, key: str) -> str:
     """A difference with its sign, in the metric's unit (bit/s scaled; counts with separators)."""
     from tracekit.reports.text import _fmt
 
-    if key.endswith("_bps") or abs(d) < 1000:
-        text = _fmt(abs(d), key) if d else "0"
-    else:
-        text = f"{abs(d):,.0f}"
+    large_count = not key.endswith("_bps") and abs(d) >= 1000
+    text = f"{abs(d):,.0f}" if large_count else (_fmt(abs(d), key) if d else "0")
     return ("+" if d > 0 else "−" if d < 0 else "±") + text
 
 
@@ -380,7 +378,7 @@ def render(result: CompareResult) -> str:
     specs: dict[str, dict[str, Any]] = {}
     parts.append("<h2>Overlays</h2><p class=\"note\">Time counts from each run's main connection start.</p>")
     parts.extend(H.figures_html(list(figures(result)), specs))
-    for i, r in enumerate(runs):
+    for r in runs:
         if r.analysis.trace.warnings:
             items = "".join(f"<li class=\"warn\"><code>{H.esc(w.get('code'))}</code> {H.esc(w.get('message'))}</li>"
                             for w in r.analysis.trace.warnings)

@@ -171,8 +171,10 @@ def params_from_pattern(path: str, regex: re.Pattern[str], pattern: str) -> dict
     tail = "/".join(parts[-depth:])
     m = regex.fullmatch(tail)
     if m is None:
-        raise UsageError(f"{path!r} does not match --param {pattern!r} (compared with {tail!r})",
-                         hint="the pattern describes the end of each path, e.g. 'win{window}' for run dirs win8/ win16/")
+        raise UsageError(
+            f"{path!r} does not match --param {pattern!r} (compared with {tail!r})",
+            hint="the pattern describes the end of each path, e.g. 'win{window}' for run dirs win8/ win16/",
+        )
     return {k: _value(v) for k, v in m.groupdict().items()}
 
 

@@ -58,7 +58,8 @@ def summary(analysis: Analysis, *, link_bps: float | None = None) -> dict[str, A
 
 
 def _views(analysis: Analysis) -> list[dict[str, Any]]:
-    """Every capture's rows when connections were seen from several captures (else ``[]``: ``flows`` is the only view)."""
+    """Every capture's rows when connections were seen from several captures (else ``[]``: ``flows`` is the only
+    view)."""
     views = getattr(analysis, "views", None)
     if views is None or views.is_empty() or views.height == analysis.flows.height:
         return []
