@@ -53,7 +53,7 @@ class Loaded:
 def describe(source: Source) -> str:
     """A printable name for a source (its path, or ``<bytes>``/``<stream>``)."""
     if isinstance(source, (str, os.PathLike)):
-        return os.fspath(source)  # type: ignore[return-value]
+        return os.fspath(source)
     if isinstance(source, NamedBytes):
         return source.name
     if isinstance(source, (bytes, bytearray, memoryview)):
@@ -69,6 +69,7 @@ def read_raw(source: Source, limits: Limits = DEFAULT) -> tuple[bytes, str]:
         LimitError: if the input is larger than allowed.
     """
     name = describe(source)
+    data: bytes
     if isinstance(source, NamedBytes):
         data = source
     elif isinstance(source, (bytes, bytearray, memoryview)):

@@ -138,7 +138,7 @@ def at(st: pl.DataFrame, idx: pl.Series | np.ndarray, col: str) -> pl.Series:
     ix = np.asarray(ix, dtype=np.int64)
     ok = ix >= 0
     vals = st[col].gather(pl.Series(np.where(ok, ix, 0), dtype=pl.UInt32)) if st.height else st[col].clear(len(ix))
-    return vals.set(pl.Series(~ok), None) if (~ok).any() else vals  # type: ignore[arg-type]
+    return vals.set(pl.Series(~ok), None) if (~ok).any() else vals
 
 
 def sack_blocks(sack: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -277,7 +277,7 @@ def _narrow(src: pl.DataFrame, ln: pl.Series) -> tuple[type, int]:
     of two values (``seq + len``, ``hi_dend - ack``) cannot overflow either.
     """
     lim = 1 << 30
-    lo = min(src["seq"].min() or 0, src["ack"].min() or 0, src["win"].min() or 0)  # type: ignore[type-var]
+    lo = min(src["seq"].min() or 0, src["ack"].min() or 0, src["win"].min() or 0)
     hi = max((src["seq"].max() or 0) + (ln.max() or 0) + 1, src["ack"].max() or 0,  # type: ignore[operator]
              src["win"].max() or 0)
     if -lim < lo and hi < lim:  # type: ignore[operator]

@@ -59,7 +59,7 @@ class _Holes:
         if not self.holes:
             return
         hg = self.hl["g"].to_numpy().astype(np.int64)
-        ng = int(st["g"].max()) + 1  # type: ignore[arg-type,operator]
+        ng = int(st["g"].max()) + 1  # type: ignore[arg-type]
         # per direction the lowest and highest hole edge: only ACKs in between can be in one
         self.lo_t = np.full(ng, np.iinfo(np.int64).max)
         self.hi_t = np.full(ng, MISSING)

@@ -245,7 +245,7 @@ def _number_exprs(has_hdr: bool) -> dict[str, pl.Expr]:
     if has_hdr:
         hf = pl.col("_hdr_flags")
         f_flags = pl.when(hf.is_not_null()).then(hf & 0xFF).otherwise(f_guess)
-        f_ack = pl.when(hf.is_not_null() & ((hf & ACK) != 0) & (pl.col("_hdr_ack") >= 0)).then(
+        f_ack: pl.Expr = pl.when(hf.is_not_null() & ((hf & ACK) != 0) & (pl.col("_hdr_ack") >= 0)).then(
             pl.col("_hdr_ack") - pl.col("_obase"))
     else:
         f_flags = f_guess

@@ -322,13 +322,13 @@ def _ids(df: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return codes[: df.height], codes[df.height:]
 
 
-def masked(values: np.ndarray, valid: np.ndarray, dtype: pl.DataType) -> pl.Series:
+def masked(values: np.ndarray, valid: np.ndarray, dtype: pl.DataType | type[pl.DataType]) -> pl.Series:
     """A column with nulls where ``valid`` is False (no copy when all are valid and the dtype fits)."""
     if valid.all():
         s = pl.Series(values)
         return s if s.dtype == dtype else s.cast(dtype)
     # (Series.set rather than a numpy masked array: numpy.ma costs ~9 ms to import)
-    s = pl.Series(values).set(pl.Series(~valid), None)  # type: ignore[arg-type]
+    s = pl.Series(values).set(pl.Series(~valid), None)
     return s if s.dtype == dtype else s.cast(dtype)
 
 

@@ -340,8 +340,8 @@ def sweep(
 
     shown = [m for m in METRICS if m != "flows" and any(r.metrics.get(m) is not None for r in runs)]
     tools = [k for k in tool_keys if k not in y]
-    metrics = shown + list(y) + tools + ["flows"]
-    return SweepResult(sorted(runs, key=order), x_name, by_name, names, metrics, list(y) + tools)
+    columns = shown + list(y) + tools + ["flows"]
+    return SweepResult(sorted(runs, key=order), x_name, by_name, names, columns, list(y) + tools)
 
 
 def _tool_means(analysis: Any) -> dict[str, Any]:
@@ -410,7 +410,8 @@ def write(result: SweepResult, path: Path | None = None, *, csv_path: Path | Non
     Raises:
         OutputError: when an output cannot be written.
     """
-    from tracekit.reports.html import write_atomic, write_text
+    from tracekit.reports.html import write_text
+    from tracekit.reports.text import write_atomic
 
     if path is not None:
         write_text(Path(path), render(result))
