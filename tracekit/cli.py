@@ -143,7 +143,7 @@ def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, repor
         from tracekit.parsers.opnet import parse_map_option
 
         options["mapping"] = parse_map_option(list(maps))
-    docs = []
+    docs: list[Any] = []
     analyses = []
     console = None
     if not as_json:  # rich only for the table (44 ms of imports a JSON run does not need)

@@ -10,6 +10,8 @@ so one level is alive at a time). No Python loop runs per row.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 #: Stand-in for "no value" in int64 arrays (as :data:`tracekit.analysis._groups.MISSING`).
@@ -17,7 +19,8 @@ MISSING = -(1 << 62)
 _LIMIT = 1 << 62
 
 
-def count_below(keys: np.ndarray, queries: np.ndarray, side: str = "left", presorted: bool = False) -> np.ndarray:
+def count_below(keys: np.ndarray, queries: np.ndarray, side: Literal["left", "right"] = "left",
+                presorted: bool = False) -> np.ndarray:
     """``np.searchsorted(keys, queries, side)``, searching per key when keys are fewer and queries sorted.
 
     A binary search per query costs ~20 ns; with far fewer keys than (sorted) queries each key

@@ -191,7 +191,9 @@ def _models(out: pl.DataFrame, inputs: pl.DataFrame) -> pl.DataFrame:
         wl = np.where(
             (rtt > 0) & np.isfinite(wm), models.window_limited(np.nan_to_num(wm), np.where(rtt > 0, rtt, 1.0)), np.nan
         )
-    clean = lambda a: pl.Series(a, dtype=pl.Float64).fill_nan(None)  # noqa: E731
+    def clean(a: np.ndarray) -> pl.Series:
+        return pl.Series(a, dtype=pl.Float64).fill_nan(None)
+
     return out.with_columns(mathis_bps=clean(ma), padhye_bps=clean(pa), window_limited_bps=clean(wl))
 
 

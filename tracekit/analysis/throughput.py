@@ -103,10 +103,10 @@ def throughput(pk: pl.DataFrame, bin_s: float | None = None, *, origin: float = 
     if not present.any():
         raise LimitError(f"unbounded throughput bins of {b:g} s in one flow, over the limit of {MAX_BINS:,}",
                          hint="choose a larger bin, or check the trace's times")
-    span = int((kmax - kmin)[present].max())
-    if span > MAX_BINS:
+    nbins = int((kmax - kmin)[present].max())
+    if nbins > MAX_BINS:
         # a tiny bin over a long trace: refuse rather than allocate
-        raise LimitError(f"{span} throughput bins of {b:g} s in one flow, over the limit of {MAX_BINS:,}",
+        raise LimitError(f"{nbins} throughput bins of {b:g} s in one flow, over the limit of {MAX_BINS:,}",
                          hint="choose a larger bin, or check the trace's times")
     length = np.where(present, kmax - kmin + 1, 0)
     base = np.concatenate([[0], np.cumsum(length)[:-1]])

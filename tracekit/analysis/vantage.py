@@ -153,7 +153,9 @@ def detect(pk: pl.DataFrame, rtt_samples: pl.DataFrame | None = None) -> pl.Data
     h2 = pl.col("_ack3") - pl.col("_synack")
     # the side that answered at once is next to the vantage point: its delay is under a tenth of
     # the round trip, or under 0.5 ms (loopback and LAN round trips are that short)
-    quick = lambda h: (h < 0.1 * (h1 + h2)) | (h < 0.0005)  # noqa: E731
+    def quick(h: pl.Expr) -> pl.Expr:
+        return (h < 0.1 * (h1 + h2)) | (h < 0.0005)
+
     hs = syn.join(synack, on="flow").join(ack3, on="flow").with_columns(
         _f=pl.when(quick(h2) & ~(quick(h1) & (h1 < h2))).then(1.0).when(quick(h1)).then(0.0).otherwise(0.5)
     )

@@ -50,7 +50,10 @@ class Fields:
     def _get(self, pos: np.ndarray, width: int) -> np.ndarray:
         n = len(self.b) - width + 1
         p = np.clip(pos, 0, n - 1)
-        view = lambda e: np.ndarray(shape=(n,), dtype=f"{e}u{width}", buffer=self.b, strides=(1,))  # noqa: E731
+
+        def view(e: str) -> np.ndarray:
+            return np.ndarray(shape=(n,), dtype=f"{e}u{width}", buffer=self.b, strides=(1,))
+
         if not self.mixed:
             return view(self.e)[p].astype(np.int64)
         return np.where(self.big, view(">")[p], view("<")[p]).astype(np.int64)

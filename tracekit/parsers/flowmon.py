@@ -149,7 +149,7 @@ class _Collector:
 def _parse_xml(text: str, path: str, log: WarningLog) -> _Collector:
     """Stream-parse the document; a damaged tail keeps the flows read before it (W-TRUNCATED)."""
     body = re.sub(r"^\s*<\?xml[^>]*\?>", "", text, count=1)  # the declaration may name another encoding
-    parser = ET.XMLPullParser(events=("start", "end"))
+    parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start", "end"))
     col = _Collector()
     step = 1 << 20
     try:

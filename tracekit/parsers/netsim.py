@@ -242,7 +242,9 @@ def _packet_trace(headers: list[str], table: pl.DataFrame, h: int, path: str, lo
         + up.str.contains("FIN").cast(pl.Int64) * FIN + up.str.contains("RST").cast(pl.Int64) * RST)
     status = c("PACKET_STATUS").fill_null("Successful")
     src_ip, dst_ip = c("SOURCE_IP"), c("DESTINATION_IP")
-    empty_ip = lambda e: e.is_null() | (e == "") | (e == "0.0.0.0")  # noqa: E731 - L2 control packets
+    def empty_ip(e: pl.Expr) -> pl.Expr:  # L2 control packets
+        return e.is_null() | (e == "") | (e == "0.0.0.0")
+
     df = table.with_row_index("_i").select(
         frame=(pl.col("_i") + h + 2).cast(pl.UInt64),
         time=num(time_key) * tscale,

@@ -13,10 +13,10 @@ moments in different tools: ns-2 labs start FTP at 0.5 s, captures at 0).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 import polars as pl
 
@@ -120,7 +120,7 @@ def _delta_class(d: float | None, key: str) -> str:
     return ' class="better"' if d * way > 0 else ' class="worse"'
 
 
-def _num(v: Any) -> bool:
+def _num(v: Any) -> TypeGuard[int | float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
@@ -233,22 +233,22 @@ def compare(
         UsageError: with fewer than two inputs, or labels that do not fit the paths.
         TracekitError: when an input cannot be read.
     """
-    paths = [str(p) for p in paths]
-    if len(paths) < 2:
+    inputs = [str(p) for p in paths]
+    if len(inputs) < 2:
         raise UsageError("compare needs at least two runs", hint="tracekit compare A B [C ...] -o compare.html")
-    names = _default_labels(paths)
+    names = _default_labels(inputs)
     if isinstance(labels, dict):
-        unknown = [p for p in labels if p not in paths]
+        unknown = [p for p in labels if p not in inputs]
         if unknown:
             raise UsageError(f"--label names a path that is not compared: {unknown[0]!r}",
                              hint="give the same path as on the command line")
-        names = [labels.get(p, n) for p, n in zip(paths, names, strict=True)]
+        names = [labels.get(p, n) for p, n in zip(inputs, names, strict=True)]
     elif labels is not None:
-        if len(labels) != len(paths):
-            raise UsageError(f"{len(labels)} labels for {len(paths)} runs")
+        if len(labels) != len(inputs):
+            raise UsageError(f"{len(labels)} labels for {len(inputs)} runs")
         names = list(labels)
     runs = []
-    for path, name in zip(paths, names, strict=True):
+    for path, name in zip(inputs, names, strict=True):
         analysis = load(path, fmt=fmt, strict=strict, limits=limits)
         main, values = run_metrics(analysis)
         values.update(tool_values(analysis, y))
@@ -313,7 +313,8 @@ def _rtt(r: Run, f: int, d: int, t0: float) -> pl.DataFrame | None:
 
 def figures(result: CompareResult) -> list[Figure]:
     """The overlay charts of a comparison (or why each is missing)."""
-    specs = [
+    specs: list[tuple[str, str, Callable[[Run, int, int, float], pl.DataFrame | None], str, str,
+                      str | Literal[False] | None]] = [
         ("timeseq", "sequence number over time", _seq, "highest sequence sent (bytes)", "line", False),
         ("throughput", "goodput over time", _tput, "goodput (bit/s)", "line", "~s"),
         ("cwnd", "congestion window", _cwnd, "cwnd (bytes)", "line", None),

@@ -130,14 +130,15 @@ def vega_bundle() -> str:
 
     vl = _vl_version()
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tracekit"
-    cache = base / f"vega-bundle-{vlc.__version__}-{vl or 'latest'}.js"
+    # the .pyi of vl_convert lacks __version__ and marks snippet required (the module defaults it to None)
+    cache = base / f"vega-bundle-{vlc.__version__}-{vl or 'latest'}.js"  # type: ignore[attr-defined]
     try:
         text = cache.read_text(encoding="utf-8")
         if "window.vegaEmbed=" in text:
             return _script_safe_js(text)
     except (OSError, UnicodeDecodeError):
         pass
-    text = vlc.javascript_bundle(vl_version=vl) if vl else vlc.javascript_bundle()
+    text = vlc.javascript_bundle(vl_version=vl) if vl else vlc.javascript_bundle()  # type: ignore[call-arg]
     with contextlib.suppress(OSError):
         write_atomic(cache, text.encode("utf-8"))
     return _script_safe_js(text)

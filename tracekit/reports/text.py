@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import polars as pl
     from rich.console import Console
 
     from tracekit.analysis import Analysis
@@ -60,7 +61,7 @@ def summary(analysis: Analysis, *, link_bps: float | None = None) -> dict[str, A
 def _views(analysis: Analysis) -> list[dict[str, Any]]:
     """Every capture's rows when connections were seen from several captures (else ``[]``: ``flows`` is the only
     view)."""
-    views = getattr(analysis, "views", None)
+    views: pl.DataFrame | None = getattr(analysis, "views", None)
     if views is None or views.is_empty() or views.height == analysis.flows.height:
         return []
     return views.to_dicts()
