@@ -21,7 +21,7 @@ _MAX_TABLE = 1 << 22
 _BLOCK = 1 << 16
 
 
-def _present(s: pl.Series) -> np.ndarray:
+def _present(s: pl.Series) -> np.ndarray | np.bool_:
     """Where ``s`` has a value (all True without reading the column when it has no nulls)."""
     return s.is_not_null().to_numpy() if s.null_count() else np.True_
 

@@ -115,7 +115,7 @@ def offset_keys(vals: np.ndarray, code: np.ndarray, x: np.ndarray, xcode: np.nda
 
 
 def below(keys: np.ndarray, klo: np.ndarray, khi: np.ndarray, q: np.ndarray, qlo: np.ndarray, qhi: np.ndarray,
-           side: str = "left") -> np.ndarray | None:
+           side: Literal["left", "right"] = "left") -> np.ndarray | None:
     """Per query: ``searchsorted`` of its value among the keys of its own direction, as a global key index.
 
     Keys and queries are grouped by direction (``klo:khi``, ``qlo:qhi``) and sorted within it.

@@ -100,7 +100,7 @@ class Ints:
     """
 
     def __init__(self, st: pl.DataFrame | pl.Series, name: str | None = None) -> None:
-        s = st if isinstance(st, pl.Series) else st[name]
+        s = st if isinstance(st, pl.Series) else st[name]  # type: ignore[index]  # a frame comes with its column name
         self.nulls = bool(s.null_count())
         self.narrow = s.dtype == pl.Int32 or (s.dtype == pl.UInt32 and s.name == "r_i")
         self.stand_in = (-(1 << 31) if s.dtype == pl.Int32 else (1 << 32) - 1) if self.narrow else MISSING

@@ -237,7 +237,8 @@ def read(
     segment = None
     if len(mss) == 1:
         try:
-            segment = int(next(iter(mss)))
+            one = next(iter(mss))
+            segment = int(one) if isinstance(one, (int, float, str)) else None
         except (TypeError, ValueError):
             segment = None
     meta = {

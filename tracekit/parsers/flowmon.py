@@ -146,6 +146,14 @@ class _Collector:
             el.clear()
 
 
+def _drain(parser: ET.XMLPullParser[ET.Element], col: _Collector) -> None:
+    """Hand the parser's events to the collector (only "start" and "end", each with its element, were asked for)."""
+    for event in parser.read_events():
+        el = event[-1]
+        if isinstance(el, ET.Element):
+            col.start(el) if event[0] == "start" else col.end(el)
+
+
 def _parse_xml(text: str, path: str, log: WarningLog) -> _Collector:
     """Stream-parse the document; a damaged tail keeps the flows read before it (W-TRUNCATED)."""
     body = re.sub(r"^\s*<\?xml[^>]*\?>", "", text, count=1)  # the declaration may name another encoding
@@ -155,11 +163,9 @@ def _parse_xml(text: str, path: str, log: WarningLog) -> _Collector:
     try:
         for i in range(0, len(body), step):
             parser.feed(body[i:i + step])
-            for ev, el in parser.read_events():
-                col.start(el) if ev == "start" else col.end(el)
+            _drain(parser, col)
         parser.close()
-        for ev, el in parser.read_events():
-            col.start(el) if ev == "start" else col.end(el)
+        _drain(parser, col)
     except ET.ParseError as exc:
         line, column = exc.position
         if not col.flows:
@@ -318,10 +324,10 @@ def read(
             f["drops"] = {}
         by_id = {f["flowId"]: f for f in per_flow}
         for d in dr.with_columns(reason=reason).to_dicts():
-            f = by_id.get(d["flowId"])
-            if f is not None:
+            fd = by_id.get(d["flowId"])
+            if fd is not None:
                 key = "packets" if d["kind"] == "packetsDropped" else "bytes"
-                f["drops"].setdefault(d["reason"], {})[key] = d["value"]
+                fd["drops"].setdefault(d["reason"], {})[key] = d["value"]
     if not per_flow:
         log.add("W-EMPTY", "the FlowMonitor file holds no flows")
     raw_times = [f.get("timeFirstTxPacket", "") for f in col.flows[:50]]

@@ -213,6 +213,7 @@ def _packet_trace(headers: list[str], table: pl.DataFrame, h: int, path: str, lo
     if table.height > limits.max_packets:
         raise LimitError(f"{table.height:,} rows, over the limit of {limits.max_packets:,}", path=path,
                          hint="raise max_packets in [limits]")
+    assert time_key is not None  # else it is in ``missing``
     tscale = _TIME_UNIT[re.search(r"\((\w+)\)$", time_key).group(1)]  # type: ignore[union-attr]
 
     numeric = ("TRX_LAYER_PAYLOAD(BYTES)", "NW_LAYER_PAYLOAD(BYTES)", "PHY_LAYER_PAYLOAD(BYTES)", "PACKET_ID",

@@ -83,7 +83,7 @@ def _looks_like(lines: pl.Series) -> str | None:
     if lines[0].startswith("0.0 "):
         return "space"
     v = sp["2"]
-    if bool(v.str.contains(_INT).all()) and (v.cast(pl.Float64, strict=False).max() or 0) >= 500:
+    if bool(v.str.contains(_INT).all()) and (v.cast(pl.Float64, strict=False).max() or 0) >= 500:  # type: ignore[operator]
         return "space"
     return None
 

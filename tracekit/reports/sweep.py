@@ -361,7 +361,8 @@ def figures(result: SweepResult) -> list[Figure]:
     for key, title, fmt in charted:
         ys = [r.metrics.get(key) for r in result.runs]
         df = pl.DataFrame({
-            "x": [float(v) for v in xs] if numeric else [charts.safe_label(v) for v in xs],
+            "x": ([float(v) for v in xs if isinstance(v, (int, float))] if numeric
+                  else [charts.safe_label(v) for v in xs]),
             "y": [float(v) if isinstance(v, (int, float)) and math.isfinite(v) else None for v in ys],
             "group": [str(r.params.get(result.by, "")) if result.by else "" for r in result.runs],
             "path": [r.path for r in result.runs],

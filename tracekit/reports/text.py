@@ -55,7 +55,8 @@ def summary(analysis: Analysis, *, link_bps: float | None = None) -> dict[str, A
         from tracekit.kernel import summary as kernel_summary
 
         doc["kernel"] = kernel_summary(analysis)
-    return _clean(doc)
+    cleaned: dict[str, Any] = _clean(doc)
+    return cleaned
 
 
 def _views(analysis: Analysis) -> list[dict[str, Any]]:
