@@ -36,13 +36,15 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import polars as pl
 
 from tracekit.analysis._groups import MISSING, Segments
 from tracekit.schema import ACK, FIN, RST, SYN
+
+_T = TypeVar("_T")
 
 KEYS = ["flow", "dir"]
 #: Packet columns the state frame carries over unchanged.
@@ -169,7 +171,7 @@ def sack_blocks(sack: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
 _LAST: list[tuple[weakref.ref[pl.DataFrame], dict[str, Any]]] = []
 
 
-def _memo(st: pl.DataFrame, key: str, make: Callable[[], Any]) -> Any:
+def _memo(st: pl.DataFrame, key: str, make: Callable[[], _T]) -> _T:
     """``make()``, computed once per state frame and name while the frame lives.
 
     One frame at a time (the analysis in progress): a new frame replaces the kept values, and
@@ -183,7 +185,8 @@ def _memo(st: pl.DataFrame, key: str, make: Callable[[], Any]) -> Any:
     values = last[1]
     if key not in values:
         values[key] = make()
-    return values[key]
+    kept: _T = values[key]
+    return kept
 
 
 def sack_blocks_of(st: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -192,7 +195,7 @@ def sack_blocks_of(st: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray
     Retransmissions (twice) and flight read the blocks of the same frame; they are kept (see
     :func:`_memo`) instead of exploding the list column three times.
     """
-    return _memo(st, "sack_blocks", lambda: sack_blocks(st["sack"]))  # type: ignore[no-any-return]
+    return _memo(st, "sack_blocks", lambda: sack_blocks(st["sack"]))
 
 
 def sack_above(st: pl.DataFrame) -> np.ndarray:

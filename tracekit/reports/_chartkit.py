@@ -119,7 +119,7 @@ def spec(chart: Any) -> dict[str, Any]:
     kwds = getattr(chart, "_kwds", None)
     datasets = kwds.get("datasets", alt.Undefined) if isinstance(kwds, dict) else alt.Undefined
     if not isinstance(kwds, dict) or not isinstance(datasets, dict):
-        return chart.to_dict(validate=False)  # type: ignore[no-any-return]
+        return chart.to_dict(validate=False)
     kwds["datasets"] = alt.Undefined
     try:
         out: dict[str, Any] = chart.to_dict(validate=False)
