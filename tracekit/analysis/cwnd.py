@@ -21,6 +21,7 @@ import math
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from tracekit import schema
@@ -392,8 +393,8 @@ def confirmed(cwnd_df: pl.DataFrame, stats: pl.DataFrame, evidence: pl.DataFrame
 
 def _key(df: pl.DataFrame) -> np.ndarray:
     """``flow``/``dir`` as one int64 per row (nulls as -1), for cheap comparisons."""
-    f = df["flow"].cast(pl.Int64).fill_null(-1).to_numpy()
-    d = df["dir"].cast(pl.Int64).fill_null(-1).to_numpy()
+    f: npt.NDArray[np.int64] = df["flow"].cast(pl.Int64).fill_null(-1).to_numpy()
+    d: npt.NDArray[np.int64] = df["dir"].cast(pl.Int64).fill_null(-1).to_numpy()
     return f * 4 + (d & 1) + np.where(d < 0, 2, 0)
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from tracekit import schema
@@ -141,8 +142,9 @@ def _dense(key: np.ndarray) -> np.ndarray:
     lo = int(key.min())
     if int(key.max()) - lo < (1 << 22):  # counting, linear time
         seen = np.zeros(int(key.max()) - lo + 1, dtype=np.int64)
-        seen[key - lo] = 1
-        return (np.cumsum(seen) - 1)[key - lo]
+        at: npt.NDArray[np.int64] = key - lo
+        seen[at] = 1
+        return (np.cumsum(seen) - 1)[at]
     return np.unique(key, return_inverse=True)[1].reshape(-1)
 
 
@@ -167,7 +169,7 @@ def _new_payload(sg: Segments, seq: np.ndarray, payload: np.ndarray, lengths: np
     # in place where possible: each full-length temporary is ~9 MB of fresh pages per 1M rows
     nodata = payload <= 0
     nodata |= seq == MISSING
-    end = seq + payload
+    end: npt.NDArray[np.int64] = seq + payload
     np.putmask(end, nodata, MISSING)
     low = np.minimum.reduceat(np.where(nodata, np.iinfo(np.int64).max, seq), sg.starts)
     prev = sg.cummax(end, shift=True)  # MISSING (below every end) where nothing was sent before
