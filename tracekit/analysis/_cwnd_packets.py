@@ -10,6 +10,7 @@ by a join.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from tracekit.schema import ACK, SYN
@@ -66,7 +67,7 @@ class Packets:
         # an ACK needs an ACK number and the ACK flag (a trace without flags is taken to set it)
         self.ack = _present(pk["ack"]) & (((flags & ACK) != 0) | ~_present(pk["flags"]))
         self.mss_ok = _present(pk["mss"])
-        self.gk: np.ndarray | None = None
+        self.gk: npt.NDArray[np.int32] | None = None
         self.width = self.dmin = 0
         if self.n:
             self.dmin = int(self.dr.min())
