@@ -146,7 +146,9 @@ def run(path: Path, repeat: int, skip_tshark: bool) -> dict[str, dict[str, float
     if runs["tcptrace -l -r"]:
         # each analyze run against the tcptrace run right after it: the host's slow and fast
         # minutes (this VM's page faults cost 3-14 µs) then hit both sides of one ratio
-        paired = sorted(a["wall"] / t["wall"] for a, t in zip(runs["tracekit analyze --json"], runs["tcptrace -l -r"], strict=False))
+        paired = sorted(
+            a["wall"] / t["wall"] for a, t in zip(runs["tracekit analyze --json"], runs["tcptrace -l -r"], strict=False)
+        )
         res["tracekit analyze --json"].update(
             paired_median=paired[len(paired) // 2], paired_min=paired[0], paired_max=paired[-1],
             paired_within=sum(r <= 5 for r in paired))
@@ -167,8 +169,11 @@ def _alone(alone: list[dict[str, float]], tcptrace: list[dict[str, float]]) -> d
     firsts = sorted(a["first_wall"] for a in alone)
     best = min(alone, key=lambda a: a["wall"])
     t_best = min((t["wall"] for t in tcptrace), default=0.0)
-    over = [(a["first_wall"], t["wall"] / t_best) for a, t in zip(alone, tcptrace, strict=False) if a["first_wall"] > 1] \
-        if t_best else []
+    over = (
+        [(a["first_wall"], t["wall"] / t_best) for a, t in zip(alone, tcptrace, strict=False) if a["first_wall"] > 1]
+        if t_best
+        else []
+    )
     return {**best, "rss_mb": max(a["rss_mb"] for a in alone), "runs": len(alone),
             "median_wall": sorted(a["wall"] for a in alone)[len(alone) // 2],
             "first_median": firsts[len(firsts) // 2], "first_max": firsts[-1],
@@ -218,12 +223,14 @@ def report(path: Path, res: dict[str, dict[str, float]]) -> str:
         n = int(az["runs"])
         over = n - int(az["first_within"])
         slow = f" ({int(az['over_slow_host'])} of them beside a tcptrace run over 1.2x its best)" if over else ""
-        lines.append(f"* analysis alone (in-process, after a read; {n} fresh processes, two calls each): "
-                     f"{az['wall']:.2f} s best; the first call, which also first-touches its memory: median "
-                     f"{az['first_median']:.2f} s ({az['first_cpu_median']:.2f} s CPU), largest {az['first_max']:.2f} s, "
-                     f"{int(az['first_within'])} of {n} within 1 s{slow} (target <= 1 s; its row's RSS is a read "
-                     "and two calls in a library process, without the command's allocator settings: not the RSS "
-                     "target's measure)")
+        lines.append(
+            f"* analysis alone (in-process, after a read; {n} fresh processes, two calls each): "
+            f"{az['wall']:.2f} s best; the first call, which also first-touches its memory: median "
+            f"{az['first_median']:.2f} s ({az['first_cpu_median']:.2f} s CPU), largest {az['first_max']:.2f} s, "
+            f"{int(az['first_within'])} of {n} within 1 s{slow} (target <= 1 s; its row's RSS is a read "
+            "and two calls in a library process, without the command's allocator settings: not the RSS "
+            "target's measure)"
+        )
     tt = res.get("tcptrace -l -r")
     if tt:
         lines.append(f"* analyze / tcptrace: {an['wall'] / tt['wall']:.1f}x wall (best), "

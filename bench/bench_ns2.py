@@ -136,8 +136,11 @@ def main(argv: list[str] | None = None) -> int:
         ("plain Python loop (split + int/float)", min(py), statistics.median(py), min(py_cpu), n_py),
     ]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    env = (f"{date.today()} · {platform.python_implementation()} {platform.python_version()} · polars {pl.__version__}"
-           f" · {os.cpu_count()} CPUs shared with other jobs (1-min load average {load:.1f} at the end) · {platform.machine()}")
+    env = (
+        f"{date.today()} · {platform.python_implementation()} {platform.python_version()} · polars {pl.__version__}"
+        f" · {os.cpu_count()} CPUs shared with other jobs (1-min load average {load:.1f} at the end)"
+        f" · {platform.machine()}"
+    )
     table = [
         f"`{path.relative_to(ROOT)}`: {n_py:,} lines, {mb:.1f} MB; {args.repeat} runs each — {env}",
         "",
@@ -146,8 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for label, best, med, cpu, n in rows:
         table.append(f"| {label} | {best:.3f} | {med:.3f} | {cpu:.3f} | {n_py / best:,.0f} | {n:,} |")
-    table.append(f"| ratio (loop / tracekit) | {min(py) / min(tk):.1f}x | {statistics.median(py) / statistics.median(tk):.1f}x"
-                 f" | {min(py_cpu) / min(tk_cpu):.1f}x | | |")
+    table.append(
+        f"| ratio (loop / tracekit) | {min(py) / min(tk):.1f}x | {statistics.median(py) / statistics.median(tk):.1f}x"
+        f" | {min(py_cpu) / min(tk_cpu):.1f}x | | |"
+    )
     text = "\n".join(table)
     print(text)
     print(f"target < 1 s for tracekit: {'met' if min(tk) < 1.0 else 'NOT met'}")

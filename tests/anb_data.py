@@ -48,8 +48,11 @@ def ns3_sender() -> tuple[Trace, Analysis]:
     cw = tracekit.read(d / "dumbbell.cwnd")
     st = tracekit.read(d / "dumbbell-ssth.data")
     pk = cap.packets.with_columns(pl.col("time") + cap.meta["t0_ns"] / 1e9)
-    t = make_trace(pk, pl.concat([cw.samples, st.samples]),
-                   {"format": "test", "tool": "ns-3", "paths": [str(d / "dumbbell-0-0.pcap"), str(d / "dumbbell.cwnd")]})
+    t = make_trace(
+        pk,
+        pl.concat([cw.samples, st.samples]),
+        {"format": "test", "tool": "ns-3", "paths": [str(d / "dumbbell-0-0.pcap"), str(d / "dumbbell.cwnd")]},
+    )
     return t, analyze(t)
 
 

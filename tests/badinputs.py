@@ -237,8 +237,12 @@ def cases() -> list[Case]:
     add("ns2_missing_columns", ns2 + b"r 0.2 0 2 tcp\n", "W-BADLINE", "ns-2 wired trace with missing columns")
     add("ns2_non_numeric", ns2 + b"+ 0.9 0 1 tcp 540 ------- 1 0.0 1.0 abc 9\n", "W-BADLINE",
         "ns-2 non-numeric field")
-    add("ns2_nonfinite_time", ns2 + b"+ 1e309 0 1 tcp 540 ------- 1 0.0 1.0 2 9\n+ nan 0 1 tcp 540 ------- 1 0.0 1.0 2 9\n",
-        "W-BADLINE", "numbers like 1e309, NaN")
+    add(
+        "ns2_nonfinite_time",
+        ns2 + b"+ 1e309 0 1 tcp 540 ------- 1 0.0 1.0 2 9\n+ nan 0 1 tcp 540 ------- 1 0.0 1.0 2 9\n",
+        "W-BADLINE",
+        "numbers like 1e309, NaN",
+    )
     add("ns2_truncated_line", ns2 + b"r 0.8", "W-TRUNCATED", "simulator killed: last line cut")
     add("ns2_binary_junk", ns2 * 100 + bytes(range(256)) * 4 + b"\n" + ns2, "W-BADLINE", "binary junk in a text trace")
     add("ns2_overlong_line", ns2 + b"+ 0.9 0 1 tcp 540 ------- 1 0.0 1.0 2 9" + b" x" * 70000 + b"\n",

@@ -3,8 +3,8 @@
 ``python tests/frames_snapshot.py --write`` records them in ``tests/data/frames.json``;
 ``tests/test_frames_snapshot.py`` recomputes and compares. A digest is the SHA-256 of the frame's
 CSV text with floats rounded to 10 significant digits (polars' parallel sums move the last bit
-of a float from one call to the next), beside its shape, so a failure says which frame of which sample moved and by how many
-rows. Re-record only for a change made on purpose, and say why in docs/analysis.md.
+of a float from one call to the next), beside its shape, so a failure says which frame of which sample moved and
+by how many rows. Re-record only for a change made on purpose, and say why in docs/analysis.md.
 """
 
 from __future__ import annotations

@@ -137,7 +137,8 @@ def test_sack_flight_matches_ns3_bytes_in_flight() -> None:
     mss = 1448
     near = ((mine["flight_sack_bytes"] >= mine["lo"] - mss) & (mine["flight_sack_bytes"] <= mine["hi"] + mss)).mean()
     inside = ((mine["flight_sack_bytes"] >= mine["lo"]) & (mine["flight_sack_bytes"] <= mine["hi"])).mean()
-    print(f"ns-3 BytesInFlight vs flight_sack_bytes over {mine.height} sends: {inside:.1%} inside, {near:.1%} within 1 MSS")
+    print(f"ns-3 BytesInFlight vs flight_sack_bytes over {mine.height} sends: {inside:.1%} inside, "
+          f"{near:.1%} within 1 MSS")
     # ns-3's pipe also drops segments it has marked lost (RFC 6675), tracekit's does not: only
     # during recovery can the two differ
     assert near >= 0.98
@@ -182,7 +183,11 @@ def test_every_code_path_of_the_state_gives_the_same_frames(name: str, monkeypat
     general ones must agree; the samples cover holes (dumbbell-2-2), SACK, duplicate ACKs,
     keep-alives and several flows.
     """
-    pk = _zero_window_conversation() if name == "zero_window" else vantage(tracekit.read(sample(*name.split("/"))).packets)
+    pk = (
+        _zero_window_conversation()
+        if name == "zero_window"
+        else vantage(tracekit.read(sample(*name.split("/"))).packets)
+    )
     assert _state.prepare(pk)["nxt"].dtype == pl.Int32  # small traces take the 32-bit path
     ref = _state_frames(pk)
     monkeypatch.setattr(_state, "_narrow", lambda src, ln: (np.int64, _groups.MISSING))

@@ -119,7 +119,11 @@ def test_ns2_vantage_is_the_senders_first_link() -> None:
     v = vantage(trace.packets)
     seen = v.group_by("dir", "event", "link").len().sort("dir", "event").rows()
     # the error model drops at the head of 0->1 before the enqueue trace: those sends are kept as drops
-    assert seen == [(0, "enqueue", "0->1", seen[0][3]), (0, "drop", "0->1", seen[1][3]), (1, "recv", "1->0", seen[2][3])]
+    assert seen == [
+        (0, "enqueue", "0->1", seen[0][3]),
+        (0, "drop", "0->1", seen[1][3]),
+        (1, "recv", "1->0", seen[2][3]),
+    ]
     raw = trace.packets
     assert seen[0][3] == raw.filter((pl.col("event") == "enqueue") & (pl.col("link") == "0->1")).height
     assert seen[2][3] == raw.filter((pl.col("event") == "recv") & (pl.col("link") == "1->0")).height
@@ -190,9 +194,15 @@ def _random_frame(rng: np.random.Generator, n: int) -> pl.DataFrame:
         "ack": nullable([int(x) for x in np.cumsum(rng.integers(0, 3000, n))], 0.2),
         "flags": [int(x) for x in rng.integers(0, 256, n)],
         "win": nullable([int(x) for x in rng.choice([0, 1000, 65535, 2**30], n)], 0.1),
-        "sack": [None if rng.random() < 0.7 else
-                 [[int(a), int(a + b)] for a, b in zip(rng.integers(-100, 10000, 3), rng.integers(-500, 5000, 3), strict=False)]
-                 [: int(rng.integers(0, 4))] for _ in range(n)],
+        "sack": [
+            None
+            if rng.random() < 0.7
+            else [
+                [int(a), int(a + b)]
+                for a, b in zip(rng.integers(-100, 10000, 3), rng.integers(-500, 5000, 3), strict=False)
+            ][: int(rng.integers(0, 4))]
+            for _ in range(n)
+        ],
         "ts_val": nullable([int(x) for x in rng.integers(0, 2**32, n)], 0.3),
         "ts_ecr": nullable([int(x) for x in rng.integers(0, 2**32, n)], 0.3),
     }

@@ -77,7 +77,8 @@ def test_ns3_device_queue() -> None:
 
 
 def test_tail_drop_rule_on_hand_made_events() -> None:
-    """``+`` then ``d`` of the same packet leaves the queue; a ``d`` with no ``+`` does not; a ``-`` with no ``+`` neither."""
+    """``+`` then ``d`` of the same packet leaves the queue; a ``d`` with no ``+`` does not; a ``-`` with no
+    ``+`` neither."""
     ev = make_events(
         event=["enqueue", "enqueue", "drop", "drop", "dequeue", "dequeue", "dequeue"],
         pkt_id=[1, 2, 2, 3, 1, 9, 4],

@@ -96,7 +96,8 @@ def test_smoothed_rtt_matches_ns3_own_estimate() -> None:
     j = est.sort("time").join_asof(truth.sort("time").select("time", ns3="value"), on="time", tolerance=1e-6)
     j = j.drop_nulls("ns3")
     err = ((j["srtt"] - j["ns3"]).abs() / j["ns3"])
-    print(f"ns-3 srtt vs tracekit (ts) over {j.height} updates: median error {err.median():.2%}, p90 {err.quantile(0.9):.2%}")
+    print(f"ns-3 srtt vs tracekit (ts) over {j.height} updates: median error {err.median():.2%}, "
+          f"p90 {err.quantile(0.9):.2%}")
     assert j.height >= 90
     assert err.median() < 0.02
     assert err.quantile(0.9) < 0.05

@@ -54,7 +54,9 @@ def test_stall_cut_one_rto_stall_over_the_cut() -> None:
     """The bottleneck was cut for ~1.5 s (times in stall_cut.json): one stall, ended by a timeout."""
     cut = json.loads(sample("linux", "stall_cut.json").read_text())
     s = stalls(tracekit.read(sample("linux", "stall_cut.pcap")).packets)
-    print(f"cut {cut['cut_start_rel']:.3f}-{cut['cut_end_rel']:.3f} s; stalls: {s.select('start', 'end', 'cause').rows()}")
+    print(
+        f"cut {cut['cut_start_rel']:.3f}-{cut['cut_end_rel']:.3f} s; stalls: {s.select('start', 'end', 'cause').rows()}"
+    )
     over = s.filter((pl.col("start") < cut["cut_end_rel"]) & (pl.col("end") > cut["cut_start_rel"]))
     assert s.height == over.height == 1
     row = over.row(0, named=True)

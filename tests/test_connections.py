@@ -140,8 +140,12 @@ def test_reused_four_tuple_later_is_another_connection() -> None:
     an, _, _ = _run("dumbbell10")
     fl = an.views.drop("connection", "position", "used_for")
     late = fl.with_columns(
-        pl.when(pl.col("capture") == "db10-12-0.pcap").then(pl.col("start") + 100).otherwise(pl.col("start")).alias("start"),
-        pl.when(pl.col("capture") == "db10-12-0.pcap").then(pl.col("end") + 100).otherwise(pl.col("end")).alias("end"))
+        pl.when(pl.col("capture") == "db10-12-0.pcap")
+        .then(pl.col("start") + 100)
+        .otherwise(pl.col("start"))
+        .alias("start"),
+        pl.when(pl.col("capture") == "db10-12-0.pcap").then(pl.col("end") + 100).otherwise(pl.col("end")).alias("end"),
+    )
     meta = an.trace.meta
     out, views = one_per_connection(late.drop("capture"), an.packets, meta)
     assert out.height == an.flows.height + 1

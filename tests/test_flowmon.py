@@ -40,7 +40,9 @@ def test_flows_agree_with_the_programs_own_printout(fm: tracekit.Trace) -> None:
     """flows.txt is what dumbbell.cc printed from the same FlowMonitor object."""
     want = {}
     for line in (RUN / "flows.txt").read_text().splitlines():
-        m = re.match(r"flow (\d+) (\S+):(\d+) -> (\S+):(\d+) tx (\d+) rx (\d+) txBytes (\d+) rxBytes (\d+) dropped(.*)", line)
+        m = re.match(
+            r"flow (\d+) (\S+):(\d+) -> (\S+):(\d+) tx (\d+) rx (\d+) txBytes (\d+) rxBytes (\d+) dropped(.*)", line
+        )
         assert m, line
         want[int(m[1])] = (m[2], int(m[3]), m[4], int(m[5]), int(m[6]), int(m[7]), int(m[8]), int(m[9]),
                            {f"reason{k}": int(v) for k, v in re.findall(r"reason(\d+)=(\d+)", m[10])})
@@ -94,11 +96,13 @@ def _doc(first_tx: str = "+0ns", last_rx: str = "+2e+09ns", extra: str = "", cla
     cls = classifier if classifier is not None else (
         '<Ipv4FlowClassifier>\n<Flow flowId="1" sourceAddress="10.0.0.1" destinationAddress="10.0.0.2" '
         'protocol="17" sourcePort="9" destinationPort="10" />\n</Ipv4FlowClassifier>')
-    return (f'<?xml version="1.0" ?>\n<FlowMonitor>\n  <FlowStats>\n    <Flow flowId="1" timeFirstTxPacket="{first_tx}" '
-            f'timeFirstRxPacket="+1e+06ns" timeLastTxPacket="+2e+09ns" timeLastRxPacket="{last_rx}" '
-            f'delaySum="+1e+09ns" jitterSum="+0ns" lastDelay="+1e+06ns" {extra}txBytes="1000" rxBytes="1000" '
-            'txPackets="10" rxPackets="10" lostPackets="0" timesForwarded="0">\n    </Flow>\n  </FlowStats>\n'
-            f"  {cls}\n</FlowMonitor>\n").encode()
+    return (
+        f'<?xml version="1.0" ?>\n<FlowMonitor>\n  <FlowStats>\n    <Flow flowId="1" timeFirstTxPacket="{first_tx}" '
+        f'timeFirstRxPacket="+1e+06ns" timeLastTxPacket="+2e+09ns" timeLastRxPacket="{last_rx}" '
+        f'delaySum="+1e+09ns" jitterSum="+0ns" lastDelay="+1e+06ns" {extra}txBytes="1000" rxBytes="1000" '
+        'txPackets="10" rxPackets="10" lostPackets="0" timesForwarded="0">\n    </Flow>\n  </FlowStats>\n'
+        f"  {cls}\n</FlowMonitor>\n"
+    ).encode()
 
 
 @pytest.mark.parametrize("spelling", ["+2e+09ns", "+2000000000.0ns", "+2.00000e+09ns", "+2000ms", "+2s",

@@ -61,7 +61,10 @@ def _check_against_tshark(path: Path, trace: tracekit.Trace) -> pl.DataFrame:
     """Every frame's protocol, payload, time and (completing frames) wire bytes as Wireshark has them."""
     ws = _tshark(path)
     lens = dict(zip(ws["frame"].to_list(), ws["len"].to_list(), strict=False))
-    wire = [sum(lens[int(f)] for f in p.split(",")) if p else n for p, n in zip(ws["parts"].to_list(), ws["len"], strict=False)]
+    wire = [
+        sum(lens[int(f)] for f in p.split(",")) if p else n
+        for p, n in zip(ws["parts"].to_list(), ws["len"], strict=False)
+    ]
     mine = trace.packets.select("frame", "time", pl.col("proto").cast(pl.String), "payload", "size")
     j = ws.with_columns(wire=pl.Series(wire, dtype=pl.Int64)).join(mine, on="frame", how="left")
     assert j.height == mine.height

@@ -49,7 +49,11 @@ def _monitor(run: Path) -> list[list[float]]:
 
 def _drops(run: Path) -> int:
     f = run / "out.tr.gz"
-    text = gzip.open(f, "rt").read() if f.exists() else (run / "out.tr").read_text()
+    if f.exists():
+        with gzip.open(f, "rt") as fh:
+            text = fh.read()
+    else:
+        text = (run / "out.tr").read_text()
     return sum(1 for ln in text.splitlines() if ln.startswith("d "))
 
 
@@ -78,8 +82,9 @@ def check_ns2_average(out: str, _cwd: Path) -> None:
     flat = _flat(out)
     assert numfmt.pps(pps) in flat
     assert numfmt.rate(pps * 540 * 8, 4) in flat  # with the 40-byte headers
-    assert re.search(rf"avg_throughput, payload only \(40-B headers left out\) .*? {re.escape(numfmt.rate(pps * 500 * 8, 4))} ",
-                     flat)
+    assert re.search(
+        rf"avg_throughput, payload only \(40-B headers left out\) .*? {re.escape(numfmt.rate(pps * 500 * 8, 4))} ", flat
+    )
 
 
 def check_ns2_oscillation(out: str, _cwd: Path) -> None:
@@ -190,7 +195,8 @@ def check_flent_iw(out: str, _cwd: Path) -> None:
 
 
 def check_flent_rrul(out: str, _cwd: Path) -> None:
-    doc = json.loads(gzip.open(need_corpus("flent", "test-rrul.flent.gz"), "rt").read())
+    with gzip.open(need_corpus("flent", "test-rrul.flent.gz"), "rt") as fh:
+        doc = json.loads(fh.read())
     ping = [v for v in doc["results"]["Ping (ms) ICMP"] if v is not None]
     assert f"{numfmt.sig(sum(ping) / len(ping), 4)} ms" in _flat(out)
 

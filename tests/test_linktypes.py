@@ -212,8 +212,10 @@ def _edge_frames() -> list[bytes]:
 FAST_CASES = {
     "conversation": lambda: craft.pcap([craft.ether(p) for p in CONV[0]]),
     "edges": lambda: craft.pcap(_edge_frames()),
-    "headers_only": lambda: craft.pcap(_edge_frames(), caplens=[min(len(f), n) for f, n in
-                                                                 zip(_edge_frames(), [66, 54, 70, 60, 66, 65] * 99, strict=False)]),
+    "headers_only": lambda: craft.pcap(
+        _edge_frames(),
+        caplens=[min(len(f), n) for f, n in zip(_edge_frames(), [66, 54, 70, 60, 66, 65] * 99, strict=False)],
+    ),
     "big_endian_ns": lambda: craft.pcap(_edge_frames(), endian=">", nanos=True),
 }
 

@@ -44,7 +44,9 @@ def test_padhye_matches_its_own_approximation() -> None:
     """Eq. 31 against the paper's closed-form approximation (eq. 32), where the latter is accurate."""
     p = np.array([1e-4, 1e-3, 1e-2])
     rtt, t0, b, mss = 0.1, 1.0, 2, 1460
-    approx = mss * 8 / (rtt * np.sqrt(2 * b * p / 3) + t0 * np.minimum(1, 3 * np.sqrt(3 * b * p / 8)) * p * (1 + 32 * p**2))
+    approx = (
+        mss * 8 / (rtt * np.sqrt(2 * b * p / 3) + t0 * np.minimum(1, 3 * np.sqrt(3 * b * p / 8)) * p * (1 + 32 * p**2))
+    )
     full = padhye(p, mss, rtt, t0, b)
     assert np.all(np.abs(full / approx - 1) < 0.03)
     # timeouts cost throughput, more as losses grow

@@ -40,7 +40,9 @@ def test_packet_trace_columns_by_name(ftp: tracekit.Trace) -> None:
     assert pk["payload"].to_list() == [int(r["TRX_LAYER_PAYLOAD(Bytes)"]) for r in rows]
     assert pk["size"].to_list() == [int(r["PHY_LAYER_PAYLOAD(Bytes)"]) for r in rows]
     assert pk["pkt_seq"].to_list() == [int(r["SEGMENT_ID"]) for r in rows]
-    assert pk["event"].cast(pl.String).to_list() == ["recv" if r["PACKET_STATUS"] == "Successful" else "drop" for r in rows]
+    assert pk["event"].cast(pl.String).to_list() == [
+        "recv" if r["PACKET_STATUS"] == "Successful" else "drop" for r in rows
+    ]
     assert ftp.meta["ignored_columns"] == ["", "End-End Delay"]
     assert ftp.meta["units"]["time"] == "us" and ftp.meta["counts"]["status"] == {"Successful": 45, "Errored": 1}
 

@@ -55,8 +55,10 @@ def test_corpus_values_by_hand() -> None:
     tr = ns2.read(need_corpus("ns2-lab", "outWindow.head10000.tr"))
     # + 0.5 0 1 tcp 40 ------- 1 0.0 1.0 0 0   -> the SYN
     r = _row(tr, "enqueue", 0)
-    assert (r["time"], r["node"], r["link"], r["src"], r["sport"], r["dst"], r["dport"]) == (0.5, "0", "0->1", "0", 0, "1", 0)
-    assert (r["size"], r["payload"], r["seq"], r["ack"], r["flags"], r["pkt_seq"], r["ptype"]) == (40, 0, 0, None, SYN, 0, "tcp")
+    assert (r["time"], r["node"], r["link"], r["src"], r["sport"], r["dst"], r["dport"]) == \
+        (0.5, "0", "0->1", "0", 0, "1", 0)
+    assert (r["size"], r["payload"], r["seq"], r["ack"], r["flags"], r["pkt_seq"], r["ptype"]) == \
+        (40, 0, 0, None, SYN, 0, "tcp")
     assert (r["proto"], r["flow"], r["dir"]) == ("tcp", 0, 0)
     # r 0.60032 0 1 tcp 40 ... : received at the link's downstream node
     assert _row(tr, "recv", 0)["node"] == "1"
@@ -128,7 +130,8 @@ def test_dumbbell_every_link_and_sack_acks() -> None:
     flows = pk.group_by("flow").agg(pl.col("dir").n_unique(), pl.col("link").unique().sort()).sort("flow")
     assert flows["flow"].to_list() == [0, 1, 2, 3]
     assert flows["dir"].to_list() == [2, 2, 2, 2]
-    assert flows.filter(pl.col("flow") == 0)["link"].item().to_list() == ["0->4", "4->0", "4->5", "5->4", "5->6", "6->5"]
+    assert flows.filter(pl.col("flow") == 0)["link"].item().to_list() == \
+        ["0->4", "4->0", "4->5", "5->4", "5->6", "6->5"]
     # data senders are nodes 0..3 (ptype tcp), sinks 6..9
     senders = pk.filter(pl.col("dir") == 0).group_by("flow").agg(pl.col("src").cast(pl.String).unique())
     assert sorted(x[0] for x in senders["src"].to_list()) == ["0", "1", "2", "3"]
@@ -251,7 +254,8 @@ def test_fulltcp_byte_numbers(tmp_path: Path, show_tcphdr: bool) -> None:
 
 def test_timestamps_header_option(tmp_path: Path) -> None:
     """timestamps_ true adds 10 bytes to data packets only: the trace cannot tell, the option fixes it."""
-    script = _FULLTCP.replace("Agent/TCP/FullTcp]\nset sink [new Agent/TCP/FullTcp]", "Agent/TCP/Reno]\nset sink [new Agent/TCPSink]")
+    script = _FULLTCP.replace("Agent/TCP/FullTcp]\nset sink [new Agent/TCP/FullTcp]",
+                              "Agent/TCP/Reno]\nset sink [new Agent/TCPSink]")
     script = script.replace("$tcp set segsize_ 960", "$tcp set timestamps_ true\n$tcp set packetSize_ 1000")
     script = script.replace("$sink listen\n", "").format(hdr="")
     path = _run_ns(tmp_path, script)
@@ -377,7 +381,8 @@ def test_real_run_tcp_beside_cbr(tmp_path: Path) -> None:
     assert (w["code"], w["count"], w["line"]) == ("W-SKIPPED", text.count("\nv ") + text.startswith("v "), 1)
     pk = tr.packets
     assert pk.height == sum(1 for ln in text.splitlines() if ln[:2] in ("+ ", "- ", "r ", "d "))
-    kinds = pk.group_by("flow", "dir").agg(pl.col("proto").first().cast(pl.String), pl.col("ptype").unique()).sort("flow", "dir")
+    kinds = pk.group_by("flow", "dir").agg(pl.col("proto").first().cast(pl.String), pl.col("ptype").unique())
+    kinds = kinds.sort("flow", "dir")
     assert kinds.select("flow", "dir", "proto").rows() == [(0, 0, "tcp"), (0, 1, "tcp"), (1, 0, "udp")]
     cbr = pk.filter(pl.col("ptype") == "cbr")
     assert cbr["payload"].unique().to_list() == [500] and cbr["seq"].null_count() == cbr.height

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import re
 
@@ -41,7 +42,8 @@ def test_values_by_hand() -> None:
     row = lambda frame: pk.filter(pl.col("frame") == frame).row(0, named=True)  # noqa: E731
     # s 10.000000000 _0_ AGT  --- 3 tcp 40 [0 0 0 0] ------- [0:0 1:0 32 0] [0 0] 0 0
     r = row(15)
-    assert (r["time"], r["event"], r["node"], r["link"], r["src"], r["dst"], r["size"]) == (10.0, "send", "0", "AGT", "0", "1", 40)
+    assert (r["time"], r["event"], r["node"], r["link"], r["src"], r["dst"], r["size"]) == \
+        (10.0, "send", "0", "AGT", "0", "1", 40)
     assert (r["flags"], r["seq"], r["payload"], r["pkt_id"], r["dir"]) == (SYN, 0, 0, 3, 0)
     # s 13.635768742 _0_ AGT  --- 9 tcp 552 [0 0 0 0] ------- [0:0 1:0 32 0] [1 0] 0 0
     r = row(116)
@@ -107,7 +109,5 @@ def test_bad_lines_and_errors() -> None:
         data = base.copy()
         pos = rng.integers(0, len(data), size=int(rng.integers(1, 30)))
         data[pos] = rng.integers(0, 256, size=len(pos))
-        try:
+        with contextlib.suppress(TracekitError):
             ns2_wireless.read(data.tobytes(), name="mutant")
-        except TracekitError:
-            pass

@@ -74,7 +74,9 @@ def test_enqueues_are_the_dequeues_plus_what_is_left_in_the_queue(ascii_trace: t
     assert dict(zip(counts["event"].cast(pl.String), counts["len"], strict=False)) == {
         "enqueue": 1254, "dequeue": 1247, "recv": 1120, "drop": 19}
     bottleneck = pk.filter(pl.col("link") == "2/2")
-    left = bottleneck.filter(pl.col("event") == "enqueue").height - bottleneck.filter(pl.col("event") == "dequeue").height
+    left = (
+        bottleneck.filter(pl.col("event") == "enqueue").height - bottleneck.filter(pl.col("event") == "dequeue").height
+    )
     assert 0 <= left <= 10
     assert pk.filter(pl.col("event") == "drop")["link"].unique().to_list() == ["2/2"]
 
@@ -129,7 +131,7 @@ t 0.5 /NodeList/0/$ns3::Ipv6L3Protocol/Tx(1) ns3::Ipv6Header ((Version 6 Traffic
 r 0.505312 /NodeList/1/$ns3::Ipv6L3Protocol/Rx(1) ns3::Ipv6Header ((Version 6 Traffic class 0x0 DSCP Default Flow Label 0x1 Payload Length 36 Next Header 6 Hop Limit 64 )2001:1::200:ff:fe00:1 > 2001:1::200:ff:fe00:2) ns3::TcpHeader (49153 > 9000 [SYN] Seq=0 Ack=0 Win=65535 ns3::TcpOptionTS(500;0) ns3::TcpOptionWinScale(2) ns3::TcpOptionSackPermitted([sack_perm]) ns3::TcpOptionEnd(EOL))
 t 0.505312 /NodeList/1/$ns3::Ipv6L3Protocol/Tx(1) ns3::Ipv6Header ((Version 6 Traffic class 0x0 DSCP Default Flow Label 0x1 Payload Length 36 Next Header 6 Hop Limit 64 )2001:1::200:ff:fe00:2 > 2001:1::200:ff:fe00:1) ns3::TcpHeader (9000 > 49153 [SYN|ACK] Seq=0 Ack=1 Win=65535 ns3::TcpOptionTS(505;500) ns3::TcpOptionWinScale(2) ns3::TcpOptionSackPermitted([sack_perm]) ns3::TcpOptionEnd(EOL))
 t 0.510624 /NodeList/0/$ns3::Ipv6L3Protocol/Tx(1) ns3::Ipv6Header ((Version 6 Traffic class 0x0 DSCP Default Flow Label 0x1 Payload Length 32 Next Header 6 Hop Limit 64 )2001:1::200:ff:fe00:1 > 2001:1::200:ff:fe00:2) ns3::TcpHeader (49153 > 9000 [ACK] Seq=1 Ack=1 Win=32768 ns3::TcpOptionTS(510;505) ns3::TcpOptionEnd(EOL))
-"""
+"""  # noqa: E501 -- verbatim ns-3.37 trace lines
 
 CSMA_LINES = """\
 + 0.508 /NodeList/2/DeviceList/1/$ns3::CsmaNetDevice/TxQueue/Enqueue ns3::EthernetHeader ( length/type=0x806, source=00:00:00:00:00:03, destination=ff:ff:ff:ff:ff:ff) ns3::ArpHeader (request source mac: 00-06-00:00:00:00:00:03 source ipv4: 10.9.0.1 dest ipv4: 10.9.0.2) Payload (size=18) ns3::EthernetTrailer (fcs=0)
@@ -137,7 +139,7 @@ CSMA_LINES = """\
 r 1.00012 /NodeList/3/DeviceList/1/$ns3::CsmaNetDevice/MacRx ns3::EthernetHeader ( length/type=0x800, source=00:00:00:00:00:03, destination=00:00:00:00:00:04) ns3::Ipv4Header (tos 0x0 DSCP Default ECN Not-ECT ttl 64 id 0 protocol 17 offset (bytes) 0 flags [none] length: 128 10.9.0.1 > 10.9.0.2) ns3::UdpHeader (length: 108 49153 > 9) Payload (size=100) ns3::EthernetTrailer (fcs=0)
 t 1 /NodeList/2/$ns3::Ipv4L3Protocol/Tx(1) ns3::Ipv4Header (tos 0x0 DSCP Default ECN Not-ECT ttl 64 id 0 protocol 17 offset (bytes) 0 flags [none] length: 128 10.9.0.1 > 10.9.0.2) ns3::UdpHeader (length: 108 49153 > 9) Payload (size=100)
 t 0.517327 /NodeList/2/$ns3::Ipv4L3Protocol/Tx(1) ns3::Ipv4Header (tos 0x0 DSCP Default ECN Not-ECT ttl 64 id 3 protocol 6 offset (bytes) 0 flags [none] length: 552 10.9.0.1 > 10.9.0.2) ns3::TcpHeader (49153 > 9001 [ACK] Seq=501 Ack=1 Win=32768 ns3::TcpOptionTS(517;508) ns3::TcpOptionEnd(EOL)) Payload Fragment [500:512] Payload Fragment [0:488]
-"""
+"""  # noqa: E501 -- verbatim ns-3.37 trace lines
 
 
 def test_ipv6_ip_level_lines() -> None:
@@ -293,7 +295,10 @@ def test_fifth_stdout_with_rxdrop_lines() -> None:
     cw = t.samples.filter(pl.col("metric") == "cwnd")
     drops = t.samples.filter(pl.col("metric") == "drops")
     assert cw["value"].to_list() == [536, 1072, 1608, 2144]
-    assert list(zip(drops["time"], drops["value"], drops["unit"], strict=False)) == [(1.13696, 1, "count"), (1.3, 2, "count")]
+    assert list(zip(drops["time"], drops["value"], drops["unit"], strict=False)) == [
+        (1.13696, 1, "count"),
+        (1.3, 2, "count"),
+    ]
 
 
 def test_metric_option_and_unknown_names() -> None:

@@ -61,7 +61,9 @@ def test_every_non_blank_cell_is_one_sample_in_schema_units() -> None:
         cells = [(float(r[0]), float(r[i])) for r in rows if r[i] != ""]
         g = by_source[h].sort("time", maintain_order=True)
         metric = g["metric"][0]
-        assert list(zip(g["time"], g["value"], strict=False)) == [(tm, v * scale.get(metric, 1.0)) for tm, v in cells], h
+        assert list(zip(g["time"], g["value"], strict=False)) == [
+            (tm, v * scale.get(metric, 1.0)) for tm, v in cells
+        ], h
 
 
 def test_metric_names_units_and_nodes() -> None:
@@ -108,7 +110,8 @@ def test_parse_map_option() -> None:
             parse_map_option([bad])
 
 
-HEADER = "time (sec)\tNet.Server.TCP Connection.Congestion Window Size (bytes)\tNet.Server.TCP Connection.Segment Round Trip Time (sec)\n"
+HEADER = ("time (sec)\tNet.Server.TCP Connection.Congestion Window Size (bytes)"
+          "\tNet.Server.TCP Connection.Segment Round Trip Time (sec)\n")
 
 
 def _read(body: str, **kw: object) -> tracekit.Trace:

@@ -148,7 +148,9 @@ def test_simple_packet_blocks_have_no_time() -> None:
 
 
 def test_simple_packet_block_caplen_follows_the_snaplen() -> None:
-    t = tracekit.read(b"".join([craft.shb(), craft.idb(1, snaplen=60), craft.spb(FRAMES[3][:60], origlen=len(FRAMES[3]))]))
+    t = tracekit.read(
+        b"".join([craft.shb(), craft.idb(1, snaplen=60), craft.spb(FRAMES[3][:60], origlen=len(FRAMES[3]))])
+    )
     assert t.packets.select("caplen", "size", "payload").row(0) == (60, len(FRAMES[3]), 1000)
 
 
@@ -272,7 +274,9 @@ def test_not_pcapng_when_forced() -> None:
 
 
 def test_timestamps_beyond_int64_nanoseconds_are_clamped_with_a_warning() -> None:
-    t = tracekit.read(b"".join([craft.shb(), craft.idb(1), craft.epb(FRAMES[0]), craft.epb(FRAMES[1], ts=(1 << 64) - 1)]))
+    t = tracekit.read(
+        b"".join([craft.shb(), craft.idb(1), craft.epb(FRAMES[0]), craft.epb(FRAMES[1], ts=(1 << 64) - 1)])
+    )
     assert "W-TIMESTAMP" in _codes(t)
     assert t.packets.height == 2
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bz2
+import contextlib
 import gzip
 import json
 import os
@@ -96,16 +97,13 @@ def _feed(fifo: Path, data: bytes) -> threading.Event:
     done = threading.Event()
 
     def write() -> None:
-        with open(fifo, "wb") as fh:
-            try:
-                fh.write(data)
-            except BrokenPipeError:  # the reader stopped at its limit
-                pass
+        # BrokenPipeError: the reader stopped at its limit
+        with open(fifo, "wb") as fh, contextlib.suppress(BrokenPipeError):
+            fh.write(data)
         while not done.wait(0.2):
-            try:  # non-blocking: fails at once (ENXIO) unless a reader waits in open()
+            # non-blocking: fails at once (ENXIO) unless a reader waits in open()
+            with contextlib.suppress(OSError):
                 os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-            except OSError:
-                pass
     threading.Thread(target=write, daemon=True).start()
     return done
 

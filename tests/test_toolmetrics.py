@@ -125,7 +125,7 @@ def test_nothing_to_analyze_exits_1(tmp_path: Path) -> None:
 
 def test_sweep_over_opnet_exports_has_no_blank_cells(tmp_path: Path) -> None:
     runs = []
-    for i, rwnd in enumerate((8, 16, 32)):
+    for rwnd in (8, 16, 32):
         d = tmp_path / f"rwnd{rwnd}"
         d.mkdir()
         shutil.copy(sample("opnet", "tcp_reno_tab.txt"), d / "export.txt")

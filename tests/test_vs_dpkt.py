@@ -178,7 +178,11 @@ def test_fast_path_agrees_with_dpkt(path: Path) -> None:
         a, b = ours[col], ref[col]
         if col != "sack":
             a, b = a.cast(pl.Int64) if a.dtype.is_integer() else a, b.cast(pl.Int64) if b.dtype.is_integer() else b
-        same = a.eq_missing(b) if col != "sack" else pl.Series([x == y for x, y in zip(a.to_list(), b.to_list(), strict=False)])
+        same = (
+            a.eq_missing(b)
+            if col != "sack"
+            else pl.Series([x == y for x, y in zip(a.to_list(), b.to_list(), strict=False)])
+        )
         assert same.all(), f"{path.name}: {col} differs at frames {ours['frame'].filter(~same).head(5).to_list()}"
     assert ours["sack"].drop_nulls().len() == ref["sack"].drop_nulls().len()
 

@@ -1,8 +1,8 @@
 """Agreement with tshark, frame by frame, on every sample capture (and re-containered copies).
 
-Compared exactly: the packet count; every frame's time (to the ns tshark prints); per connection (tracekit ``flow`` <-> tshark ``tcp.stream``,
-which must map one to one) the packet and payload-byte sums; and for every TCP frame the relative
-``tcp.seq``, ``tcp.ack``, ``tcp.flags``, ``tcp.window_size`` and ``tcp.len``. Rows are matched on
+Compared exactly: the packet count; every frame's time (to the ns tshark prints); per connection (tracekit
+``flow`` <-> tshark ``tcp.stream``, which must map one to one) the packet and payload-byte sums; and for every
+TCP frame the relative ``tcp.seq``, ``tcp.ack``, ``tcp.flags``, ``tcp.window_size`` and ``tcp.len``. Rows are matched on
 frame numbers, since tracekit keeps no row for non-IP frames.
 
 Two representational differences are handled explicitly (docs/formats-captures.md):
@@ -26,7 +26,16 @@ from conftest import SAMPLES, need_tool, sample
 
 import tracekit
 
-FIELDS = ["frame.number", "frame.time_relative", "tcp.stream", "tcp.len", "tcp.seq", "tcp.ack", "tcp.flags", "tcp.window_size"]
+FIELDS = [
+    "frame.number",
+    "frame.time_relative",
+    "tcp.stream",
+    "tcp.len",
+    "tcp.seq",
+    "tcp.ack",
+    "tcp.flags",
+    "tcp.window_size",
+]
 TWO32 = 1 << 32
 
 

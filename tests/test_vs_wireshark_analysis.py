@@ -144,9 +144,12 @@ def test_fast_and_rto_against_wiresharks_fast_retransmission(name: str) -> None:
     ws_fast = t.filter(pl.col("fast"))
     recall = (ws_fast["kind"] == "fast").mean()
     first_agree = ((firsts["kind"] == "fast") == firsts["fast"]).mean()
-    print(f"{name}: {t.height} retransmissions in {firsts.height} recoveries; kinds {dict(t['kind'].value_counts().rows())}; "
-          f"tshark fast {ws_fast.height}: {recall:.0%} of them fast here; first retransmission of each recovery: "
-          f"{first_agree:.0%} agree on fast vs not\n{confusion}")
+    print(
+        f"{name}: {t.height} retransmissions in {firsts.height} recoveries; "
+        f"kinds {dict(t['kind'].value_counts().rows())}; "
+        f"tshark fast {ws_fast.height}: {recall:.0%} of them fast here; first retransmission of each recovery: "
+        f"{first_agree:.0%} agree on fast vs not\n{confusion}"
+    )
     # Wireshark's fast_retransmission (>= 2 duplicate ACKs, within 20 ms, at the ACKed sequence number)
     # is always a fast retransmission here; never an RTO
     assert recall >= 0.95

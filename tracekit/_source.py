@@ -15,12 +15,12 @@ import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Union
+from typing import BinaryIO
 
 from tracekit.errors import CorruptTraceError, LimitError, TracekitError, UnknownFormatError
 from tracekit.limits import DEFAULT, Limits
 
-Source = Union[str, os.PathLike, bytes, bytearray, memoryview, BinaryIO]
+Source = str | os.PathLike[str] | bytes | bytearray | memoryview | BinaryIO
 
 GZIP_MAGIC = b"\x1f\x8b"
 BZ2_MAGIC = b"BZh"
@@ -53,7 +53,7 @@ class Loaded:
 def describe(source: Source) -> str:
     """A printable name for a source (its path, or ``<bytes>``/``<stream>``)."""
     if isinstance(source, (str, os.PathLike)):
-        return os.fspath(source)  # type: ignore[return-value]
+        return os.fspath(source)
     if isinstance(source, NamedBytes):
         return source.name
     if isinstance(source, (bytes, bytearray, memoryview)):
@@ -69,6 +69,7 @@ def read_raw(source: Source, limits: Limits = DEFAULT) -> tuple[bytes, str]:
         LimitError: if the input is larger than allowed.
     """
     name = describe(source)
+    data: bytes
     if isinstance(source, NamedBytes):
         data = source
     elif isinstance(source, (bytes, bytearray, memoryview)):
@@ -84,13 +85,12 @@ def read_raw(source: Source, limits: Limits = DEFAULT) -> tuple[bytes, str]:
                 raise LimitError(f"file is {size:,} bytes, over the limit of {limits.max_input_bytes:,}",
                                  path=name, hint="raise max_input_bytes in [limits] if this is intended")
             with open(p, "rb") as fh:
-                if stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                    # read(size + 1), not read(limit + 1): CPython sizes its buffer from the
-                    # argument, which under an address-space cap (batch workers) fails before
-                    # reading anything.
-                    data = fh.read(size + 1)
-                else:  # a pipe (`tracekit analyze <(zcat x.pcap.gz)`): size 0 until it ends
-                    data = _read_stream(fh, limits)
+                # a regular file: read(size + 1), not read(limit + 1): CPython sizes its buffer
+                # from the argument, which under an address-space cap (batch workers) fails
+                # before reading anything. A pipe (`tracekit analyze <(zcat x.pcap.gz)`) has
+                # size 0 until it ends.
+                regular = stat.S_ISREG(os.fstat(fh.fileno()).st_mode)
+                data = fh.read(size + 1) if regular else _read_stream(fh, limits)
         except TracekitError:
             raise
         except FileNotFoundError:

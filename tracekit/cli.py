@@ -77,7 +77,9 @@ def guard_output(path: str | Path | None, force: bool) -> None:
 
 def read_options(f: F) -> F:
     """The options every command that reads traces shares."""
-    f = click.option("--format", "fmt", metavar="NAME", help="Reader to use instead of detecting it (see `tracekit formats`).")(f)
+    f = click.option(
+        "--format", "fmt", metavar="NAME", help="Reader to use instead of detecting it (see `tracekit formats`)."
+    )(f)
     f = click.option("--strict", is_flag=True, help="Turn warnings (truncated files, bad lines) into errors.")(f)
     f = click.option("--config", type=click.Path(dir_okay=False), help="TOML file with a [limits] table.")(f)
     f = click.option("--limit", "limit_overrides", multiple=True, metavar="NAME=VALUE", expose_value=False,
@@ -141,7 +143,7 @@ def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, repor
         from tracekit.parsers.opnet import parse_map_option
 
         options["mapping"] = parse_map_option(list(maps))
-    docs = []
+    docs: list[Any] = []
     analyses = []
     console = None
     if not as_json:  # rich only for the table (44 ms of imports a JSON run does not need)

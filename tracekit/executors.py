@@ -22,6 +22,7 @@ an :class:`Outcome` per task through a callback, in completion order.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import pickle
@@ -215,10 +216,8 @@ class LocalExecutor:
         return _Worker(proc, parent)
 
     def _kill(self, w: _Worker) -> None:
-        try:
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # already gone
             w.proc.kill()
-        except (OSError, ValueError, AttributeError):  # pragma: no cover - already gone
-            pass
         w.proc.join(5)
         w.conn.close()
 
@@ -226,10 +225,8 @@ class LocalExecutor:
         """Stop every worker (running tasks are abandoned)."""
         for w in self._workers:
             if w.proc.is_alive() and w.task is None:
-                try:
+                with contextlib.suppress(OSError, ValueError):
                     w.conn.send(None)
-                except (OSError, ValueError):
-                    pass
         deadline = time.monotonic() + 2
         for w in self._workers:
             if w.task is None:
@@ -295,17 +292,16 @@ class LocalExecutor:
                 w.task = None
                 on_result(Outcome(key, ok, value, error, elapsed))
                 return
-        if w.conn in ready or w.proc.sentinel in ready:
-            if not w.proc.is_alive() or w.conn in ready:
-                w.proc.join(1)
-                task = w.task
-                self._replace(w)
-                if task is not None:
-                    on_result(Outcome(task.key, False, None, _death_reason(w.proc.exitcode), now - w.started))
-                elif not w.ready:
-                    why = _death_reason(w.proc.exitcode)["message"]
-                    raise _broken(f"a worker process could not start ({why})")
-                return
+        if (w.conn in ready or w.proc.sentinel in ready) and (not w.proc.is_alive() or w.conn in ready):
+            w.proc.join(1)
+            task = w.task
+            self._replace(w)
+            if task is not None:
+                on_result(Outcome(task.key, False, None, _death_reason(w.proc.exitcode), now - w.started))
+            elif not w.ready:
+                why = _death_reason(w.proc.exitcode)["message"]
+                raise _broken(f"a worker process could not start ({why})")
+            return
         if w.task is not None and self.timeout is not None and now - w.started >= self.timeout:
             task = w.task
             self._replace(w)
@@ -345,10 +341,8 @@ def run_isolated(fn: str, args: tuple[Any, ...], timeout: float | None, max_memo
 def _child_main() -> None:
     """``python -m tracekit.executors``: read one task from stdin, run it, write the outcome."""
     fn, args, max_memory = pickle.loads(sys.stdin.buffer.read())  # noqa: S301 - sent by run_isolated
-    try:
+    with contextlib.suppress(ImportError):
         import polars  # noqa: F401
-    except ImportError:  # pragma: no cover
-        pass
     _limit_memory(max_memory)
     result = call(fn, args)
     sys.stdout.buffer.write(pickle.dumps(result))

@@ -255,7 +255,7 @@ def stalls(parts: _Parts, flow: int, d: int) -> list[Sentence]:
         out.append(say("zero_window", {"count": f"{ads.height:,}", "time": numfmt.at(t0), "end": numfmt.at(t1),
                                        "stalls": f"{zw.height:,}", "duration": numfmt.seconds(total)},
                        {"count": ads.height, "time": t0, "end": t1, "stalls": zw.height, "duration_s": total},
-                       time=t0, flow=flow, dir=d))
+                       time=t0, flow=flow, dir=d))  # type: ignore[arg-type]  # t0: a float time column's min
     other = st.filter(pl.col("cause") != "zero_window")
     for r in other.head(_MAX_EACH).iter_rows(named=True):
         cause = r["cause"] if f"stall_{r['cause']}" in TEMPLATES else "unknown"

@@ -108,7 +108,7 @@ def attach(capture: Trace, kernel: list[Trace], *, path: str | None = None) -> T
     if unmatched:
         log.add("W-KERNEL-UNMATCHED", f"{len(unmatched)} ss connection(s) not in the capture (first {unmatched[0]}): "
                 "left out", count=len(unmatched))
-    ss_meta = next((t.meta["kernel"] for t in kernel if t.meta.get("format") == "ss"), {})
+    ss_meta: dict[str, Any] = next((t.meta["kernel"] for t in kernel if t.meta.get("format") == "ss"), {})
     info = {"congestion_control": ss_meta.get("congestion_control"), "connections": conns,
             "counters": counters, "counters_tool": tool, "clock_offset_s": offset, "unmatched": unmatched,
             "ss_layout": ss_meta.get("layout"), "ss_stamps": ss_meta.get("stamps")}

@@ -26,6 +26,8 @@ import numpy.typing as npt
 
 ArrayLike = npt.ArrayLike
 FloatOut = Any  # np.float64 for scalar input, np.ndarray for array input
+#: the constant of Mathis et al. (1997) for Reno with an ACK per segment: sqrt(3/2)
+MATHIS_C = np.sqrt(1.5)
 
 __all__ = ["bdp_bytes", "mathis", "padhye", "per_from_ber", "window_limited"]
 
@@ -55,7 +57,7 @@ def window_limited(window_bytes: ArrayLike, rtt_s: ArrayLike) -> FloatOut:
         return _out(np.asarray(w * 8.0 / r))
 
 
-def mathis(p: ArrayLike, mss_bytes: ArrayLike, rtt_s: ArrayLike, c: ArrayLike = np.sqrt(1.5)) -> FloatOut:
+def mathis(p: ArrayLike, mss_bytes: ArrayLike, rtt_s: ArrayLike, c: ArrayLike = MATHIS_C) -> FloatOut:
     """Mathis et al. (1997) steady-state Reno throughput: ``c · MSS / (RTT · √p)``.
 
     Congestion avoidance only (no timeouts, no window limit); ``c = √(3/2)`` for an
@@ -119,6 +121,7 @@ def padhye(
         >>> round(float(padhye(1e-2, 1460, 0.1, 1.0)) / 1e3)   # kbit/s, b = 2
         812
     """
+    pp: npt.NDArray[np.float64]
     pp, mss, rtt, t0, bb = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (p, mss_bytes, rtt_s, rto_s, b)))
     wmax = np.full(pp.shape, np.inf) if wmax_bytes is None else np.broadcast_to(
         np.asarray(wmax_bytes, dtype=float) / mss, pp.shape)
@@ -128,7 +131,7 @@ def padhye(
         ew = k + np.sqrt(8.0 * q1 / (3.0 * bb * pp) + k * k)  # eq. 13, packets
         f = 1 + pp + 2 * pp**2 + 4 * pp**3 + 8 * pp**4 + 16 * pp**5 + 32 * pp**6
 
-        def q_hat(w: np.ndarray) -> np.ndarray:
+        def q_hat(w: npt.NDArray[np.float64]) -> np.ndarray:
             # eq. 24; (1-p)^w via exp/log1p so large windows and tiny p stay accurate
             a3 = -np.expm1(3.0 * np.log1p(-pp))  # 1-(1-p)^3
             aw = -np.expm1(w * np.log1p(-pp))  # 1-(1-p)^w

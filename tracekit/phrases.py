@@ -20,9 +20,12 @@ TEMPLATES: dict[str, str] = {
     "start_nows": "First flight at {time}: initial window {iw} ({iw_bytes}); window scaling off, "
                   "largest advertised window {rwnd}.",
     "start_iw": "First flight at {time}: initial window {iw} ({iw_bytes}).",
-    "slow_start_loss": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time}; a loss ended slow start at {end}.",
-    "slow_start_ca": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time}, then congestion avoidance from {end}.",
-    "slow_start_open": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time} and was still in slow start at {end}.",
+    "slow_start_loss": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time}; "
+                       "a loss ended slow start at {end}.",
+    "slow_start_ca": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time}, "
+                     "then congestion avoidance from {end}.",
+    "slow_start_open": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time} "
+                       "and was still in slow start at {end}.",
     "loss_fast_recovery": "Loss event at {time}: {retrans} retransmitted{dropped}; recovered by fast recovery "
                           "(cwnd {before} → {after}).",
     "loss_timeout": "Loss event at {time}: {retrans} retransmitted{dropped}; recovered by a retransmission timeout "

@@ -87,11 +87,11 @@ def packet_trace() -> str:
 V13 = """Application Id,Application Name,Packet generated,Packet received,Throughput (Mbps),Delay(microsec),Jitter(microsec)
 1,APP1_FTP,12,12,8.456,2671.64,0.00
 2,APP2_CBR,500,498,0.584,1234.50,12.25
-"""
+"""  # noqa: E501 -- NetSim's CSV header row verbatim
 V14 = """Application Id,Application Name,Source Id,Destination Id,Packet generated,Packets Transmitted,Packet received,Payload Transmitted (bytes),Payload Received (bytes),Throughput (Mbps),Delay (microsec),Jitter (microsec)
 1,APP1_FTP,1,2,12,13,12,18980,17520,8.456,2671.64,0.00
 2,APP2_CBR,1,2,500,500,498,730000,727080,0.584,1234.50,12.25
-"""
+"""  # noqa: E501 -- V13/V14 are NetSim's CSV header rows verbatim
 
 
 def plot() -> str:

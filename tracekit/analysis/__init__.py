@@ -49,7 +49,7 @@ def _bin(pk: pl.DataFrame, bin_s: float | None) -> float:
     if bin_s is None:
         if pk.is_empty():
             return 1.0
-        return default_bin(float(pk["time"].max() - pk["time"].min()))  # type: ignore[operator]
+        return default_bin(float(pk["time"].max() - pk["time"].min()))  # type: ignore[operator,arg-type]
     try:
         b = float(bin_s)
     except (TypeError, ValueError):

@@ -465,9 +465,18 @@ def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs
         _enum(codes, schema.PHASE, "phase"),
     ])
     syn = np.flatnonzero(r.syn_lost & (counts > 0))
-    syn_eps = pl.DataFrame({
-        "flow": r.flow[syn], "dir": r.dir[syn], "start": r.syn_t[syn], "end": r.time[r.lo[syn]], "kind": ["syn"] * syn.size,
-        "recovery": np.zeros(syn.size, dtype=bool), "ssthresh_bytes": 2.0 * r.mss[syn]}, schema=EP_SCHEMA)
+    syn_eps = pl.DataFrame(
+        {
+            "flow": r.flow[syn],
+            "dir": r.dir[syn],
+            "start": r.syn_t[syn],
+            "end": r.time[r.lo[syn]],
+            "kind": ["syn"] * syn.size,
+            "recovery": np.zeros(syn.size, dtype=bool),
+            "ssthresh_bytes": 2.0 * r.mss[syn],
+        },
+        schema=EP_SCHEMA,
+    )
     eps_df = pl.concat([pl.DataFrame(episodes, schema=EP_SCHEMA) if episodes else pl.DataFrame(schema=EP_SCHEMA),
                         syn_eps])
     return rows, eps_df

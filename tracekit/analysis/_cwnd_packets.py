@@ -10,6 +10,7 @@ by a join.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from tracekit.schema import ACK, SYN
@@ -21,7 +22,7 @@ _MAX_TABLE = 1 << 22
 _BLOCK = 1 << 16
 
 
-def _present(s: pl.Series) -> np.ndarray:
+def _present(s: pl.Series) -> np.ndarray | np.bool_:
     """Where ``s`` has a value (all True without reading the column when it has no nulls)."""
     return s.is_not_null().to_numpy() if s.null_count() else np.True_
 
@@ -66,7 +67,7 @@ class Packets:
         # an ACK needs an ACK number and the ACK flag (a trace without flags is taken to set it)
         self.ack = _present(pk["ack"]) & (((flags & ACK) != 0) | ~_present(pk["flags"]))
         self.mss_ok = _present(pk["mss"])
-        self.gk: np.ndarray | None = None
+        self.gk: npt.NDArray[np.int32] | None = None
         self.width = self.dmin = 0
         if self.n:
             self.dmin = int(self.dr.min())

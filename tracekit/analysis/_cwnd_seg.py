@@ -10,6 +10,8 @@ so one level is alive at a time). No Python loop runs per row.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 #: Stand-in for "no value" in int64 arrays (as :data:`tracekit.analysis._groups.MISSING`).
@@ -17,7 +19,8 @@ MISSING = -(1 << 62)
 _LIMIT = 1 << 62
 
 
-def count_below(keys: np.ndarray, queries: np.ndarray, side: str = "left", presorted: bool = False) -> np.ndarray:
+def count_below(keys: np.ndarray, queries: np.ndarray, side: Literal["left", "right"] = "left",
+                presorted: bool = False) -> np.ndarray:
     """``np.searchsorted(keys, queries, side)``, searching per key when keys are fewer and queries sorted.
 
     A binary search per query costs ~20 ns; with far fewer keys than (sorted) queries each key
@@ -112,7 +115,7 @@ def offset_keys(vals: np.ndarray, code: np.ndarray, x: np.ndarray, xcode: np.nda
 
 
 def below(keys: np.ndarray, klo: np.ndarray, khi: np.ndarray, q: np.ndarray, qlo: np.ndarray, qhi: np.ndarray,
-           side: str = "left") -> np.ndarray | None:
+           side: Literal["left", "right"] = "left") -> np.ndarray | None:
     """Per query: ``searchsorted`` of its value among the keys of its own direction, as a global key index.
 
     Keys and queries are grouped by direction (``klo:khi``, ``qlo:qhi``) and sorted within it.

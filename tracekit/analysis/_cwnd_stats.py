@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 
@@ -86,7 +87,8 @@ def _events(s: _Series, decrease: float) -> np.ndarray:
     """
     cw, st, rec = s.cwnd, s.ssth, s.rec
     first = s.start
-    ev = ~np.isnan(st)  # estimate: a new ssthresh, entering recovery, or falling to half outside recovery
+    # estimate: a new ssthresh, entering recovery, or falling to half outside recovery
+    ev: npt.NDArray[np.bool_] = ~np.isnan(st)
     ev[1:] &= np.isnan(st[:-1]) | (st[1:] != st[:-1])
     ev[first] = ~np.isnan(st[first])
     entered = rec.copy()

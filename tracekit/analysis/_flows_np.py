@@ -155,11 +155,11 @@ def timing(st: pl.DataFrame, dr: DataRows | None = None) -> pl.DataFrame:
     out = _keyed(keys).with_columns(
         _data_t0=pl.Series(t0),
         _acked_t=pl.Series(tend).fill_nan(None),
-        _ack_bytes=pl.Series(ack_bytes).set(pl.Series(ack_bytes == MISSING), None),  # type: ignore[arg-type]
+        _ack_bytes=pl.Series(ack_bytes).set(pl.Series(ack_bytes == MISSING), None),
         _ack_t=pl.Series(ack_t).fill_nan(None),
-        init_window_bytes=pl.Series(iw_b).set(pl.Series(no_iw), None),  # type: ignore[arg-type]
-        init_window_segments=pl.Series(iw_n).set(pl.Series(no_iw), None),  # type: ignore[arg-type]
-        max_rwnd_bytes=pl.Series(rwin).set(pl.Series(rwin == MISSING), None).cast(st["win"].dtype),  # type: ignore[arg-type]
+        init_window_bytes=pl.Series(iw_b).set(pl.Series(no_iw), None),
+        init_window_segments=pl.Series(iw_n).set(pl.Series(no_iw), None),
+        max_rwnd_bytes=pl.Series(rwin).set(pl.Series(rwin == MISSING), None).cast(st["win"].dtype),
     )
     return out
 

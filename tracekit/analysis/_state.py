@@ -36,13 +36,15 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import polars as pl
 
 from tracekit.analysis._groups import MISSING, Segments
 from tracekit.schema import ACK, FIN, RST, SYN
+
+_T = TypeVar("_T")
 
 KEYS = ["flow", "dir"]
 #: Packet columns the state frame carries over unchanged.
@@ -100,7 +102,7 @@ class Ints:
     """
 
     def __init__(self, st: pl.DataFrame | pl.Series, name: str | None = None) -> None:
-        s = st if isinstance(st, pl.Series) else st[name]
+        s = st if isinstance(st, pl.Series) else st[name]  # type: ignore[index]  # a frame comes with its column name
         self.nulls = bool(s.null_count())
         self.narrow = s.dtype == pl.Int32 or (s.dtype == pl.UInt32 and s.name == "r_i")
         self.stand_in = (-(1 << 31) if s.dtype == pl.Int32 else (1 << 32) - 1) if self.narrow else MISSING
@@ -138,7 +140,7 @@ def at(st: pl.DataFrame, idx: pl.Series | np.ndarray, col: str) -> pl.Series:
     ix = np.asarray(ix, dtype=np.int64)
     ok = ix >= 0
     vals = st[col].gather(pl.Series(np.where(ok, ix, 0), dtype=pl.UInt32)) if st.height else st[col].clear(len(ix))
-    return vals.set(pl.Series(~ok), None) if (~ok).any() else vals  # type: ignore[arg-type]
+    return vals.set(pl.Series(~ok), None) if (~ok).any() else vals
 
 
 def sack_blocks(sack: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -169,7 +171,7 @@ def sack_blocks(sack: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
 _LAST: list[tuple[weakref.ref[pl.DataFrame], dict[str, Any]]] = []
 
 
-def _memo(st: pl.DataFrame, key: str, make: Callable[[], Any]) -> Any:
+def _memo(st: pl.DataFrame, key: str, make: Callable[[], _T]) -> _T:
     """``make()``, computed once per state frame and name while the frame lives.
 
     One frame at a time (the analysis in progress): a new frame replaces the kept values, and
@@ -183,7 +185,8 @@ def _memo(st: pl.DataFrame, key: str, make: Callable[[], Any]) -> Any:
     values = last[1]
     if key not in values:
         values[key] = make()
-    return values[key]
+    kept: _T = values[key]
+    return kept
 
 
 def sack_blocks_of(st: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -192,7 +195,7 @@ def sack_blocks_of(st: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray
     Retransmissions (twice) and flight read the blocks of the same frame; they are kept (see
     :func:`_memo`) instead of exploding the list column three times.
     """
-    return _memo(st, "sack_blocks", lambda: sack_blocks(st["sack"]))  # type: ignore[no-any-return]
+    return _memo(st, "sack_blocks", lambda: sack_blocks(st["sack"]))
 
 
 def sack_above(st: pl.DataFrame) -> np.ndarray:
@@ -277,7 +280,7 @@ def _narrow(src: pl.DataFrame, ln: pl.Series) -> tuple[type, int]:
     of two values (``seq + len``, ``hi_dend - ack``) cannot overflow either.
     """
     lim = 1 << 30
-    lo = min(src["seq"].min() or 0, src["ack"].min() or 0, src["win"].min() or 0)  # type: ignore[type-var]
+    lo = min(src["seq"].min() or 0, src["ack"].min() or 0, src["win"].min() or 0)
     hi = max((src["seq"].max() or 0) + (ln.max() or 0) + 1, src["ack"].max() or 0,  # type: ignore[operator]
              src["win"].max() or 0)
     if -lim < lo and hi < lim:  # type: ignore[operator]

@@ -129,7 +129,9 @@ def one_per_connection(flows: pl.DataFrame, pk: pl.DataFrame, meta: dict[str, An
         position=pl.int_range(pl.len(), dtype=pl.Int64).over("connection"),
         views=pl.len().over("connection").cast(pl.Int64), _c0=first, _later=pl.col("_first") > first)
     # dense connection ids in order of first appearance
-    first_seen = info.group_by("connection").agg(pl.col("_c0").first(), pl.col("flow").min().alias("_f")).sort("_c0", "_f")
+    first_seen = (
+        info.group_by("connection").agg(pl.col("_c0").first(), pl.col("flow").min().alias("_f")).sort("_c0", "_f")
+    )
     dense = dict(zip(first_seen["connection"].to_list(), range(first_seen.height), strict=False))
     info = info.with_columns(connection=pl.col("connection").replace_strict(dense, return_dtype=pl.Int64))
     flows = flows.drop([c for c in ("connection", "views", "goodput_capture") if c in flows.columns])
@@ -141,10 +143,14 @@ def one_per_connection(flows: pl.DataFrame, pk: pl.DataFrame, meta: dict[str, An
                    _gflow=pl.col("flow"), _gdir=pl.col("dir"))
     rep = (views.filter(pl.col("position") == 0)
            .join(rx, on=["connection", "src", "sport"], how="left", maintain_order="left"))
-    used = pl.concat([
-        rep.select(KEYS, used_for=pl.when(pl.col("_gflow").is_null()).then(pl.lit("all")).otherwise(pl.lit("sender-side"))),
-        rx.select(flow=pl.col("_gflow"), dir=pl.col("_gdir"), used_for=pl.lit("goodput")),
-    ])
+    used = pl.concat(
+        [
+            rep.select(
+                KEYS, used_for=pl.when(pl.col("_gflow").is_null()).then(pl.lit("all")).otherwise(pl.lit("sender-side"))
+            ),
+            rx.select(flow=pl.col("_gflow"), dir=pl.col("_gdir"), used_for=pl.lit("goodput")),
+        ]
+    )
     views = (views.join(used, on=KEYS, how="left").with_columns(goodput_capture=pl.col("capture"))
              .select(*cols, "position", "used_for"))
     out = (rep.with_columns(goodput_bps=pl.when(pl.col("_gflow").is_not_null()).then(pl.col("_g"))

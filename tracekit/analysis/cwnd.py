@@ -21,6 +21,7 @@ import math
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from tracekit import schema
@@ -181,7 +182,10 @@ def _trace_rows(samples: pl.DataFrame, dirs: pl.DataFrame, meta: dict[str, Any])
                    pl.coalesce("mss", pl.lit(seg, pl.Float64)).alias("_mss"))
     st = s.filter(pl.col("metric") == "ssthresh").select(
         "flow", "dir", "time", pl.when(pl.col("value") < SSTHRESH_UNSET).then(pl.col("value")).alias("_st"))
-    key = [pl.col("flow").cast(pl.Int64).fill_null(-1).alias("_kf"), pl.col("dir").cast(pl.Int64).fill_null(-1).alias("_kd")]
+    key = [
+        pl.col("flow").cast(pl.Int64).fill_null(-1).alias("_kf"),
+        pl.col("dir").cast(pl.Int64).fill_null(-1).alias("_kd"),
+    ]
     cw = cw.with_columns(key).sort("time")
     if st.height:
         st = st.with_columns(key).select("_kf", "_kd", "time", "_st").sort("time")
@@ -389,8 +393,8 @@ def confirmed(cwnd_df: pl.DataFrame, stats: pl.DataFrame, evidence: pl.DataFrame
 
 def _key(df: pl.DataFrame) -> np.ndarray:
     """``flow``/``dir`` as one int64 per row (nulls as -1), for cheap comparisons."""
-    f = df["flow"].cast(pl.Int64).fill_null(-1).to_numpy()
-    d = df["dir"].cast(pl.Int64).fill_null(-1).to_numpy()
+    f: npt.NDArray[np.int64] = df["flow"].cast(pl.Int64).fill_null(-1).to_numpy()
+    d: npt.NDArray[np.int64] = df["dir"].cast(pl.Int64).fill_null(-1).to_numpy()
     return f * 4 + (d & 1) + np.where(d < 0, 2, 0)
 
 
@@ -427,7 +431,11 @@ def _flow_stats(cwnd_df: pl.DataFrame) -> pl.DataFrame:
         pl.when((pl.col("source") == "trace").any()).then(pl.lit("trace")).otherwise(pl.lit("estimate"))
         .alias("cwnd_source"))
     chosen = cwnd_df.join(pick, left_on=[*KEYS, "source"], right_on=[*KEYS, "cwnd_source"], nulls_equal=True)
-    ev = loss_events(chosen).group_by(KEYS).agg(pl.len().alias("loss_events"), pl.col("time").min().alias("first_loss_s"))
+    ev = (
+        loss_events(chosen)
+        .group_by(KEYS)
+        .agg(pl.len().alias("loss_events"), pl.col("time").min().alias("first_loss_s"))
+    )
     stats = chosen.group_by(KEYS).agg(pl.col("cwnd_bytes").max().alias("max_cwnd_bytes"),
                                       pl.col("source").first().alias("cwnd_source"))
     out = stats.join(ev, on=KEYS, how="left", nulls_equal=True).with_columns(pl.col("loss_events").fill_null(0))

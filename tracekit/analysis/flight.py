@@ -59,7 +59,7 @@ class _Holes:
         if not self.holes:
             return
         hg = self.hl["g"].to_numpy().astype(np.int64)
-        ng = int(st["g"].max()) + 1  # type: ignore[arg-type,operator]
+        ng = int(st["g"].max()) + 1  # type: ignore[arg-type]
         # per direction the lowest and highest hole edge: only ACKs in between can be in one
         self.lo_t = np.full(ng, np.iinfo(np.int64).max)
         self.hi_t = np.full(ng, MISSING)
@@ -135,7 +135,9 @@ def _new_sack(st: pl.DataFrame, owner: np.ndarray, left: np.ndarray, right: np.n
         prev = np.where(first, MISSING, prev - run * span + lo_v)
     else:  # (a value range too wide for the offset trick: per run)
         prev = np.full(len(o), MISSING, dtype=np.int64)
-        for a, b in zip(np.flatnonzero(first).tolist(), np.r_[np.flatnonzero(first)[1:], len(o)].tolist(), strict=False):
+        for a, b in zip(
+            np.flatnonzero(first).tolist(), np.r_[np.flatnonzero(first)[1:], len(o)].tolist(), strict=False
+        ):
             prev[a + 1:b] = np.maximum.accumulate(rs[a:b - 1])
     lo_s = np.where(ls == MISSING, prev, np.maximum(ls, prev))  # (a missing left edge: the earlier maximum)
     lo = np.empty_like(lo_s)

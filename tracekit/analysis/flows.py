@@ -129,9 +129,18 @@ def basic(pk: pl.DataFrame) -> pl.DataFrame:
 
 def _rtt_stats(rs: pl.DataFrame) -> pl.DataFrame:
     if rs.is_empty():
-        return pl.DataFrame(schema={"flow": pl.UInt32, "dir": pl.Int8, "rtt_min_s": pl.Float64, "rtt_mean_s": pl.Float64,
-                                    "rtt_p50_s": pl.Float64, "rtt_p95_s": pl.Float64, "rtt_samples": pl.Int64,
-                                    "rtt_method": pl.String})
+        return pl.DataFrame(
+            schema={
+                "flow": pl.UInt32,
+                "dir": pl.Int8,
+                "rtt_min_s": pl.Float64,
+                "rtt_mean_s": pl.Float64,
+                "rtt_p50_s": pl.Float64,
+                "rtt_p95_s": pl.Float64,
+                "rtt_samples": pl.Int64,
+                "rtt_method": pl.String,
+            }
+        )
     pos = rs.filter(pl.col("rtt_s") > 0)
     has_seq = pos.group_by(KEYS).agg((pl.col("method") == "seq").any().alias("_hs"))
     use = pos.join(has_seq, on=KEYS).filter((pl.col("method") == "seq") | ~pl.col("_hs"))
@@ -179,9 +188,12 @@ def _models(out: pl.DataFrame, inputs: pl.DataFrame) -> pl.DataFrame:
         pa = np.where(ok & np.isfinite(rto.to_numpy()),
                       models.padhye(ps, mss, rs, np.nan_to_num(rto.to_numpy(), nan=1.0),
                                     wmax_bytes=np.where(np.isfinite(wm), wm, 1e12)), np.nan)
-        wl = np.where((rtt > 0) & np.isfinite(wm), models.window_limited(np.nan_to_num(wm), np.where(rtt > 0, rtt, 1.0)),
-                      np.nan)
-    clean = lambda a: pl.Series(a, dtype=pl.Float64).fill_nan(None)  # noqa: E731
+        wl = np.where(
+            (rtt > 0) & np.isfinite(wm), models.window_limited(np.nan_to_num(wm), np.where(rtt > 0, rtt, 1.0)), np.nan
+        )
+    def clean(a: np.ndarray) -> pl.Series:
+        return pl.Series(a, dtype=pl.Float64).fill_nan(None)
+
     return out.with_columns(mathis_bps=clean(ma), padhye_bps=clean(pa), window_limited_bps=clean(wl))
 
 
@@ -250,7 +262,9 @@ def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: d
     )
     fls = fl.group_by(KEYS).agg(pl.col("flight_bytes").max().alias("flight_max_bytes"),
                                 pl.col("flight_bytes").mean().alias("flight_mean_bytes"))
-    sls = sl.group_by(KEYS).agg(pl.len().cast(pl.Int64).alias("stall_count"), pl.col("duration").sum().alias("stall_time_s"))
+    sls = sl.group_by(KEYS).agg(
+        pl.len().cast(pl.Int64).alias("stall_count"), pl.col("duration").sum().alias("stall_time_s")
+    )
     dr = _np.data_rows(st)
     hs = parts.get("handshake")
     hs = (_rtt.handshake(st) if hs is None else hs).rename({"hs_rtt": "handshake_rtt_s"})
@@ -374,11 +388,20 @@ def with_cwnd_stats(out: pl.DataFrame, cs: pl.DataFrame | None, inputs: pl.DataF
 
 def _finish(out: pl.DataFrame) -> pl.DataFrame:
     """Add missing columns as nulls and put them in :data:`COLUMNS` order."""
-    types: dict[str, pl.DataType] = {"cwnd_source": pl.String(), "rtt_method": pl.String(), "vantage_point": pl.String(),
-                                     "window_scaling": pl.Boolean(), "src": pl.String(), "dst": pl.String(),
-                                     "goodput_source": pl.String(), "delivered_bytes": pl.Int64(),
-                                     "capture": pl.String(), "goodput_capture": pl.String(), "connection": pl.Int64(),
-                                     "views": pl.Int64()}
+    types: dict[str, pl.DataType] = {
+        "cwnd_source": pl.String(),
+        "rtt_method": pl.String(),
+        "vantage_point": pl.String(),
+        "window_scaling": pl.Boolean(),
+        "src": pl.String(),
+        "dst": pl.String(),
+        "goodput_source": pl.String(),
+        "delivered_bytes": pl.Int64(),
+        "capture": pl.String(),
+        "goodput_capture": pl.String(),
+        "connection": pl.Int64(),
+        "views": pl.Int64(),
+    }
     types.update({c: pl.Int64() for c in COLUMNS if c.endswith(("_packets", "_segments", "_count", "_samples"))
                   or c.startswith("retrans_") or c in ("loss_events", "drops", "dup_acks")})
     cols = [pl.col(c) if c in out.columns else pl.lit(None, types.get(c, pl.Float64())).alias(c) for c in COLUMNS]

@@ -34,7 +34,8 @@ _SCHEMA = {"_i": pl.UInt32(), **RTT}
 
 
 def _by_direction(sg: Segments, acks: pl.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per direction the ACKs of ``acks`` (a ``g`` column) are about: (its rows in packet order, those ACKs' indices)."""
+    """Per direction the ACKs of ``acks`` (a ``g`` column) are about: (its rows in packet order, those ACKs'
+    indices)."""
     ag = acks["g"].to_numpy()
     out = []
     for h in np.unique(ag).tolist():

@@ -28,6 +28,7 @@ gap, ``end`` the next new data (or that final ACK).
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from tracekit.analysis._groups import MISSING, Segments
@@ -225,7 +226,7 @@ def _count_rows(st: pl.DataFrame, marked: np.ndarray, g: np.ndarray, after: np.n
     key = np.sort((st["g"].to_numpy()[m].astype(np.int64) << 32) | m)
     base = np.searchsorted(key, g << 32, side="left")
 
-    def upto_count(x: np.ndarray) -> np.ndarray:
+    def upto_count(x: np.ndarray) -> npt.NDArray[np.int64]:
         return np.where(x >= 0, np.searchsorted(key, (g << 32) | np.maximum(x, 0), side="right") - base, 0)
 
     return upto_count(upto) - upto_count(after)

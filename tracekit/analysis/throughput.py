@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from tracekit import schema
@@ -103,10 +104,10 @@ def throughput(pk: pl.DataFrame, bin_s: float | None = None, *, origin: float = 
     if not present.any():
         raise LimitError(f"unbounded throughput bins of {b:g} s in one flow, over the limit of {MAX_BINS:,}",
                          hint="choose a larger bin, or check the trace's times")
-    span = int((kmax - kmin)[present].max())
-    if span > MAX_BINS:
+    nbins = int((kmax - kmin)[present].max())
+    if nbins > MAX_BINS:
         # a tiny bin over a long trace: refuse rather than allocate
-        raise LimitError(f"{span} throughput bins of {b:g} s in one flow, over the limit of {MAX_BINS:,}",
+        raise LimitError(f"{nbins} throughput bins of {b:g} s in one flow, over the limit of {MAX_BINS:,}",
                          hint="choose a larger bin, or check the trace's times")
     length = np.where(present, kmax - kmin + 1, 0)
     base = np.concatenate([[0], np.cumsum(length)[:-1]])
@@ -141,8 +142,9 @@ def _dense(key: np.ndarray) -> np.ndarray:
     lo = int(key.min())
     if int(key.max()) - lo < (1 << 22):  # counting, linear time
         seen = np.zeros(int(key.max()) - lo + 1, dtype=np.int64)
-        seen[key - lo] = 1
-        return (np.cumsum(seen) - 1)[key - lo]
+        at: npt.NDArray[np.int64] = key - lo
+        seen[at] = 1
+        return (np.cumsum(seen) - 1)[at]
     return np.unique(key, return_inverse=True)[1].reshape(-1)
 
 
@@ -167,7 +169,7 @@ def _new_payload(sg: Segments, seq: np.ndarray, payload: np.ndarray, lengths: np
     # in place where possible: each full-length temporary is ~9 MB of fresh pages per 1M rows
     nodata = payload <= 0
     nodata |= seq == MISSING
-    end = seq + payload
+    end: npt.NDArray[np.int64] = seq + payload
     np.putmask(end, nodata, MISSING)
     low = np.minimum.reduceat(np.where(nodata, np.iinfo(np.int64).max, seq), sg.starts)
     prev = sg.cummax(end, shift=True)  # MISSING (below every end) where nothing was sent before

@@ -85,7 +85,8 @@ def vantage(packets: pl.DataFrame) -> pl.DataFrame:
     data_rows = fl.filter(is_data & on_first)
     kept_drops = data_rows.filter((pl.col("event") == "drop") & pl.col("_enq").is_null())
     data_rows = _best_events(data_rows.filter(pl.col("event") != "drop"), KEYS)
-    if kept_drops.height and data_rows.height and data_rows["_rank"].min() <= _RANK["enqueue"]:
+    # (polars types Series.min() as any scalar or None; _rank is an integer column, not empty here)
+    if kept_drops.height and data_rows.height and data_rows["_rank"].min() <= _RANK["enqueue"]:  # type: ignore[operator]
         data_rows = pl.concat([data_rows, kept_drops])
     # other direction: arrivals at the data sender, else its own first link
     back = fl.filter(~is_data & (pl.col("event") != "drop"))
@@ -132,28 +133,30 @@ def detect(pk: pl.DataFrame, rtt_samples: pl.DataFrame | None = None) -> pl.Data
         (pl.col("proto") == "tcp") & pl.col("flow").is_not_null() & pl.col("dir").is_not_null()
     ).select("flow", "dir", "time", "flags", "payload")
     fl = pl.col("flags").fill_null(0)
-    ddir = (
+    ddir_q = (
         tcp.group_by(KEYS).agg(pl.col("payload").cast(pl.Int64).sum().alias("_b"))
         .sort("_b", descending=True).group_by("flow").agg(pl.col("dir").first().alias("_ddir"),
                                                           pl.col("_b").first().alias("_bytes"))
     )
-    syn = tcp.filter((pl.col("dir") == 0) & ((fl & (SYN | ACK)) == SYN)).group_by("flow").agg(
+    syn_q = tcp.filter((pl.col("dir") == 0) & ((fl & (SYN | ACK)) == SYN)).group_by("flow").agg(
         pl.col("time").min().alias("_syn"))
-    synack = tcp.filter((pl.col("dir") == 1) & ((fl & (SYN | ACK)) == (SYN | ACK))).group_by("flow").agg(
+    synack_q = tcp.filter((pl.col("dir") == 1) & ((fl & (SYN | ACK)) == (SYN | ACK))).group_by("flow").agg(
         pl.col("time").min().alias("_synack"))
-    ack3 = (
-        tcp.filter((pl.col("dir") == 0) & ((fl & (SYN | ACK)) == ACK)).join(synack, on="flow")
+    ack3_q = (
+        tcp.filter((pl.col("dir") == 0) & ((fl & (SYN | ACK)) == ACK)).join(synack_q, on="flow")
         .filter(pl.col("time") >= pl.col("_synack")).group_by("flow").agg(pl.col("time").min().alias("_ack3"))
     )
     # one plan: the filtered packets are scanned once, the four aggregates run in parallel
-    ddir, syn, synack, ack3 = pl.collect_all([ddir, syn, synack, ack3])
+    ddir, syn, synack, ack3 = pl.collect_all([ddir_q, syn_q, synack_q, ack3_q])
     if ddir.is_empty():
         return pl.DataFrame(schema={"flow": pl.UInt32, "vantage_point": pl.String})
     h1 = pl.col("_synack") - pl.col("_syn")
     h2 = pl.col("_ack3") - pl.col("_synack")
     # the side that answered at once is next to the vantage point: its delay is under a tenth of
     # the round trip, or under 0.5 ms (loopback and LAN round trips are that short)
-    quick = lambda h: (h < 0.1 * (h1 + h2)) | (h < 0.0005)  # noqa: E731
+    def quick(h: pl.Expr) -> pl.Expr:
+        return (h < 0.1 * (h1 + h2)) | (h < 0.0005)
+
     hs = syn.join(synack, on="flow").join(ack3, on="flow").with_columns(
         _f=pl.when(quick(h2) & ~(quick(h1) & (h1 < h2))).then(1.0).when(quick(h1)).then(0.0).otherwise(0.5)
     )

@@ -94,7 +94,8 @@ def head_of(data: bytes) -> bytes:
         import lzma
 
         try:
-            dec: Any = bz2.BZ2Decompressor() if kind == "bz2" else lzma.LZMADecompressor()
+            dec: bz2.BZ2Decompressor | lzma.LZMADecompressor = (
+                bz2.BZ2Decompressor() if kind == "bz2" else lzma.LZMADecompressor())
             return dec.decompress(data[: 4 * HEAD_BYTES], HEAD_BYTES)
         except (OSError, EOFError, lzma.LZMAError, ValueError):
             return b""

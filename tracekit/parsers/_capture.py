@@ -217,5 +217,5 @@ def finish(df: pl.DataFrame, ts_ns: np.ndarray, *, meta: dict[str, Any], log: Wa
     counts["records"] = len(ts_ns)
     meta = {**meta, "t0_ns": t0, "counts": counts, "units": {"time": "s", "size": "bytes"}}
     if df.height and (df["caplen"] < df["size"]).any():
-        meta["headers_only"] = bool((df["caplen"] < df["size"]).mean() > 0.5)
+        meta["headers_only"] = bool((df["caplen"] < df["size"]).mean() > 0.5)  # type: ignore[operator]
     return make_trace(df, None, meta, log)

@@ -413,11 +413,11 @@ def _tcp_columns(o: dict[str, np.ndarray], bf: Gather, log: WarningLog, t: np.nd
         m = ~stop & (kind == 5) & (olen >= 10) & ((olen - 2) % 8 == 0)
         if m.any():
             nblk = (olen[m] - 2) // 8
-            for k in range(4):
-                mk = nblk > k
+            for blk in range(4):
+                mk = nblk > blk
                 if not mk.any():
                     break
-                q = p[m][mk] + 2 + 8 * k
+                q = p[m][mk] + 2 + 8 * blk
                 w = bf.be64(q, rows[m][mk])
                 out.sack.append((rows[m][mk] + r0, (w >> np.uint64(32)).astype(np.int64),
                                  (w & _M32).astype(np.int64)))

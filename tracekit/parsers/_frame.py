@@ -121,7 +121,7 @@ def frame(rows: Rows) -> tuple[pl.DataFrame, int]:
     return pl.DataFrame([s.alias(k) for k, s in cols.items()]), nflows
 
 
-def _nulls(n: int, dtype: pl.DataType) -> pl.Series:
+def _nulls(n: int, dtype: pl.DataType | type[pl.DataType]) -> pl.Series:
     """A column of ``n`` nulls."""
     return pl.repeat(None, n, dtype=dtype, eager=True)
 

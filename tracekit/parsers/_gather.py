@@ -16,6 +16,7 @@ the common layout does (:mod:`tracekit.parsers._fast`). Everything else reads he
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 
 class Gather:
@@ -60,7 +61,8 @@ class Gather:
         if v is None:
             v = np.ndarray(shape=(self.n - width + 1,), dtype=f">u{width}", buffer=self.b, strides=(1,))
             self._views[width] = v
-        return v[np.clip(pos, 0, self.n - width)]
+        at: npt.NDArray[np.int64] = np.clip(pos, 0, self.n - width)
+        return v[at]
 
     def u8(self, pos: np.ndarray, sel: np.ndarray | None = None) -> np.ndarray:
         return self.read(pos, 1, sel).astype(np.int64)

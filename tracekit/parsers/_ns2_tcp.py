@@ -149,8 +149,12 @@ def tcp_numbers(df: pl.DataFrame, header_bytes: int | None = None) -> tuple[pl.D
         # A payload-less packet (SYN, pure ACK) shows tcpip_base_hdr_size_; never take a value
         # that would leave the data packets without payload.
         facts = facts.with_columns(
-            _hdr=pl.when(pl.col("_hmin").is_not_null() & (pl.col("_dmin").is_null() | (pl.col("_hmin") < pl.col("_dmin"))))
-            .then(pl.col("_hmin")).otherwise(pl.lit(DEFAULT_TCP_HEADER)).cast(pl.Int64)
+            _hdr=pl.when(
+                pl.col("_hmin").is_not_null() & (pl.col("_dmin").is_null() | (pl.col("_hmin") < pl.col("_dmin")))
+            )
+            .then(pl.col("_hmin"))
+            .otherwise(pl.lit(DEFAULT_TCP_HEADER))
+            .cast(pl.Int64)
         )
     facts = facts.with_columns(
         _syn=pl.col("_s0min").is_not_null() & (pl.col("_s0min") <= pl.col("_hdr")),
@@ -235,11 +239,13 @@ def _number_exprs(has_hdr: bool) -> dict[str, pl.Expr]:
     # FullTcp (byte numbers)
     f_payload = (pl.col("size") - pl.col("_hdr")).clip(lower_bound=0)
     f_first = pl.col("_syn_d").fill_null(False) & (ps == pl.col("_base")) & (f_payload == 0)
-    f_guess = pl.when(f_first & d0).then(SYN).when(f_first).then(SYN | ACK).when(f_payload > 0).then(ACK | PSH).otherwise(ACK)
+    f_guess = (
+        pl.when(f_first & d0).then(SYN).when(f_first).then(SYN | ACK).when(f_payload > 0).then(ACK | PSH).otherwise(ACK)
+    )
     if has_hdr:
         hf = pl.col("_hdr_flags")
         f_flags = pl.when(hf.is_not_null()).then(hf & 0xFF).otherwise(f_guess)
-        f_ack = pl.when(hf.is_not_null() & ((hf & ACK) != 0) & (pl.col("_hdr_ack") >= 0)).then(
+        f_ack: pl.Expr = pl.when(hf.is_not_null() & ((hf & ACK) != 0) & (pl.col("_hdr_ack") >= 0)).then(
             pl.col("_hdr_ack") - pl.col("_obase"))
     else:
         f_flags = f_guess

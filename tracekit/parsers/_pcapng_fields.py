@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 #: Largest timestamp accepted, in seconds from the epoch either way (int64 ns stays exact).
 MAX_SEC = 9_000_000_000
@@ -49,8 +50,11 @@ class Fields:
 
     def _get(self, pos: np.ndarray, width: int) -> np.ndarray:
         n = len(self.b) - width + 1
-        p = np.clip(pos, 0, n - 1)
-        view = lambda e: np.ndarray(shape=(n,), dtype=f"{e}u{width}", buffer=self.b, strides=(1,))  # noqa: E731
+        p: npt.NDArray[np.int64] = np.clip(pos, 0, n - 1)
+
+        def view(e: str) -> np.ndarray:
+            return np.ndarray(shape=(n,), dtype=f"{e}u{width}", buffer=self.b, strides=(1,))
+
         if not self.mixed:
             return view(self.e)[p].astype(np.int64)
         return np.where(self.big, view(">")[p], view("<")[p]).astype(np.int64)
@@ -62,7 +66,8 @@ class Fields:
         """``k`` consecutive u32 at each position, as an (n, k) uint32 array: one gather of 4k bytes."""
         n = len(self.b) - 4 * k + 1
         view = np.ndarray(shape=(max(n, 0),), dtype=f"V{4 * k}", buffer=self.b, strides=(1,))
-        raw = view[np.clip(pos, 0, n - 1)]
+        at: npt.NDArray[np.int64] = np.clip(pos, 0, n - 1)
+        raw = view[at]
         if not self.mixed:
             return raw.view(self.e + "u4").reshape(-1, k).astype(np.uint32)
         le, be = raw.view("<u4").reshape(-1, k), raw.view(">u4").reshape(-1, k)

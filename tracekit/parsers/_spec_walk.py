@@ -26,6 +26,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+import numpy.typing as npt
 from numpy.lib.stride_tricks import as_strided
 
 #: Walkers start this far apart (bytes): ~120 records of a headers-only capture each.
@@ -118,14 +119,14 @@ def _starts(u32: np.ndarray, start: int, k: int, cap_at: int, nanos: bool, max_c
     lo = max(sec0 - _DAY, 0)
     near = _within_days(secs, lo)
     col = near.argmax(axis=1)
-    at = base + np.arange(k - 1, dtype=np.int64) * SPACING + col
-    ok = near[np.arange(k - 1), col]
+    at: npt.NDArray[np.int64] = base + np.arange(k - 1, dtype=np.int64) * SPACING + col
+    ok: npt.NDArray[np.bool_] = near[np.arange(k - 1), col]
     ok &= _plausible(u32, at, cap_at, nanos, max_caplen, lo)
     ok &= _plausible(u32, at + 16 + u32[at + cap_at], cap_at, nanos, max_caplen, lo)
     return at[ok]
 
 
-def _plausible(u32: np.ndarray, at: np.ndarray, cap_at: int, nanos: bool, max_caplen: int,
+def _plausible(u32: npt.NDArray[np.uint32], at: npt.NDArray[np.int64], cap_at: int, nanos: bool, max_caplen: int,
                lo: int) -> np.ndarray:
     """Which offsets ``at`` hold a header that looks like a record's (see the module docstring)."""
     at = np.minimum(at, len(u32) - 16)
@@ -136,6 +137,6 @@ def _plausible(u32: np.ndarray, at: np.ndarray, cap_at: int, nanos: bool, max_ca
             & (cap > 0) & (cap <= orig) & (orig <= max(max_caplen, 1 << 18)) & (cap <= max_caplen))
 
 
-def _within_days(secs: np.ndarray, lo: int) -> np.ndarray:
+def _within_days(secs: npt.NDArray[np.uint32], lo: int) -> np.ndarray:
     """Seconds fields in ``[lo, lo + 2 days]`` (uint32 arithmetic: values below ``lo`` wrap above)."""
     return np.subtract(secs, np.uint32(lo), dtype=np.uint32) <= np.uint32(2 * _DAY)

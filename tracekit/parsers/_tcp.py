@@ -228,12 +228,12 @@ def _rel(raw: np.ndarray, fd: np.ndarray, valid: np.ndarray | None, base: np.nda
     rel -= base[fd]
     rel &= _M32  # modulo 2^32 (two's complement: exact for negative differences too)
     every = valid is None or bool(valid.all())
-    if not every:
+    if valid is not None and not every:
         rel[~valid] = 0
     if len(rel) and int(rel.max()) - int(rel.min()) <= HALF:
         return rel  # no group spans more than all rows do: nothing can have wrapped
     group = fd ^ 1 if other else (fd if every else fd.copy())
-    if every:
+    if valid is None or every:
         return _unwrap(rel, group, size)
     group[~valid] = size  # rows without the number: a group of their own, left out below
     return _unwrap(rel, group, size + 1, ignore=size)
@@ -287,7 +287,9 @@ def sack_column(n: int, rows: pl.Series, left: pl.Series, right: pl.Series, rel:
     if not len(rows):
         return pl.lit(None, dtype=SACK)
     r = rows.to_numpy()
-    fix = lambda c: pl.col(c) + ((pl.col("_ack") - pl.col(c) + HALF).floordiv(TWO32)) * TWO32  # noqa: E731
+    def fix(c: str) -> pl.Expr:
+        return pl.col(c) + ((pl.col("_ack") - pl.col(c) + HALF).floordiv(TWO32)) * TWO32
+
     sk = (
         pl.DataFrame({"_r": rows, "_ob": rel.base[rel.fd[r] ^ 1], "_ack": rel.ack[r], "_lr": left, "_rr": right})
         .with_columns(_l=(pl.col("_lr") - pl.col("_ob")) % TWO32, _rr=(pl.col("_rr") - pl.col("_ob")) % TWO32)
@@ -322,13 +324,13 @@ def _ids(df: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return codes[: df.height], codes[df.height:]
 
 
-def masked(values: np.ndarray, valid: np.ndarray, dtype: pl.DataType) -> pl.Series:
+def masked(values: np.ndarray, valid: np.ndarray, dtype: pl.DataType | type[pl.DataType]) -> pl.Series:
     """A column with nulls where ``valid`` is False (no copy when all are valid and the dtype fits)."""
     if valid.all():
         s = pl.Series(values)
         return s if s.dtype == dtype else s.cast(dtype)
     # (Series.set rather than a numpy masked array: numpy.ma costs ~9 ms to import)
-    s = pl.Series(values).set(pl.Series(~valid), None)  # type: ignore[arg-type]
+    s = pl.Series(values).set(pl.Series(~valid), None)
     return s if s.dtype == dtype else s.cast(dtype)
 
 

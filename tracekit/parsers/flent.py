@@ -167,13 +167,13 @@ def read(
                                  path=path, hint="upgrade tracekit")
     x = doc.get("x_values")
     results = doc.get("results")
-    meta_in = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    meta_in = m if isinstance(m := doc.get("metadata"), dict) else {}
     if not isinstance(x, list) or not isinstance(results, dict):
         raise CorruptTraceError("no 'x_values' list / 'results' object: not a complete Flent data file", path=path,
                                 hint="was it written by flent? try opening it with flent --gui")
     if version < 3:
         log.add("W-VERSION", f"old Flent data format version {version} (read as version 3)")
-    series_meta = meta_in.get("SERIES_META") if isinstance(meta_in.get("SERIES_META"), dict) else {}
+    series_meta = m if isinstance(m := meta_in.get("SERIES_META"), dict) else {}
     xs = _numbers(x)
     n = xs.len()
     frames = []
@@ -188,8 +188,10 @@ def read(
             values = values[:n] + [None] * max(0, n - len(values))
         vals = _numbers(values)
         bad_vals += vals.null_count() - values.count(None)
-        sm = series_meta.get(series) if isinstance(series_meta.get(series), dict) else {}
-        metric, scale, unit, node = _classify(str(series), sm.get("UNITS") if isinstance(sm.get("UNITS"), str) else None)
+        sm = m if isinstance(m := series_meta.get(series), dict) else {}
+        metric, scale, unit, node = _classify(
+            str(series), sm.get("UNITS") if isinstance(sm.get("UNITS"), str) else None
+        )
         frames.append(pl.DataFrame({"time": xs, "value": vals * scale}).with_columns(
             metric=pl.lit(metric), unit=pl.lit(unit), source=pl.lit(str(series)), node=pl.lit(node, pl.String)))
     if bad_len:
@@ -199,7 +201,7 @@ def read(
     t0 = _epoch(meta_in.get("T0"))
     raw_count = 0
     if raw:
-        raw_values = doc.get("raw_values") if isinstance(doc.get("raw_values"), dict) else {}
+        raw_values = m if isinstance(m := doc.get("raw_values"), dict) else {}
         if t0 is None and raw_values:
             log.add("W-BADVALUE", "metadata T0 is missing or not ISO-8601: raw values not read")
         for series, points in (raw_values.items() if t0 is not None else []):
@@ -209,7 +211,7 @@ def read(
             if "t" not in rows.columns:
                 continue
             rt = rows["t"].cast(pl.Float64, strict=False) - t0
-            sm = series_meta.get(series) if isinstance(series_meta.get(series), dict) else {}
+            sm = m if isinstance(m := series_meta.get(series), dict) else {}
             units = sm.get("UNITS") if isinstance(sm.get("UNITS"), str) else None
             for key in rows.columns:
                 if key in ("t", "seq", "dur"):
@@ -235,7 +237,8 @@ def read(
     segment = None
     if len(mss) == 1:
         try:
-            segment = int(next(iter(mss)))
+            one = next(iter(mss))
+            segment = int(one) if isinstance(one, (int, float, str)) else None
         except (TypeError, ValueError):
             segment = None
     meta = {

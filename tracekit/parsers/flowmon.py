@@ -146,20 +146,26 @@ class _Collector:
             el.clear()
 
 
+def _drain(parser: ET.XMLPullParser[ET.Element], col: _Collector) -> None:
+    """Hand the parser's events to the collector (only "start" and "end", each with its element, were asked for)."""
+    for event in parser.read_events():
+        el = event[-1]
+        if isinstance(el, ET.Element):
+            col.start(el) if event[0] == "start" else col.end(el)
+
+
 def _parse_xml(text: str, path: str, log: WarningLog) -> _Collector:
     """Stream-parse the document; a damaged tail keeps the flows read before it (W-TRUNCATED)."""
     body = re.sub(r"^\s*<\?xml[^>]*\?>", "", text, count=1)  # the declaration may name another encoding
-    parser = ET.XMLPullParser(events=("start", "end"))
+    parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start", "end"))
     col = _Collector()
     step = 1 << 20
     try:
         for i in range(0, len(body), step):
             parser.feed(body[i:i + step])
-            for ev, el in parser.read_events():
-                col.start(el) if ev == "start" else col.end(el)
+            _drain(parser, col)
         parser.close()
-        for ev, el in parser.read_events():
-            col.start(el) if ev == "start" else col.end(el)
+        _drain(parser, col)
     except ET.ParseError as exc:
         line, column = exc.position
         if not col.flows:
@@ -265,8 +271,11 @@ def read(
         _t=pl.max_horizontal("timeLastTxPacket", "timeLastRxPacket").fill_null(0.0),
     ).with_columns(_t=pl.when(pl.col("_t").is_finite()).then("_t").otherwise(0.0))
     present = [a for a in SAMPLE_METRICS if flows[a].null_count() < flows.height]
-    long = flows.select("flowId", "_t", *(pl.col(a).cast(pl.Float64) for a in present)).unpivot(index=["flowId", "_t"], variable_name="attr").filter(
-        pl.col("value").is_not_null() & pl.col("value").is_finite())
+    long = (
+        flows.select("flowId", "_t", *(pl.col(a).cast(pl.Float64) for a in present))
+        .unpivot(index=["flowId", "_t"], variable_name="attr")
+        .filter(pl.col("value").is_not_null() & pl.col("value").is_finite())
+    )
     samples = long.select(
         time="_t", flow="flowId",
         metric=pl.col("attr").replace_strict({k: v[0] for k, v in SAMPLE_METRICS.items()}),
@@ -279,7 +288,11 @@ def read(
         dr = pl.DataFrame(col.drops, schema={"flowId": pl.String, "kind": pl.String, "reasonCode": pl.String,
                                              "value": pl.String}, orient="row").with_columns(
             pl.col("flowId").cast(pl.UInt32, strict=False), value=pl.col("value").cast(pl.Float64, strict=False))
-        dr = dr.join(ip_of, on="flowId", how="left") if ip_of is not None else dr.with_columns(ip=pl.lit(None, pl.String))
+        dr = (
+            dr.join(ip_of, on="flowId", how="left")
+            if ip_of is not None
+            else dr.with_columns(ip=pl.lit(None, pl.String))
+        )
         dr = dr.join(flows.select("flowId", "_t"), on="flowId", how="inner").filter(pl.col("value").is_not_null())
         reason = _reason(pl.col("reasonCode"), pl.col("ip"))
         samples = pl.concat([samples, dr.select(
@@ -311,10 +324,10 @@ def read(
             f["drops"] = {}
         by_id = {f["flowId"]: f for f in per_flow}
         for d in dr.with_columns(reason=reason).to_dicts():
-            f = by_id.get(d["flowId"])
-            if f is not None:
+            fd = by_id.get(d["flowId"])
+            if fd is not None:
                 key = "packets" if d["kind"] == "packetsDropped" else "bytes"
-                f["drops"].setdefault(d["reason"], {})[key] = d["value"]
+                fd["drops"].setdefault(d["reason"], {})[key] = d["value"]
     if not per_flow:
         log.add("W-EMPTY", "the FlowMonitor file holds no flows")
     raw_times = [f.get("timeFirstTxPacket", "") for f in col.flows[:50]]

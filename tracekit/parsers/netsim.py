@@ -213,6 +213,7 @@ def _packet_trace(headers: list[str], table: pl.DataFrame, h: int, path: str, lo
     if table.height > limits.max_packets:
         raise LimitError(f"{table.height:,} rows, over the limit of {limits.max_packets:,}", path=path,
                          hint="raise max_packets in [limits]")
+    assert time_key is not None  # else it is in ``missing``
     tscale = _TIME_UNIT[re.search(r"\((\w+)\)$", time_key).group(1)]  # type: ignore[union-attr]
 
     numeric = ("TRX_LAYER_PAYLOAD(BYTES)", "NW_LAYER_PAYLOAD(BYTES)", "PHY_LAYER_PAYLOAD(BYTES)", "PACKET_ID",
@@ -242,7 +243,9 @@ def _packet_trace(headers: list[str], table: pl.DataFrame, h: int, path: str, lo
         + up.str.contains("FIN").cast(pl.Int64) * FIN + up.str.contains("RST").cast(pl.Int64) * RST)
     status = c("PACKET_STATUS").fill_null("Successful")
     src_ip, dst_ip = c("SOURCE_IP"), c("DESTINATION_IP")
-    empty_ip = lambda e: e.is_null() | (e == "") | (e == "0.0.0.0")  # noqa: E731 - L2 control packets
+    def empty_ip(e: pl.Expr) -> pl.Expr:  # L2 control packets
+        return e.is_null() | (e == "") | (e == "0.0.0.0")
+
     df = table.with_row_index("_i").select(
         frame=(pl.col("_i") + h + 2).cast(pl.UInt64),
         time=num(time_key) * tscale,
@@ -286,15 +289,24 @@ def _packet_trace(headers: list[str], table: pl.DataFrame, h: int, path: str, lo
     df = _derive_seq(df)
     if df.height == 0:
         log.add("W-EMPTY", "the packet trace holds no rows")
-    meta = {**base,
-            "kind": "packet_trace",
-            "units": {"time": "us" if tscale == 1e-6 else time_key, "size": "bytes (PHY_LAYER_PAYLOAD)",
-                      "payload": "bytes (TRX_LAYER_PAYLOAD)"},
-            "time_column": time_key,
-            "ignored_columns": [hd for hd, n in zip(headers, norm, strict=False) if not re.match(r"^[A-Z_/]+(\(\w+\))?$", n)],
-            "derived": {"seq": "bytes numbered per direction in (PACKET_ID, SEGMENT_ID) order; NetSim traces "
-                               "carry no TCP sequence numbers"},
-            "counts": {"rows": table.height, "status": {d["_status"]: d["len"] for d in statuses}}}
+    meta = {
+        **base,
+        "kind": "packet_trace",
+        "units": {
+            "time": "us" if tscale == 1e-6 else time_key,
+            "size": "bytes (PHY_LAYER_PAYLOAD)",
+            "payload": "bytes (TRX_LAYER_PAYLOAD)",
+        },
+        "time_column": time_key,
+        "ignored_columns": [
+            hd for hd, n in zip(headers, norm, strict=False) if not re.match(r"^[A-Z_/]+(\(\w+\))?$", n)
+        ],
+        "derived": {
+            "seq": "bytes numbered per direction in (PACKET_ID, SEGMENT_ID) order; NetSim traces "
+            "carry no TCP sequence numbers"
+        },
+        "counts": {"rows": table.height, "status": {d["_status"]: d["len"] for d in statuses}},
+    }
     return make_trace(df.drop("_status"), None, meta, log)
 
 

@@ -103,10 +103,18 @@ def _numeric_kind(lines: list[bytes]) -> str | None:
             and np.abs(d - k * step).max() <= 1e-6 * max(1.0, v[-1, 0])):
         return None
     tcl = any(TCL_NOISE.match(t[0]) for t in rows)
-    cum = lambda c: bool((v[:, c] >= 0).all() and (np.diff(v[:, c]) >= 0).all() and (v[:, c] == np.round(v[:, c])).all())  # noqa: E731
-    ratio = lambda c: bool(((v[:, c] >= 0) & (v[:, c] <= 1)).all())  # noqa: E731
-    nonneg = lambda c: bool((v[:, c] >= 0).all())  # noqa: E731
-    if n == 6 and cum(1) and ratio(2) and nonneg(3) and nonneg(4) and (v[:, 4] == np.round(v[:, 4])).all() and nonneg(5):
+
+    def cum(c: int) -> bool:
+        return bool((v[:, c] >= 0).all() and (np.diff(v[:, c]) >= 0).all() and (v[:, c] == np.round(v[:, c])).all())
+
+    def ratio(c: int) -> bool:
+        return bool(((v[:, c] >= 0) & (v[:, c] <= 1)).all())
+
+    def nonneg(c: int) -> bool:
+        return bool((v[:, c] >= 0).all())
+
+    if (n == 6 and cum(1) and ratio(2) and nonneg(3) and nonneg(4) and (v[:, 4] == np.round(v[:, 4])).all()
+            and nonneg(5)):
         return "windowmon"
     if n == 5 and ratio(1) and nonneg(2) and cum(3) and cum(4):
         return "tcpudpmon"
@@ -347,7 +355,9 @@ def _agent(f: pl.DataFrame) -> tuple[pl.DataFrame, np.ndarray]:
 
 
 def _queue(f: pl.DataFrame) -> tuple[pl.DataFrame, np.ndarray]:
-    get = lambda i: pl.col("f").list.get(i, null_on_oob=True)  # noqa: E731
+    def get(i: int) -> pl.Expr:
+        return pl.col("f").list.get(i, null_on_oob=True)
+
     g = f.select(
         "line", "blank", "nf",
         tags=pl.concat_str([get(i) for i in (0, 1, 3, 5, 7, 9)], separator=" "),

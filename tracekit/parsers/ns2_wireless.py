@@ -152,7 +152,9 @@ def read(
         _ep_src=pl.concat_str([pl.col("src"), pl.lit("."), pl.col("sport").cast(pl.String)]),
         _ep_dst=pl.concat_str([pl.col("dst"), pl.lit("."), pl.col("dport").cast(pl.String)]),
     )
-    combos = ev.group_by("_ep_src", "_ep_dst", "proto", "ptype").agg(pl.col("line").min().cast(pl.Int64).alias("_first"))
+    combos = ev.group_by("_ep_src", "_ep_dst", "proto", "ptype").agg(
+        pl.col("line").min().cast(pl.Int64).alias("_first")
+    )
     combos = assign_flows(combos).select("_ep_src", "_ep_dst", "proto", "ptype", "flow", "dir")
     n_flows = combos["flow"].n_unique() - int(combos["flow"].null_count() > 0)
     if n_flows > limits.max_flows:

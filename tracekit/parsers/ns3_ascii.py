@@ -4,7 +4,8 @@ One line per packet event (``src/network/helper/trace-helper.cc``,
 ``src/internet/helper/internet-trace-helper.cc``)::
 
     <ev> <time> [<context>] <packet>
-    + 0.5 /NodeList/0/DeviceList/0/$ns3::PointToPointNetDevice/TxQueue/Enqueue ns3::PppHeader (...) ns3::Ipv4Header (...) ns3::TcpHeader (...) Payload (size=512)
+    + 0.5 /NodeList/0/DeviceList/0/$ns3::PointToPointNetDevice/TxQueue/Enqueue ns3::PppHeader (...)
+          ns3::Ipv4Header (...) ns3::TcpHeader (...) Payload (size=512)   (one line in the file)
     t 0.5 /NodeList/2/$ns3::Ipv4L3Protocol/Tx(1) ns3::Ipv4Header (...) ns3::TcpHeader (...)
 
 ``<packet>`` is ``Packet::Print``: ``<TypeId> (<header print>)`` items separated by single
@@ -97,7 +98,9 @@ def _parse(df: pl.DataFrame) -> pl.DataFrame:
     opt_bytes = sum(
         (txt.str.count_matches(rf"ns3::TcpOption{k}\(") * n for k, n in _OPT_BYTES.items()),
         start=pl.lit(0, pl.Int64),
-    ) + _sum_numbers(txt, r"ns3::TcpOptionSack\(blocks: \d+", pl.element().str.extract(r"(\d+)$").cast(pl.Int64) * 8 + 2)
+    ) + _sum_numbers(
+        txt, r"ns3::TcpOptionSack\(blocks: \d+", pl.element().str.extract(r"(\d+)$").cast(pl.Int64) * 8 + 2
+    )
     tcp_hdr = 20 + ((opt_bytes + 3) // 4) * 4
     pieces = (
         _sum_numbers(pkt, r"Payload \(size=\d+\)", pl.element().str.extract(r"(\d+)").cast(pl.Int64))

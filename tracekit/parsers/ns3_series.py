@@ -83,7 +83,7 @@ def _looks_like(lines: pl.Series) -> str | None:
     if lines[0].startswith("0.0 "):
         return "space"
     v = sp["2"]
-    if bool(v.str.contains(_INT).all()) and (v.cast(pl.Float64, strict=False).max() or 0) >= 500:
+    if bool(v.str.contains(_INT).all()) and (v.cast(pl.Float64, strict=False).max() or 0) >= 500:  # type: ignore[operator]
         return "space"
     return None
 
@@ -206,10 +206,10 @@ def read(
         if unset.any():
             counts["ssthresh_unset"] = int(unset.sum())
             samples = samples.filter(~unset)
-    if chosen in _PLACEHOLDER_ZERO and layout == "space" and samples.height and df["line"][0].startswith("0.0 "):
-        if samples["time"][0] == 0.0 and samples["value"][0] == 0.0:
-            counts["placeholder"] = 1
-            samples = samples.slice(1)
+    if (chosen in _PLACEHOLDER_ZERO and layout == "space" and samples.height and df["line"][0].startswith("0.0 ")
+            and samples["time"][0] == 0.0 and samples["value"][0] == 0.0):
+        counts["placeholder"] = 1
+        samples = samples.slice(1)
     base = os.path.basename(path) if path and not path.startswith("<") else (path or describe(source))
     samples = samples.with_columns(metric=pl.lit(chosen), unit=pl.lit(unit), source=pl.lit(base))
     if fifth:
@@ -226,7 +226,8 @@ def read(
         "tool": "ns-3",
         "paths": [path],
         "compression": loaded.compression,
-        "layout": {"tab": "fifth" if fifth else ("sixth" if three else "tab"), "space": "tcp-variants-comparison"}[layout],
+        "layout": {"tab": "fifth" if fifth else ("sixth" if three else "tab"),
+                   "space": "tcp-variants-comparison"}[layout],
         "metric": chosen,
         "metric_from": how,
         "units": {chosen: unit, "time": "s"},

@@ -209,7 +209,11 @@ def read(
         lines = [ln for ln in err.splitlines() if ln.strip() and "Running as user" not in ln]
         text = " ".join(lines).replace(str(target), path)[:300]
         if rc != 0:
-            if "unknown or unsupported" in text or "format TShark understands" in text or "isn't a capture file" in text:
+            if (
+                "unknown or unsupported" in text
+                or "format TShark understands" in text
+                or "isn't a capture file" in text
+            ):
                 lt = f" (link type {slow_linktypes[0]})" if slow_linktypes else ""
                 raise UnknownFormatError(f"neither tracekit nor tshark can decode this capture{lt}: {text}",
                                          path=path, hint="convert it to Ethernet or raw IP first")

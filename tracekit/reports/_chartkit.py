@@ -7,7 +7,7 @@ Kept apart from :mod:`tracekit.reports.charts` (time charts of one flow) and
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 import altair as alt
 import polars as pl
@@ -118,8 +118,8 @@ def spec(chart: Any) -> dict[str, Any]:
     """
     kwds = getattr(chart, "_kwds", None)
     datasets = kwds.get("datasets", alt.Undefined) if isinstance(kwds, dict) else alt.Undefined
-    if not isinstance(datasets, dict):
-        return chart.to_dict(validate=False)  # type: ignore[no-any-return]
+    if not isinstance(kwds, dict) or not isinstance(datasets, dict):
+        return chart.to_dict(validate=False)
     kwds["datasets"] = alt.Undefined
     try:
         out: dict[str, Any] = chart.to_dict(validate=False)
@@ -162,7 +162,7 @@ def from_zero(title: str, fmt: str | None = None, top: float | None = None) -> d
     return {"title": title, "scale": scale, "axis": alt.Axis(format=fmt) if fmt else alt.Axis()}
 
 
-def has(df: pl.DataFrame | None, *cols: str) -> bool:
+def has(df: pl.DataFrame | None, *cols: str) -> TypeGuard[pl.DataFrame]:
     return df is not None and df.height > 0 and all(c in df.columns for c in cols)
 
 
@@ -237,7 +237,8 @@ def axes(x_title: str, y_title: str, y: str = "y", fmt: str | None = None, top: 
 
 def with_notes(chart: alt.TopLevelMixin, notes: list[str]) -> alt.TopLevelMixin:
     if notes:
-        meta = dict(chart.usermeta) if chart.usermeta is not alt.Undefined else {}
+        # usermeta is a property of every top-level chart class; TopLevelMixin does not declare it
+        meta = dict(chart.usermeta) if chart.usermeta is not alt.Undefined else {}  # type: ignore[attr-defined]
         tk = dict(meta.get("tracekit", {}))
         tk["notes"] = notes
         chart = chart.properties(usermeta={**meta, "tracekit": tk})
@@ -246,5 +247,5 @@ def with_notes(chart: alt.TopLevelMixin, notes: list[str]) -> alt.TopLevelMixin:
 
 def notes_of(chart: alt.TopLevelMixin) -> list[str]:
     """Notes a chart function attached (e.g. markers left out by the cap)."""
-    meta = chart.usermeta if chart.usermeta is not alt.Undefined else {}
+    meta = chart.usermeta if chart.usermeta is not alt.Undefined else {}  # type: ignore[attr-defined]
     return list(meta.get("tracekit", {}).get("notes", []))

@@ -141,7 +141,9 @@ def link_rate_for(analysis: Analysis, given: str | None = None) -> float | None:
     if given is not None:
         r = rate_from_text(given)
         if r is None:
-            raise UsageError(f"--link-rate {given!r} is not a rate", hint="e.g. --link-rate 1Mbit/s, 10M or 1e6 (bit/s)")
+            raise UsageError(
+                f"--link-rate {given!r} is not a rate", hint="e.g. --link-rate 1Mbit/s, 10M or 1e6 (bit/s)"
+            )
         return r
     meta = analysis.trace.meta
     base = Path(meta["dir"]) if meta.get("dir") else (Path(meta["paths"][0]).parent if meta.get("paths") else None)
@@ -199,9 +201,11 @@ def tool_table_html(analysis: Analysis, prefix: str = "") -> str:
     for r in rows:
         cells = "".join(
             f'<td class="t" data-col="{esc(c)}">{esc(r[c] if r[c] is not None else "–")}</td>'
-            if c in ("metric", "node", "source") else
-            f'<td data-col="{esc(c)}">{esc("–" if r[c] is None else (f"{r[c]:,}" if isinstance(r[c], int) else r[c]))}</td>'
-            for c in cols)
+            if c in ("metric", "node", "source")
+            else f'<td data-col="{esc(c)}">'
+            f'{esc("–" if r[c] is None else (f"{r[c]:,}" if isinstance(r[c], int) else r[c]))}</td>'
+            for c in cols
+        )
         body.append(f"<tr>{cells}</tr>")
     return (f"<h3>Tool-reported series</h3><p class=\"note\">Last, largest and mean value of each series the "
             f"tool wrote, in the source's unit first.</p><table id=\"{esc(prefix)}tool-metrics\"><thead><tr>{head}"

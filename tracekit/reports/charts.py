@@ -20,6 +20,7 @@ Rules every chart follows (RELIABILITY.md §7.5, ECOSYSTEM.md §3.3):
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import altair as alt
 import polars as pl
@@ -65,7 +66,8 @@ from tracekit.schema import ACK
 __all__ = [
     "CWND_COLORS", "HEIGHT", "MAX_LABEL", "MODEL_COLUMNS", "SEQ_COLORS", "TPUT_COLORS", "WIDTH", "NoData",
     "cwnd", "ellipse", "ellipse_points", "flows_bar", "jain", "notes_of", "overlay", "queue", "records", "rtt",
-    "safe_label", "safe_label_expr", "sample_ellipse_points", "samples", "spec", "stall_layer", "sweep_chart", "throughput", "time_sequence",
+    "safe_label", "safe_label_expr", "sample_ellipse_points", "samples", "spec", "stall_layer", "sweep_chart",
+    "throughput", "time_sequence",
 ]
 
 # ---- time-sequence graph ---------------------------------------------------------------------------
@@ -260,7 +262,7 @@ def cwnd(
             # An "infinite" initial ssthresh (ns-3 4294967295, Linux 2^31-1) would flatten the
             # chart: values far above every window seen are not drawn.
             top = cw["cwnd_bytes"].max()
-            limit = 16 * float(top) if top is not None and top > 0 else math.inf  # type: ignore[arg-type]
+            limit = 16 * float(top) if top is not None and top > 0 else math.inf  # type: ignore[arg-type,operator]
             kernel = traced == "kernel" and (cw["s"] == own).any()
             pick = pl.col("s") == (pl.lit(own) if kernel else pl.col("s").first())
             ss = cw.filter(pl.col("ssthresh_bytes").is_not_null() & (pl.col("ssthresh_bytes") < limit) & pick)
@@ -501,10 +503,11 @@ def samples(smp: pl.DataFrame, metric: str, unit: str, *, title: str = "", name:
     df = minmax(df.select("time", "s", "value"), "time", "value", by=["s"])
     line = alt.Chart(bag(records(df.select(pl.col("time").alias("t"), pl.col("value").alias("y"), "s"))),
                      name=f"{name}_series")
-    step = "step-before" if unit in ("pps", "bps") else "step-after"
+    step: Literal["step-before", "step-after"] = "step-before" if unit in ("pps", "bps") else "step-after"
     mark = line.mark_line(interpolate=step, point=df.height <= 200, strokeWidth=1.3)
     fmt = "~s" if unit in ("bps", "bytes") else None
-    y = (alt.Y("y:Q", **from_zero(safe_label(f"{metric} ({unit})"), fmt)) if float(df["value"].min() or 0) >= 0
+    lowest = float(df["value"].min() or 0)  # type: ignore[arg-type]  # polars types min() as any scalar
+    y = (alt.Y("y:Q", **from_zero(safe_label(f"{metric} ({unit})"), fmt)) if lowest >= 0
          else alt.Y("y:Q", title=safe_label(f"{metric} ({unit})"), axis=alt.Axis(format=fmt) if fmt else alt.Axis()))
     chart = mark.encode(x=alt.X("t:Q", **from_zero("time (s)")), y=y,
                         color=alt.Color("s:N", title=None, legend=alt.Legend(orient="top", labelLimit=300)))

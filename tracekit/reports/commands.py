@@ -88,7 +88,7 @@ def compare(files: tuple[str, ...], output: str, labels: tuple[str, ...], json_p
         tracekit compare a.pcap b.tr --label linux=a.pcap --label ns2=b.tr -o compare.html
     """
     from tracekit.reports import compare as cmp
-    from tracekit.reports.html import write_atomic
+    from tracekit.reports.text import write_atomic
 
     _guard(force, output, json_path)
     named = cmp.parse_labels(labels)

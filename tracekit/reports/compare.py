@@ -13,10 +13,10 @@ moments in different tools: ns-2 labs start FTP at 0.5 s, captures at 0).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 import polars as pl
 
@@ -108,10 +108,8 @@ def _signed(d: float, key: str) -> str:
     """A difference with its sign, in the metric's unit (bit/s scaled; counts with separators)."""
     from tracekit.reports.text import _fmt
 
-    if key.endswith("_bps") or abs(d) < 1000:
-        text = _fmt(abs(d), key) if d else "0"
-    else:
-        text = f"{abs(d):,.0f}"
+    large_count = not key.endswith("_bps") and abs(d) >= 1000
+    text = f"{abs(d):,.0f}" if large_count else (_fmt(abs(d), key) if d else "0")
     return ("+" if d > 0 else "−" if d < 0 else "±") + text
 
 
@@ -123,7 +121,7 @@ def _delta_class(d: float | None, key: str) -> str:
     return ' class="better"' if d * way > 0 else ' class="worse"'
 
 
-def _num(v: Any) -> bool:
+def _num(v: Any) -> TypeGuard[int | float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
@@ -236,22 +234,22 @@ def compare(
         UsageError: with fewer than two inputs, or labels that do not fit the paths.
         TracekitError: when an input cannot be read.
     """
-    paths = [str(p) for p in paths]
-    if len(paths) < 2:
+    inputs = [str(p) for p in paths]
+    if len(inputs) < 2:
         raise UsageError("compare needs at least two runs", hint="tracekit compare A B [C ...] -o compare.html")
-    names = _default_labels(paths)
+    names = _default_labels(inputs)
     if isinstance(labels, dict):
-        unknown = [p for p in labels if p not in paths]
+        unknown = [p for p in labels if p not in inputs]
         if unknown:
             raise UsageError(f"--label names a path that is not compared: {unknown[0]!r}",
                              hint="give the same path as on the command line")
-        names = [labels.get(p, n) for p, n in zip(paths, names, strict=True)]
+        names = [labels.get(p, n) for p, n in zip(inputs, names, strict=True)]
     elif labels is not None:
-        if len(labels) != len(paths):
-            raise UsageError(f"{len(labels)} labels for {len(paths)} runs")
+        if len(labels) != len(inputs):
+            raise UsageError(f"{len(labels)} labels for {len(inputs)} runs")
         names = list(labels)
     runs = []
-    for path, name in zip(paths, names, strict=True):
+    for path, name in zip(inputs, names, strict=True):
         analysis = load(path, fmt=fmt, strict=strict, limits=limits)
         main, values = run_metrics(analysis)
         values.update(tool_values(analysis, y))
@@ -316,7 +314,8 @@ def _rtt(r: Run, f: int, d: int, t0: float) -> pl.DataFrame | None:
 
 def figures(result: CompareResult) -> list[Figure]:
     """The overlay charts of a comparison (or why each is missing)."""
-    specs = [
+    specs: list[tuple[str, str, Callable[[Run, int, int, float], pl.DataFrame | None], str, str,
+                      str | Literal[False] | None]] = [
         ("timeseq", "sequence number over time", _seq, "highest sequence sent (bytes)", "line", False),
         ("throughput", "goodput over time", _tput, "goodput (bit/s)", "line", "~s"),
         ("cwnd", "congestion window", _cwnd, "cwnd (bytes)", "line", None),
@@ -381,7 +380,7 @@ def render(result: CompareResult) -> str:
     specs: dict[str, dict[str, Any]] = {}
     parts.append("<h2>Overlays</h2><p class=\"note\">Time counts from each run's main connection start.</p>")
     parts.extend(H.figures_html(list(figures(result)), specs))
-    for i, r in enumerate(runs):
+    for r in runs:
         if r.analysis.trace.warnings:
             items = "".join(f"<li class=\"warn\"><code>{H.esc(w.get('code'))}</code> {H.esc(w.get('message'))}</li>"
                             for w in r.analysis.trace.warnings)

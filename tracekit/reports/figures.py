@@ -13,6 +13,7 @@ analyses provide more frames.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -158,7 +159,7 @@ def figures(analysis: Analysis, *, max_flows: int = MAX_FLOWS, kinds: tuple[str,
         f, d, label = int(row["flow"]), int(row["dir"]), row["label"]
         tag = f"flow{f}" if d == 0 else f"flow{f}-reverse"
         models = {c: row.get(c) for c in charts.MODEL_COLUMNS}
-        makers = {
+        makers: dict[str, tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = {
             "timeseq": (charts.time_sequence, (analysis.packets, f, d),
                         {"retransmissions": frame(analysis, "retransmissions"), "stalls": stalls}),
             "cwnd": (charts.cwnd, (_or_empty(frame(analysis, "cwnd")), f, d),

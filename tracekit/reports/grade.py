@@ -28,7 +28,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from tracekit.errors import TracekitError, UsageError
 from tracekit.limits import DEFAULT, Limits
@@ -225,6 +225,16 @@ def _allowed(lo: float, hi: float, fmt: Any) -> str:
     return f"{fmt(lo)} … {fmt(hi)}"
 
 
+class _Shown(TypedDict):
+    """The display fields of a :class:`Verdict` that do not depend on the student's value."""
+
+    reference_text: str
+    show_reference: str
+    display_unit: str
+    display_scale: float
+    hint: str | None
+
+
 def judge(item: Item, value: gm.Extracted, refs: list[float], lab: LabUnits | None = None) -> Verdict:
     """Turn a student value and the reference values into a verdict with its explanation.
 
@@ -247,8 +257,8 @@ def judge(item: Item, value: gm.Extracted, refs: list[float], lab: LabUnits | No
     allowed = f"allowed {_allowed(b.lo, b.hi, disp.fmt)} ({tol})"
     if item.partial is not None:
         allowed += f"; partial credit down to 0 at {_allowed(b.zero_lo, b.zero_hi, disp.fmt)}"
-    common = {"reference_text": gu.sentence(f"{ref_text}; {allowed}"), "show_reference": item.show_reference,
-              "display_unit": disp.unit, "display_scale": disp.scale, "hint": gu.hint_for(item)}
+    common = _Shown(reference_text=gu.sentence(f"{ref_text}; {allowed}"), show_reference=item.show_reference,
+                    display_unit=disp.unit, display_scale=disp.scale, hint=gu.hint_for(item))
     if value.value is None:
         out = f"cannot evaluate: {value.note}; {ref_text}; {allowed}; score 0/{item.points:g}"
         fb = _feedback(item, disp, value, "error", None, 0.0, common["reference_text"])

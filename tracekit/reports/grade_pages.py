@@ -130,7 +130,8 @@ def feedback_page(res: dict[str, Any], profile: Profile, curves: dict[str, list[
         unit, k = _chart_unit(key, profile)
         grid = ref.grid.tolist()
         mine = [y * k for y in curves[key]] if key in curves else None
-        refs = [(ref.mean * k).tolist(), (ref.lo * k).tolist(), (ref.hi * k).tolist()] if reveal else [None] * 3
+        refs: tuple[list[float] | None, list[float] | None, list[float] | None] = (
+            ((ref.mean * k).tolist(), (ref.lo * k).tolist(), (ref.hi * k).tolist()) if reveal else (None, None, None))
         if mine is None and not reveal:
             continue
         specs[key] = chart_spec(overlay_chart(key, unit, grid, *refs, mine))

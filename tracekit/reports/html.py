@@ -18,6 +18,7 @@ Vega from a CDN unless told otherwise, and neither escapes the spec for the
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import html
 import json
@@ -54,15 +55,19 @@ MORE_FLOW_COLUMNS = [
 ]
 
 _STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1100px;padding:12px 24px;color:#222}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1100px;
+padding:12px 24px;color:#222}
 h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ccc}
-h3{font-size:15px;margin:18px 0 6px}table{border-collapse:collapse;margin:6px 0 12px;font-size:13px;display:block;overflow-x:auto;max-width:100%}
+h3{font-size:15px;margin:18px 0 6px}
+table{border-collapse:collapse;margin:6px 0 12px;font-size:13px;display:block;overflow-x:auto;max-width:100%}
 td,th{border:1px solid #ddd;padding:3px 7px;text-align:right;vertical-align:top}
 td.t{overflow-wrap:break-word;max-width:320px}details{margin:0 0 12px}summary{cursor:pointer;color:#1f4e8c}
 th{background:#f4f4f4}td.t,th.t{text-align:left}.meta td{text-align:left}.meta th{white-space:nowrap}
 .chart{margin:8px 0 18px;min-height:40px}.missing{color:#777}.warn{color:#8a5300}
-.note{color:#555;font-size:12px}.explain{background:#f7f9fc;border:1px solid #dde4ee;padding:6px 14px 8px;margin:8px 0 14px}
-.explain h3{margin:4px 0}.explain ul{margin:2px 0 6px;padding-left:20px}.explain p{margin:6px 0 2px}.better,.pos{color:#006d2c}.worse,.neg{color:#a50f15}code{font-size:12px}
+.note{color:#555;font-size:12px}
+.explain{background:#f7f9fc;border:1px solid #dde4ee;padding:6px 14px 8px;margin:8px 0 14px}
+.explain h3{margin:4px 0}.explain ul{margin:2px 0 6px;padding-left:20px}.explain p{margin:6px 0 2px}
+.better,.pos{color:#006d2c}.worse,.neg{color:#a50f15}code{font-size:12px}
 """
 
 _EMBED = """
@@ -125,18 +130,17 @@ def vega_bundle() -> str:
 
     vl = _vl_version()
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tracekit"
-    cache = base / f"vega-bundle-{vlc.__version__}-{vl or 'latest'}.js"
+    # the .pyi of vl_convert lacks __version__ and marks snippet required (the module defaults it to None)
+    cache = base / f"vega-bundle-{vlc.__version__}-{vl or 'latest'}.js"  # type: ignore[attr-defined]
     try:
         text = cache.read_text(encoding="utf-8")
         if "window.vegaEmbed=" in text:
             return _script_safe_js(text)
     except (OSError, UnicodeDecodeError):
         pass
-    text = vlc.javascript_bundle(vl_version=vl) if vl else vlc.javascript_bundle()
-    try:
+    text = vlc.javascript_bundle(vl_version=vl) if vl else vlc.javascript_bundle()  # type: ignore[call-arg]
+    with contextlib.suppress(OSError):
         write_atomic(cache, text.encode("utf-8"))
-    except OSError:
-        pass
     return _script_safe_js(text)
 
 

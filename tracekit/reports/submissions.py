@@ -26,6 +26,7 @@ import os
 import re
 import stat
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -341,7 +342,7 @@ def _source(name: str, data: bytes | Path) -> tuple[Any, bytes, dict[str, Any], 
     return NamedBytes(data, name), data, {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}, data
 
 
-def _read_parts(files: list[tuple[str, bytes | Path]], label: str, limits: Limits, strict: bool,
+def _read_parts(files: Sequence[tuple[str, bytes | Path]], label: str, limits: Limits, strict: bool,
                 notes: list[dict[str, str]], where: str) -> RunFiles:
     """Read each file on its own (so that warnings keep their file) and combine the traces."""
     from tracekit.parsers import _NOT_TRACES

@@ -171,8 +171,10 @@ def params_from_pattern(path: str, regex: re.Pattern[str], pattern: str) -> dict
     tail = "/".join(parts[-depth:])
     m = regex.fullmatch(tail)
     if m is None:
-        raise UsageError(f"{path!r} does not match --param {pattern!r} (compared with {tail!r})",
-                         hint="the pattern describes the end of each path, e.g. 'win{window}' for run dirs win8/ win16/")
+        raise UsageError(
+            f"{path!r} does not match --param {pattern!r} (compared with {tail!r})",
+            hint="the pattern describes the end of each path, e.g. 'win{window}' for run dirs win8/ win16/",
+        )
     return {k: _value(v) for k, v in m.groupdict().items()}
 
 
@@ -338,8 +340,8 @@ def sweep(
 
     shown = [m for m in METRICS if m != "flows" and any(r.metrics.get(m) is not None for r in runs)]
     tools = [k for k in tool_keys if k not in y]
-    metrics = shown + list(y) + tools + ["flows"]
-    return SweepResult(sorted(runs, key=order), x_name, by_name, names, metrics, list(y) + tools)
+    columns = shown + list(y) + tools + ["flows"]
+    return SweepResult(sorted(runs, key=order), x_name, by_name, names, columns, list(y) + tools)
 
 
 def _tool_means(analysis: Any) -> dict[str, Any]:
@@ -359,7 +361,8 @@ def figures(result: SweepResult) -> list[Figure]:
     for key, title, fmt in charted:
         ys = [r.metrics.get(key) for r in result.runs]
         df = pl.DataFrame({
-            "x": [float(v) for v in xs] if numeric else [charts.safe_label(v) for v in xs],
+            "x": ([float(v) for v in xs if isinstance(v, (int, float))] if numeric
+                  else [charts.safe_label(v) for v in xs]),
             "y": [float(v) if isinstance(v, (int, float)) and math.isfinite(v) else None for v in ys],
             "group": [str(r.params.get(result.by, "")) if result.by else "" for r in result.runs],
             "path": [r.path for r in result.runs],
@@ -409,7 +412,8 @@ def write(result: SweepResult, path: Path | None = None, *, csv_path: Path | Non
     Raises:
         OutputError: when an output cannot be written.
     """
-    from tracekit.reports.html import write_atomic, write_text
+    from tracekit.reports.html import write_text
+    from tracekit.reports.text import write_atomic
 
     if path is not None:
         write_text(Path(path), render(result))

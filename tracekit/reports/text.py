@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import polars as pl
     from rich.console import Console
 
     from tracekit.analysis import Analysis
@@ -54,12 +55,14 @@ def summary(analysis: Analysis, *, link_bps: float | None = None) -> dict[str, A
         from tracekit.kernel import summary as kernel_summary
 
         doc["kernel"] = kernel_summary(analysis)
-    return _clean(doc)
+    cleaned: dict[str, Any] = _clean(doc)
+    return cleaned
 
 
 def _views(analysis: Analysis) -> list[dict[str, Any]]:
-    """Every capture's rows when connections were seen from several captures (else ``[]``: ``flows`` is the only view)."""
-    views = getattr(analysis, "views", None)
+    """Every capture's rows when connections were seen from several captures (else ``[]``: ``flows`` is the only
+    view)."""
+    views: pl.DataFrame | None = getattr(analysis, "views", None)
     if views is None or views.is_empty() or views.height == analysis.flows.height:
         return []
     return views.to_dicts()
