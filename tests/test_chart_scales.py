@@ -135,7 +135,7 @@ def test_delta_cells_coloured_by_better_or_worse() -> None:
     page = compare.render(result)
     higher_better = {"goodput_bps", "throughput_bps"}
     lower_better = {"transfer_s", "retrans_packets", "retrans_bytes", "retrans_rto", "rtt_p50_s",
-                    "rtt_mean_s", "handshake_rtt_s", "stall_s"}
+                    "rtt_mean_s", "handshake_rtt_s", "stall_time_s"}
     cells = re.findall(r'<td data-run="1" data-delta="([a-z_0-9]+)"( class="(better|worse)")?>', page)
     judged = 0
     for key, _, cls in cells:

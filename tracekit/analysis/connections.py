@@ -21,7 +21,9 @@ chosen to represent each:
 * **Columns.** The connection's row is the sender-nearest view's (RTT, retransmissions,
   flight, cwnd: what the sender did), except ``goodput_bps``, taken from the receiver-nearest
   view when that is another capture (what was delivered: at a bottleneck's far side, bytes the
-  bottleneck dropped are not counted); views that saw the first packet at the same moment (the
+  bottleneck dropped are not counted), over the time from the sender-nearest view's start to
+  the receiver side's last delivery (a capture behind the bottleneck does not see SYNs the
+  bottleneck dropped, so its own start can be seconds late); views that saw the first packet at the same moment (the
   same run traced twice) give no "nearer the receiver" view. Every row names ``capture`` (file name) and keeps its
   ``vantage_point``; ``goodput_capture`` names the file the goodput came from.
 
@@ -139,10 +141,17 @@ def one_per_connection(flows: pl.DataFrame, pk: pl.DataFrame, meta: dict[str, An
     here = pl.format("{}:{}", pl.col("src"), pl.col("sport"))
     rx = views.filter((pl.col("views") > 1) & (pl.col("position") == pl.col("views") - 1) & (here == pl.col("_dkey"))
                       & pl.col("_later"))
-    rx = rx.select("connection", "src", "sport", _g=pl.col("goodput_bps"), goodput_capture=pl.col("capture"),
-                   _gflow=pl.col("flow"), _gdir=pl.col("dir"))
+    # the receiver-side row knows what was delivered and when the last byte got there (its
+    # goodput's span: start there + delivered × 8 ÷ goodput); the connection opened when the sender
+    # sent its first packet, which a capture behind a loss may never have seen (SYNs dropped at the
+    # bottleneck), so the span starts at the sender-side row's start
+    got_t = pl.col("start") + pl.col("delivered_bytes") * 8 / pl.col("goodput_bps")
+    rx = rx.select("connection", "src", "sport", _g=pl.col("delivered_bytes") * 8, _got_t=got_t,
+                   goodput_capture=pl.col("capture"), _gflow=pl.col("flow"), _gdir=pl.col("dir"))
     rep = (views.filter(pl.col("position") == 0)
-           .join(rx, on=["connection", "src", "sport"], how="left", maintain_order="left"))
+           .join(rx, on=["connection", "src", "sport"], how="left", maintain_order="left")
+           .with_columns(_g=pl.when(pl.col("_got_t") > pl.col("start"))
+                         .then(pl.col("_g") / (pl.col("_got_t") - pl.col("start")))))
     used = pl.concat(
         [
             rep.select(
@@ -156,7 +165,7 @@ def one_per_connection(flows: pl.DataFrame, pk: pl.DataFrame, meta: dict[str, An
     out = (rep.with_columns(goodput_bps=pl.when(pl.col("_gflow").is_not_null()).then(pl.col("_g"))
                             .otherwise(pl.col("goodput_bps")),
                             goodput_capture=pl.coalesce("goodput_capture", "capture"))
-           .drop("_g", "_gflow", "_gdir", "_dkey", "_later", "position").sort(KEYS))
+           .drop("_g", "_got_t", "_gflow", "_gdir", "_dkey", "_later", "position").sort(KEYS))
     out = out.select([c for c in cols if c in out.columns])
     return out, views.sort("connection", "position", "dir")
 

@@ -35,7 +35,7 @@ METRICS: list[tuple[str, str]] = [
     ("retrans_packets", "retransmitted packets"), ("retrans_bytes", "retransmitted bytes"),
     ("retrans_fast", "fast retransmits"), ("retrans_rto", "timeout retransmits"),
     ("rtt_p50_s", "RTT median s"), ("rtt_mean_s", "RTT mean s"),
-    ("max_cwnd_bytes", "max cwnd bytes"), ("stall_s", "stalled s"), ("loss_rate", "packet loss rate"),
+    ("max_cwnd_bytes", "max cwnd bytes"), ("stall_time_s", "stalled s"), ("loss_rate", "packet loss rate"),
     ("loss_events", "loss events"), ("loss_event_rate", "loss-event rate"),
     ("mathis_bps", "Mathis model"), ("padhye_bps", "Padhye model"), ("window_limited_bps", "window limit"),
     ("cwnd_reductions", "cwnd reductions in congestion avoidance"),
@@ -47,7 +47,7 @@ METRICS: list[tuple[str, str]] = [
 BETTER: dict[str, int] = {
     "goodput_bps": 1, "throughput_bps": 1, "transfer_s": -1, "retrans_packets": -1, "retrans_bytes": -1,
     "retrans_rto": -1, "rtt_p50_s": -1, "rtt_mean_s": -1, "handshake_rtt_s": -1,
-    "stall_s": -1,
+    "stall_time_s": -1,
 }
 #: Run-level metrics (not about one connection).
 RUN_METRICS: list[tuple[str, str]] = [("flows", "data directions"), ("packets", "packets analysed")]

@@ -45,7 +45,7 @@ FLOW_COLUMNS = [
     ("packets", "packets"), ("unique_bytes", "bytes"), ("retrans_packets", "retransmitted"),
     ("goodput_bps", "goodput"), ("transfer_s", "transfer s"), ("rtt_p50_s", "RTT p50 s"),
     ("max_cwnd_bytes", "max cwnd bytes"), ("max_cwnd_packets", "max cwnd packets"), ("data_pps", "packets/s"),
-    ("stall_s", "stalled s"),
+    ("stall_time_s", "stalled s"),
 ]
 MORE_FLOW_COLUMNS = [
     ("flow", "flow"), ("dir", "dir"), ("retrans_fast", "fast retx"), ("retrans_rto", "RTO retx"),
