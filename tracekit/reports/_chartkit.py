@@ -148,14 +148,6 @@ def label_color(order: list[str], field: str = "label", title: str | None = None
                      legend=alt.Legend(orient="top", labelLimit=300))
 
 
-def si(value: float, unit: str) -> str:
-    """``71.6 Mbit/s``-style text for a chart note (tracekit's own numbers, never input text)."""
-    for factor, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
-
 def from_zero(title: str, fmt: str | None = None, top: float | None = None) -> dict[str, Any]:
     """Scale and axis for a time, rate or RTT axis: it starts at 0, never below; ``top`` fixes its end."""
     scale = alt.Scale(domain=[0, top], clamp=True) if top is not None else alt.Scale(zero=True, domainMin=0)

@@ -25,6 +25,7 @@ from typing import Literal
 import altair as alt
 import polars as pl
 
+from tracekit import numfmt
 from tracekit.reports._chartkit import (
     CWND_COLORS,
     HEADROOM,
@@ -45,7 +46,6 @@ from tracekit.reports._chartkit import (
     records,
     safe_label,
     safe_label_expr,
-    si,
     spec,
     stall_layer,
     with_notes,
@@ -353,7 +353,7 @@ def throughput(
                       .encode(y="y:Q", tooltip=[alt.Tooltip("s:N", title="reference"),
                                                 alt.Tooltip("y:Q", title="bit/s", format="~s")]))
     # one line of text each, stacked down from the top edge
-    above = [{"s": label, "y": top * (1 - 0.08 * i), "text": f"{label}: {si(v, 'bit/s')} (above the scale)"}
+    above = [{"s": label, "y": top * (1 - 0.08 * i), "text": f"{label}: {numfmt.rate(v)} (above the scale)"}
              for i, (label, v) in enumerate(lv for lv in refs if lv[1] > top)]
     if above:
         layers.append(alt.Chart(bag(above), name=f"{name}_offscale")
