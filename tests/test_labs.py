@@ -158,6 +158,76 @@ def check_ns3_jain10(out: str, _cwd: Path) -> None:
     assert m and int(m.group(1)) == 10
 
 
+def _fm_data_flow(run: str) -> ET.Element:
+    """The data direction's <Flow> of a lab_sweep run (flow 1: 10.1.1.1 -> 10.1.2.2)."""
+    root = ET.parse(sample("ns3", "lab_sweep", run, "flowmon.xml")).getroot()
+    return next(f for f in root.iter("Flow") if f.get("flowId") == "1" and f.get("rxBytes") is not None)
+
+
+def _fm_ns(fl: ET.Element, key: str) -> float:
+    return float(fl.get(key, "").strip("+ns")) * 1e-9
+
+
+def check_ns3_rwnd(out: str, _cwd: Path) -> None:
+    """Window sweep: each run's goodput (sender capture: payload acknowledged over first SYN -> last
+    delivery) against FlowMonitor's rxBytes over first tx -> last rx of the same run. FlowMonitor counts
+    IP bytes: take off 20 (IPv4) + 32 (TCP with the timestamps option, RFC 7323) bytes per packet, and
+    allow one receive window that had reached the receiver but whose ACK had not reached the sender's
+    capture when the run stopped (the sender never has more than rwnd bytes outstanding), plus 2 % for
+    the two spans (they end half an RTT apart)."""
+    rows = list(csv.DictReader(io.StringIO(out[out.index("path,"):])))
+    assert [int(r["param.rwnd_bytes"]) for r in rows] == [4096, 8192, 16384, 32768]
+    link = int(rows[0]["param.bottleneck_bps"])
+    for r in rows:
+        run = Path(r["path"]).name
+        assert json.loads(sample("ns3", "lab_sweep", run, "run.json").read_text())["rwnd_bytes"] == int(
+            r["param.rwnd_bytes"])
+        fl = _fm_data_flow(run)
+        span = _fm_ns(fl, "timeLastRxPacket") - _fm_ns(fl, "timeFirstTxPacket")
+        payload = int(fl.get("rxBytes", "")) - 52 * int(fl.get("rxPackets", ""))
+        want = payload * 8 / span
+        slack = int(r["param.rwnd_bytes"]) * 8 / span + 0.02 * want
+        assert want - slack <= float(r["goodput_bps"]) <= want + 0.02 * want, (run, r["goodput_bps"], want)
+        assert int(r["retrans_packets"]) == int(fl.get("lostPackets", "")) == 0  # 100-packet queue: no drop
+    # goodput rises with the window while rwnd / base RTT is below the link rate, then stays put
+    base_rtt = float(rows[0]["rtt_p50_s"])  # 4 KB never queues: its RTT is the path's
+    good = [float(r["goodput_bps"]) for r in rows]
+    limited = [int(r["param.rwnd_bytes"]) * 8 / base_rtt < link for r in rows]
+    assert limited == [True, True, False, False]
+    assert good[0] < good[1] < good[2]
+    assert abs(good[3] - good[2]) <= 0.01 * good[2]
+
+
+def check_ns3_variants(out: str, _cwd: Path) -> None:
+    """TcpLinuxReno against TcpNewReno: each run's retransmissions = FlowMonitor's lost (= queue-dropped)
+    packets = tshark's retransmissions + out-of-order segments of the sender (Wireshark 4.0 calls a
+    SACK-driven retransmission sent soon after the highest segment out-of-order: docs/analysis.md,
+    "Where tracekit and the reference tools differ"), and each loss event starts at a frame tshark
+    calls a (fast) retransmission."""
+    need_tool("tshark")
+    k = out.index("samples/ns3/lab_sweep/newreno/")
+    for run, text in (("linuxreno", out[:k]), ("newreno", out[k:])):
+        fl = _fm_data_flow(run)
+        lost = int(fl.get("lostPackets", ""))
+        drops = ET.parse(sample("ns3", "lab_sweep", run, "flowmon.xml")).getroot().find(
+            ".//Flow[@flowId='1']/packetsDropped[@reasonCode='3']")
+        assert drops is not None and int(drops.get("number", "")) == lost > 0
+        m = re.search(r"│\s+0 │\s+0 │ 10\.1\.1\.1:49153 │ 10\.1\.2\.2:50000 │[^│]+│[^│]+│[^│]+│\s+(\d+) │", text)
+        assert m and int(m.group(1)) == lost, (run, lost)
+        pcap = sample("ns3", "lab_sweep", run, "lab-0-0.pcap")
+        res = subprocess.run(["tshark", "-r", str(pcap), "-Y", "tcp.analysis.retransmission or "
+                              "tcp.analysis.fast_retransmission", "-T", "fields", "-e", "frame.time_epoch"],
+                             capture_output=True, text=True, check=True).stdout.split()
+        events = re.findall(r"Loss event at ([^:]+): (\d+) segments? retransmitted; recovered by fast recovery",
+                            text)
+        assert sum(int(n) for _, n in events) == lost
+        both = subprocess.run(["tshark", "-r", str(pcap), "-Y", "tcp.srcport == 49153 and "
+                               "(tcp.analysis.retransmission or tcp.analysis.out_of_order)"],
+                              capture_output=True, text=True, check=True).stdout.splitlines()
+        assert len(both) == lost
+        assert sorted({numfmt.at(float(t)) for t in res}) == sorted(at for at, _ in events)
+
+
 def check_opnet_download(out: str, _cwd: Path) -> None:
     rows = list(csv.reader(sample("opnet", "tcp_reno_tab.txt").read_text().splitlines(), delimiter="\t"))
     col = next(i for i, h in enumerate(rows[0]) if h.endswith("Download Response Time (sec)"))
