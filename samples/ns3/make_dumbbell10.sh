@@ -1,21 +1,14 @@
 #!/bin/sh
 # Rebuild samples/ns3/dumbbell10/ (ten flows, one bottleneck, pcaps of four devices) from scratch.
-# Needs g++ and ns-3.37 development files (Debian package libns3-dev); flags spelled out as in
-# make_samples.sh (`pkg-config --cflags ns3-core` is broken in the Debian 3.37 package).
+# Needs g++ and ns-3.37 development files (Debian package libns3-dev); ns3_build.sh compiles.
 # Deterministic: running it twice gives byte-identical outputs.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 cd "$HERE"
-CXX=${CXX:-g++}
-BUILD=$(mktemp -d)
-trap 'rm -rf "$BUILD"' EXIT
+. "$HERE/ns3_build.sh"
 ARGS="--flows=10 --duration=5 --rate=2Mbps --queue=20p --segsize=1448 --snaplen=96 --prefix=db10"
 
-set -x
-$CXX -O1 -std=c++17 -I/usr/include dumbbell10.cc -o "$BUILD/dumbbell10" \
-	-L/usr/lib/x86_64-linux-gnu -lns3-core -lns3-network -lns3-internet -lns3-point-to-point \
-	-lns3-applications -lns3-flow-monitor -lns3-traffic-control
-set +x
+ns3_build dumbbell10
 
 rm -rf dumbbell10
 mkdir dumbbell10

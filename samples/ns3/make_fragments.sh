@@ -1,21 +1,14 @@
 #!/bin/sh
 # Rebuild samples/ns3/fragments/ from scratch: a bulk TCP transfer whose every data segment is
 # IP-fragmented (SegmentSize 1460 + 32-byte TCP header with timestamps + 20 > 1500-byte MTU).
-# Needs g++ and ns-3.37 development files (Debian package libns3-dev); the pkg-config cflags of
-# the Debian 3.37 package are broken (see make_samples.sh), so the flags are spelled out here.
+# Needs g++ and ns-3.37 development files (Debian package libns3-dev); ns3_build.sh compiles.
 # Deterministic: running it twice gives byte-identical outputs.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 cd "$HERE"
-CXX=${CXX:-g++}
-BUILD=$(mktemp -d)
-trap 'rm -rf "$BUILD"' EXIT
+. "$HERE/ns3_build.sh"
 
-set -x
-$CXX -O1 -std=c++17 -I/usr/include fragments.cc -o "$BUILD/fragments" \
-	-L/usr/lib/x86_64-linux-gnu -lns3-core -lns3-network -lns3-internet -lns3-point-to-point \
-	-lns3-applications -lns3-traffic-control
-set +x
+ns3_build fragments
 
 rm -rf fragments
 mkdir fragments

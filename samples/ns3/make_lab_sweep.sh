@@ -3,21 +3,14 @@
 # through a 1 Mb/s bottleneck, (a) receiver window 4, 8, 16, 32 KB (NewReno, segment 536 B, 100-packet
 # queue: loss-free, so goodput is window-limited until the link is full) and (b) TcpLinuxReno against
 # TcpNewReno (ns-3.37 has no Tahoe; 128 KB window, 10-packet queue: losses).
-# Needs g++ and ns-3.37 development files (Debian package libns3-dev); flags spelled out as in
-# make_samples.sh (`pkg-config --cflags ns3-core` is broken in the Debian 3.37 package).
+# Needs g++ and ns-3.37 development files (Debian package libns3-dev); ns3_build.sh compiles.
 # Deterministic (fixed seed 1, run 1): running it twice gives byte-identical outputs.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 cd "$HERE"
-CXX=${CXX:-g++}
-BUILD=$(mktemp -d)
-trap 'rm -rf "$BUILD"' EXIT
+. "$HERE/ns3_build.sh"
 
-set -x
-$CXX -O1 -std=c++17 -I/usr/include lab_sweep.cc -o "$BUILD/lab_sweep" \
-	-L/usr/lib/x86_64-linux-gnu -lns3-core -lns3-network -lns3-internet -lns3-point-to-point \
-	-lns3-applications -lns3-flow-monitor
-set +x
+ns3_build lab_sweep
 
 rm -rf lab_sweep
 mkdir lab_sweep

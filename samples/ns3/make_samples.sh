@@ -1,22 +1,14 @@
 #!/bin/sh
 # Rebuild the ns-3 samples under samples/ns3/dumbbell/ from scratch.
-# Needs g++ and ns-3.37 development files (Debian package libns3-dev).
-# Note: `pkg-config --cflags ns3-core` is broken in the Debian 3.37 package (it emits "-I/usr\;"),
-# so the flags are spelled out here.
+# Needs g++ and ns-3.37 development files (Debian package libns3-dev); ns3_build.sh compiles.
 # Deterministic: running it twice gives byte-identical outputs.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 cd "$HERE"
-CXX=${CXX:-g++}
 MAXSIZE=1000000
-BUILD=$(mktemp -d)
-trap 'rm -rf "$BUILD"' EXIT
+. "$HERE/ns3_build.sh"
 
-set -x
-$CXX -O1 -std=c++17 -I/usr/include dumbbell.cc -o "$BUILD/dumbbell" \
-	-L/usr/lib/x86_64-linux-gnu -lns3-core -lns3-network -lns3-internet -lns3-point-to-point \
-	-lns3-applications -lns3-flow-monitor -lns3-traffic-control
-set +x
+ns3_build dumbbell
 
 rm -rf dumbbell
 mkdir dumbbell
