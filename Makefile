@@ -10,7 +10,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+RUST_SOURCES := Cargo.toml $(shell find src -name '*.rs' 2>/dev/null)
+
+# An editable install builds the Rust core (tracekit._core) once with maturin; a change to the
+# crate's sources makes it build again (Python changes need nothing: the package is editable).
+$(VENV)/.installed: pyproject.toml $(RUST_SOURCES) | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test,pyshark]'
 	# bytecode as a regular install writes it (an editable one under PYTHONDONTWRITEBYTECODE never does)
 	$(BIN)/python -m compileall -q tracekit
@@ -24,6 +28,7 @@ demo: venv
 	@echo "report written to demo-report.html"
 
 test: venv
+	cargo test -q --release
 	$(BIN)/python -m pytest -q
 
 clean:

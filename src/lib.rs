@@ -1,0 +1,20 @@
+//! tracekit's compiled core (`tracekit._core`): the per-packet path of the analysis.
+//!
+//! Python sees one extension module; every function here turns its input into plain arrays
+//! and returns them, and every error into a Python exception (never a panic across the
+//! boundary: entry points catch unwinds, see `guard`).
+
+use pyo3::prelude::*;
+
+/// The crate's version, for `tracekit formats --verbose` and bug reports.
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+/// The `tracekit._core` module.
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    Ok(())
+}
