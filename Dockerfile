@@ -1,9 +1,10 @@
 # syntax=docker/dockerfile:1
-# tracekit in a container. The wheel is built OUTSIDE the image and sent in the build context as
-# dist/tracekit-*.whl, so the image needs no compiler whatever the build backend (hatchling today; a
-# maturin wheel of a compiled core slots in the same way). docker/build-test.sh does all of it:
-#   python3 -m pip wheel --no-deps --wheel-dir dist .    # or: maturin build --release --out dist
+# tracekit in a container, in three stages: the wheel is compiled from this source tree (the Rust core,
+# tracekit._core, by maturin) in a Rust image; a second stage installs it into a venv; the runtime
+# stage copies only that venv, so no compiler, cargo or pip reaches the image users run.
 #   docker build -t tracekit .                           # podman: add --format docker (for SHELL)
+# docker/build-test.sh does it with podman and no registry: it stands in for the two base images
+# (Debian's python3; the host's own Rust toolchain on Debian) and runs the checks below.
 # Run (untrusted input, hardened):
 #   docker run --rm -u "$(id -u):$(id -g)" --network none --read-only --tmpfs /tmp \
 #     --memory 4g --pids-limit 256 --cap-drop ALL --security-opt no-new-privileges \
@@ -11,11 +12,35 @@
 # CI lints this file with hadolint (tests/test_docker.py), then builds it and runs it for real
 # (docker/build-test.sh, from .ci/run).
 ARG PYTHON_IMAGE=python:3.11.7-slim-bookworm
+ARG RUST_IMAGE=rust:1.95.0-slim-bookworm
 
-# ---- stage 1: tracekit, pyshark and their dependencies in a venv; pip and the wheel stay here ----
+# ---- stage 1: the wheel, compiled here (cargo fetches the locked crates from crates.io) ----
+FROM ${RUST_IMAGE} AS wheel
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+ARG DEBIAN_FRONTEND=noninteractive
+# maturin runs under Python; the abi3 wheel needs no Python headers
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 python3-venv \
+ && rm -rf /var/lib/apt/lists/* \
+ && python3 -m venv /opt/maturin \
+ && /opt/maturin/bin/pip install --no-cache-dir "maturin>=1.7,<2"
+WORKDIR /src
+# the crates are fetched before the Python package is copied: a Python-only change reuses this layer
+COPY Cargo.toml Cargo.lock ./
+COPY src/ src/
+# a build that trusts a private CA (docker/build-test.sh mounts the host's at /etc/xdg/pip) hands it
+# to cargo too
+RUN if [ -f /etc/xdg/pip/ca-bundle.pem ]; then export CARGO_HTTP_CAINFO=/etc/xdg/pip/ca-bundle.pem; fi \
+ && cargo fetch --locked
+COPY pyproject.toml README.md ./
+COPY tracekit/ tracekit/
+RUN /opt/maturin/bin/maturin build --release --locked --offline --out /dist
+
+# ---- stage 2: tracekit, pyshark and their dependencies in a venv; pip and the wheel stay here ----
 FROM ${PYTHON_IMAGE} AS build
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-COPY dist/ /dist/
+COPY --from=wheel /dist/ /dist/
 # [pyshark]: the tshark reader for link types the fast path does not decode needs pyshark beside
 # tshark. The venv's own pip and setuptools are removed: nothing installs at run time.
 RUN wheels=(/dist/tracekit-*.whl) \
@@ -24,7 +49,7 @@ RUN wheels=(/dist/tracekit-*.whl) \
  && /opt/tracekit/venv/bin/pip install --no-cache-dir "${wheels[0]}[pyshark]" \
  && /opt/tracekit/venv/bin/pip uninstall --yes pip setuptools
 
-# ---- stage 2: the runtime ----
+# ---- stage 3: the runtime ----
 FROM ${PYTHON_IMAGE}
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ARG DEBIAN_FRONTEND=noninteractive

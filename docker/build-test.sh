@@ -16,15 +16,15 @@
 #   1. base image: debootstrap --variant=minbase bookworm, apt's sources copied in, podman import;
 #   2. a stand-in for the python:*-slim image: Debian's python3 + python3-venv on that base, passed to
 #      the Dockerfile as PYTHON_IMAGE (no registry is reachable from CI);
-#   3. the build context: `git archive HEAD` (committed files only) plus the wheel in dist/, built
-#      here on the host by `pip wheel --no-deps` -- which runs whatever build backend pyproject.toml
-#      names (hatchling today; for maturin it compiles the Rust core on the host, which needs cargo:
-#      `maturin build --release --out dist` is the equivalent). The Dockerfile installs any
-#      dist/tracekit-*.whl, so the image needs no compiler;
-#   4. podman build --pull=never --format docker (the OCI format ignores SHELL) --network host (no
+#   3. a stand-in for the rust:*-slim image: gcc (the linker rustc calls) on that base, plus the
+#      host's own Rust toolchain (cargo, rustc and the standard library: `rustc --print sysroot`),
+#      copied to /usr/local as the official image has it -- no toolchain is downloaded;
+#   4. the build context: `git archive HEAD` (committed files only); the Dockerfile's first stage
+#      compiles the wheel (maturin) from it, fetching the locked crates from crates.io;
+#   5. podman build --pull=never --format docker (the OCI format ignores SHELL) --network host (no
 #      bridge or NAT rules left behind); pip in the build trusts the host pip's CA bundle through a
 #      read-only mount of a pip config folder (-v DIR:/etc/xdg/pip:ro), never a layer;
-#   5. the checks (docker/check_outputs.py), each in a fresh container, then `podman diff` (the
+#   6. the checks (docker/check_outputs.py), each in a fresh container, then `podman diff` (the
 #      container's file system must be unchanged) and a checksum of the read-only input folder.
 # podman runs as root with its own --root/--runroot, so it never touches other images on the machine.
 set -euo pipefail
@@ -35,6 +35,7 @@ keep="${KEEP:-0}"
 py="${PYTHON:-python3}"
 base_image="localhost/tracekit-base/debian:bookworm-minbase"
 python_image="localhost/tracekit-base/python:3-bookworm"
+rust_image="localhost/tracekit-base/rust:host-bookworm"
 image="localhost/tracekit:build-test"
 marker=".tracekit-build-test"
 
@@ -44,7 +45,7 @@ die() { printf 'build-test: %s\n' "$*" >&2; exit 1; }
 mode="${1:-build}"
 [[ "$mode" == build || "$mode" == clean ]] || die "usage: $0 [clean]"
 [[ $(id -u) == 0 ]] || die "run as root (debootstrap and rootful podman): sudo $0"
-for tool in podman runc debootstrap git "$py"; do
+for tool in podman runc debootstrap git rustc "$py"; do
   command -v "$tool" >/dev/null || die "$tool is missing (apt-get install podman runc debootstrap)"
 done
 
@@ -167,6 +168,27 @@ EOF
   created+=("$python_image")
 }
 
+build_rust_base() {
+  local sysroot
+  sysroot="$(rustc --print sysroot)"
+  [[ -x "$sysroot/bin/cargo" && -d "$sysroot/lib/rustlib" ]] || die "no cargo/rustlib under $sysroot"
+  say "the rust base image: gcc + the host's Rust toolchain ($(rustc --version))"
+  mkdir -p "$work/rust-base/toolchain/bin"
+  cp "$sysroot/bin/cargo" "$sysroot/bin/rustc" "$work/rust-base/toolchain/bin/"
+  cp -a "$sysroot/lib" "$work/rust-base/toolchain/"
+  cat >"$work/rust-base/Containerfile" <<EOF
+FROM $base_image
+RUN apt-get update \\
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc libc6-dev ca-certificates \\
+ && rm -rf /var/lib/apt/lists/*
+COPY toolchain/ /usr/local/
+CMD ["bash"]
+EOF
+  pm build --pull=never --format docker --network host -q -t "$rust_image" "$work/rust-base" >/dev/null
+  rm -rf "$work/rust-base"
+  created+=("$rust_image")
+}
+
 # pip in the build trusts what the host's pip trusts: its CA bundle (cert) and index, copied into a
 # folder mounted read-only at /etc/xdg/pip (a global pip config location) for the build only.
 pip_config() {
@@ -189,22 +211,18 @@ pip_config() {
 t_start=$SECONDS
 pm image exists "$base_image" || build_base
 pm image exists "$python_image" || build_python_base
+pm image exists "$rust_image" || build_rust_base
 t_bases=$((SECONDS - t_start))
 
-say "build context: git archive HEAD ($(git -C "$repo" -c safe.directory="$repo" rev-parse --short HEAD)) + a wheel built on the host"
+say "build context: git archive HEAD ($(git -C "$repo" -c safe.directory="$repo" rev-parse --short HEAD))"
 ctx="$work/context"
 mkdir -p "$ctx"
 git -C "$repo" -c safe.directory="$repo" archive --format=tar HEAD | tar -x -C "$ctx"
-# SOURCE_DATE_EPOCH (the commit's time): the same commit gives the same wheel, byte for byte, so a
-# kept layer cache (KEEP=1) is reused by the next build
-SOURCE_DATE_EPOCH="$(git -C "$repo" -c safe.directory="$repo" log -1 --format=%ct HEAD)" \
-  "$py" -m pip wheel --quiet --no-deps --wheel-dir "$ctx/dist" "$ctx"
-ls "$ctx"/dist/
 pip_config
 
-say "podman build (PYTHON_IMAGE=$python_image)"
+say "podman build (PYTHON_IMAGE=$python_image RUST_IMAGE=$rust_image)"
 t_build=$SECONDS
-pm build --pull=never --format docker --network host --build-arg "PYTHON_IMAGE=$python_image" \
+pm build --pull=never --format docker --network host --build-arg "PYTHON_IMAGE=$python_image" --build-arg "RUST_IMAGE=$rust_image" \
   -v "$state/pip:/etc/xdg/pip:ro" -t "$image" "$ctx" >"$work/build.log" 2>&1 \
   || { tail -n 40 "$work/build.log" >&2; die "podman build failed"; }
 created+=("$image")
