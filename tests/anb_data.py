@@ -86,7 +86,7 @@ def compare_cwnd(an: Analysis, flow: int, limit_bytes: float, step: float = 0.01
     """Median relative error of the estimate against the trace over the cwnd-limited periods.
 
     Both series are sampled on a common grid (every ``step`` s, each taking its latest value,
-    as ECOSYSTEM.md §1.4 recommends). The sender is cwnd-limited where the tool's cwnd is
+    a grid, not point by point: the two series' samples never fall at the same instants). The sender is cwnd-limited where the tool's cwnd is
     below ``limit_bytes`` (the advertised / maximum window) and data is outstanding.
     """
     cw = an.cwnd.filter(pl.col("flow") == flow)
