@@ -140,7 +140,8 @@ def test_every_document_reference_resolves_in_the_repository() -> None:
 def test_the_reference_checker_catches_what_it_should(tmp_path: Path) -> None:
     """The scanner flags a document outside the repository, a dead anchor and an unknown section."""
     page = tmp_path / "probe.md"
-    page.write_text('See FORMATS.md, [x](limits.md#nope), analysis.md "No such section", STYLE §2 and [ok](limits.md).\n')
+    page.write_text('See FORMATS.md, [x](limits.md#nope), analysis.md "No such section", STYLE §2 '
+                    'and [ok](limits.md).\n')
     found = list(_problems(page))
     assert len(found) == 4, found
 
