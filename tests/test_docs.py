@@ -214,7 +214,9 @@ def _synopsis(words: list[str]) -> list[str]:
 def _fill_placeholders(group: click.Group, argv: list[str]) -> list[str]:
     """A usage line's ``--max-flows N`` or ``--rto-floor SECONDS``: the upper-case placeholder of a
     number or a choice becomes a valid value of the option's type (real values stay as written)."""
-    cmd = next((group.commands[w] for w in argv if w in group.commands), None)
+    ctx = click.Context(group)
+    names = set(group.list_commands(ctx))
+    cmd = next((group.get_command(ctx, w) for w in argv if w in names), None)
     if cmd is None:
         return argv
     opts = {o: p for p in cmd.params for o in p.opts if isinstance(p, click.Option)}
@@ -251,24 +253,27 @@ def _documented_commands() -> list[tuple[str, list[str], bool]]:
     return out
 
 
-def _commands_of(group: click.Group) -> Iterator[click.Command]:
-    for cmd in group.commands.values():
-        yield cmd
-        if isinstance(cmd, click.Group):
-            yield from _commands_of(cmd)
-
-
 @pytest.fixture
 def parse_only(monkeypatch: pytest.MonkeyPatch) -> click.Group:
-    """The real group with every command's body replaced by nothing and files not required to
-    exist: invoking it runs exactly click's parsing and validation of the arguments."""
-    group = _group()
-    for cmd in [group, *_commands_of(group)]:
-        monkeypatch.setattr(cmd, "callback", lambda *a, **k: None)
-        for param in cmd.params:
-            if isinstance(param.type, click.Path) and param.type.exists:
-                monkeypatch.setattr(param.type, "exists", False)
-    return group
+    """The real group, with no command body run and files not required to exist: invoking it runs
+    exactly click's parsing and validation of the arguments (subcommand, options, values).
+
+    Patched on the classes, not on the commands, so that lazily loaded commands are covered too:
+    a group's ``invoke`` still resolves and parses its subcommand, and ``Command.invoke`` (which
+    would call the body) does nothing.
+    """
+    monkeypatch.setattr(click.Command, "invoke", lambda self, ctx: None)
+    convert = click.Path.convert
+
+    def convert_missing_ok(self: click.Path, value: Any, param: Any, ctx: Any) -> Any:
+        exists, self.exists = self.exists, False
+        try:
+            return convert(self, value, param, ctx)
+        finally:
+            self.exists = exists
+
+    monkeypatch.setattr(click.Path, "convert", convert_missing_ok)
+    return _group()
 
 
 def test_documented_commands_are_found() -> None:
