@@ -85,9 +85,9 @@ def intervals(times: np.ndarray, mask: np.ndarray, step: float) -> list[tuple[fl
 def compare_cwnd(an: Analysis, flow: int, limit_bytes: float, step: float = 0.01) -> dict[str, Any]:
     """Median relative error of the estimate against the trace over the cwnd-limited periods.
 
-    Both series are sampled on a common grid (every ``step`` s, each taking its latest value,
-    as ECOSYSTEM.md §1.4 recommends). The sender is cwnd-limited where the tool's cwnd is
-    below ``limit_bytes`` (the advertised / maximum window) and data is outstanding.
+    Both series are sampled on a common grid (every ``step`` s, each taking its latest value:
+    the two series' samples never fall at the same instants). The sender is cwnd-limited where
+    the tool's cwnd is below ``limit_bytes`` (the advertised / maximum window) and data is outstanding.
     """
     cw = an.cwnd.filter(pl.col("flow") == flow)
     tr = cw.filter(pl.col("source") == "trace").sort("time")

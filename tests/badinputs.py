@@ -1,4 +1,7 @@
-"""A generator of malformed or awkward inputs, one per row of RELIABILITY.md §7.1–7.4.
+"""A generator of malformed or awkward inputs, one per row of a checklist of bad inputs
+(containers and headers, link layers and packets, simulator and CSV inputs; filesystem and
+environment cases are in test_bad_inputs.py). Outcomes: docs/limits.md and the "Bad input" /
+"Warnings and errors" sections of docs/formats-*.md.
 
 Each case is ``Case(name, data, expect)`` where ``expect`` is ``"ok"``, a
 warning code (``"W-TRUNCATED"``: read, with that warning), or an error class
@@ -20,7 +23,7 @@ class Case:
     name: str
     data: bytes
     expect: str
-    row: str  # the RELIABILITY.md row it covers
+    row: str  # the checklist row it covers
 
 
 # ---- packet builders -------------------------------------------------------------------------------
@@ -140,7 +143,7 @@ def cases() -> list[Case]:
     c: list[Case] = []
     add = lambda *a: c.append(Case(*a))  # noqa: E731
 
-    # §7.1 containers and headers
+    # containers and headers
     add("empty", b"", "UnknownFormatError", "0-byte file")
     add("text_renamed", b"this is not a capture\n" * 3, "UnknownFormatError", "text renamed .pcap")
     add("short_header", good[:10], "CorruptTraceError", "header < 24 bytes")
@@ -194,7 +197,7 @@ def cases() -> list[Case]:
     add("gzip_capture", gzip.compress(good), "ok", "gzip-compressed capture")
     add("truncated_gzip", gzip.compress(good * 50)[:-40], "CorruptTraceError", "truncated gzip")
 
-    # §7.2 link layers and packets
+    # link layers and packets
     arp = b"\xff" * 6 + b"\x02" * 6 + b"\x08\x06" + b"\0" * 28
     add("non_ip_arp", pcap([arp] * 3 + hs), "ok", "non-IP frames (ARP)")
     add("vlan_qinq", pcap([eth(ipv4(tcp(flags=0x02)), tags=2)]), "ok", "VLAN 802.1Q / QinQ")
@@ -229,7 +232,7 @@ def cases() -> list[Case]:
     add("headers_only", pcap([p[:54] for p in hs], origlens=[len(p) for p in hs]), "ok",
         "captured length < IP length (headers only)")
 
-    # §7.3 simulator and CSV inputs
+    # simulator and CSV inputs
     ns2 = (b"+ 0.5 0 1 tcp 40 ------- 1 0.0 1.0 0 0\n- 0.5 0 1 tcp 40 ------- 1 0.0 1.0 0 0\n"
            b"r 0.60032 0 1 tcp 40 ------- 1 0.0 1.0 0 0\n+ 0.60032 1 0 ack 40 ------- 1 1.0 0.0 0 1\n"
            b"+ 0.70064 0 1 tcp 540 ------- 1 0.0 1.0 1 2\n")

@@ -270,7 +270,7 @@ def test_decreases_in_a_traced_series() -> None:
             "flow": flow, "dir": 0, "time": [0.1 * i for i in range(len(values))], "cwnd_bytes": values,
             "source": "trace", "phase": "slow_start"}), schema.CWND)
 
-    reno = series([66, 66, 33, 33, 33, 1, 2, 3], 0)  # FORMATS.md §2.1's 66 -> 33 -> 1
+    reno = series([66, 66, 33, 33, 33, 1, 2, 3], 0)  # samples/ns2/lab_reno/Window.tr's 66 -> 33 -> 1
     prr = series([20, 21, 19, 18, 17, 15, 12, 10, 12, 13], 1)  # one reduction, one ACK at a time
     wobble = series([20, 19, 20, 21, 20, 22], 2)
     ev = loss_events(pl.concat([reno, prr, wobble]))

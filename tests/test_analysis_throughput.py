@@ -55,7 +55,7 @@ def test_departures_match_windowmon(run: str) -> None:
     """Packets dequeued on n0->n1 per 1-s bin ending at each WindowMon.tr sample = its ``tput`` column."""
     t, _ = ns2_run(run)
     departures = t.packets.filter((pl.col("event") == "dequeue") & (pl.col("link") == "0->1"))
-    tp = throughput(departures, 1.0, origin=0.1)  # the monitor samples at 1.1, 2.1, … (FORMATS.md §2.2)
+    tp = throughput(departures, 1.0, origin=0.1)  # the monitor samples at 1.1, 2.1, … (docs/formats-ns2.md)
     mon = t.samples.filter(pl.col("metric") == "throughput_pps").select(
         (pl.col("time") - 1.0).round(6).alias("bin"), pl.col("value").alias("tput"))
     j = mon.join(tp.select(pl.col("time").round(6).alias("bin"), "packets_per_s"), on="bin", how="left")

@@ -1,4 +1,4 @@
-"""Every row of RELIABILITY.md §7.1–7.4 gets its documented outcome, fast and within memory.
+"""Every bad input of tests/badinputs.py gets its documented outcome, fast and within memory.
 
 The cases come from ``tests/badinputs.py``. Each is read in a bounded worker
 subprocess (``tests/fuzz_worker.py``): the outcome must be the documented one
@@ -50,7 +50,7 @@ def test_documented_outcome(case: Case, outcomes: dict[str, dict]) -> None:
         assert f"{case.name}.bin" in r["detail"]
 
 
-# ---- §7.4 filesystem and environment ---------------------------------------------------------------
+# ---- filesystem and environment --------------------------------------------------------------------
 
 def test_odd_paths_work_on_the_command_line(tmp_path: Path) -> None:
     """Spaces, unicode and a leading dash in names: paths pass through untouched."""

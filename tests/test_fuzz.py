@@ -1,4 +1,4 @@
-"""Mutation fuzzing: mutants of every sample, read in bounded subprocesses (RELIABILITY.md §6.1).
+"""Mutation fuzzing: mutants of every sample, read in bounded subprocesses (as Wireshark's tools/fuzz-test.sh).
 
 Mutations follow ``editcap -E``: random byte changes (2 % of the bytes after a
 protected header), plus truncations and duplicated chunks. Every mutant must

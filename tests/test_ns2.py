@@ -51,7 +51,7 @@ def test_corpus_event_counts_match_grep() -> None:
 
 
 def test_corpus_values_by_hand() -> None:
-    """The real lines quoted in FORMATS.md §1.1, converted by hand (packetSize_ 500 -> 540 B, SYN on)."""
+    """Real lines of a student's lab run (the corpus' outWindow.tr), by hand (packetSize_ 500 -> 540 B, SYN on)."""
     tr = ns2.read(need_corpus("ns2-lab", "outWindow.head10000.tr"))
     # + 0.5 0 1 tcp 40 ------- 1 0.0 1.0 0 0   -> the SYN
     r = _row(tr, "enqueue", 0)

@@ -28,7 +28,7 @@ def _at(df: pl.DataFrame, t: float) -> float:
 
 
 def test_window_corpus() -> None:
-    """Window.tr: 2995 cwnd samples in packets on the 0.02 s grid (FORMATS.md §2.1 real lines)."""
+    """Window.tr: 2995 cwnd samples in packets on the 0.02 s grid (a real lab run; docs/formats-ns2.md)."""
     tr = ns2_monitor.read(need_corpus("ns2-lab", "Window.tr"))
     assert tr.meta["kind"] == "window" and tr.meta["format"] == "ns2-monitor"
     cw = _metric(tr, "cwnd")

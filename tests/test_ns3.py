@@ -167,7 +167,7 @@ def test_csma_ethernet_udp_and_arp_lines() -> None:
 
 
 def test_lines_without_context() -> None:
-    """Helpers using the *WithoutContext sinks print no config path (FORMATS.md §3.1)."""
+    """Helpers using the *WithoutContext sinks print no config path (docs/formats-simulators.md)."""
     line = ("+ 2 ns3::PppHeader (Point-to-Point Protocol: IP (0x0021)) ns3::Ipv4Header (tos 0x0 DSCP Default "
             "ECN ECT (1) ttl 64 id 0 protocol 17 offset (bytes) 0 flags [none] length: 1052 10.1.1.1 > 10.1.1.2) "
             "ns3::UdpHeader (length: 1032 49153 > 9) Payload (size=1024)\n")
@@ -289,7 +289,7 @@ RxDrop at 1.3
 
 
 def test_fifth_stdout_with_rxdrop_lines() -> None:
-    """fifth.cc prints ``time<TAB>cwnd`` and ``RxDrop at <time>`` (NS_LOG_UNCOND, FORMATS.md §3.2)."""
+    """fifth.cc prints ``time<TAB>cwnd`` and ``RxDrop at <time>`` (NS_LOG_UNCOND in ns-3's examples/tcp/fifth.cc)."""
     t = ns3_series.read(FIFTH_STDOUT, name="fifth.out")
     assert t.meta["layout"] == "fifth" and t.warnings == []
     cw = t.samples.filter(pl.col("metric") == "cwnd")

@@ -198,7 +198,7 @@ def _cell(v: Any) -> str:
 
 
 def csv_text(rows: list[dict[str, Any]], columns: Iterable[str]) -> str:
-    """CSV of ``rows`` with every text cell neutralised (RELIABILITY.md §7.5 rule 7)."""
+    """CSV of ``rows`` with every text cell neutralised (docs/security.md rule 7)."""
     cols = list(columns)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")

@@ -2,7 +2,7 @@
 
 Why not :class:`concurrent.futures.ProcessPoolExecutor`: it cannot kill a running
 task, so one parser stuck on a pathological file would hang the whole batch
-(RELIABILITY.md §7.5). :class:`LocalExecutor` keeps ``jobs`` long-lived worker
+(docs/security.md rule 9). :class:`LocalExecutor` keeps ``jobs`` long-lived worker
 processes (started once: importing polars costs ~0.5 s), gives each one task at a
 time, and on a timeout kills that worker and starts a fresh one. Each worker caps
 its own address space with ``RLIMIT_AS``; a task over it fails with a memory error

@@ -11,7 +11,7 @@ data segment and corrects it where the sender is not cwnd-limited:
    of one window count once. A retransmission after no new ACK for at least one minimum
    RTT, and not sent at the instant an ACK arrived, is a **timeout** and always starts a
    new event — a Reno recovery that stalls ends in one, and the simulators cut cwnd
-   twice (FORMATS.md §2.1: 66 → 33 → 1). A retransmitted SYN is a loss too (cwnd starts
+   twice (samples/ns2/lab_reno/Window.tr: 66 → 33 → 1). A retransmitted SYN is a loss too (cwnd starts
    at 1 segment, ssthresh 2 segments, RFC 5681).
 2. **snd_nxt restarts at each event**: go-back-N senders (timeouts, Tahoe's fast
    retransmit) resend from snd_una, so the pipe uses the highest byte sent since.

@@ -4,7 +4,7 @@ Every ``enqueue`` adds the packet to its link's queue; a ``dequeue`` (start of
 transmission) removes it; a ``drop`` removes it **only if that same packet** (same
 ``pkt_id``) was enqueued on that link and not yet dequeued:
 
-* ns-2 tail drops print ``+`` then ``d`` with the same uid and no ``-`` (FORMATS.md §1.2),
+* ns-2 tail drops print ``+`` then ``d`` with the same uid and no ``-`` (docs/formats-ns2.md "Drops"),
   RED's drops likewise: the packet did enter the queue trace, so it leaves it;
 * ns-2 ErrorModel losses (``$ns lossmodel``) and ns-3 device-queue drops are ``d`` lines
   with no ``+`` before them: the packet never joined the queue, the length is unchanged.

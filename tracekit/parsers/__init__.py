@@ -6,8 +6,10 @@ Each reader is one module named for its format, exposing::
     DESCRIPTION: str     one line for ``tracekit formats``
     DETECT: str          the detection rule, in words
     def sniff(head: bytes) -> bool          # head = first 64 KiB, decompressed
-    def read(source, **options) -> Trace
+    def read(source, *, limits, strict, name, <its own options>) -> Trace
 
+A reader's keyword parameters are its options: :func:`read` refuses any other name with a
+:class:`~tracekit.errors.UsageError` (``tracekit.read(p, stirct=True)`` must not pass silently).
 Readers are imported lazily so that ``tracekit --help`` stays fast.
 Order matters: binary magics first, then the more specific text formats.
 """
@@ -15,6 +17,7 @@ Order matters: binary magics first, then the more specific text formats.
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import stat
 import zlib
@@ -24,7 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from tracekit._source import NamedBytes, Source, compression_of, describe, read_raw
-from tracekit.errors import LimitError, TracekitError, UnknownFormatError
+from tracekit.errors import LimitError, TracekitError, UnknownFormatError, UsageError
 from tracekit.limits import DEFAULT, Limits
 
 #: Registry names in sniffing order -> module name under tracekit.parsers.
@@ -79,6 +82,24 @@ def available() -> list[ReaderInfo]:
         if mod is not None:
             out.append(ReaderInfo(name, mod.DESCRIPTION, mod.DETECT))
     return out
+
+
+def reader_options(mod: ModuleType) -> frozenset[str]:
+    """The option names a reader's ``read`` takes: its keyword parameters, ``source`` aside.
+
+    A ``**kwargs`` catch-all adds no name, so a reader that still has one gets the same check.
+    """
+    params = inspect.signature(mod.read).parameters.values()
+    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return frozenset(p.name for p in params if p.kind in kinds and p.name != "source")
+
+
+def _check_options(who: str, accepted: frozenset[str], options: dict[str, Any]) -> None:
+    """Refuse option names ``who`` (a reader, or the readers of a directory) does not take."""
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        listed = ", ".join(repr(u) for u in unknown)
+        raise UsageError(f"{who}: unknown option {listed}", hint=f"valid options: {', '.join(sorted(accepted))}")
 
 
 def head_of(data: bytes) -> bytes:
@@ -163,7 +184,7 @@ def read(source: Source, format: str | None = None, *, limits: Limits = DEFAULT,
         mod = _module(format)
         if mod is None:
             raise UnknownFormatError(f"reader {format!r} is not available in this installation")
-        return _call(mod, source, limits, options)
+        return _call(mod, source, limits, options, format)
     if isinstance(source, (str, os.PathLike)):
         # Sniff from the head only; the reader reads the file itself (no second copy in memory).
         name = describe(source)
@@ -186,7 +207,7 @@ def read(source: Source, format: str | None = None, *, limits: Limits = DEFAULT,
         raise _unknown(name, head if compression_of(data[:8]) else data)
     mod = _module(found)
     assert mod is not None
-    return _call(mod, target, limits, {**options, "name": name})
+    return _call(mod, target, limits, {**options, "name": name}, found)
 
 
 def _is_pipe(path: str | os.PathLike[str]) -> bool:
@@ -201,8 +222,9 @@ def _is_pipe(path: str | os.PathLike[str]) -> bool:
         return False
 
 
-def _call(mod: ModuleType, source: Any, limits: Limits, options: dict[str, Any]) -> Any:
+def _call(mod: ModuleType, source: Any, limits: Limits, options: dict[str, Any], reader: str) -> Any:
     """Run a reader, turning any escaped low-level exception into a TracekitError."""
+    _check_options(f"the {reader} reader", reader_options(mod), options)
     name = options.get("name") or describe(source)
     try:
         return mod.read(source, limits=limits, **options)
@@ -224,13 +246,19 @@ def read_dir(path: Path, *, limits: Limits = DEFAULT, **options: Any) -> Any:
     """Read every recognised file of one run's directory and combine them into one Trace.
 
     Files that are not traces (scripts, plots, notes) are skipped with a warning.
-    Symlinks pointing outside the directory are not followed.
+    Symlinks pointing outside the directory are not followed. Each file's reader gets the
+    options it takes (``mapping`` goes to an OPNET export, not to the capture beside it); an
+    option no file's reader takes is a UsageError, as for a single file.
     """
     from tracekit.trace import combine
 
     root = path.resolve()
+    options = {k: v for k, v in options.items() if k != "name"}
     traces = []
     skipped: list[str] = []
+    every = frozenset().union(*(reader_options(m) for m in map(_module, READERS) if m is not None))
+    _check_options("tracekit's readers", every, options)  # a misspelt option fails before any file is read
+    used: set[str] = set()
     for p in sorted(path.iterdir()):
         if not p.is_file() or p.name.startswith("."):
             continue
@@ -244,10 +272,14 @@ def read_dir(path: Path, *, limits: Limits = DEFAULT, **options: Any) -> Any:
             if p.suffix.lower() not in _NOT_TRACES:
                 skipped.append(p.name)
             continue
-        traces.append(read(p, fmt, limits=limits, **{k: v for k, v in options.items() if k != "name"}))
+        mod = _module(fmt)
+        accepted = reader_options(mod) if mod is not None else frozenset()
+        used |= accepted
+        traces.append(read(p, fmt, limits=limits, **{k: v for k, v in options.items() if k in accepted}))
     if not traces:
         raise UnknownFormatError("directory holds no recognised trace file", path=str(path),
                                  hint="pass the trace file itself, or check `tracekit formats`")
+    _check_options(f"the readers of the files in {path}", frozenset(used), options)
     try:
         return combine(traces, path=str(path), skipped=skipped)
     except TracekitError:

@@ -121,7 +121,6 @@ def read(
     strict: bool = False,
     name: str | None = None,
     raw: bool = False,
-    **_: Any,
 ) -> Trace:
     """Read a Flent data file.
 

@@ -210,7 +210,6 @@ def read(
     limits: Limits = DEFAULT,
     strict: bool = False,
     name: str | None = None,
-    **_: Any,
 ) -> Trace:
     """Read a FlowMonitor XML file.
 

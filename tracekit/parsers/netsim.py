@@ -162,7 +162,6 @@ def read(
     limits: Limits = DEFAULT,
     strict: bool = False,
     name: str | None = None,
-    **_: Any,
 ) -> Trace:
     """Read a NetSim export (the kind is recognised from its header).
 

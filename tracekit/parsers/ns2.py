@@ -76,7 +76,6 @@ def read(
     strict: bool = False,
     name: str | None = None,
     tcp_header_bytes: int | None = None,
-    **_: Any,
 ) -> Trace:
     """Read an ns-2 normal wired trace.
 

@@ -155,7 +155,6 @@ def read(
     packet_size: int | None = None,
     window: float | None = None,
     siblings: bool = True,
-    **_: Any,
 ) -> Trace:
     """Read an ns-2 monitor file into ``samples``.
 

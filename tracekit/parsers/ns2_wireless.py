@@ -71,7 +71,6 @@ def read(
     strict: bool = False,
     name: str | None = None,
     tcp_header_bytes: int | None = None,
-    **_: Any,
 ) -> Trace:
     """Read an ns-2 wireless trace (either format; detected per line).
 

@@ -18,8 +18,6 @@ from inside it only. Nothing loops over lines in Python.
 
 from __future__ import annotations
 
-from typing import Any
-
 import polars as pl
 
 from tracekit._source import Source, load
@@ -274,7 +272,6 @@ def read(
     limits: Limits = DEFAULT,
     strict: bool = False,
     name: str | None = None,
-    **_: Any,
 ) -> Trace:
     """Read an ns-3 ASCII trace.
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
 
 import polars as pl
 
@@ -117,7 +116,6 @@ def read(
     strict: bool = False,
     name: str | None = None,
     metric: str | None = None,
-    **_: Any,
 ) -> Trace:
     """Read one ns-3 series file into samples.
 

@@ -19,7 +19,6 @@ They go into ``meta["kernel"]["counters"]`` as tool-reported totals; there are n
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from tracekit._source import Source
 from tracekit.errors import UnknownFormatError
@@ -155,8 +154,7 @@ def _parse(text: str) -> tuple[_Snapshots, int, int | None]:
     return snaps, bad, first_bad
 
 
-def read(source: Source, *, limits: Limits = DEFAULT, strict: bool = False, name: str | None = None,
-         **_: Any) -> Trace:
+def read(source: Source, *, limits: Limits = DEFAULT, strict: bool = False, name: str | None = None) -> Trace:
     """Read nstat / netstat -s snapshots into the run's counter totals.
 
     Args:

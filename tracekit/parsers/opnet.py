@@ -209,7 +209,6 @@ def read(
     name: str | None = None,
     mapping: dict[str, str] | None = None,
     map_file: str | Path | None = None,
-    **_: Any,
 ) -> Trace:
     """Read an OPNET/Riverbed spreadsheet export into samples.
 

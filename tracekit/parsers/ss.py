@@ -266,8 +266,7 @@ def _parse(text: str, path: str, log: WarningLog) -> tuple[_Rows, dict[str, Any]
     return rows, info
 
 
-def read(source: Source, *, limits: Limits = DEFAULT, strict: bool = False, name: str | None = None,
-         **_: Any) -> Trace:
+def read(source: Source, *, limits: Limits = DEFAULT, strict: bool = False, name: str | None = None) -> Trace:
     """Read an ss log.
 
     Args:

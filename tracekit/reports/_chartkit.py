@@ -16,10 +16,10 @@ from tracekit.reports.downsample import MAX_MARKERS, cap
 
 WIDTH = 760
 HEIGHT = 260
-#: Longest label kept (RELIABILITY §7.5 rule 5).
+#: Longest label kept (docs/security.md rule 5).
 MAX_LABEL = 64
 # C0/C1 controls, bidi overrides/isolates and line/paragraph separators: they can
-# break layouts or spoof the order of text in a label (RELIABILITY §7.5 rule 5).
+# break layouts or spoof the order of text in a label (docs/security.md rule 5).
 _UNSAFE_CHARS = r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]"
 
 #: Series names and colours: tracekit's own constants, fixed so legends agree across charts.

@@ -4,7 +4,7 @@ Each function takes the frames declared in :mod:`tracekit.schema` (plus the flow
 it is about) and returns an :class:`altair.TopLevelMixin`, or raises
 :class:`NoData` naming why there is nothing to draw. No I/O happens here.
 
-Rules every chart follows (RELIABILITY.md §7.5, ECOSYSTEM.md §3.3):
+Rules every chart follows (docs/security.md rules 3 and 5, docs/reports.md "Large traces"):
 
 * Data is thinned in polars first (:mod:`tracekit.reports.downsample`): lines keep
   their extremes, markers are capped; a chart holds a few thousand rows at most.

@@ -1,7 +1,8 @@
 """Outputs of grading: Gradescope ``results.json``, ``grades.csv``, ``summary.json`` (pages: grade_pages).
 
-``results.json`` follows Gradescope's specification (gradescope/autograder_samples
-docs/specs.md; schema in ``tests/data/gradescope_results.schema.json``): one test per
+``results.json`` follows Gradescope's specification
+(https://gradescope-autograders.readthedocs.io/en/latest/specs/; schema in
+``tests/data/gradescope_results.schema.json``): one test per
 rubric item with ``name``, ``number``, ``score``, ``max_score``, ``status``,
 ``output`` (the student's feedback) and ``visibility``, plus a 0-point reference test
 per ``after_due_date`` item; top-level ``output_format: "text"`` because outputs carry

@@ -3,7 +3,7 @@
 Why not ``chart.save("x.html")`` or ``vl_convert.vegalite_to_html``: both load
 Vega from a CDN unless told otherwise, and neither escapes the spec for the
 ``<script>`` context -- a student's flow label ``</script><script>…`` would run
-(ECOSYSTEM.md §3.1, RELIABILITY.md §7.5). Here:
+(docs/security.md rules 1-5). Here:
 
 * the Vega/Vega-Lite/vega-embed bundle (``vl_convert.javascript_bundle()``) is
   inlined once per page: no network request at all;
@@ -93,7 +93,7 @@ _EMBED = """
 
 
 def script_json(obj: Any) -> str:
-    """JSON that cannot end or escape a ``<script>`` element (RELIABILITY.md §7.5 rule 1).
+    """JSON that cannot end or escape a ``<script>`` element (docs/security.md rule 1).
 
     Raises:
         ValueError: on NaN/inf (invalid JSON; charts map them to null first).

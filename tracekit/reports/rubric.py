@@ -5,7 +5,7 @@ tolerance, points, optional partial credit, a Gradescope visibility and what the
 student reads (``unit``, ``hint``, ``show_reference``: display only, never the
 score). The format is documented with a complete example in ``docs/grading.md``.
 
-Tolerance semantics (numpy's ``assert_allclose`` intuition, ECOSYSTEM.md §1.3):
+Tolerance semantics (the rule of ``numpy.testing.assert_allclose``, docs/grading.md "Tolerances"):
 
 * the *margin* is ``abs + rel × |reference|``, where the reference is the mean of
   the reference runs' values (or the item's fixed ``expected`` value);

@@ -11,7 +11,7 @@ A submissions folder holds one entry per student:
 top-level files, folders and inner zips are the submissions (a single top-level
 folder wrapping everything is entered).
 
-Zip members are read as streams, never extracted (RELIABILITY.md §7.5): members
+Zip members are read as streams, never extracted (docs/security.md rule 8): members
 with absolute paths, ``..``, drive letters, NUL bytes, links or other non-regular
 types, and encrypted ones are refused and reported; the member count and the
 uncompressed bytes actually read are capped by ``Limits.max_archive_members`` /

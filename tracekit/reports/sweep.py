@@ -97,7 +97,7 @@ class SweepResult:
         """The sweep as CSV; text cells starting with ``= + - @`` TAB or CR are prefixed with ``'``.
 
         (Graders open these in spreadsheets; a run name such as ``=HYPERLINK(...)`` must stay
-        text -- RELIABILITY.md §7.5 rule 7.)
+        text -- docs/security.md rule 7.)
         """
         rows = self.rows()
         buf = io.StringIO()
