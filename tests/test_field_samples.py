@@ -1,0 +1,69 @@
+"""samples/field (issue 24): the samples exist, stay small, and expected.json is tshark's reading.
+
+expected.json is written by samples/field/tshark_expect.py; here a fresh tshark reading of each
+file must agree with it (frames, tcp.stream count, per-stream endpoints/packets/payload bytes and
+per-frame bytes in flight), so a changed sample or a changed tshark is caught. tracekit itself is
+not run on these files yet: its decoder for them is issue 24's work.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLES, need_tool
+
+FIELD = SAMPLES / "field"
+EXPECTED = json.loads((FIELD / "expected.json").read_text())
+NAMES = sorted(EXPECTED["files"])
+
+
+def _reading(path: Path, options: list[str]) -> dict:
+    sys.path.insert(0, str(FIELD))
+    try:
+        import tshark_expect
+    finally:
+        sys.path.remove(str(FIELD))
+    return tshark_expect.reading(path, options)
+
+
+def test_every_sample_is_listed_and_small() -> None:
+    on_disk = {p.name for p in FIELD.iterdir() if p.suffix in {".pcap", ".pcapng", ".pkt", ".snoop", ".erf"}}
+    assert on_disk == set(NAMES), "expected.json and the files in samples/field differ"
+    sizes = {n: (FIELD / n).stat().st_size for n in NAMES}
+    assert all(s < 100_000 for s in sizes.values()), {n: s for n, s in sizes.items() if s >= 100_000}
+    assert sum(sizes.values()) < 2_000_000
+
+
+def test_expected_json_is_consistent() -> None:
+    """Each entry says what it is and, where tshark is not the truth, names the file that is."""
+    for name, e in EXPECTED["files"].items():
+        assert e["tracekit_after_24"] is True and e["what"], name
+        assert len(e["bytes_in_flight"]) == e["frames"], name
+        assert e["tcp_streams"] == len(e["streams"]), name
+        if e["reference"] != "tshark":
+            assert e["reference"] in EXPECTED["files"] and e.get("tshark_note"), name
+
+
+def test_tunnelled_connection_is_the_inner_one() -> None:
+    """tshark's own reading: every tunnel file holds exactly the decapsulated connection."""
+    base = EXPECTED["files"]["vxlan_inner.snoop"]
+    for name, e in EXPECTED["files"].items():
+        if e["point"] == 4 and "IPv4 connection" in e["what"]:
+            assert e["streams"] == base["streams"], name
+            assert e["bytes_in_flight"] == base["bytes_in_flight"], name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_tshark_reading_matches_expected(name: str) -> None:
+    need_tool("tshark")
+    e = EXPECTED["files"][name]
+    got = _reading(FIELD / name, e.get("tshark_options", []))
+    for key in ("frames", "tcp_streams", "streams", "bytes_in_flight", "tshark_exit"):
+        assert got[key] == e[key], f"{name}: {key}"
+    for opt, alt in e.get("alt_readings", {}).items():
+        got_alt = _reading(FIELD / name, [opt])
+        assert got_alt["streams"] == alt["streams"] and got_alt["bytes_in_flight"] == alt["bytes_in_flight"]
