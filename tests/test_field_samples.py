@@ -67,3 +67,16 @@ def test_tshark_reading_matches_expected(name: str) -> None:
     for opt, alt in e.get("alt_readings", {}).items():
         got_alt = _reading(FIELD / name, [opt])
         assert got_alt["streams"] == alt["streams"] and got_alt["bytes_in_flight"] == alt["bytes_in_flight"]
+
+
+def test_slip_header_is_what_tcpdump_reads() -> None:
+    """tshark 4.0 cannot decode link type 8, so tcpdump (print-sl.c, BSD SLIP header) checks it."""
+    import subprocess
+
+    tcpdump = need_tool("tcpdump")
+    out = subprocess.run([tcpdump, "-nr", str(FIELD / "slip_8.pcap"), "tcp"], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    ref = EXPECTED["files"][EXPECTED["files"]["slip_8.pcap"]["reference"]]["streams"][0]
+    assert len(out) == ref["packets"]
+    assert all("10.242.0.1.58182 > 10.242.0.2.5001" in line or "10.242.0.2.5001 > 10.242.0.1.58182" in line
+               for line in out)
