@@ -81,3 +81,22 @@ def test_slip_header_is_what_tcpdump_reads() -> None:
     assert len(out) == ref["packets"]
     assert all("10.242.0.1.58182 > 10.242.0.2.5001" in line or "10.242.0.2.5001 > 10.242.0.1.58182" in line
                for line in out)
+
+
+@pytest.mark.parametrize("name", ["vxlan_inner.snoop", "plain_v6.snoop", "tso_v4.snoop", "tso_v4.erf",
+                                  "vxlan_inner.erf", "etherpeek_v7.pkt", "etherpeek_v6.pkt"])
+def test_formats_are_what_tcptrace_reads(name: str) -> None:
+    """tcptrace (the issue's peer for point 7) reads the snoop, ERF and EtherPeek files like tshark."""
+    import re
+    import subprocess
+
+    tcptrace = need_tool("tcptrace")
+    out = subprocess.run([tcptrace, "-n", str(FIELD / name)], capture_output=True, text=True,
+                         check=True).stdout
+    e = EXPECTED["files"][name]
+    m = re.search(r"(\d+) packets seen, (\d+) TCP packets traced", out)
+    assert m is not None, out
+    assert int(m.group(1)) == e["frames"] == int(m.group(2))
+    conns = re.findall(r"^\s*\d+: (\S+) - (\S+) \(\w+\)\s+(\d+)>\s+(\d+)<", out, re.M)
+    assert len(conns) == e["tcp_streams"] == 1
+    assert int(conns[0][2]) + int(conns[0][3]) == e["streams"][0]["packets"]
