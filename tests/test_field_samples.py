@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import SAMPLES, need_tool
 
 FIELD = SAMPLES / "field"

@@ -26,7 +26,7 @@ class Rec:
     orig: int
     outbound: bool = True  # True: sent by the connection's client (10.242.0.1 / fd41::1)
 
-    def with_data(self, data: bytes, grow: int | None = None) -> "Rec":
+    def with_data(self, data: bytes, grow: int | None = None) -> Rec:
         """Replace the bytes; orig_len grows by the same amount the frame grew (or by `grow`)."""
         delta = len(data) - len(self.data) if grow is None else grow
         return replace(self, data=data, orig=self.orig + delta)

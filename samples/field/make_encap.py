@@ -15,17 +15,16 @@ from __future__ import annotations
 import hashlib
 import struct
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6
-from scapy.layers.l2 import Ether
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from encap_io import HERE, Inner, Rec, ip4_fix, load_inner, write_pcap  # noqa: E402
 import encap_links  # noqa: E402
 from encap_cases import editcap_formats, oddities, offloads, pcapng_damaged  # noqa: E402
+from encap_io import HERE, Inner, Rec, ip4_fix, load_inner, write_pcap  # noqa: E402
 
 U4 = ("10.241.0.1", "10.241.0.2")  # underlay of make_field.sh
 U6 = ("fd43::1", "fd43::2")  # an IPv6 underlay for 4in6 / 6in6 (fd41:: is plain_v6's inner)

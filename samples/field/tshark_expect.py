@@ -56,7 +56,7 @@ def _endpoint(row: dict[str, str], side: str) -> str:
 def reading(path: Path, options: list[str]) -> dict[str, Any]:
     """tshark's reading of one file, summarised."""
     rc, err, raw = run_tshark(path, options)
-    rows = [dict(zip(FIELDS, r + [""] * (len(FIELDS) - len(r)))) for r in raw]
+    rows = [dict(zip(FIELDS, (r + [""] * len(FIELDS))[: len(FIELDS)], strict=True)) for r in raw]
     streams: dict[int, dict[str, Any]] = {}
     for row in rows:
         if row["tcp.stream"] == "":
