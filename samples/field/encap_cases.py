@@ -118,6 +118,8 @@ def seq_cases(v4: list[Rec], synack: int) -> Files:
     d = bytearray(v4[k].data)
     d[14] = 0x60 | (d[14] & 0x0F)
     files["ipver_mismatch.pcap"] = (1, v4[:k] + [v4[k].with_data(bytes(d))] + v4[k + 1 :], SNAP)
+    # Point 1: a SPAN port (or asymmetric routing) that sees only the client's side.
+    files["oneway_data.pcap"] = (1, [r for r in v4 if r.outbound], SNAP)
     return files
 
 

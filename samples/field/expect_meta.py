@@ -75,6 +75,7 @@ FILES: dict[str, dict[str, Any]] = {
         5, f"{V4} from the data segment at relative seq 47533 (a mid-connection start): the one ACK "
            "lies 18,174 bytes below the peer's first seq",
         note="tshark shows that ACK as 4294949123 (not unwrapped to -18,173 relative to its base)"),
+    "oneway_data.pcap": _f(1, f"only the client's side of {V4} (a one-way capture: no ACK ever seen)"),
     "ipver_mismatch.pcap": _f(5, f"{V4} with one data segment's version nibble 6 under ethertype 0x0800"),
     # point 6: link types
     "wlan_105.pcap": _f(6, f"802.11 data (ToDS/FromDS, LLC/SNAP) carrying {V4} + 3 protected frames (2 CCMP, 1 WEP)"),
