@@ -25,7 +25,6 @@ import numpy.typing as npt
 import polars as pl
 
 from tracekit import schema
-from tracekit.analysis import _cwnd_stats as _stats
 from tracekit.analysis._cwnd_estimate import estimate
 from tracekit.analysis._cwnd_packets import Packets
 
@@ -63,23 +62,14 @@ def data_directions(pk: pl.DataFrame, meta: dict[str, Any], *, packets: Packets 
     if pk.is_empty():
         return pl.DataFrame(schema=out_schema)
     p = packets if packets is not None else Packets(pk)
-    g = p.groups()
-    if g is None:  # a key space too large to index (absurd flow numbers): group with polars
-        tcp = pk.select(*KEYS, "payload", "src", "dst", "sport", "dport").filter(pl.Series(p.tcp))
-        dirs = tcp.group_by(KEYS).agg(
-            pl.col("payload").cast(pl.Int64).sum().alias("_bytes"),
-            pl.col("payload").max().cast(pl.Float64).alias("_maxpay"),
-            pl.col("src").cast(pl.String).first().alias("src"),
-            pl.col("dst").cast(pl.String).first().alias("dst"),
-            pl.col("sport").first(), pl.col("dport").first(),
-        ).filter(pl.col("_bytes") > 0).drop("_bytes")
-    else:
-        flow, d, dnull, first, big = g
-        dirs = pl.concat([
-            pl.DataFrame({"flow": flow, "dir": pl.Series(d).scatter(np.flatnonzero(dnull), None),
-                          "_maxpay": big.astype(np.float64)}),
-            pk.select("src", "dst", "sport", "dport")[first].with_columns(pl.col("src", "dst").cast(pl.String)),
-        ], how="horizontal")
+    tcp = pk.select(*KEYS, "payload", "src", "dst", "sport", "dport").filter(pl.Series(p.tcp))
+    dirs = tcp.group_by(KEYS).agg(
+        pl.col("payload").cast(pl.Int64).sum().alias("_bytes"),
+        pl.col("payload").max().cast(pl.Float64).alias("_maxpay"),
+        pl.col("src").cast(pl.String).first().alias("src"),
+        pl.col("dst").cast(pl.String).first().alias("dst"),
+        pl.col("sport").first(), pl.col("dport").first(),
+    ).filter(pl.col("_bytes") > 0).drop("_bytes")
     syn = pk.select(*KEYS, "mss")[np.flatnonzero(p.tcp & p.syn & p.mss_ok)]
     peer = syn.group_by(KEYS, maintain_order=True).agg(pl.col("mss").first().cast(pl.Float64).alias("_peer_mss")
                                                        ).with_columns((1 - pl.col("dir")).cast(pl.Int8))
@@ -301,9 +291,6 @@ def loss_events(cwnd_df: pl.DataFrame) -> pl.DataFrame:
 
 def loss_events_of(cwnd_df: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
     """:func:`loss_events` with the given columns of the event rows (``source`` as String)."""
-    fast = _stats.loss_events(cwnd_df, columns, DECREASE)  # numpy, for plain frames
-    if fast is not None:
-        return fast.with_columns(pl.col(c).cast(pl.String) for c in ("source",) if c in columns)
     keys = ["_kf", "_kd", "source"]
     df = _as_strings(cwnd_df).with_columns(
         _kf=pl.col("flow").cast(pl.Int64).fill_null(-1), _kd=pl.col("dir").cast(pl.Int64).fill_null(-1)
@@ -346,17 +333,14 @@ def flow_stats(cwnd_df: pl.DataFrame, evidence: pl.DataFrame | None = None,
         return pl.DataFrame(schema=_STATS)
     if evidence is None or windows is None or windows.is_empty():
         return _flow_stats(cwnd_df)
-    found: list[pl.DataFrame] = []
-    out = _stats.flow_stats(cwnd_df, _STATS, DECREASE, found)  # numpy, for plain frames
-    if out is None:
-        out = _flow_stats(cwnd_df)
-    ev = confirmed(cwnd_df, out, evidence, windows, found[0] if found else None)
+    out = _flow_stats(cwnd_df)
+    ev = confirmed(cwnd_df, out, evidence, windows)
     return out.drop("loss_events", "first_loss_s").join(ev, on=KEYS, how="left", nulls_equal=True).with_columns(
         pl.col("loss_events").fill_null(0)).select([pl.col(c).cast(t) for c, t in _STATS.items()])
 
 
 def confirmed(cwnd_df: pl.DataFrame, stats: pl.DataFrame, evidence: pl.DataFrame,
-              windows: pl.DataFrame, events: pl.DataFrame | None = None) -> pl.DataFrame:
+              windows: pl.DataFrame) -> pl.DataFrame:
     """Loss events of each direction's chosen series that loss evidence backs.
 
     A reduction whose first falling sample is at ``t`` (the sample before it at ``t_prev``)
@@ -368,15 +352,11 @@ def confirmed(cwnd_df: pl.DataFrame, stats: pl.DataFrame, evidence: pl.DataFrame
     idles after the FTP ends — is not a loss: an idle restart follows at least one RTO of
     silence, longer than ``tol``, so no retransmission can lie that close to it.
 
-    Args:
-        events: The chosen series' events with ``_prev`` if already found (see
-            :func:`_chosen_events`).
-
     Returns:
         ``flow, dir, loss_events, first_loss_s`` for the directions of ``windows``; other
         directions keep their count from ``stats``.
     """
-    ev = _chosen_events(cwnd_df) if events is None else events
+    ev = _chosen_events(cwnd_df)
     w = windows.select(pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8),
                        pl.col("tol_s").cast(pl.Float64).fill_null(0.0))
     ev = ev.join(w, on=KEYS, how="inner").with_columns(
@@ -423,9 +403,6 @@ def _chosen_events(cwnd_df: pl.DataFrame) -> pl.DataFrame:
 
 def _flow_stats(cwnd_df: pl.DataFrame) -> pl.DataFrame:
     """:func:`flow_stats` counting every reduction of the chosen series."""
-    fast = _stats.flow_stats(cwnd_df, _STATS, DECREASE)  # numpy, for plain frames
-    if fast is not None:
-        return fast
     cwnd_df = _as_strings(cwnd_df)
     pick = cwnd_df.group_by(KEYS).agg(
         pl.when((pl.col("source") == "trace").any()).then(pl.lit("trace")).otherwise(pl.lit("estimate"))
@@ -443,5 +420,5 @@ def _flow_stats(cwnd_df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _as_strings(cwnd_df: pl.DataFrame) -> pl.DataFrame:
-    """``source`` and ``phase`` as String (the polars fallbacks compare and join them with literals)."""
+    """``source`` and ``phase`` as String (compared and joined with literals)."""
     return cwnd_df.with_columns(pl.col(c).cast(pl.String) for c in ("source", "phase") if c in cwnd_df.columns)
