@@ -193,7 +193,8 @@ def _peer_window(st: pl.DataFrame, dr: DataRows) -> np.ndarray:
     wmax = np.maximum.reduceat(w, starts) if len(w) else w
     rw = np.full(int(max(keys.max(), st["g"].to_numpy().max())) + 2, MISSING, dtype=np.int64)
     rw[sg.keys.astype(np.int64)] = wmax
-    return rw[keys ^ 1]
+    peer: np.ndarray = rw[keys ^ 1]  # (numpy types indexing by an array of unknown dtype as Any)
+    return peer
 
 
 def shares(st: pl.DataFrame, est: pl.DataFrame, dr: DataRows | None = None) -> pl.DataFrame:

@@ -1,9 +1,10 @@
 """Charts: pure functions from tracekit frames to Altair charts, the same for every input format.
 
-The time–sequence graph lives in :mod:`tracekit.reports.charts_timeseq` and the multi-run charts in
-:mod:`tracekit.reports.charts_runs`; both are re-exported here. Each function takes the frames declared in :mod:`tracekit.schema` (plus the flow
+Each function takes the frames declared in :mod:`tracekit.schema` (plus the flow
 it is about) and returns an :class:`altair.TopLevelMixin`, or raises
-:class:`NoData` naming why there is nothing to draw. No I/O happens here.
+:class:`NoData` naming why there is nothing to draw. No I/O happens here. The
+time–sequence graph lives in :mod:`tracekit.reports.charts_timeseq` and the multi-run
+charts in :mod:`tracekit.reports.charts_runs`; both are re-exported here.
 
 Rules every chart follows (RELIABILITY.md §7.5, ECOSYSTEM.md §3.3):
 
@@ -41,6 +42,7 @@ from tracekit.reports._chartkit import (
     axes,
     from_zero,
     has,
+    layer,
     layered,
     notes_of,
     one_flow,
@@ -345,7 +347,7 @@ def queue(q: pl.DataFrame, *, title: str = "", name: str = "queue") -> alt.Layer
                                                              alt.Tooltip("t:Q", title="time (s)"),
                                                              alt.Tooltip("total:Q", title="drops so far")]))
     first = layers[0].add_params(zoom(name))
-    chart = alt.layer(first, *layers[1:]).properties(
+    chart = layer(first, *layers[1:]).properties(
         width=WIDTH, height=HEIGHT, title=safe_label(title) if title else "queue length and drops (▼)")
     return bag.attach(with_notes(chart, notes))
 
@@ -397,5 +399,5 @@ def samples(smp: pl.DataFrame, metric: str, unit: str, *, title: str = "", name:
          else alt.Y("y:Q", title=safe_label(f"{metric} ({unit})"), axis=alt.Axis(format=fmt) if fmt else alt.Axis()))
     chart = mark.encode(x=alt.X("t:Q", **from_zero("time (s)")), y=y,
                         color=alt.Color("s:N", title=None, legend=alt.Legend(orient="top", labelLimit=300)))
-    return bag.attach(alt.layer(chart.add_params(zoom(name))).properties(
+    return bag.attach(layer(chart.add_params(zoom(name))).properties(
         width=WIDTH, height=HEIGHT - 60, title=safe_label(title) if title else safe_label(metric)))

@@ -151,8 +151,10 @@ def _retrans_layer(re_: pl.DataFrame, name: str, bag: Bag, notes: list[str]) -> 
         notes.append(f"{left:,} retransmission markers not drawn")
     rows = re_.select(pl.col("time").alias("t"), (pl.col("seq") + pl.col("len").fill_null(0)).alias("y"),
                       pl.col("kind").cast(pl.String).alias("kind"), pl.lit("retransmission").alias("s"))
-    return (alt.Chart(bag(records(rows)), name=f"{name}_retrans")
-            .mark_point(shape="diamond", size=40, filled=True)
-            .encode(x="t:Q", y="y:Q", tooltip=[alt.Tooltip("t:Q", title="time (s)"),
-                                               alt.Tooltip("y:Q", title="seq end"),
-                                               alt.Tooltip("kind:N", title="kind")]))
+    # altair's encode() is generated at run time and typed as returning Any: the layer is a Chart
+    marks: alt.Chart = (alt.Chart(bag(records(rows)), name=f"{name}_retrans")
+                        .mark_point(shape="diamond", size=40, filled=True)
+                        .encode(x="t:Q", y="y:Q", tooltip=[alt.Tooltip("t:Q", title="time (s)"),
+                                                           alt.Tooltip("y:Q", title="seq end"),
+                                                           alt.Tooltip("kind:N", title="kind")]))
+    return marks
