@@ -190,8 +190,22 @@ def _trace_rows(samples: pl.DataFrame, dirs: pl.DataFrame, meta: dict[str, Any])
     return cw.select(list(out_schema))
 
 
+def _series_start(group: list[str]) -> pl.Expr:
+    """True on the first row of each series, in a frame sorted by ``group`` (each series contiguous).
+
+    A comparison with the row before it, instead of ``over(group)`` windows: on a sorted frame
+    ``x.shift(1)`` inside a series is its previous sample, and no hash grouping is needed.
+    """
+    return pl.any_horizontal(pl.int_range(pl.len()) == 0, *(pl.col(c).ne_missing(pl.col(c).shift(1)) for c in group))
+
+
+def _before(e: pl.Expr) -> pl.Expr:
+    """``e`` at the series' previous row (null at a series' first row: column ``_first``)."""
+    return pl.when(~pl.col("_first")).then(e.shift(1))
+
+
 def _decreases(df: pl.DataFrame, value: str, group: list[str]) -> pl.Series:
-    """Mark multiplicative decreases in a series (rows sorted by time within ``group``).
+    """Mark multiplicative decreases in a series (rows sorted by ``group``, then time).
 
     A decrease starts where a run of consecutive falling samples begins, and counts
     when the run's lowest value is at most ``1 − DECREASE`` of the value before it.
@@ -201,11 +215,12 @@ def _decreases(df: pl.DataFrame, value: str, group: list[str]) -> pl.Series:
         A boolean Series, true on the first sample of each decrease.
     """
     v = pl.col(value)
-    d = df.select(*group, value).with_columns(_prev=v.shift(1).over(group))
+    d = df.select(value, _first=_series_start(group)).with_columns(_prev=_before(v))
     d = d.with_columns(_dec=(v < pl.col("_prev")).fill_null(False))
-    d = d.with_columns(_start=pl.col("_dec") & ~pl.col("_dec").shift(1).over(group).fill_null(False))
-    d = d.with_columns(_run=pl.col("_start").cast(pl.Int64).cum_sum().over(group))
-    d = d.with_columns(_run_min=pl.when("_dec").then(v).min().over([*group, "_run"]))
+    # a series' first row never falls, so a run never reaches back into the series before
+    d = d.with_columns(_start=pl.col("_dec") & ~pl.col("_dec").shift(1).fill_null(False))
+    d = d.with_columns(_run=pl.col("_start").cast(pl.Int64).cum_sum())
+    d = d.with_columns(_run_min=pl.when("_dec").then(v).min().over("_run"))
     ev = pl.col("_start") & (pl.col("_run_min") <= (1.0 - DECREASE) * pl.col("_prev"))
     return d.select(ev.fill_null(False).alias("_ev"))["_ev"]
 
@@ -295,13 +310,13 @@ def loss_events_of(cwnd_df: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
     df = _as_strings(cwnd_df).with_columns(
         _kf=pl.col("flow").cast(pl.Int64).fill_null(-1), _kd=pl.col("dir").cast(pl.Int64).fill_null(-1)
     ).sort(*keys, "time", maintain_order=True)
-    df = df.with_columns(_dec=_decreases(df, "cwnd_bytes", keys))
-    st, prev_st = pl.col("ssthresh_bytes"), pl.col("ssthresh_bytes").shift(1).over(keys)
-    prev_phase = pl.col("phase").shift(1).over(keys).fill_null("")
+    df = df.with_columns(_dec=_decreases(df, "cwnd_bytes", keys), _first=_series_start(keys))
+    st, prev_st = pl.col("ssthresh_bytes"), _before(pl.col("ssthresh_bytes"))
+    prev_phase = _before(pl.col("phase")).fill_null("")
     est_ev = (
         (st.is_not_null() & (prev_st.is_null() | (st != prev_st)))
         | ((pl.col("phase") == "recovery") & (prev_phase != "recovery"))
-        | ((pl.col("cwnd_bytes") <= 0.5 * pl.col("cwnd_bytes").shift(1).over(keys)) & (prev_phase != "recovery"))
+        | ((pl.col("cwnd_bytes") <= 0.5 * _before(pl.col("cwnd_bytes"))) & (prev_phase != "recovery"))
     ).fill_null(False)
     ev = pl.when(pl.col("source") == "trace").then(pl.col("_dec")).otherwise(est_ev)
     return df.filter(ev).select(columns).sort([c for c in ("flow", "dir", "source", "time") if c in columns],
@@ -333,8 +348,9 @@ def flow_stats(cwnd_df: pl.DataFrame, evidence: pl.DataFrame | None = None,
         return pl.DataFrame(schema=_STATS)
     if evidence is None or windows is None or windows.is_empty():
         return _flow_stats(cwnd_df)
-    out = _flow_stats(cwnd_df)
-    ev = confirmed(cwnd_df, out, evidence, windows)
+    events = _chosen_events(cwnd_df)  # found once: counted as they are, and checked against the evidence
+    out = _flow_stats(cwnd_df, events)
+    ev = _confirmed(events, out, evidence, windows)
     return out.drop("loss_events", "first_loss_s").join(ev, on=KEYS, how="left", nulls_equal=True).with_columns(
         pl.col("loss_events").fill_null(0)).select([pl.col(c).cast(t) for c, t in _STATS.items()])
 
@@ -356,7 +372,12 @@ def confirmed(cwnd_df: pl.DataFrame, stats: pl.DataFrame, evidence: pl.DataFrame
         ``flow, dir, loss_events, first_loss_s`` for the directions of ``windows``; other
         directions keep their count from ``stats``.
     """
-    ev = _chosen_events(cwnd_df)
+    return _confirmed(_chosen_events(cwnd_df), stats, evidence, windows)
+
+
+def _confirmed(ev: pl.DataFrame, stats: pl.DataFrame, evidence: pl.DataFrame, windows: pl.DataFrame
+               ) -> pl.DataFrame:
+    """:func:`confirmed` for the chosen series' events ``ev`` (:func:`_chosen_events`)."""
     w = windows.select(pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8),
                        pl.col("tol_s").cast(pl.Float64).fill_null(0.0))
     ev = ev.join(w, on=KEYS, how="inner").with_columns(
@@ -401,15 +422,16 @@ def _chosen_events(cwnd_df: pl.DataFrame) -> pl.DataFrame:
     return ev.drop("_r").with_columns(_prev=pl.Series(np.where(same, t[p], t[r]), dtype=pl.Float64))
 
 
-def _flow_stats(cwnd_df: pl.DataFrame) -> pl.DataFrame:
-    """:func:`flow_stats` counting every reduction of the chosen series."""
+def _flow_stats(cwnd_df: pl.DataFrame, events: pl.DataFrame | None = None) -> pl.DataFrame:
+    """:func:`flow_stats` counting every reduction of the chosen series (``events``: those
+    reductions, ``flow, dir, time``, if already found)."""
     cwnd_df = _as_strings(cwnd_df)
     pick = cwnd_df.group_by(KEYS).agg(
         pl.when((pl.col("source") == "trace").any()).then(pl.lit("trace")).otherwise(pl.lit("estimate"))
         .alias("cwnd_source"))
     chosen = cwnd_df.join(pick, left_on=[*KEYS, "source"], right_on=[*KEYS, "cwnd_source"], nulls_equal=True)
     ev = (
-        loss_events(chosen)
+        (loss_events(chosen) if events is None else events)
         .group_by(KEYS)
         .agg(pl.len().alias("loss_events"), pl.col("time").min().alias("first_loss_s"))
     )
