@@ -62,14 +62,15 @@ def data_directions(pk: pl.DataFrame, meta: dict[str, Any], *, packets: Packets 
     if pk.is_empty():
         return pl.DataFrame(schema=out_schema)
     p = packets if packets is not None else Packets(pk)
-    tcp = pk.select(*KEYS, "payload", "src", "dst", "sport", "dport").filter(pl.Series(p.tcp))
+    # TCP packets with a flow (Packets.tcp), filtered lazily: only the columns used are read
+    tcp = pk.lazy().filter((pl.col("proto") == "tcp").fill_null(False) & pl.col("flow").is_not_null())
     dirs = tcp.group_by(KEYS).agg(
         pl.col("payload").cast(pl.Int64).sum().alias("_bytes"),
         pl.col("payload").max().cast(pl.Float64).alias("_maxpay"),
-        pl.col("src").cast(pl.String).first().alias("src"),
-        pl.col("dst").cast(pl.String).first().alias("dst"),
+        pl.col("src").first().cast(pl.String).alias("src"),
+        pl.col("dst").first().cast(pl.String).alias("dst"),
         pl.col("sport").first(), pl.col("dport").first(),
-    ).filter(pl.col("_bytes") > 0).drop("_bytes")
+    ).filter(pl.col("_bytes") > 0).drop("_bytes").collect()
     syn = pk.select(*KEYS, "mss")[np.flatnonzero(p.tcp & p.syn & p.mss_ok)]
     peer = syn.group_by(KEYS, maintain_order=True).agg(pl.col("mss").first().cast(pl.Float64).alias("_peer_mss")
                                                        ).with_columns((1 - pl.col("dir")).cast(pl.Int8))
