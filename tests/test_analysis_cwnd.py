@@ -137,7 +137,7 @@ def test_cwnd_frame_is_the_declared_schema_in_its_declared_order() -> None:
     assert set(cw["source"].to_list()) == {"estimate", "trace"} and cw["phase"].null_count() == 0
     as_text = cw.with_columns(pl.col("source", "phase").cast(pl.String))
     assert_frame_equal(as_text, as_text.sort("flow", "dir", "source", "time", maintain_order=True))
-    # the polars fallbacks (frames that are not plain) see strings and give the same answers
+    # source/phase as plain strings (a frame not made by cwnd()) give the same answers
     assert_frame_equal(flow_stats(cw), flow_stats(as_text))
     assert_frame_equal(loss_events(cw), loss_events(as_text))
 

@@ -62,7 +62,6 @@ ROW_SCHEMA = {"flow": pl.UInt32(), "dir": pl.Int8(), "time": pl.Float64(), "cwnd
               "ssthresh_bytes": pl.Float64(), "source": schema.CWND_SOURCE, "phase": schema.PHASE}
 EP_SCHEMA = {"flow": pl.UInt32(), "dir": pl.Int8(), "start": pl.Float64(), "end": pl.Float64(),
              "kind": pl.String(), "recovery": pl.Boolean(), "ssthresh_bytes": pl.Float64()}
-_LIMIT = 1 << 62
 
 #: One loss event: (first row, end time, recovery point, timeout?)
 Event = tuple[int, float, int, bool]
@@ -273,32 +272,7 @@ def _window(r: Rows, seg: np.ndarray, b: np.ndarray, gv: np.ndarray) -> np.ndarr
     taken over bursts: the sparse table is built over them.
     """
     n = r.time.size
-    # no RTT sample: a window of 1 µs keeps only the segments of one instant together
-    w = np.maximum(np.where(np.isnan(r.min_rtt), 1e-6, FILTER_RTTS * r.min_rtt), 1e-6)
-    tau_f = np.empty(n)
-    for d in np.flatnonzero(r.hi > r.lo).tolist():
-        np.divide(r.time[r.lo[d]:r.hi[d]], w[d], out=tau_f[r.lo[d]:r.hi[d]])
-    tau_f *= 1000.0
-    np.rint(tau_f, out=tau_f)
-    ne = r.hi > r.lo
-    tmin, tmax = tau_f[r.lo[ne]], tau_f[r.hi[ne] - 1]
-    nseg = int(np.count_nonzero(seg))
-    if not (np.isfinite(tau_f).all() and np.abs(tmin).max() < _LIMIT and np.abs(tmax).max() < _LIMIT
-            and float((tmax - tmin + 2000).sum()) + 1001.0 * nseg < 2.0 ** 61):
-        return _window_polars(r, np.repeat(gv, np.diff(b, append=n)), seg, tau_f)
-    key = tau_f.astype(np.int64)
-    del tau_f
-    # one ascending key for all directions and segments: each direction's τ shifted past the
-    # previous one's, and each segment 1001 past the previous (no window reaches across)
-    span = key[r.hi[ne] - 1] - key[r.lo[ne]] + 2000
-    off = np.zeros(r.lo.size, dtype=np.int64)
-    off[ne] = np.cumsum(span) - span - key[r.lo[ne]]
-    for d in np.flatnonzero(ne).tolist():
-        key[r.lo[d]:r.hi[d]] += off[d]
-    step = np.cumsum(seg)
-    step *= 1001
-    key += step
-    del step
+    key = _window_keys(r, seg)
     # windows over bursts: the first burst whose last row lies inside, the burst of the last row at τ
     left = count_below(key[np.append(b[1:], n) - 1] + 1000, key, side="right", presorted=True)
     right = count_below(key[b], key, side="right", presorted=True)
@@ -313,19 +287,34 @@ def _window(r: Rows, seg: np.ndarray, b: np.ndarray, gv: np.ndarray) -> np.ndarr
     return np.repeat(window_max(gv, left[u], right[u]), np.diff(u, append=n))
 
 
-def _window_polars(r: Rows, pipe: np.ndarray, seg: np.ndarray, tau_f: np.ndarray) -> np.ndarray:
-    """:func:`_window` for absurd times (τ beyond int64: a damaged trace's 1e179 s), by polars' rolling max.
+def _window_keys(r: Rows, seg: np.ndarray) -> np.ndarray:
+    """One ascending int64 key for all rows whose differences place every row's window.
 
-    ``pipe`` is per row (each burst's maximum at all its rows), -1 for none.
+    τ is a row's time in thousandths of its direction's filter width, rounded; a window spans
+    1000. Only whether two rows lie within 1000 of each other matters, so each step from one
+    row to the next is capped at 1001: no window reaches across a capped step, and a damaged
+    trace's absurd times (1e179 s) still give small keys. A segment's or a direction's first
+    row also steps by 1001, so no window reaches back into the previous one.
     """
-    counts = r.hi - r.lo
-    df = pl.DataFrame({
-        "_d": np.repeat(np.arange(counts.size), counts), "_seg": np.cumsum(seg),
-        # strict=False: an absurd time becomes null instead of an overflow error
-        "_tau": pl.Series(tau_f).cast(pl.Int64, strict=False), "_p": pl.Series(pipe).replace(-1.0, None),
-    })
-    out = df.select(pl.col("_p").rolling_max_by("_tau", window_size="1000i").over("_d", "_seg"))
-    return out.to_series().fill_null(-1.0).to_numpy(writable=True)
+    n = r.time.size
+    # no RTT sample: a window of 1 µs keeps only the segments of one instant together
+    w = np.maximum(np.where(np.isnan(r.min_rtt), 1e-6, FILTER_RTTS * r.min_rtt), 1e-6)
+    tau = np.empty(n)
+    for d in np.flatnonzero(r.hi > r.lo).tolist():
+        np.divide(r.time[r.lo[d]:r.hi[d]], w[d], out=tau[r.lo[d]:r.hi[d]])
+    tau *= 1000.0
+    np.rint(tau, out=tau)
+    step = np.full(n, 1001.0)
+    with np.errstate(invalid="ignore"):  # inf − inf: a capped step
+        np.subtract(tau[1:], tau[:-1], out=step[1:])
+        np.fmin(step, 1001.0, out=step)  # NaN (non-finite times) gives the cap
+    np.maximum(step, 0.0, out=step)  # rows are in time order within a direction: never below 0
+    step[r.lo[r.lo < n]] = 1001.0
+    step[seg] = 1001.0
+    del tau
+    key = step.astype(np.int64)
+    np.cumsum(key, out=key)
+    return key
 
 
 def _recoveries(r: Rows, eps: list[_Episode], est: np.ndarray, raw_burst: np.ndarray

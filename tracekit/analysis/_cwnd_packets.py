@@ -114,28 +114,6 @@ class Packets:
         c = np.minimum(np.searchsorted(dkey, k), max(dkey.size - 1, 0))
         return np.where(dkey[c] == k, c, -1).astype(np.int32) if dkey.size else np.full(k.size, -1, dtype=np.int32)
 
-    def groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-        """The (flow, dir) pairs of TCP packets that carry payload (None: key space too large).
-
-        Returns:
-            (flow, dir, dir is null, first TCP row of the pair, largest payload), pairs in key order.
-        """
-        if self.gk is None:
-            return None
-        size = self.table_size()
-        g = self.gk if self.tcp.all() else np.where(self.tcp, self.gk, size)  # other packets: one more slot
-        big = np.zeros(size + 1, dtype=self.payload.dtype)
-        np.maximum.at(big, g, self.payload)
-        gid = np.flatnonzero(big[:size])  # payload summed over the pair > 0
-        if gid.size <= 32:  # few pairs: a scan each (argmax stops at the first hit)
-            first = np.array([int(np.argmax(g == k)) for k in gid.tolist()], dtype=np.int64)
-        else:
-            low = np.full(size + 1, self.n, dtype=np.int64)
-            np.minimum.at(low, g, np.arange(self.n))
-            first = low[gid]
-        return ((gid // self.width).astype(np.uint32), (gid % self.width + self.dmin).astype(np.int8),
-                gid % self.width == self.width - 1, first, big[gid])
-
 
 def frame_rows(p: Packets, d: DataIndex, q: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Inner join of the data rows with the (flow, dir, frame) rows of ``q``.

@@ -193,6 +193,171 @@ def _min_rtt(a_una: np.ndarray, a_time: np.ndarray, alo: np.ndarray, ahi: np.nda
     return out
 
 
+@dataclass
+class _Streams:
+    """Each data direction's data rows and the ACKs that reach its sender, one run per direction.
+
+    Packet rows ``d_idx`` (data, ``lo[d]:hi[d]``) and ``a_idx`` (ACKs, ``alo[d]:ahi[d]``) with
+    their times; :func:`_latest_acks` puts each run in capture order (``reordered``: the data
+    runs it re-sorted). ``frames_up``: the capture's frame numbers strictly increase.
+    """
+
+    d_idx: np.ndarray
+    counts: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    a_idx: np.ndarray
+    acounts: np.ndarray
+    alo: np.ndarray
+    ahi: np.ndarray
+    time: np.ndarray
+    a_time: np.ndarray
+    reordered: np.ndarray
+    frames_up: bool
+
+
+def _streams(p: Packets, code: np.ndarray, d_mask: np.ndarray, dflow: np.ndarray, ddir: np.ndarray
+             ) -> _Streams | None:
+    """Group the data segments and the ACKs by data direction (None: no data rows or no ACKs).
+
+    An ACK travels the other way: it belongs to the data direction ``1 - dir``.
+    """
+    nd = dflow.size
+    d_idx, counts = _grouped(d_mask, code, nd)
+    a_idx, acounts = _grouped(p.tcp & ~p.dnull & p.ack, p.codes(dflow, ddir, reverse=True), nd)
+    if d_idx.size == 0 or a_idx.size == 0:
+        return None
+    hi = np.cumsum(counts)
+    ahi = np.cumsum(acounts)
+    frames_up = p.n < 2 or bool((p.fr[1:] > p.fr[:-1]).all())
+    return _Streams(d_idx=d_idx, counts=counts, lo=hi - counts, hi=hi, a_idx=a_idx, acounts=acounts,
+                    alo=ahi - acounts, ahi=ahi, time=p.t[d_idx], a_time=p.t[a_idx],
+                    reordered=np.zeros(nd, dtype=bool), frames_up=frames_up)
+
+
+def _latest_acks(p: Packets, s: _Streams) -> np.ndarray:
+    """Put every run in capture order (time, then frame) and find, per data row, the latest ACK before it.
+
+    Returns:
+        The ACK row of each data row (-1: none), non-decreasing within a direction.
+    """
+    nd = s.lo.size
+    if nd <= 64 and s.frames_up:
+        # frames increase: frame order is capture order except where times go back (packets
+        # of several queues); each stream is put in time order, then the streams are merged by time
+        by = _time_order(s.time, s.lo, s.hi, s.reordered)
+        if by is not None:
+            s.d_idx, s.time = s.d_idx[by], s.time[by]
+        by = _time_order(s.a_time, s.alo, s.ahi, np.zeros(nd, dtype=bool))
+        if by is not None:
+            s.a_idx, s.a_time = s.a_idx[by], s.a_time[by]
+        del by
+        j = _acks_before(s.time, s.d_idx, s.lo, s.hi, s.a_time, s.a_idx, s.alo, s.ahi, p.fr)
+    else:
+        # many directions or frame numbers out of order: rank every packet by (time, frame)
+        inv = np.empty(p.n, dtype=np.int64)
+        inv[np.lexsort((p.fr, p.t))] = np.arange(p.n)
+        d_rank, a_rank = inv[s.d_idx], inv[s.a_idx]
+        del inv
+        by = _by_rank(s.d_idx, d_rank, s.counts)
+        if by is not None:
+            s.d_idx, d_rank, s.time = s.d_idx[by], d_rank[by], s.time[by]
+            s.reordered[:] = True
+        by = _by_rank(s.a_idx, a_rank, s.acounts)
+        if by is not None:
+            s.a_idx, a_rank, s.a_time = s.a_idx[by], a_rank[by], s.a_time[by]
+        del by
+        jr = below(a_rank, s.alo, s.ahi, d_rank, s.lo, s.hi)
+        if jr is None:  # never: ranks are below the number of packets
+            raise AssertionError("capture ranks out of range")
+        j = jr - 1
+    return j
+
+
+def _marks(p: Packets, flight: pl.DataFrame, retrans: pl.DataFrame, s: _Streams, code: np.ndarray,
+           d_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What the other analyses say per data row: SACKed bytes, retransmissions, and the ``fast`` ones.
+
+    Returns:
+        (rows with SACKed bytes, their counts, retransmitted rows, rows the retransmission
+        analysis calls ``fast``: no timeout).
+    """
+    di = DataIndex(s.d_idx, code, s.lo, s.hi, s.frames_up)
+    di.reordered = s.reordered
+    sack_at, sack_val = sacked(p, flight, di, d_mask)
+    given = fast = np.empty(0, dtype=np.int64)
+    if retrans.height:
+        given = frame_rows(p, di, retrans.select(*KEYS, pl.col("frame").cast(pl.UInt64)))[0]
+        if "kind" in retrans.columns:  # re-sends the retransmission analysis finds no timeout
+            fast = frame_rows(p, di, retrans.filter(pl.col("kind") == "fast").select(
+                *KEYS, pl.col("frame").cast(pl.UInt64)))[0]
+    return sack_at, sack_val, given, fast
+
+
+def _una(p: Packets, s: _Streams, j: np.ndarray, no_ack: np.ndarray, first_ack: np.ndarray, seq_end: np.ndarray,
+         pay: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The ACK stream's cumulative ACK and, per data row, una and the dupACK state of the latest ACK.
+
+    una is at least the direction's first data byte (rows before any ACK take that byte).
+
+    Returns:
+        (cumulative ACK per ACK row, latest advancing ACK row per ACK row, una per data row,
+        sent on a duplicate ACK per data row).
+    """
+    nd = s.lo.size
+    a_una = cummax(p.take("ack", s.a_idx), s.alo)
+    a_new = a_una > shift1(a_una, s.alo, MISSING)
+    last_new = ffill_index(a_new, s.alo)
+    ne = s.counts > 0
+    first_seq = np.zeros(nd, dtype=np.int64)
+    first_seq[ne] = np.minimum.reduceat(seq_end - pay, s.lo[ne])
+    # the extra last entry serves the rows without an ACK (j = -1)
+    una = np.append(np.maximum(a_una, np.repeat(first_seq, s.acounts)), 0)[j]
+    dup = np.append(~a_new, False)[j]
+    una[no_ack] = first_seq[np.repeat(np.arange(nd), first_ack - s.lo)]
+    return a_una, last_new, una, dup
+
+
+def _retransmissions(s: _Streams, j: np.ndarray, seq_end: np.ndarray, pay: np.ndarray, given: np.ndarray,
+                     fast: np.ndarray, a_una: np.ndarray, last_new: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Retransmitted rows: below the highest byte sent before, or marked by the retransmission analysis.
+
+    Returns:
+        (retransmitted rows, which are ``fast``, the highest byte sent before each, the arrival
+        time of its latest ACK and of its latest advancing ACK, each direction's minimum RTT).
+    """
+    lo = s.lo
+    sent_hi = cummax(seq_end, lo)
+    retx = np.empty(seq_end.size, dtype=bool)
+    np.less(seq_end[1:] - pay[1:], sent_hi[:-1], out=retx[1:])
+    first = lo[lo < retx.size]  # nothing sent before a direction's first segment
+    retx[first] = seq_end[first] - pay[first] < MISSING
+    retx[given] = True
+    retx_rows = np.flatnonzero(retx)
+    retx_fast = np.isin(retx_rows, fast)
+    retx_hi = np.where(np.isin(retx_rows, lo), MISSING, sent_hi[np.maximum(retx_rows - 1, 0)])
+    jr = j[retx_rows]
+    ok = jr >= 0
+    retx_tack = np.where(ok, s.a_time[np.maximum(jr, 0)], -np.inf)
+    ln = np.where(ok, last_new[np.maximum(jr, 0)], -1)
+    retx_tnew = np.where(ln >= 0, s.a_time[np.maximum(ln, 0)], -np.inf)
+    min_rtt = _min_rtt(a_una, s.a_time, s.alo, s.ahi, sent_hi, retx, s.time, lo, s.hi)
+    return retx_rows, retx_fast, retx_hi, retx_tack, retx_tnew, min_rtt
+
+
+def _segment_sizes(dd: pl.DataFrame, pay: np.ndarray, s: _Streams) -> np.ndarray:
+    """Each direction's segment size: ``dirs``' ``mss``, else (no size known) the largest segment sent."""
+    mss = dd["mss"].cast(pl.Float64).fill_null(np.nan).to_numpy()
+    unknown = dd["mss"].is_null().to_numpy()
+    if unknown.any():
+        ne = s.counts > 0
+        big_seg = np.zeros(dd.height)
+        big_seg[ne] = np.maximum.reduceat(pay, s.lo[ne])
+        mss = np.where(unknown, big_seg, mss)
+    return mss
+
+
 def build(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: pl.DataFrame,
           packets: Packets | None = None) -> Rows | None:
     """Gather the estimate's inputs (see the module docstring); None when there are no data rows or no ACKs.
@@ -207,130 +372,41 @@ def build(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: p
     p = packets if packets is not None else Packets(pk)
     dd = dirs.filter(pl.col("dir").is_not_null()).sort(KEYS)  # packets without a direction never join one
     dflow, ddir = dd["flow"].to_numpy(), dd["dir"].to_numpy()
-    nd, n = dd.height, p.n
-    t, fr = p.t, p.fr
-    real = p.tcp & ~p.dnull
     code = p.codes(dflow, ddir)
-    d_mask = real & p.pay & p.seq_ok & (code >= 0)
-    d_idx, counts = _grouped(d_mask, code, nd)
-    # an ACK travels the other way: it belongs to the data direction 1 - dir
-    a_idx, acounts = _grouped(real & p.ack, p.codes(dflow, ddir, reverse=True), nd)
-    s_idx = np.flatnonzero(real & p.syn & (code >= 0))
-    s_code = code[s_idx]
-    del real
-    if d_idx.size == 0 or a_idx.size == 0:
+    d_mask = p.tcp & ~p.dnull & p.pay & p.seq_ok & (code >= 0)
+    s = _streams(p, code, d_mask, dflow, ddir)
+    if s is None:
         return None
-    hi = np.cumsum(counts)
-    lo = hi - counts
-    ahi = np.cumsum(acounts)
-    alo = ahi - acounts
-    ar = np.arange(nd)
+    s_idx = np.flatnonzero(p.tcp & ~p.dnull & p.syn & (code >= 0))
+    s_code = code[s_idx]
 
-    # ---- the latest ACK before each data segment, in capture order (time, then frame)
-    time, a_time = t[d_idx], t[a_idx]
-    frames_up = n < 2 or bool((fr[1:] > fr[:-1]).all())
-    reordered = np.zeros(nd, dtype=bool)
-    if nd <= 64 and frames_up:
-        # frames increase: frame order is capture order except where times go back (packets
-        # of several queues); each stream is put in time order, then the streams are merged by time
-        by = _time_order(time, lo, hi, reordered)
-        if by is not None:
-            d_idx, time = d_idx[by], time[by]
-        by = _time_order(a_time, alo, ahi, np.zeros(nd, dtype=bool))
-        if by is not None:
-            a_idx, a_time = a_idx[by], a_time[by]
-        del by
-        j = _acks_before(time, d_idx, lo, hi, a_time, a_idx, alo, ahi, fr)
-    else:
-        # many directions or frame numbers out of order: rank every packet by (time, frame)
-        inv = np.empty(n, dtype=np.int64)
-        inv[np.lexsort((fr, t))] = np.arange(n)
-        d_rank, a_rank = inv[d_idx], inv[a_idx]
-        del inv
-        by = _by_rank(d_idx, d_rank, counts)
-        if by is not None:
-            d_idx, d_rank, time = d_idx[by], d_rank[by], time[by]
-            reordered[:] = True
-        by = _by_rank(a_idx, a_rank, acounts)
-        if by is not None:
-            a_idx, a_rank, a_time = a_idx[by], a_rank[by], a_time[by]
-        del by
-        jr = below(a_rank, alo, ahi, d_rank, lo, hi)
-        if jr is None:  # never: ranks are below the number of packets
-            raise AssertionError("capture ranks out of range")
-        j = jr - 1
-        del d_rank, a_rank, jr
+    j = _latest_acks(p, s)
     # rows before a direction's first ACK lead it (j is non-decreasing): no ACK yet (-1)
-    first_ack = np.minimum(np.searchsorted(j, alo), hi)
-    no_ack = ranges(lo, first_ack)
+    first_ack = np.minimum(np.searchsorted(j, s.alo), s.hi)
+    no_ack = ranges(s.lo, first_ack)
     j[no_ack] = -1
     new_ack = np.empty(j.size, dtype=bool)  # the segments one ACK releases: a new latest ACK
     new_ack[0] = True
     np.not_equal(j[1:], j[:-1], out=new_ack[1:])
 
-    # ---- what other analyses say per data segment: SACKed bytes, retransmission marks
-    di = DataIndex(d_idx, code, lo, hi, frames_up)
-    di.reordered = reordered
-    sack_at, sack_val = sacked(p, flight, di, d_mask)
-    del d_mask
-    given = fast = np.empty(0, dtype=np.int64)
-    if retrans.height:
-        given = frame_rows(p, di, retrans.select(*KEYS, pl.col("frame").cast(pl.UInt64)))[0]
-        if "kind" in retrans.columns:  # re-sends the retransmission analysis finds no timeout
-            fast = frame_rows(p, di, retrans.filter(pl.col("kind") == "fast").select(
-                *KEYS, pl.col("frame").cast(pl.UInt64)))[0]
-    del di, code
-    seq_end = p.take("seq", d_idx)
-    pay = p.payload[d_idx]
+    sack_at, sack_val, given, fast = _marks(p, flight, retrans, s, code, d_mask)
+    del d_mask, code
+    seq_end = p.take("seq", s.d_idx)
+    pay = p.payload[s.d_idx]
     seq_end += pay
-    del d_idx
-
-    # ---- the ACK stream: cumulative ACK (running max) and whether each ACK advanced it
-    a_una = cummax(p.take("ack", a_idx), alo)
-    del a_idx
-    a_new = a_una > shift1(a_una, alo, MISSING)
-    last_new = ffill_index(a_new, alo)
-    ne = counts > 0
-    first_seq = np.zeros(nd, dtype=np.int64)
-    first_seq[ne] = np.minimum.reduceat(seq_end - pay, lo[ne])
-    # una (at least the first byte of the direction) and dupACK state of the latest ACK; the
-    # extra last entry serves the rows without one (j = -1)
-    una = np.append(np.maximum(a_una, np.repeat(first_seq, acounts)), 0)[j]
-    dup = np.append(~a_new, False)[j]
-    una[no_ack] = first_seq[np.repeat(ar, first_ack - lo)]
-
-    # ---- retransmissions: below the highest byte sent before, or marked by the retrans analysis
-    sent_hi = cummax(seq_end, lo)
-    retx = np.empty(seq_end.size, dtype=bool)
-    np.less(seq_end[1:] - pay[1:], sent_hi[:-1], out=retx[1:])
-    first = lo[lo < retx.size]  # nothing sent before a direction's first segment
-    retx[first] = seq_end[first] - pay[first] < MISSING
-    retx[given] = True
-    retx_rows = np.flatnonzero(retx)
-    retx_fast = np.isin(retx_rows, fast)
-    retx_hi = np.where(np.isin(retx_rows, lo), MISSING, sent_hi[np.maximum(retx_rows - 1, 0)])
-    jr = j[retx_rows]
+    s.d_idx = np.empty(0, dtype=np.int64)
+    a_una, last_new, una, dup = _una(p, s, j, no_ack, first_ack, seq_end, pay)
+    s.a_idx = np.empty(0, dtype=np.int64)
+    retx_rows, retx_fast, retx_hi, retx_tack, retx_tnew, min_rtt = _retransmissions(
+        s, j, seq_end, pay, given, fast, a_una, last_new)
     del j
-    ok = jr >= 0
-    retx_tack = np.where(ok, a_time[np.maximum(jr, 0)], -np.inf)
-    ln = np.where(ok, last_new[np.maximum(jr, 0)], -1)
-    retx_tnew = np.where(ln >= 0, a_time[np.maximum(ln, 0)], -np.inf)
-    min_rtt = _min_rtt(a_una, a_time, alo, ahi, sent_hi, retx, time, lo, hi)
-    del sent_hi, retx
 
-    # ---- a retransmitted SYN: the transfer starts with cwnd = 1 segment, ssthresh = 2
-    syn_n = np.bincount(s_code, minlength=nd)
-    syn_t = np.full(nd, -np.inf)
-    np.maximum.at(syn_t, s_code, t[s_idx])
-
-    mss = dd["mss"].cast(pl.Float64).fill_null(np.nan).to_numpy()
-    unknown = dd["mss"].is_null().to_numpy()
-    if unknown.any():  # no size known: the largest segment
-        big_seg = np.zeros(nd)
-        big_seg[ne] = np.maximum.reduceat(pay, lo[ne])
-        mss = np.where(unknown, big_seg, mss)
+    # a retransmitted SYN: the transfer starts with cwnd = 1 segment, ssthresh = 2
+    syn_n = np.bincount(s_code, minlength=dd.height)
+    syn_t = np.full(dd.height, -np.inf)
+    np.maximum.at(syn_t, s_code, p.t[s_idx])
     return Rows(
-        flow=dflow, dir=ddir, mss=mss, min_rtt=min_rtt, syn_lost=syn_n > 1, syn_t=syn_t, lo=lo, hi=hi, alo=alo,
-        ahi=ahi, time=time, seq_end=seq_end, pay=pay, una=una, dup=dup, new_ack=new_ack, sack_at=sack_at,
-        sack_val=sack_val, retx_rows=retx_rows, retx_hi=retx_hi, retx_tack=retx_tack, retx_tnew=retx_tnew,
-        a_time=a_time, a_una=a_una, retx_fast=retx_fast)
+        flow=dflow, dir=ddir, mss=_segment_sizes(dd, pay, s), min_rtt=min_rtt, syn_lost=syn_n > 1, syn_t=syn_t,
+        lo=s.lo, hi=s.hi, alo=s.alo, ahi=s.ahi, time=s.time, seq_end=seq_end, pay=pay, una=una, dup=dup,
+        new_ack=new_ack, sack_at=sack_at, sack_val=sack_val, retx_rows=retx_rows, retx_hi=retx_hi,
+        retx_tack=retx_tack, retx_tnew=retx_tnew, a_time=s.a_time, a_una=a_una, retx_fast=retx_fast)

@@ -91,23 +91,55 @@ def timing(st: pl.DataFrame, dr: DataRows | None = None) -> pl.DataFrame:
         init_window_segments, max_rwnd_bytes``; one row per direction with data, ascending.
     """
     dr = data_rows(st) if dr is None else dr
-    sg, o, d, ds, keys = dr.sg, dr.order, dr.d, dr.starts, dr.keys  # d: data rows (ascending within a direction)
+    d, ds, keys = dr.d, dr.starts, dr.keys  # d: data rows (ascending within a direction)
     if not len(d):
         return pl.DataFrame(schema=_EMPTY_TIMING)
-    g_all = st["g"].to_numpy()
-    ln = st["len"].to_numpy()
     time = st["time"].to_numpy()
-    top = int(max(keys.max(), g_all.max())) + 2
-    slot = np.full(top, -1, dtype=np.int64)  # direction id -> its data-direction number
-    slot[keys] = np.arange(len(keys))
     t0 = np.minimum.reduceat(time[d], ds)
-    ln_d = ln[d]
     dend = Ints(st, "dend").at(d)  # seq + len: never null, unlike seq (read as dend - len)
     last = np.maximum.reduceat(dend, ds)
-    dend -= ln_d
+    dend -= st["len"].to_numpy()[d]
     s0 = np.minimum.reduceat(dend, ds)
     del dend
+    acks = _acks_of_data(st, dr, s0, last)
+    iw_b, iw_n = _initial_window(st, dr, acks.first)
+    no_iw = (acks.first == np.iinfo(np.int64).max) | (iw_n == 0)  # no ACK of data seen, or nothing before it
+    rwin = _peer_window(st, dr)
+    return _keyed(keys).with_columns(
+        _data_t0=pl.Series(t0),
+        _acked_t=pl.Series(acks.end_t).fill_nan(None),
+        _ack_bytes=pl.Series(acks.bytes).set(pl.Series(acks.bytes == MISSING), None),
+        _ack_t=pl.Series(acks.t).fill_nan(None),
+        init_window_bytes=pl.Series(iw_b).set(pl.Series(no_iw), None),
+        init_window_segments=pl.Series(iw_n).set(pl.Series(no_iw), None),
+        max_rwnd_bytes=pl.Series(rwin).set(pl.Series(rwin == MISSING), None).cast(st["win"].dtype),
+    )
 
+
+@dataclass(frozen=True)
+class _Acks:
+    """Per data direction, from the peer's ACKs that raise the cumulative ACK.
+
+    Attributes:
+        end_t: The first ACK of the last data byte (NaN: not seen).
+        first: The state row of the first ACK of data (int64 max: none).
+        bytes: Data bytes covered by the highest of them (``MISSING``: none).
+        t: When the highest was seen (NaN: none).
+    """
+
+    end_t: np.ndarray
+    first: np.ndarray
+    bytes: np.ndarray
+    t: np.ndarray
+
+
+def _acks_of_data(st: pl.DataFrame, dr: DataRows, s0: np.ndarray, last: np.ndarray) -> _Acks:
+    """:class:`_Acks` of every data direction, whose data spans ``s0`` (first byte) to ``last`` (end)."""
+    o, keys = dr.order, dr.keys
+    g_all = st["g"].to_numpy()
+    time = st["time"].to_numpy()
+    slot = np.full(int(max(keys.max(), g_all.max())) + 2, -1, dtype=np.int64)  # direction id -> data-direction
+    slot[keys] = np.arange(len(keys))
     # ACKs that raise the cumulative ACK, for the direction they acknowledge (the other one)
     a = o[st["new_ack"].to_numpy()[o]]
     tgt = slot[g_all[a].astype(np.int64) ^ 1] if len(a) else np.zeros(0, np.int64)
@@ -130,38 +162,39 @@ def timing(st: pl.DataFrame, dr: DataRows | None = None) -> pl.DataFrame:
         ka = tgt[cov][cr]
         ack_bytes[ka] = np.minimum(np.maximum.reduceat(ack[cov], cr), last[ka]) - s0[ka]
         ack_t[ka] = np.maximum.reduceat(time[a[cov]], cr)
-    # data sent before the first ACK of data: the initial window, a prefix of each direction's
-    # run (its rows ascend); (run number, row) ascends along ``d``, so one sorted look-up finds
-    # where every prefix ends, and a running sum of the lengths gives its bytes
+    return _Acks(end_t=tend, first=first_ack, bytes=ack_bytes, t=ack_t)
+
+
+def _initial_window(st: pl.DataFrame, dr: DataRows, first_ack: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bytes and segments each direction sent before the first ACK of its data (its state row ``first_ack``).
+
+    The initial window is a prefix of each direction's run (its rows ascend); (run number,
+    row) ascends along ``d``, so one sorted look-up finds where every prefix ends, and a
+    running sum of the lengths gives its bytes.
+    """
+    d, ds, nk = dr.d, dr.starts, len(dr.keys)
     rank = dr.run.astype(np.int64) << 32
     rank += d
-    stop = np.searchsorted(rank, (np.arange(len(keys), dtype=np.int64) << 32) + np.minimum(first_ack, 1 << 32))
+    stop = np.searchsorted(rank, (np.arange(nk, dtype=np.int64) << 32) + np.minimum(first_ack, 1 << 32))
     del rank
     iw_n = (stop - ds).astype(np.int64)
+    ln_d = st["len"].to_numpy()[d]
     csum = np.empty(len(ln_d) + 1, dtype=np.int64)  # (np.r_ would copy it once more)
     csum[0] = 0
     np.cumsum(ln_d, dtype=np.int64, out=csum[1:])
-    iw_b = csum[stop] - csum[ds]
-    del csum, ln_d
-    no_iw = (first_ack == np.iinfo(np.int64).max) | (iw_n == 0)  # no ACK of data seen, or nothing before it
+    return csum[stop] - csum[ds], iw_n
 
-    # the largest window the other direction advertised (over all its packets)
-    w = Ints(st, "win").at(o)
+
+def _peer_window(st: pl.DataFrame, dr: DataRows) -> np.ndarray:
+    """The largest window the other direction advertised (over all its packets; ``MISSING``: none)."""
+    sg, keys = dr.sg, dr.keys
+    w = Ints(st, "win").at(dr.order)
     starts = np.asarray(sg.starts, dtype=np.intp)
     wmax = np.maximum.reduceat(w, starts) if len(w) else w
-    rw = np.full(top, MISSING, dtype=np.int64)
+    rw = np.full(int(max(keys.max(), st["g"].to_numpy().max())) + 2, MISSING, dtype=np.int64)
     rw[sg.keys.astype(np.int64)] = wmax
-    rwin = rw[keys ^ 1]
-    out = _keyed(keys).with_columns(
-        _data_t0=pl.Series(t0),
-        _acked_t=pl.Series(tend).fill_nan(None),
-        _ack_bytes=pl.Series(ack_bytes).set(pl.Series(ack_bytes == MISSING), None),
-        _ack_t=pl.Series(ack_t).fill_nan(None),
-        init_window_bytes=pl.Series(iw_b).set(pl.Series(no_iw), None),
-        init_window_segments=pl.Series(iw_n).set(pl.Series(no_iw), None),
-        max_rwnd_bytes=pl.Series(rwin).set(pl.Series(rwin == MISSING), None).cast(st["win"].dtype),
-    )
-    return out
+    peer: np.ndarray = rw[keys ^ 1]  # (numpy types indexing by an array of unknown dtype as Any)
+    return peer
 
 
 def shares(st: pl.DataFrame, est: pl.DataFrame, dr: DataRows | None = None) -> pl.DataFrame:

@@ -25,7 +25,6 @@ import numpy.typing as npt
 import polars as pl
 
 from tracekit import schema
-from tracekit.analysis import _cwnd_stats as _stats
 from tracekit.analysis._cwnd_estimate import estimate
 from tracekit.analysis._cwnd_packets import Packets
 
@@ -63,23 +62,15 @@ def data_directions(pk: pl.DataFrame, meta: dict[str, Any], *, packets: Packets 
     if pk.is_empty():
         return pl.DataFrame(schema=out_schema)
     p = packets if packets is not None else Packets(pk)
-    g = p.groups()
-    if g is None:  # a key space too large to index (absurd flow numbers): group with polars
-        tcp = pk.select(*KEYS, "payload", "src", "dst", "sport", "dport").filter(pl.Series(p.tcp))
-        dirs = tcp.group_by(KEYS).agg(
-            pl.col("payload").cast(pl.Int64).sum().alias("_bytes"),
-            pl.col("payload").max().cast(pl.Float64).alias("_maxpay"),
-            pl.col("src").cast(pl.String).first().alias("src"),
-            pl.col("dst").cast(pl.String).first().alias("dst"),
-            pl.col("sport").first(), pl.col("dport").first(),
-        ).filter(pl.col("_bytes") > 0).drop("_bytes")
-    else:
-        flow, d, dnull, first, big = g
-        dirs = pl.concat([
-            pl.DataFrame({"flow": flow, "dir": pl.Series(d).scatter(np.flatnonzero(dnull), None),
-                          "_maxpay": big.astype(np.float64)}),
-            pk.select("src", "dst", "sport", "dport")[first].with_columns(pl.col("src", "dst").cast(pl.String)),
-        ], how="horizontal")
+    # TCP packets with a flow (Packets.tcp), filtered lazily: only the columns used are read
+    tcp = pk.lazy().filter((pl.col("proto") == "tcp").fill_null(False) & pl.col("flow").is_not_null())
+    dirs = tcp.group_by(KEYS).agg(
+        pl.col("payload").cast(pl.Int64).sum().alias("_bytes"),
+        pl.col("payload").max().cast(pl.Float64).alias("_maxpay"),
+        pl.col("src").first().cast(pl.String).alias("src"),
+        pl.col("dst").first().cast(pl.String).alias("dst"),
+        pl.col("sport").first(), pl.col("dport").first(),
+    ).filter(pl.col("_bytes") > 0).drop("_bytes").collect()
     syn = pk.select(*KEYS, "mss")[np.flatnonzero(p.tcp & p.syn & p.mss_ok)]
     peer = syn.group_by(KEYS, maintain_order=True).agg(pl.col("mss").first().cast(pl.Float64).alias("_peer_mss")
                                                        ).with_columns((1 - pl.col("dir")).cast(pl.Int8))
@@ -200,8 +191,22 @@ def _trace_rows(samples: pl.DataFrame, dirs: pl.DataFrame, meta: dict[str, Any])
     return cw.select(list(out_schema))
 
 
+def _series_start(group: list[str]) -> pl.Expr:
+    """True on the first row of each series, in a frame sorted by ``group`` (each series contiguous).
+
+    A comparison with the row before it, instead of ``over(group)`` windows: on a sorted frame
+    ``x.shift(1)`` inside a series is its previous sample, and no hash grouping is needed.
+    """
+    return pl.any_horizontal(pl.int_range(pl.len()) == 0, *(pl.col(c).ne_missing(pl.col(c).shift(1)) for c in group))
+
+
+def _before(e: pl.Expr) -> pl.Expr:
+    """``e`` at the series' previous row (null at a series' first row: column ``_first``)."""
+    return pl.when(~pl.col("_first")).then(e.shift(1))
+
+
 def _decreases(df: pl.DataFrame, value: str, group: list[str]) -> pl.Series:
-    """Mark multiplicative decreases in a series (rows sorted by time within ``group``).
+    """Mark multiplicative decreases in a series (rows sorted by ``group``, then time).
 
     A decrease starts where a run of consecutive falling samples begins, and counts
     when the run's lowest value is at most ``1 − DECREASE`` of the value before it.
@@ -211,11 +216,12 @@ def _decreases(df: pl.DataFrame, value: str, group: list[str]) -> pl.Series:
         A boolean Series, true on the first sample of each decrease.
     """
     v = pl.col(value)
-    d = df.select(*group, value).with_columns(_prev=v.shift(1).over(group))
+    d = df.select(value, _first=_series_start(group)).with_columns(_prev=_before(v))
     d = d.with_columns(_dec=(v < pl.col("_prev")).fill_null(False))
-    d = d.with_columns(_start=pl.col("_dec") & ~pl.col("_dec").shift(1).over(group).fill_null(False))
-    d = d.with_columns(_run=pl.col("_start").cast(pl.Int64).cum_sum().over(group))
-    d = d.with_columns(_run_min=pl.when("_dec").then(v).min().over([*group, "_run"]))
+    # a series' first row never falls, so a run never reaches back into the series before
+    d = d.with_columns(_start=pl.col("_dec") & ~pl.col("_dec").shift(1).fill_null(False))
+    d = d.with_columns(_run=pl.col("_start").cast(pl.Int64).cum_sum())
+    d = d.with_columns(_run_min=pl.when("_dec").then(v).min().over("_run"))
     ev = pl.col("_start") & (pl.col("_run_min") <= (1.0 - DECREASE) * pl.col("_prev"))
     return d.select(ev.fill_null(False).alias("_ev"))["_ev"]
 
@@ -301,20 +307,17 @@ def loss_events(cwnd_df: pl.DataFrame) -> pl.DataFrame:
 
 def loss_events_of(cwnd_df: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
     """:func:`loss_events` with the given columns of the event rows (``source`` as String)."""
-    fast = _stats.loss_events(cwnd_df, columns, DECREASE)  # numpy, for plain frames
-    if fast is not None:
-        return fast.with_columns(pl.col(c).cast(pl.String) for c in ("source",) if c in columns)
     keys = ["_kf", "_kd", "source"]
     df = _as_strings(cwnd_df).with_columns(
         _kf=pl.col("flow").cast(pl.Int64).fill_null(-1), _kd=pl.col("dir").cast(pl.Int64).fill_null(-1)
     ).sort(*keys, "time", maintain_order=True)
-    df = df.with_columns(_dec=_decreases(df, "cwnd_bytes", keys))
-    st, prev_st = pl.col("ssthresh_bytes"), pl.col("ssthresh_bytes").shift(1).over(keys)
-    prev_phase = pl.col("phase").shift(1).over(keys).fill_null("")
+    df = df.with_columns(_dec=_decreases(df, "cwnd_bytes", keys), _first=_series_start(keys))
+    st, prev_st = pl.col("ssthresh_bytes"), _before(pl.col("ssthresh_bytes"))
+    prev_phase = _before(pl.col("phase")).fill_null("")
     est_ev = (
         (st.is_not_null() & (prev_st.is_null() | (st != prev_st)))
         | ((pl.col("phase") == "recovery") & (prev_phase != "recovery"))
-        | ((pl.col("cwnd_bytes") <= 0.5 * pl.col("cwnd_bytes").shift(1).over(keys)) & (prev_phase != "recovery"))
+        | ((pl.col("cwnd_bytes") <= 0.5 * _before(pl.col("cwnd_bytes"))) & (prev_phase != "recovery"))
     ).fill_null(False)
     ev = pl.when(pl.col("source") == "trace").then(pl.col("_dec")).otherwise(est_ev)
     return df.filter(ev).select(columns).sort([c for c in ("flow", "dir", "source", "time") if c in columns],
@@ -346,17 +349,15 @@ def flow_stats(cwnd_df: pl.DataFrame, evidence: pl.DataFrame | None = None,
         return pl.DataFrame(schema=_STATS)
     if evidence is None or windows is None or windows.is_empty():
         return _flow_stats(cwnd_df)
-    found: list[pl.DataFrame] = []
-    out = _stats.flow_stats(cwnd_df, _STATS, DECREASE, found)  # numpy, for plain frames
-    if out is None:
-        out = _flow_stats(cwnd_df)
-    ev = confirmed(cwnd_df, out, evidence, windows, found[0] if found else None)
+    events = _chosen_events(cwnd_df)  # found once: counted as they are, and checked against the evidence
+    out = _flow_stats(cwnd_df, events)
+    ev = _confirmed(events, out, evidence, windows)
     return out.drop("loss_events", "first_loss_s").join(ev, on=KEYS, how="left", nulls_equal=True).with_columns(
         pl.col("loss_events").fill_null(0)).select([pl.col(c).cast(t) for c, t in _STATS.items()])
 
 
 def confirmed(cwnd_df: pl.DataFrame, stats: pl.DataFrame, evidence: pl.DataFrame,
-              windows: pl.DataFrame, events: pl.DataFrame | None = None) -> pl.DataFrame:
+              windows: pl.DataFrame) -> pl.DataFrame:
     """Loss events of each direction's chosen series that loss evidence backs.
 
     A reduction whose first falling sample is at ``t`` (the sample before it at ``t_prev``)
@@ -368,15 +369,16 @@ def confirmed(cwnd_df: pl.DataFrame, stats: pl.DataFrame, evidence: pl.DataFrame
     idles after the FTP ends — is not a loss: an idle restart follows at least one RTO of
     silence, longer than ``tol``, so no retransmission can lie that close to it.
 
-    Args:
-        events: The chosen series' events with ``_prev`` if already found (see
-            :func:`_chosen_events`).
-
     Returns:
         ``flow, dir, loss_events, first_loss_s`` for the directions of ``windows``; other
         directions keep their count from ``stats``.
     """
-    ev = _chosen_events(cwnd_df) if events is None else events
+    return _confirmed(_chosen_events(cwnd_df), stats, evidence, windows)
+
+
+def _confirmed(ev: pl.DataFrame, stats: pl.DataFrame, evidence: pl.DataFrame, windows: pl.DataFrame
+               ) -> pl.DataFrame:
+    """:func:`confirmed` for the chosen series' events ``ev`` (:func:`_chosen_events`)."""
     w = windows.select(pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8),
                        pl.col("tol_s").cast(pl.Float64).fill_null(0.0))
     ev = ev.join(w, on=KEYS, how="inner").with_columns(
@@ -421,18 +423,16 @@ def _chosen_events(cwnd_df: pl.DataFrame) -> pl.DataFrame:
     return ev.drop("_r").with_columns(_prev=pl.Series(np.where(same, t[p], t[r]), dtype=pl.Float64))
 
 
-def _flow_stats(cwnd_df: pl.DataFrame) -> pl.DataFrame:
-    """:func:`flow_stats` counting every reduction of the chosen series."""
-    fast = _stats.flow_stats(cwnd_df, _STATS, DECREASE)  # numpy, for plain frames
-    if fast is not None:
-        return fast
+def _flow_stats(cwnd_df: pl.DataFrame, events: pl.DataFrame | None = None) -> pl.DataFrame:
+    """:func:`flow_stats` counting every reduction of the chosen series (``events``: those
+    reductions, ``flow, dir, time``, if already found)."""
     cwnd_df = _as_strings(cwnd_df)
     pick = cwnd_df.group_by(KEYS).agg(
         pl.when((pl.col("source") == "trace").any()).then(pl.lit("trace")).otherwise(pl.lit("estimate"))
         .alias("cwnd_source"))
     chosen = cwnd_df.join(pick, left_on=[*KEYS, "source"], right_on=[*KEYS, "cwnd_source"], nulls_equal=True)
     ev = (
-        loss_events(chosen)
+        (loss_events(chosen) if events is None else events)
         .group_by(KEYS)
         .agg(pl.len().alias("loss_events"), pl.col("time").min().alias("first_loss_s"))
     )
@@ -443,5 +443,5 @@ def _flow_stats(cwnd_df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _as_strings(cwnd_df: pl.DataFrame) -> pl.DataFrame:
-    """``source`` and ``phase`` as String (the polars fallbacks compare and join them with literals)."""
+    """``source`` and ``phase`` as String (compared and joined with literals)."""
     return cwnd_df.with_columns(pl.col(c).cast(pl.String) for c in ("source", "phase") if c in cwnd_df.columns)

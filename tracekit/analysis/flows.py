@@ -231,9 +231,6 @@ def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: d
     """
     from tracekit.analysis import retrans as _re
     from tracekit.analysis import rtt as _rtt
-    from tracekit.analysis.flight import flight as _flight
-    from tracekit.analysis.stalls import stalls as _stalls
-    from tracekit.analysis.vantage import detect
 
     parts = dict(parts or {})
     out = parts.get("basic")
@@ -242,42 +239,22 @@ def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: d
     st = prepare(pk) if st is None else st
     if out.is_empty() or st.is_empty():
         return _finish(out)
-    rs = parts.get("rtt_samples")
-    rs = _rtt.samples(st) if rs is None else rs
-    rt = parts.get("retrans")
-    rt = _re.classify(st, rs) if rt is None else rt
-    fl = parts.get("flight")
-    fl = _flight(pk, state=st) if fl is None else fl
-    sl = parts.get("stalls")
-    sl = _stalls(pk, state=st, rtt_samples_df=rs, retrans=rt) if sl is None else sl
-    vp = parts.get("vantage")
-    vp = detect(pk, rs.drop("_i")) if vp is None else vp
-    est = parts.get("smoothed")
-    est = _rtt.smoothed(rs) if est is None else est
-    over = (pl.min_horizontal(at(st, rt["_i"], "dend"), at(st, rt["_i"], "nxt")) - rt["seq"]).clip(lower_bound=0)
-    rts = rt.with_columns(over=over).group_by(KEYS).agg(
-        pl.len().cast(pl.Int64).alias("retrans_packets"),
-        pl.col("over").fill_null(pl.col("len")).sum().alias("retrans_bytes"),
-        *[(pl.col("kind") == k).sum().cast(pl.Int64).alias(f"retrans_{k}") for k in ("fast", "rto", "spurious")],
-    )
-    fls = fl.group_by(KEYS).agg(pl.col("flight_bytes").max().alias("flight_max_bytes"),
-                                pl.col("flight_bytes").mean().alias("flight_mean_bytes"))
-    sls = sl.group_by(KEYS).agg(
-        pl.len().cast(pl.Int64).alias("stall_count"), pl.col("duration").sum().alias("stall_time_s")
-    )
+    p = _parts(pk, st, parts)
+    rs, est = p["rtt_samples"], p["smoothed"]
     dr = _np.data_rows(st)
     hs = parts.get("handshake")
     hs = (_rtt.handshake(st) if hs is None else hs).rename({"hs_rtt": "handshake_rtt_s"})
+    retrans_counts, flight_stats, stall_stats = _counts(st, p["retrans"], p["flight"], p["stalls"])
     out = (
         out.join(hs, on="flow", how="left")
         .join(_np.timing(st, dr), on=KEYS, how="left")
         .join(_rtt_stats(rs), on=KEYS, how="left")
-        .join(rts, on=KEYS, how="left")
+        .join(retrans_counts, on=KEYS, how="left")
         .join(_re.dup_acks(st), on=KEYS, how="left")
-        .join(fls, on=KEYS, how="left")
-        .join(sls, on=KEYS, how="left")
+        .join(flight_stats, on=KEYS, how="left")
+        .join(stall_stats, on=KEYS, how="left")
         .join(_np.shares(st, est, dr), on=KEYS, how="left")
-        .join(vp, on="flow", how="left")
+        .join(p["vantage"], on="flow", how="left")
         .with_columns(
             pl.col("retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto", "retrans_spurious",
                    "stall_count").fill_null(0),
@@ -290,7 +267,57 @@ def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: d
         out = out.join(cs.select([c for c in ("flow", "dir", "max_cwnd_bytes", "cwnd_source", "loss_events")
                                   if c in cs.columns]), on=KEYS, how="left")
     allp = pk if all_packets is None else all_packets
-    out = _transfer_and_goodput(out, st, allp)
+    out = _loss_rate(_transfer_and_goodput(out, st, allp), allp)
+    return _finish(_models(out, model_inputs(out, est)))
+
+
+def _parts(pk: pl.DataFrame, st: pl.DataFrame, parts: dict[str, Any]) -> dict[str, pl.DataFrame]:
+    """The other analyses' frames :func:`flows` summarises: those in ``parts``, the others computed here.
+
+    Returns:
+        ``rtt_samples`` (with ``_i``), ``retrans`` (with ``_i``), ``flight``, ``stalls``,
+        ``vantage`` and ``smoothed``.
+    """
+    from tracekit.analysis import retrans as _re
+    from tracekit.analysis import rtt as _rtt
+    from tracekit.analysis.flight import flight as _flight
+    from tracekit.analysis.stalls import stalls as _stalls
+    from tracekit.analysis.vantage import detect
+
+    rs = parts.get("rtt_samples")
+    rs = _rtt.samples(st) if rs is None else rs
+    rt = parts.get("retrans")
+    rt = _re.classify(st, rs) if rt is None else rt
+    fl = parts.get("flight")
+    fl = _flight(pk, state=st) if fl is None else fl
+    sl = parts.get("stalls")
+    sl = _stalls(pk, state=st, rtt_samples_df=rs, retrans=rt) if sl is None else sl
+    vp = parts.get("vantage")
+    vp = detect(pk, rs.drop("_i")) if vp is None else vp
+    est = parts.get("smoothed")
+    est = _rtt.smoothed(rs) if est is None else est
+    return {"rtt_samples": rs, "retrans": rt, "flight": fl, "stalls": sl, "vantage": vp, "smoothed": est}
+
+
+def _counts(st: pl.DataFrame, rt: pl.DataFrame, fl: pl.DataFrame, sl: pl.DataFrame
+            ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Per direction: retransmissions (bytes that had been sent before, and by kind), flight and stalls."""
+    over = (pl.min_horizontal(at(st, rt["_i"], "dend"), at(st, rt["_i"], "nxt")) - rt["seq"]).clip(lower_bound=0)
+    rts = rt.with_columns(over=over).group_by(KEYS).agg(
+        pl.len().cast(pl.Int64).alias("retrans_packets"),
+        pl.col("over").fill_null(pl.col("len")).sum().alias("retrans_bytes"),
+        *[(pl.col("kind") == k).sum().cast(pl.Int64).alias(f"retrans_{k}") for k in ("fast", "rto", "spurious")],
+    )
+    fls = fl.group_by(KEYS).agg(pl.col("flight_bytes").max().alias("flight_max_bytes"),
+                                pl.col("flight_bytes").mean().alias("flight_mean_bytes"))
+    sls = sl.group_by(KEYS).agg(
+        pl.len().cast(pl.Int64).alias("stall_count"), pl.col("duration").sum().alias("stall_time_s")
+    )
+    return rts, fls, sls
+
+
+def _loss_rate(out: pl.DataFrame, allp: pl.DataFrame) -> pl.DataFrame:
+    """Add ``drops`` and ``loss_rate``: a simulator's drop events, else (a capture) non-spurious retransmissions."""
     sim = allp.height > 0 and bool((allp["event"] != "capture").any())
     if sim:
         drops = allp.filter(pl.col("event") == "drop").group_by(KEYS).agg(pl.len().cast(pl.Int64).alias("drops"))
@@ -299,8 +326,7 @@ def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: d
     else:
         out = out.with_columns(drops=pl.lit(None, pl.Int64))
         lost = pl.col("retrans_packets") - pl.col("retrans_spurious")
-    out = out.with_columns(loss_rate=pl.when(pl.col("data_packets") > 0).then(lost / pl.col("data_packets")))
-    return _finish(_models(out, model_inputs(out, est)))
+    return out.with_columns(loss_rate=pl.when(pl.col("data_packets") > 0).then(lost / pl.col("data_packets")))
 
 
 def _first_syn(st: pl.DataFrame) -> pl.DataFrame:

@@ -89,7 +89,8 @@ def _unwrap(v: np.ndarray) -> np.ndarray:
         return v  # no two of them are 2^31 apart: no step anywhere
     d = v[1:] - v[:-1]
     step = (d < -HALF).astype(np.int64) - (d > HALF)
-    return v + np.r_[0, np.cumsum(step)] * TWO32
+    out: np.ndarray = v + np.r_[0, np.cumsum(step)] * TWO32  # (np.r_ is typed as returning Any)
+    return out
 
 
 def _ts_samples(st: pl.DataFrame, sg: Segments) -> pl.DataFrame:
@@ -237,7 +238,8 @@ def srtt_at(st: pl.DataFrame, est: pl.DataFrame, rows: np.ndarray) -> np.ndarray
     if est.is_empty() or not len(rows):
         return np.full(len(rows), np.nan)
     j = _latest_sample(st, est, Ints(st, "r_i").at(rows, fill=st.height))
-    return np.append(est["srtt"].to_numpy(), np.nan)[j]
+    srtt: np.ndarray = np.append(est["srtt"].to_numpy(), np.nan)[j]  # (indexing by an int array: Any to numpy)
+    return srtt
 
 
 def _latest_sample(st: pl.DataFrame, est: pl.DataFrame, r: np.ndarray) -> np.ndarray:
@@ -274,7 +276,8 @@ def _latest_sample(st: pl.DataFrame, est: pl.DataFrame, r: np.ndarray) -> np.nda
     at_row = np.empty(n + 1, dtype=it)
     at_row[o] = pos[latest]  # (-1 reads the spare slot: no sample yet)
     at_row[n] = -1
-    return at_row[r]
+    latest_at: np.ndarray = at_row[r]  # (indexing by an int array: Any to numpy's stubs)
+    return latest_at
 
 
 def with_srtt(st: pl.DataFrame, rs: pl.DataFrame) -> pl.DataFrame:

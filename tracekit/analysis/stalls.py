@@ -123,9 +123,38 @@ def stalls(pk: pl.DataFrame, *, state: pl.DataFrame | None = None, rtt_samples_d
 
         retrans = classify(st, rs)
     sg = segments(st)
+    gaps = _gaps(st, sg, rs, est)
+    if gaps is None:
+        return empty(STALLS)
+    gaps = _evidence(st, sg, gaps, retrans)
+    cause = (
+        pl.when(pl.col("zero")).then(pl.lit("zero_window"))
+        .when(pl.col("n_rto") > 0).then(pl.lit("rto"))
+        .when(pl.col("full") | (pl.col("unacked") + pl.col("_mss") > pl.col("r_win")).fill_null(False))
+        .then(pl.lit("rwnd_limited"))
+        .when(pl.col("acked_all") & ~pl.col("tail")).then(pl.lit("app_limited"))
+        .otherwise(pl.lit("unknown"))
+    )
+    out = gaps.with_columns(start=pl.col("time"), end=pl.col("e_t")).with_columns(
+        duration=pl.col("end") - pl.col("start"), cause=cause)
+    return out.select(list(STALLS)).cast(STALLS).sort(*KEYS, "start")  # type: ignore[arg-type]
+
+
+def _gaps(st: pl.DataFrame, sg: Segments, rs: pl.DataFrame, est: pl.DataFrame | None) -> pl.DataFrame | None:
+    """The silences of a data direction longer than its threshold (None: none).
+
+    A silence ends at the direction's next segment, or, for the last one, at the ACK of the
+    last byte (a tail that needed a timeout: ``tail``). The threshold is RTT_FACTOR × srtt at
+    the gap's start (before any sample: the smallest RTT known for the direction), at least
+    MIN_STALL_S.
+
+    Returns:
+        One row per stall: its state row ``_i`` and time, end ``e_i``/``e_t``, ``flow, dir``,
+        the peer's latest ACK state (``r_i, r_hi_ack, r_win``), ``tail`` and ``thr``.
+    """
     new = _long_gaps(st, sg)
     if new.is_empty():
-        return empty(STALLS)
+        return None
     # the ACK of the last byte closes the final interval (a tail that needed a timeout)
     last = new.filter(pl.col("e_i").is_null()).select("g", _last="hi_dend", _li="_i")
     fin = (
@@ -150,8 +179,17 @@ def stalls(pk: pl.DataFrame, *, state: pl.DataFrame | None = None, rtt_samples_d
         thr=pl.max_horizontal(pl.lit(MIN_STALL_S), RTT_FACTOR * pl.coalesce("srtt", "_rmin").fill_null(0.0))
     )
     gaps = new.filter(pl.col("e_t").is_not_null() & ((pl.col("e_t") - pl.col("time")) > pl.col("thr")))
-    if gaps.is_empty():
-        return empty(STALLS)
+    return None if gaps.is_empty() else gaps
+
+
+def _evidence(st: pl.DataFrame, sg: Segments, gaps: pl.DataFrame, retrans: pl.DataFrame) -> pl.DataFrame:
+    """Add what decides each stall's cause: the peer's windows and RTO retransmissions during it.
+
+    Columns added: ``zero`` (the peer advertised a zero window), ``full`` (outstanding data
+    plus one MSS exceeded a window it advertised), ``n_rto`` (this direction's RTO
+    retransmissions in the gap), ``acked_all`` (everything sent was acknowledged at the end),
+    ``unacked`` and ``_mss`` (the direction's largest segment).
+    """
     gcol = st["g"].to_numpy()
     s_i = gaps["_i"].to_numpy().astype(np.int64)
     e_i = gaps["e_i"].to_numpy().astype(np.int64)
@@ -179,7 +217,7 @@ def stalls(pk: pl.DataFrame, *, state: pl.DataFrame | None = None, rtt_samples_d
     own_e = np.where(e_own, e_i, r_e)
     n_rto = _count_rows(st, retrans.filter(pl.col("kind") == "rto")["_i"].to_numpy(), g_s, s_i, own_e)
     acked = np.where(e_own, take(st, "r_hi_ack", e_i, -1), -1)
-    gaps = gaps.with_columns(
+    return gaps.with_columns(
         zero=pl.Series(_count_in(zero, a, b) > 0) | (pl.col("r_win") == 0).fill_null(False),
         full=pl.Series(_count_in(full, a, b) > 0),
         n_rto=pl.Series(n_rto),
@@ -187,17 +225,6 @@ def stalls(pk: pl.DataFrame, *, state: pl.DataFrame | None = None, rtt_samples_d
         unacked=pl.col("hi_dend") - pl.col("r_hi_ack"),
         _mss=pl.Series(mss_of[g_s]),
     )
-    cause = (
-        pl.when(pl.col("zero")).then(pl.lit("zero_window"))
-        .when(pl.col("n_rto") > 0).then(pl.lit("rto"))
-        .when(pl.col("full") | (pl.col("unacked") + pl.col("_mss") > pl.col("r_win")).fill_null(False))
-        .then(pl.lit("rwnd_limited"))
-        .when(pl.col("acked_all") & ~pl.col("tail")).then(pl.lit("app_limited"))
-        .otherwise(pl.lit("unknown"))
-    )
-    out = gaps.with_columns(start=pl.col("time"), end=pl.col("e_t")).with_columns(
-        duration=pl.col("end") - pl.col("start"), cause=cause)
-    return out.select(list(STALLS)).cast(STALLS).sort(*KEYS, "start")  # type: ignore[arg-type]
 
 
 def _hi_ack(st: pl.DataFrame, sg: Segments, rows: np.ndarray) -> np.ndarray:

@@ -65,51 +65,16 @@ def throughput(pk: pl.DataFrame, bin_s: float | None = None, *, origin: float = 
     if not (isinstance(bin_s, (int, float)) and math.isfinite(bin_s) and bin_s > 0):
         raise UsageError(f"throughput bin must be a positive number of seconds, not {bin_s!r}")
     b = float(bin_s)
-    wanted = [
-        "flow", "dir", "time", "frame",
-        pl.col("size").fill_null(0), pl.col("payload").fill_null(0), pl.col("seq").fill_null(MISSING),
-        # round before floor: a packet stamped exactly on a bin edge (1.1 with origin 0.1)
-        # must not fall into the previous bin through binary rounding; an absurd time
-        # (a damaged trace's 1e179 s) becomes null and is left out
-        ((pl.col("time") - origin) / b).round(9).floor().cast(pl.Int64, strict=False).fill_null(MISSING).alias("k"),
-    ]
-    # Every row keyed (the usual trace): an eager select shares the plain columns with ``pk``
-    # and gives one chunk per column. The lazy query's streaming engine returns about a
-    # dozen chunks, and each column's to_numpy then copies them into one array (~50 MB of fresh
-    # memory and ~10 ms on a million packets).
-    cols = pk.select(wanted) if n == pk.height else pk.lazy().filter(keyed).select(wanted).collect()
+    cols = _columns(pk, b, origin, keyed, every_row=n == pk.height)
     flow, dirs = cols["flow"].to_numpy(), cols["dir"].to_numpy()
-    key = flow.astype(np.int64)
-    key *= 256
-    key += dirs
-    key += 128  # dir is an Int8
-    key = _dense(key)
-    order = _time_order(cols["time"].to_numpy(), cols["frame"].to_numpy())
-    if order is not None:
-        key = key[order]
-    sg = Segments(key)
-    del key
-    rows = sg.order if order is None else order[sg.order]  # frame rows in grouped order (group, time, frame)
-    del order
+    sg, rows = _groups(cols, flow, dirs)
     lengths = sg.ends - sg.starts
-    ng = len(lengths)
     seq = cols["seq"].to_numpy()[rows]
     pay = cols["payload"].to_numpy()[rows].astype(np.int64)
     new = _new_payload(sg, seq, pay, lengths)
     del seq, pay
     k = cols["k"].to_numpy()[rows]
-    kmin = np.minimum.reduceat(np.where(k == MISSING, np.iinfo(np.int64).max, k), sg.starts)
-    kmax = np.maximum.reduceat(k, sg.starts)  # MISSING (absurd times) is below every bin
-    present = kmax != MISSING  # a group whose every time was absurd has no bins
-    if not present.any():
-        raise LimitError(f"unbounded throughput bins of {b:g} s in one flow, over the limit of {MAX_BINS:,}",
-                         hint="choose a larger bin, or check the trace's times")
-    nbins = int((kmax - kmin)[present].max())
-    if nbins > MAX_BINS:
-        # a tiny bin over a long trace: refuse rather than allocate
-        raise LimitError(f"{nbins} throughput bins of {b:g} s in one flow, over the limit of {MAX_BINS:,}",
-                         hint="choose a larger bin, or check the trace's times")
-    length = np.where(present, kmax - kmin + 1, 0)
+    kmin, length = _bin_ranges(sg, k, b)
     base = np.concatenate([[0], np.cumsum(length)[:-1]])
     # each row's slot in the output grid: its group's first bin + its bin's offset
     slot = k - np.repeat(kmin - base, lengths)
@@ -124,8 +89,8 @@ def throughput(pk: pl.DataFrame, bin_s: float | None = None, *, origin: float = 
     good = np.bincount(slot, weights=new, minlength=total)
     npk = np.bincount(slot, minlength=total)
     first = rows[sg.starts]  # frame row of each group's first packet
-    grid_g = np.repeat(np.arange(ng), length)
-    grid_k = np.arange(total) - np.repeat(base, length) + np.repeat(np.where(present, kmin, 0), length)
+    grid_g = np.repeat(np.arange(len(lengths)), length)
+    grid_k = np.arange(total) - np.repeat(base, length) + np.repeat(np.where(length > 0, kmin, 0), length)
     out = pl.DataFrame({
         "flow": flow[first][grid_g], "dir": dirs[first][grid_g],
         "time": origin + grid_k.astype(np.float64) * b,
@@ -135,6 +100,66 @@ def throughput(pk: pl.DataFrame, bin_s: float | None = None, *, origin: float = 
         "packets_per_s": npk.astype(np.float64) / b,
     })
     return schema.conform(out, schema.THROUGHPUT)
+
+
+def _columns(pk: pl.DataFrame, b: float, origin: float, keyed: pl.Expr, every_row: bool) -> pl.DataFrame:
+    """The packets' columns the bins need (rows with a flow and dir), with ``k``: each one's bin number.
+
+    Args:
+        every_row: Every row of ``pk`` has a flow and dir.
+    """
+    wanted = [
+        "flow", "dir", "time", "frame",
+        pl.col("size").fill_null(0), pl.col("payload").fill_null(0), pl.col("seq").fill_null(MISSING),
+        # round before floor: a packet stamped exactly on a bin edge (1.1 with origin 0.1)
+        # must not fall into the previous bin through binary rounding; an absurd time
+        # (a damaged trace's 1e179 s) becomes null and is left out
+        ((pl.col("time") - origin) / b).round(9).floor().cast(pl.Int64, strict=False).fill_null(MISSING).alias("k"),
+    ]
+    # Every row keyed (the usual trace): an eager select shares the plain columns with ``pk``
+    # and gives one chunk per column. The lazy query's streaming engine returns about a
+    # dozen chunks, and each column's to_numpy then copies them into one array (~50 MB of fresh
+    # memory and ~10 ms on a million packets).
+    return pk.select(wanted) if every_row else pk.lazy().filter(keyed).select(wanted).collect()
+
+
+def _groups(cols: pl.DataFrame, flow: np.ndarray, dirs: np.ndarray) -> tuple[Segments, np.ndarray]:
+    """The rows grouped by direction, each group in capture order (time, then frame).
+
+    Returns:
+        (the groups, the frame row of every grouped row).
+    """
+    key = flow.astype(np.int64)
+    key *= 256
+    key += dirs
+    key += 128  # dir is an Int8
+    key = _dense(key)
+    order = _time_order(cols["time"].to_numpy(), cols["frame"].to_numpy())
+    if order is not None:
+        key = key[order]
+    sg = Segments(key)
+    del key
+    return sg, (sg.order if order is None else order[sg.order])
+
+
+def _bin_ranges(sg: Segments, k: np.ndarray, b: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each group's first bin and number of bins (0: every time was absurd), within :data:`MAX_BINS`.
+
+    Raises:
+        LimitError: if a group spans more than :data:`MAX_BINS` bins, or none has a bin.
+    """
+    kmin = np.minimum.reduceat(np.where(k == MISSING, np.iinfo(np.int64).max, k), sg.starts)
+    kmax = np.maximum.reduceat(k, sg.starts)  # MISSING (absurd times) is below every bin
+    present = kmax != MISSING  # a group whose every time was absurd has no bins
+    if not present.any():
+        raise LimitError(f"unbounded throughput bins of {b:g} s in one flow, over the limit of {MAX_BINS:,}",
+                         hint="choose a larger bin, or check the trace's times")
+    nbins = int((kmax - kmin)[present].max())
+    if nbins > MAX_BINS:
+        # a tiny bin over a long trace: refuse rather than allocate
+        raise LimitError(f"{nbins} throughput bins of {b:g} s in one flow, over the limit of {MAX_BINS:,}",
+                         hint="choose a larger bin, or check the trace's times")
+    return kmin, np.where(present, kmax - kmin + 1, 0)
 
 
 def _dense(key: np.ndarray) -> np.ndarray:

@@ -132,6 +132,43 @@ def tcp_numbers(df: pl.DataFrame, header_bytes: int | None = None) -> tuple[pl.D
             payload=pl.when(pl.col("proto") == "udp").then(pl.col("size")).cast(pl.Int64),
         ), {}
     n_flows = int(df["flow"].max()) + 1  # type: ignore[arg-type]
+    facts = _flow_facts(t, header_bytes)
+    table = pl.DataFrame({"flow": pl.Series(range(n_flows), dtype=pl.UInt32)}).join(facts, on="flow", how="left")
+    idx = df["flow"]
+    look = {c: table[c].gather(idx) for c in ("_hdr", "_syn", "_full", "_tdata")}
+    df = df.with_columns(**look)
+    t = t.with_columns(_hdr=table["_hdr"].gather(t["flow"]), _syn=table["_syn"].gather(t["flow"]))
+    table = _with_segment_size(t, table)
+    dtab = _direction_bases(t, n_flows)
+    i_own = (df["flow"].cast(pl.Int64) * 2 + df["dir"].cast(pl.Int64))
+    i_other = (df["flow"].cast(pl.Int64) * 2 + 1 - df["dir"].cast(pl.Int64))
+    df = df.with_columns(
+        _seg=table["_seg"].gather(idx),
+        _base=dtab["_base"].gather(i_own),
+        _syn_d=dtab["_syn_d"].gather(i_own),
+        _obase=dtab["_base"].gather(i_other),
+    )
+    df = df.with_columns(_synack=pl.col("pkt_id").is_in(_synack_ids(df).implode()).fill_null(False))
+    df = df.with_columns(**_number_exprs("_hdr_flags" in df.columns))
+    info = {
+        int(r["flow"]): {
+            "kind": "FullTcp" if r["_full"] else "one-way",
+            "header_bytes": r["_hdr"],
+            "segment_size": r["_seg"],
+            "syn": None if r["_full"] else bool(r["_syn"]),
+        }
+        for r in table.filter(pl.col("_hdr").is_not_null()).iter_rows(named=True)
+    }
+    return df.drop("_hdr", "_syn", "_full", "_tdata", "_seg", "_base", "_syn_d", "_obase", "_synack"), info
+
+
+def _flow_facts(t: pl.DataFrame, header_bytes: int | None) -> pl.DataFrame:
+    """Per flow: header bytes (``_hdr``), SYN seen (``_syn``), FullTcp (``_full``), first data time (``_tdata``).
+
+    Args:
+        t: The TCP rows (``flow, dir, ptype, time, size, pkt_seq``).
+        header_bytes: See :func:`tcp_numbers`.
+    """
     d0 = pl.col("dir") == 0
     data_pt = pl.col("ptype") != "ack"
     ps = pl.col("pkt_seq")
@@ -156,31 +193,37 @@ def tcp_numbers(df: pl.DataFrame, header_bytes: int | None = None) -> tuple[pl.D
             .otherwise(pl.lit(DEFAULT_TCP_HEADER))
             .cast(pl.Int64)
         )
-    facts = facts.with_columns(
+    return facts.with_columns(
         _syn=pl.col("_s0min").is_not_null() & (pl.col("_s0min") <= pl.col("_hdr")),
         # FullTcp: a payload-less `tcp` packet after the SYN (the handshake's ACK), or byte-sized
         # gaps between data seqnos (one-way TCP numbers packets 1, 2, 3, …).
         _full=(pl.col("_dmin") <= pl.col("_hdr")).fill_null(False)
         | ((pl.col("_nuniq") >= 2) & (pl.col("_span") >= 2 * pl.col("_nuniq"))).fill_null(False),
     )
-    table = pl.DataFrame({"flow": pl.Series(range(n_flows), dtype=pl.UInt32)}).join(facts, on="flow", how="left")
-    idx = df["flow"]
-    look = {c: table[c].gather(idx) for c in ("_hdr", "_syn", "_full", "_tdata")}
-    df = df.with_columns(**look)
-    t = t.with_columns(_hdr=table["_hdr"].gather(t["flow"]), _syn=table["_syn"].gather(t["flow"]))
-    # segment size: the most common data payload at the sender (all equal for one-way TCP)
-    cand = t.filter(d0 & data_pt & (pl.col("size") > pl.col("_hdr")) & ((ps > 0) | ~pl.col("_syn")))
+
+
+def _with_segment_size(t: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
+    """Add ``_seg`` to the per-flow table: the most common data payload at the sender (all equal
+    for one-way TCP), else the smallest one seen anywhere."""
+    d0 = pl.col("dir") == 0
+    cand = t.filter(d0 & (pl.col("ptype") != "ack") & (pl.col("size") > pl.col("_hdr"))
+                    & ((pl.col("pkt_seq") > 0) | ~pl.col("_syn")))
     seg_mode = (
         cand.filter("_at_src").group_by("flow", "size", "_hdr").agg(pl.len().alias("_n"))
         .sort("_n", "size", descending=True).group_by("flow", maintain_order=True).first()
         .select("flow", (pl.col("size") - pl.col("_hdr")).alias("_seg"))
     )
     seg_min = cand.group_by("flow").agg((pl.col("size").min() - pl.col("_hdr").first()).alias("_seg_any"))
-    table = (
+    return (
         table.join(seg_mode, on="flow", how="left").join(seg_min, on="flow", how="left")
         .with_columns(_seg=pl.coalesce("_seg", "_seg_any").cast(pl.Int64))
     )
-    # FullTcp bases per direction: the SYN's seqno, else one before the first seqno seen.
+
+
+def _direction_bases(t: pl.DataFrame, n_flows: int) -> pl.DataFrame:
+    """FullTcp sequence bases per direction, indexed by ``2·flow + dir``: the SYN's seqno, else one
+    before the first seqno seen (``_base``; ``_syn_d``: the direction's SYN was seen)."""
+    ps = pl.col("pkt_seq")
     dirs = (
         t.group_by("flow", "dir")
         .agg(ps.min().alias("_min"), ps.filter(pl.col("size") <= pl.col("_hdr")).min().alias("_min0"))
@@ -190,35 +233,21 @@ def tcp_numbers(df: pl.DataFrame, header_bytes: int | None = None) -> tuple[pl.D
         )
         .with_columns(_i=pl.col("flow").cast(pl.Int64) * 2 + pl.col("dir").cast(pl.Int64))
     )
-    dtab = pl.DataFrame({"_i": pl.Series(range(2 * n_flows), dtype=pl.Int64)}).join(dirs, on="_i", how="left")
-    i_own = (df["flow"].cast(pl.Int64) * 2 + df["dir"].cast(pl.Int64))
-    i_other = (df["flow"].cast(pl.Int64) * 2 + 1 - df["dir"].cast(pl.Int64))
-    df = df.with_columns(
-        _seg=table["_seg"].gather(idx),
-        _base=dtab["_base"].gather(i_own),
-        _syn_d=dtab["_syn_d"].gather(i_own),
-        _obase=dtab["_base"].gather(i_other),
-    )
-    # the sink's ACKs of the SYN sent before any data left: per packet (uid), so that every event
-    # of that ACK, including its arrival at the sender at the instant data starts, is the SYN-ACK
-    synack_ids = (
+    return pl.DataFrame({"_i": pl.Series(range(2 * n_flows), dtype=pl.Int64)}).join(dirs, on="_i", how="left")
+
+
+def _synack_ids(df: pl.DataFrame) -> pl.Series:
+    """The sink's ACKs of the SYN sent before any data left, by packet id (``pkt_id``).
+
+    Per packet, so that every event of that ACK, including its arrival at the sender at the
+    instant data starts, is the SYN-ACK.
+    """
+    return (
         df.filter((pl.col("ptype") == "ack") & (pl.col("pkt_seq") == 0) & pl.col("_syn").fill_null(False)
                   & pl.col("pkt_id").is_not_null())
         .group_by("pkt_id").agg(pl.col("time").min().alias("_t0"), pl.col("_tdata").first())
         .filter(pl.col("_tdata").is_null() | (pl.col("_t0") < pl.col("_tdata")))["pkt_id"]
     )
-    df = df.with_columns(_synack=pl.col("pkt_id").is_in(synack_ids.implode()).fill_null(False))
-    df = df.with_columns(**_number_exprs("_hdr_flags" in df.columns))
-    info = {
-        int(r["flow"]): {
-            "kind": "FullTcp" if r["_full"] else "one-way",
-            "header_bytes": r["_hdr"],
-            "segment_size": r["_seg"],
-            "syn": None if r["_full"] else bool(r["_syn"]),
-        }
-        for r in table.filter(pl.col("_hdr").is_not_null()).iter_rows(named=True)
-    }
-    return df.drop("_hdr", "_syn", "_full", "_tdata", "_seg", "_base", "_syn_d", "_obase", "_synack"), info
 
 
 def _number_exprs(has_hdr: bool) -> dict[str, pl.Expr]:

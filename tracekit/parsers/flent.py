@@ -141,23 +141,7 @@ def read(
     loaded = load(source, limits)
     path = name or loaded.path
     log = WarningLog(path, strict)
-    data = loaded.data
-    if not data.strip():
-        raise UnknownFormatError("empty file", path=path, hint="flent did not write its data file")
-    if bom_encoding(data) == "utf-8-sig":
-        data = data[3:]
-    try:
-        doc = json.loads(data)
-    except UnicodeDecodeError as exc:
-        raise CorruptTraceError(f"not UTF-8 text ({exc.reason})", path=path, offset=exc.start,
-                                hint="a damaged or non-Flent file") from None
-    except json.JSONDecodeError as exc:
-        raise CorruptTraceError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno, offset=exc.pos,
-                                hint="the file is damaged or cut short (a partial .flent.gz?)") from None
-    except RecursionError:
-        raise CorruptTraceError("JSON nests too deeply", path=path) from None
-    if not isinstance(doc, dict):
-        raise UnknownFormatError("the JSON document is not an object, so not a Flent file", path=path)
+    doc = _document(loaded.data, path)
     version = doc.get("version", 1)
     if not isinstance(version, int) or isinstance(version, bool):
         raise CorruptTraceError(f"'version' is {version!r}, not an integer", path=path)
@@ -174,6 +158,74 @@ def read(
         log.add("W-VERSION", f"old Flent data format version {version} (read as version 3)")
     series_meta = m if isinstance(m := meta_in.get("SERIES_META"), dict) else {}
     xs = _numbers(x)
+    frames = _result_frames(xs, results, series_meta, log)
+    t0 = _epoch(meta_in.get("T0"))
+    raw_count = 0
+    if raw:
+        raw_values = m if isinstance(m := doc.get("raw_values"), dict) else {}
+        if t0 is None and raw_values:
+            log.add("W-BADVALUE", "metadata T0 is missing or not ISO-8601: raw values not read")
+        if t0 is not None:
+            raw_count = _raw_frames(raw_values, t0, series_meta, frames)
+    samples = pl.concat(frames, how="vertical_relaxed") if frames else None
+    if samples is not None:
+        # flent leaves null where a series has no data (start/end gaps); NaN/inf are not data either
+        samples = samples.filter(pl.col("value").is_not_null() & pl.col("value").is_finite()
+                                 & pl.col("time").is_not_null() & pl.col("time").is_finite())
+    if samples is None or samples.height == 0:
+        log.add("W-EMPTY", "the Flent file holds no data points")
+    keep = ("NAME", "TITLE", "NOTE", "TIME", "T0", "LENGTH", "TOTAL_LENGTH", "STEP_SIZE", "HOST", "HOSTS",
+            "LOCAL_HOST", "FLENT_VERSION", "KERNEL_NAME", "KERNEL_RELEASE", "IP_VERSION", "DATA_FILENAME",
+            "BATCH_NAME", "BATCH_TITLE", "TEST_PARAMETERS", "FAILED_RUNNERS", "SERIES_META")
+    meta = {
+        "format": NAME,
+        "tool": "flent",
+        "paths": [path],
+        "compression": loaded.compression,
+        "version": version,
+        "flent": {k: meta_in.get(k) for k in keep if k in meta_in},
+        "t0_ns": int(t0 * 1e9) if t0 is not None else None,
+        "segment_size": _segment_size(series_meta),
+        "units": {"throughput": "Mbits/s", "ping_rtt": "ms", "rtt": "ms", "cwnd": "packets", "time": "s"},
+        "time_origin": "metadata T0",
+        "counts": {"series": len(results), "x_values": xs.len(), "raw_points": raw_count},
+    }
+    return make_trace(None, samples, meta, log)
+
+
+def _document(data: bytes, path: str) -> dict[str, Any]:
+    """The file's JSON object (a UTF-8 byte-order mark skipped).
+
+    Raises:
+        UnknownFormatError: empty input, or JSON that is not an object.
+        CorruptTraceError: not UTF-8, invalid or too deeply nested JSON.
+    """
+    if not data.strip():
+        raise UnknownFormatError("empty file", path=path, hint="flent did not write its data file")
+    if bom_encoding(data) == "utf-8-sig":
+        data = data[3:]
+    try:
+        doc = json.loads(data)
+    except UnicodeDecodeError as exc:
+        raise CorruptTraceError(f"not UTF-8 text ({exc.reason})", path=path, offset=exc.start,
+                                hint="a damaged or non-Flent file") from None
+    except json.JSONDecodeError as exc:
+        raise CorruptTraceError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno, offset=exc.pos,
+                                hint="the file is damaged or cut short (a partial .flent.gz?)") from None
+    except RecursionError:
+        raise CorruptTraceError("JSON nests too deeply", path=path) from None
+    if not isinstance(doc, dict):
+        raise UnknownFormatError("the JSON document is not an object, so not a Flent file", path=path)
+    return doc
+
+
+def _result_frames(xs: pl.Series, results: dict[str, Any], series_meta: dict[str, Any],
+                   log: WarningLog) -> list[pl.DataFrame]:
+    """One samples frame per ``results`` series on the ``x_values`` grid (``xs``).
+
+    A series of the wrong length is cut or padded with nulls (W-BADSERIES); non-numeric values
+    become nulls (W-BADVALUE).
+    """
     n = xs.len()
     frames = []
     bad_len = 0
@@ -197,60 +249,45 @@ def read(
         log.add("W-BADSERIES", f"{bad_len} series do not have one value per x_value (cut or padded)", count=bad_len)
     if bad_vals:
         log.add("W-BADVALUE", f"{bad_vals} non-numeric value(s) in results (left out)", count=bad_vals)
-    t0 = _epoch(meta_in.get("T0"))
+    return frames
+
+
+def _raw_frames(raw_values: dict[str, Any], t0: float, series_meta: dict[str, Any],
+                frames: list[pl.DataFrame]) -> int:
+    """Append a samples frame per key of every ``raw_values`` series to ``frames`` (times relative to T0).
+
+    Returns:
+        The number of raw points read.
+    """
     raw_count = 0
-    if raw:
-        raw_values = m if isinstance(m := doc.get("raw_values"), dict) else {}
-        if t0 is None and raw_values:
-            log.add("W-BADVALUE", "metadata T0 is missing or not ISO-8601: raw values not read")
-        for series, points in (raw_values.items() if t0 is not None else []):
-            if not isinstance(points, list) or not points:
+    for series, points in raw_values.items():
+        if not isinstance(points, list) or not points:
+            continue
+        rows = pl.DataFrame([p for p in points if isinstance(p, dict)], infer_schema_length=None, strict=False)
+        if "t" not in rows.columns:
+            continue
+        rt = rows["t"].cast(pl.Float64, strict=False) - t0
+        sm = m if isinstance(m := series_meta.get(series), dict) else {}
+        units = sm.get("UNITS") if isinstance(sm.get("UNITS"), str) else None
+        for key in rows.columns:
+            if key in ("t", "seq", "dur"):
                 continue
-            rows = pl.DataFrame([p for p in points if isinstance(p, dict)], infer_schema_length=None, strict=False)
-            if "t" not in rows.columns:
-                continue
-            rt = rows["t"].cast(pl.Float64, strict=False) - t0
-            sm = m if isinstance(m := series_meta.get(series), dict) else {}
-            units = sm.get("UNITS") if isinstance(sm.get("UNITS"), str) else None
-            for key in rows.columns:
-                if key in ("t", "seq", "dur"):
-                    continue
-                label = str(series) if key == "val" else f"{series}::{key}"
-                metric, scale, unit, node = _classify(label, units if key == "val" else None)
-                frames.append(pl.DataFrame({"time": rt, "value": rows[key].cast(pl.Float64, strict=False) * scale})
-                              .with_columns(metric=pl.lit(metric), unit=pl.lit(unit),
-                                            source=pl.lit(f"{label} [raw]"), node=pl.lit(node, pl.String)))
-            raw_count += rows.height
-    samples = pl.concat(frames, how="vertical_relaxed") if frames else None
-    if samples is not None:
-        # flent leaves null where a series has no data (start/end gaps); NaN/inf are not data either
-        samples = samples.filter(pl.col("value").is_not_null() & pl.col("value").is_finite()
-                                 & pl.col("time").is_not_null() & pl.col("time").is_finite())
-    if samples is None or samples.height == 0:
-        log.add("W-EMPTY", "the Flent file holds no data points")
-    keep = ("NAME", "TITLE", "NOTE", "TIME", "T0", "LENGTH", "TOTAL_LENGTH", "STEP_SIZE", "HOST", "HOSTS",
-            "LOCAL_HOST", "FLENT_VERSION", "KERNEL_NAME", "KERNEL_RELEASE", "IP_VERSION", "DATA_FILENAME",
-            "BATCH_NAME", "BATCH_TITLE", "TEST_PARAMETERS", "FAILED_RUNNERS", "SERIES_META")
-    flent_meta = {k: meta_in.get(k) for k in keep if k in meta_in}
+            label = str(series) if key == "val" else f"{series}::{key}"
+            metric, scale, unit, node = _classify(label, units if key == "val" else None)
+            frames.append(pl.DataFrame({"time": rt, "value": rows[key].cast(pl.Float64, strict=False) * scale})
+                          .with_columns(metric=pl.lit(metric), unit=pl.lit(unit),
+                                        source=pl.lit(f"{label} [raw]"), node=pl.lit(node, pl.String)))
+        raw_count += rows.height
+    return raw_count
+
+
+def _segment_size(series_meta: dict[str, Any]) -> int | None:
+    """The TCP MSS the series' metadata give, when they all agree (None: none or several)."""
     mss = {sm.get("TCP_MSS") for sm in series_meta.values() if isinstance(sm, dict) and sm.get("TCP_MSS")}
-    segment = None
-    if len(mss) == 1:
-        try:
-            one = next(iter(mss))
-            segment = int(one) if isinstance(one, (int, float, str)) else None
-        except (TypeError, ValueError):
-            segment = None
-    meta = {
-        "format": NAME,
-        "tool": "flent",
-        "paths": [path],
-        "compression": loaded.compression,
-        "version": version,
-        "flent": flent_meta,
-        "t0_ns": int(t0 * 1e9) if t0 is not None else None,
-        "segment_size": segment,
-        "units": {"throughput": "Mbits/s", "ping_rtt": "ms", "rtt": "ms", "cwnd": "packets", "time": "s"},
-        "time_origin": "metadata T0",
-        "counts": {"series": len(results), "x_values": n, "raw_points": raw_count},
-    }
-    return make_trace(None, samples, meta, log)
+    if len(mss) != 1:
+        return None
+    try:
+        one = next(iter(mss))
+        return int(one) if isinstance(one, (int, float, str)) else None
+    except (TypeError, ValueError):
+        return None

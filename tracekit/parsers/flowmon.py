@@ -243,90 +243,22 @@ def read(
     if len(col.flows) > limits.max_flows:
         raise LimitError(f"{len(col.flows):,} flows, over the limit of {limits.max_flows:,}", path=path,
                          hint="raise max_flows in [limits]")
-    strs = {a: pl.String for a in ("flowId", *_TIME_ATTRS, *_COUNT_ATTRS)}
-    flows = pl.DataFrame([{a: f.get(a) for a in strs} for f in col.flows], schema=strs, orient="row")
+    flows = _flow_table(col, log)
     classes = pl.DataFrame(col.classes, schema={a: pl.String for a in (
         "flowId", "sourceAddress", "destinationAddress", "protocol", "sourcePort", "destinationPort", "ip", "dscp")},
         orient="row") if col.classes else pl.DataFrame(schema={"flowId": pl.String, "ip": pl.String})
-    flows = flows.with_columns(
-        *(_seconds(a).alias(a) for a in _TIME_ATTRS),
-        *(pl.col(a).cast(pl.Int64, strict=False).alias(a) for a in _COUNT_ATTRS),
-        flowId=pl.col("flowId").cast(pl.UInt32, strict=False),
-    )
-    bad_time = sum(int((flows[a].is_null() & pl.Series([f.get(a) for f in col.flows]).is_not_null()).sum())
-                   for a in _TIME_ATTRS) if flows.height else 0
-    if bad_time:
-        log.add("W-BADVALUE", f"{bad_time} time attribute(s) are not '<number><unit>' (left empty)", count=bad_time)
-    if flows["flowId"].null_count():
-        log.add("W-BADVALUE", "flows without a numeric flowId (skipped)", count=flows["flowId"].null_count())
-        flows = flows.filter(pl.col("flowId").is_not_null())
-    rx = pl.col("rxPackets")
-    span = pl.col("timeLastRxPacket") - pl.col("timeFirstTxPacket")
-    flows = flows.with_columns(
-        meanDelay=pl.when(rx > 0).then(pl.col("delaySum") / rx),
-        meanJitter=pl.when(rx > 1).then(pl.col("jitterSum") / (rx - 1)),
-        # FlowMonitor's usual definition (flowmon-parse-results.py, the ns-3 examples).
-        throughput=pl.when((rx > 0) & (span > 0)).then(pl.col("rxBytes") * 8 / span),
-        _t=pl.max_horizontal("timeLastTxPacket", "timeLastRxPacket").fill_null(0.0),
-    ).with_columns(_t=pl.when(pl.col("_t").is_finite()).then("_t").otherwise(0.0))
-    present = [a for a in SAMPLE_METRICS if flows[a].null_count() < flows.height]
-    long = (
-        flows.select("flowId", "_t", *(pl.col(a).cast(pl.Float64) for a in present))
-        .unpivot(index=["flowId", "_t"], variable_name="attr")
-        .filter(pl.col("value").is_not_null() & pl.col("value").is_finite())
-    )
-    samples = long.select(
-        time="_t", flow="flowId",
-        metric=pl.col("attr").replace_strict({k: v[0] for k, v in SAMPLE_METRICS.items()}),
-        value=pl.col("value").cast(pl.Float64),
-        unit=pl.col("attr").replace_strict({k: v[1] for k, v in SAMPLE_METRICS.items()}),
-        source="attr",
-    )
-    ip_of = classes.select(pl.col("flowId").cast(pl.UInt32, strict=False), "ip") if classes.height else None
-    if col.drops:
-        dr = pl.DataFrame(col.drops, schema={"flowId": pl.String, "kind": pl.String, "reasonCode": pl.String,
-                                             "value": pl.String}, orient="row").with_columns(
-            pl.col("flowId").cast(pl.UInt32, strict=False), value=pl.col("value").cast(pl.Float64, strict=False))
-        dr = (
-            dr.join(ip_of, on="flowId", how="left")
-            if ip_of is not None
-            else dr.with_columns(ip=pl.lit(None, pl.String))
-        )
-        dr = dr.join(flows.select("flowId", "_t"), on="flowId", how="inner").filter(pl.col("value").is_not_null())
-        reason = _reason(pl.col("reasonCode"), pl.col("ip"))
+    samples = _attribute_samples(flows)
+    dr = _drop_rows(col, flows, classes)
+    if dr is not None:
         samples = pl.concat([samples, dr.select(
             time="_t", flow="flowId",
             metric=pl.when(pl.col("kind") == "packetsDropped").then(pl.lit("drops")).otherwise(pl.lit("dropped_bytes")),
             value="value",
             unit=pl.when(pl.col("kind") == "packetsDropped").then(pl.lit("packets")).otherwise(pl.lit("bytes")),
-            source=pl.concat_str([pl.col("kind"), pl.lit(":"), pl.col("reasonCode"), pl.lit(":"), reason]),
+            source=pl.concat_str([pl.col("kind"), pl.lit(":"), pl.col("reasonCode"), pl.lit(":"), pl.col("reason")]),
         )])
     samples = samples.sort("flow", "metric", maintain_order=True)
-    # per-flow dicts for meta, joined with the classifier
-    table = flows.drop("_t")
-    if classes.height:
-        cl = classes.with_columns(
-            pl.col("flowId").cast(pl.UInt32, strict=False),
-            pl.col("sourcePort", "destinationPort").cast(pl.Int64, strict=False),
-            protocol=pl.col("protocol").replace(_PROTOS),
-        ).rename({"sourceAddress": "src", "destinationAddress": "dst", "sourcePort": "sport",
-                  "destinationPort": "dport"})
-        table = table.join(cl, on="flowId", how="left")
-        missing = int(table["src"].null_count())
-        if missing:
-            log.add("W-CLASSIFIER", f"{missing} flow(s) have no classifier entry (addresses unknown)", count=missing)
-    elif flows.height:
-        log.add("W-CLASSIFIER", "no Ipv4FlowClassifier/Ipv6FlowClassifier entries (addresses unknown)")
-    per_flow = table.to_dicts()
-    if col.drops:
-        for f in per_flow:
-            f["drops"] = {}
-        by_id = {f["flowId"]: f for f in per_flow}
-        for d in dr.with_columns(reason=reason).to_dicts():
-            fd = by_id.get(d["flowId"])
-            if fd is not None:
-                key = "packets" if d["kind"] == "packetsDropped" else "bytes"
-                fd["drops"].setdefault(d["reason"], {})[key] = d["value"]
+    per_flow = _per_flow(flows, classes, dr, log)
     if not per_flow:
         log.add("W-EMPTY", "the FlowMonitor file holds no flows")
     raw_times = [f.get("timeFirstTxPacket", "") for f in col.flows[:50]]
@@ -345,3 +277,106 @@ def read(
         "counts": {"flows": len(per_flow), "histograms": col.histograms, "probe_stats": len(col.probes)},
     }
     return make_trace(None, samples, meta, log)
+
+
+def _flow_table(col: _Collector, log: WarningLog) -> pl.DataFrame:
+    """The ``<Flow>`` statistics as a frame: times in seconds, counts as integers, and the derived
+    ``meanDelay``, ``meanJitter``, ``throughput`` and ``_t`` (the flow's last packet time, 0 if none).
+
+    Bad time values are left empty (W-BADVALUE); flows without a numeric flowId are skipped.
+    """
+    strs = {a: pl.String for a in ("flowId", *_TIME_ATTRS, *_COUNT_ATTRS)}
+    flows = pl.DataFrame([{a: f.get(a) for a in strs} for f in col.flows], schema=strs, orient="row")
+    flows = flows.with_columns(
+        *(_seconds(a).alias(a) for a in _TIME_ATTRS),
+        *(pl.col(a).cast(pl.Int64, strict=False).alias(a) for a in _COUNT_ATTRS),
+        flowId=pl.col("flowId").cast(pl.UInt32, strict=False),
+    )
+    bad_time = sum(int((flows[a].is_null() & pl.Series([f.get(a) for f in col.flows]).is_not_null()).sum())
+                   for a in _TIME_ATTRS) if flows.height else 0
+    if bad_time:
+        log.add("W-BADVALUE", f"{bad_time} time attribute(s) are not '<number><unit>' (left empty)", count=bad_time)
+    if flows["flowId"].null_count():
+        log.add("W-BADVALUE", "flows without a numeric flowId (skipped)", count=flows["flowId"].null_count())
+        flows = flows.filter(pl.col("flowId").is_not_null())
+    rx = pl.col("rxPackets")
+    span = pl.col("timeLastRxPacket") - pl.col("timeFirstTxPacket")
+    return flows.with_columns(
+        meanDelay=pl.when(rx > 0).then(pl.col("delaySum") / rx),
+        meanJitter=pl.when(rx > 1).then(pl.col("jitterSum") / (rx - 1)),
+        # FlowMonitor's usual definition (flowmon-parse-results.py, the ns-3 examples).
+        throughput=pl.when((rx > 0) & (span > 0)).then(pl.col("rxBytes") * 8 / span),
+        _t=pl.max_horizontal("timeLastTxPacket", "timeLastRxPacket").fill_null(0.0),
+    ).with_columns(_t=pl.when(pl.col("_t").is_finite()).then("_t").otherwise(0.0))
+
+
+def _attribute_samples(flows: pl.DataFrame) -> pl.DataFrame:
+    """One sample per flow and :data:`SAMPLE_METRICS` attribute present, at the flow's last packet time."""
+    present = [a for a in SAMPLE_METRICS if flows[a].null_count() < flows.height]
+    long = (
+        flows.select("flowId", "_t", *(pl.col(a).cast(pl.Float64) for a in present))
+        .unpivot(index=["flowId", "_t"], variable_name="attr")
+        .filter(pl.col("value").is_not_null() & pl.col("value").is_finite())
+    )
+    return long.select(
+        time="_t", flow="flowId",
+        metric=pl.col("attr").replace_strict({k: v[0] for k, v in SAMPLE_METRICS.items()}),
+        value=pl.col("value").cast(pl.Float64),
+        unit=pl.col("attr").replace_strict({k: v[1] for k, v in SAMPLE_METRICS.items()}),
+        source="attr",
+    )
+
+
+def _drop_rows(col: _Collector, flows: pl.DataFrame, classes: pl.DataFrame) -> pl.DataFrame | None:
+    """The ``packetsDropped``/``bytesDropped`` entries of the flows kept (None: none in the file).
+
+    Returns:
+        ``flowId, kind, reasonCode, value, ip, _t, reason`` (the reason's name depends on the
+        flow's IP version: IPv4 and IPv6 number their reasons differently).
+    """
+    if not col.drops:
+        return None
+    ip_of = classes.select(pl.col("flowId").cast(pl.UInt32, strict=False), "ip") if classes.height else None
+    dr = pl.DataFrame(col.drops, schema={"flowId": pl.String, "kind": pl.String, "reasonCode": pl.String,
+                                         "value": pl.String}, orient="row").with_columns(
+        pl.col("flowId").cast(pl.UInt32, strict=False), value=pl.col("value").cast(pl.Float64, strict=False))
+    dr = (
+        dr.join(ip_of, on="flowId", how="left")
+        if ip_of is not None
+        else dr.with_columns(ip=pl.lit(None, pl.String))
+    )
+    dr = dr.join(flows.select("flowId", "_t"), on="flowId", how="inner").filter(pl.col("value").is_not_null())
+    return dr.with_columns(reason=_reason(pl.col("reasonCode"), pl.col("ip")))
+
+
+def _per_flow(flows: pl.DataFrame, classes: pl.DataFrame, dr: pl.DataFrame | None,
+              log: WarningLog) -> list[dict[str, Any]]:
+    """Per-flow dicts for ``meta["flowmon"]``: the statistics joined with the classifier, and drops by reason.
+
+    A flow without a classifier entry has no addresses (W-CLASSIFIER).
+    """
+    table = flows.drop("_t")
+    if classes.height:
+        cl = classes.with_columns(
+            pl.col("flowId").cast(pl.UInt32, strict=False),
+            pl.col("sourcePort", "destinationPort").cast(pl.Int64, strict=False),
+            protocol=pl.col("protocol").replace(_PROTOS),
+        ).rename({"sourceAddress": "src", "destinationAddress": "dst", "sourcePort": "sport",
+                  "destinationPort": "dport"})
+        table = table.join(cl, on="flowId", how="left")
+        missing = int(table["src"].null_count())
+        if missing:
+            log.add("W-CLASSIFIER", f"{missing} flow(s) have no classifier entry (addresses unknown)", count=missing)
+    elif flows.height:
+        log.add("W-CLASSIFIER", "no Ipv4FlowClassifier/Ipv6FlowClassifier entries (addresses unknown)")
+    per_flow = table.to_dicts()
+    if dr is not None:
+        for f in per_flow:
+            f["drops"] = {}
+        by_id = {f["flowId"]: f for f in per_flow}
+        for d in dr.to_dicts():
+            fd = by_id.get(d["flowId"])
+            if fd is not None:
+                key = "packets" if d["kind"] == "packetsDropped" else "bytes"
+                fd["drops"].setdefault(d["reason"], {})[key] = d["value"]
+    return per_flow

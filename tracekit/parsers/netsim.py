@@ -200,6 +200,7 @@ def read(
 
 def _packet_trace(headers: list[str], table: pl.DataFrame, h: int, path: str, log: WarningLog, limits: Limits,
                   base: dict[str, Any]) -> Trace:
+    """A packet-trace export as packets (one ``recv`` or ``drop`` row per hop)."""
     norm = [_norm_trace(c) for c in headers]
     col: dict[str, str] = {}
     for i, n in enumerate(norm):
@@ -214,69 +215,7 @@ def _packet_trace(headers: list[str], table: pl.DataFrame, h: int, path: str, lo
                          hint="raise max_packets in [limits]")
     assert time_key is not None  # else it is in ``missing``
     tscale = _TIME_UNIT[re.search(r"\((\w+)\)$", time_key).group(1)]  # type: ignore[union-attr]
-
-    numeric = ("TRX_LAYER_PAYLOAD(BYTES)", "NW_LAYER_PAYLOAD(BYTES)", "PHY_LAYER_PAYLOAD(BYTES)", "PACKET_ID",
-               "SEGMENT_ID", time_key)
-    table = table.with_columns(numbers(table[col[k]]).alias(f"_n{i}") for i, k in enumerate(numeric) if k in col)
-    num_col = {k: f"_n{i}" for i, k in enumerate(numeric) if k in col}
-
-    def c(key: str) -> pl.Expr:
-        return pl.col(col[key]).str.strip_chars() if key in col else pl.lit(None, pl.String)
-
-    def num(key: str) -> pl.Expr:
-        return pl.col(num_col[key]) if key in num_col else pl.lit(None, pl.Float64)
-
-    ctrl = c("CONTROL_PACKET_TYPE/APP_NAME").fill_null("")
-    ptype = c("PACKET_TYPE")
-    is_ctrl = ptype.str.to_lowercase().str.contains("control").fill_null(False)
-    trx, nw = num("TRX_LAYER_PAYLOAD(BYTES)"), num("NW_LAYER_PAYLOAD(BYTES)")
-    # The transport header is what the network layer adds to the transport payload: 8 = UDP, >= 20 = TCP.
-    hdr = nw - trx
-    proto = (pl.when(ctrl.str.starts_with("TCP_")).then(pl.lit("tcp"))
-             .when(~is_ctrl & (hdr == 8)).then(pl.lit("udp"))
-             .when(~is_ctrl & (hdr >= 20)).then(pl.lit("tcp"))
-             .otherwise(pl.lit("other")))
-    up = ctrl.str.to_uppercase()
-    flags = pl.when(ctrl.str.starts_with("TCP_")).then(
-        up.str.contains("SYN").cast(pl.Int64) * SYN + up.str.contains("ACK").cast(pl.Int64) * ACK
-        + up.str.contains("FIN").cast(pl.Int64) * FIN + up.str.contains("RST").cast(pl.Int64) * RST)
-    status = c("PACKET_STATUS").fill_null("Successful")
-    src_ip, dst_ip = c("SOURCE_IP"), c("DESTINATION_IP")
-    def empty_ip(e: pl.Expr) -> pl.Expr:  # L2 control packets
-        return e.is_null() | (e == "") | (e == "0.0.0.0")
-
-    df = table.with_row_index("_i").select(
-        frame=(pl.col("_i") + h + 2).cast(pl.UInt64),
-        time=num(time_key) * tscale,
-        event=pl.when(status.str.to_lowercase() == "successful").then(pl.lit("recv")).otherwise(pl.lit("drop")),
-        node=c("RECEIVER_ID"),
-        link=pl.concat_str([c("TRANSMITTER_ID"), pl.lit("->"), c("RECEIVER_ID")]),
-        src=pl.when(empty_ip(src_ip)).then(c("SOURCE_ID")).otherwise(src_ip),
-        dst=pl.when(empty_ip(dst_ip)).then(c("DESTINATION_ID")).otherwise(dst_ip),
-        proto=proto,
-        size=num("PHY_LAYER_PAYLOAD(BYTES)"),
-        payload=trx,
-        flags=flags,
-        pkt_id=num("PACKET_ID").cast(pl.Int64, strict=False),
-        pkt_seq=num("SEGMENT_ID").cast(pl.Int64, strict=False),
-        ptype=pl.when(is_ctrl & (ctrl != "")).then(ctrl).otherwise(ptype),
-        _status=status,
-    )
-    # an empty line, or a row of empty cells (",,,,"), reads as all-null cells
-    blank = table.select(pl.all_horizontal(pl.col(r"^c\d+$").is_null())).to_series()
-    bad = ~blank & (df["time"].is_null() | df["size"].is_null() | df["node"].is_null()
-                    | ~df["time"].is_finite().fill_null(False))
-    if bad.any():
-        log.add("W-BADLINE", f"{int(bad.sum()):,} row(s) without a time, size or receiver (skipped)",
-                count=int(bad.sum()), line=int(df["frame"].filter(bad)[0]))
-    df = df.filter(~bad & ~blank)
-    # A connection whose TCP control packets are in the trace is TCP throughout.
-    pair = pl.concat_str([pl.min_horizontal("src", "dst"), pl.max_horizontal("src", "dst")], separator="|")
-    df = df.with_columns(proto=pl.when((pl.col("proto") == "tcp").any().over(pair) & (pl.col("proto") == "udp"))
-                         .then(pl.lit("tcp")).otherwise("proto"))
-    if df.height > 1 and bool((df["time"].diff().drop_nulls() < 0).any()):
-        log.add("W-NONMONOTONIC", "times go backwards (row order kept; NetSim writes rows as packets arrive)",
-                count=int((df["time"].diff().drop_nulls() < 0).sum()))
+    df = _clean_rows(_packet_rows(table, col, time_key, tscale, h), table, log)
     statuses = df.group_by("_status").len().to_dicts()
     # NetSim has no ports: connections are address pairs, keyed with placeholder ports for finish_tcp.
     l4 = pl.col("proto").is_in(["tcp", "udp"])
@@ -307,6 +246,87 @@ def _packet_trace(headers: list[str], table: pl.DataFrame, h: int, path: str, lo
         "counts": {"rows": table.height, "status": {d["_status"]: d["len"] for d in statuses}},
     }
     return make_trace(df.drop("_status"), None, meta, log)
+
+
+def _packet_rows(table: pl.DataFrame, col: dict[str, str], time_key: str, tscale: float, h: int) -> pl.DataFrame:
+    """The packet-trace table in the packets schema's terms, one row per table row (``_status`` kept).
+
+    NetSim names no transport protocol on data rows: the header the network layer adds to
+    the transport payload tells it (8 bytes: UDP, at least 20: TCP); TCP control packets are
+    named ``TCP_SYN``, ``TCP_ACK``, … and give the flags.
+
+    Args:
+        col: Normalised header -> table column.
+        h: The header's line index (frame = file line of the row).
+    """
+    numeric = ("TRX_LAYER_PAYLOAD(BYTES)", "NW_LAYER_PAYLOAD(BYTES)", "PHY_LAYER_PAYLOAD(BYTES)", "PACKET_ID",
+               "SEGMENT_ID", time_key)
+    table = table.with_columns(numbers(table[col[k]]).alias(f"_n{i}") for i, k in enumerate(numeric) if k in col)
+    num_col = {k: f"_n{i}" for i, k in enumerate(numeric) if k in col}
+
+    def c(key: str) -> pl.Expr:
+        return pl.col(col[key]).str.strip_chars() if key in col else pl.lit(None, pl.String)
+
+    def num(key: str) -> pl.Expr:
+        return pl.col(num_col[key]) if key in num_col else pl.lit(None, pl.Float64)
+
+    ctrl = c("CONTROL_PACKET_TYPE/APP_NAME").fill_null("")
+    ptype = c("PACKET_TYPE")
+    is_ctrl = ptype.str.to_lowercase().str.contains("control").fill_null(False)
+    trx, nw = num("TRX_LAYER_PAYLOAD(BYTES)"), num("NW_LAYER_PAYLOAD(BYTES)")
+    # The transport header is what the network layer adds to the transport payload: 8 = UDP, >= 20 = TCP.
+    hdr = nw - trx
+    proto = (pl.when(ctrl.str.starts_with("TCP_")).then(pl.lit("tcp"))
+             .when(~is_ctrl & (hdr == 8)).then(pl.lit("udp"))
+             .when(~is_ctrl & (hdr >= 20)).then(pl.lit("tcp"))
+             .otherwise(pl.lit("other")))
+    up = ctrl.str.to_uppercase()
+    flags = pl.when(ctrl.str.starts_with("TCP_")).then(
+        up.str.contains("SYN").cast(pl.Int64) * SYN + up.str.contains("ACK").cast(pl.Int64) * ACK
+        + up.str.contains("FIN").cast(pl.Int64) * FIN + up.str.contains("RST").cast(pl.Int64) * RST)
+    status = c("PACKET_STATUS").fill_null("Successful")
+    src_ip, dst_ip = c("SOURCE_IP"), c("DESTINATION_IP")
+
+    def empty_ip(e: pl.Expr) -> pl.Expr:  # L2 control packets
+        return e.is_null() | (e == "") | (e == "0.0.0.0")
+
+    return table.with_row_index("_i").select(
+        frame=(pl.col("_i") + h + 2).cast(pl.UInt64),
+        time=num(time_key) * tscale,
+        event=pl.when(status.str.to_lowercase() == "successful").then(pl.lit("recv")).otherwise(pl.lit("drop")),
+        node=c("RECEIVER_ID"),
+        link=pl.concat_str([c("TRANSMITTER_ID"), pl.lit("->"), c("RECEIVER_ID")]),
+        src=pl.when(empty_ip(src_ip)).then(c("SOURCE_ID")).otherwise(src_ip),
+        dst=pl.when(empty_ip(dst_ip)).then(c("DESTINATION_ID")).otherwise(dst_ip),
+        proto=proto,
+        size=num("PHY_LAYER_PAYLOAD(BYTES)"),
+        payload=trx,
+        flags=flags,
+        pkt_id=num("PACKET_ID").cast(pl.Int64, strict=False),
+        pkt_seq=num("SEGMENT_ID").cast(pl.Int64, strict=False),
+        ptype=pl.when(is_ctrl & (ctrl != "")).then(ctrl).otherwise(ptype),
+        _status=status,
+    )
+
+
+def _clean_rows(df: pl.DataFrame, table: pl.DataFrame, log: WarningLog) -> pl.DataFrame:
+    """Drop blank rows and rows without a time, size or receiver (W-BADLINE); a connection whose
+    TCP control packets are in the trace is TCP throughout; warn where times go backwards."""
+    # an empty line, or a row of empty cells (",,,,"), reads as all-null cells
+    blank = table.select(pl.all_horizontal(pl.col(r"^c\d+$").is_null())).to_series()
+    bad = ~blank & (df["time"].is_null() | df["size"].is_null() | df["node"].is_null()
+                    | ~df["time"].is_finite().fill_null(False))
+    if bad.any():
+        log.add("W-BADLINE", f"{int(bad.sum()):,} row(s) without a time, size or receiver (skipped)",
+                count=int(bad.sum()), line=int(df["frame"].filter(bad)[0]))
+    df = df.filter(~bad & ~blank)
+    pair = pl.concat_str([pl.min_horizontal("src", "dst"), pl.max_horizontal("src", "dst")], separator="|")
+    df = df.with_columns(proto=pl.when((pl.col("proto") == "tcp").any().over(pair) & (pl.col("proto") == "udp"))
+                         .then(pl.lit("tcp")).otherwise("proto"))
+    if df.height > 1 and bool((df["time"].diff().drop_nulls() < 0).any()):
+        log.add("W-NONMONOTONIC", "times go backwards (row order kept; NetSim writes rows as packets arrive)",
+                count=int((df["time"].diff().drop_nulls() < 0).sum()))
+    return df
 
 
 def _derive_seq(df: pl.DataFrame) -> pl.DataFrame:

@@ -31,7 +31,14 @@ from tracekit._source import Source, load
 from tracekit.errors import CorruptTraceError, LimitError, UnknownFormatError
 from tracekit.limits import DEFAULT, Limits
 from tracekit.parsers._ns2_tcp import assign_flows, proto_class, tcp_numbers
-from tracekit.parsers._ns2_text import WHOLE_LINE, bad_line_warning, first_lines, line_ranges, split_lines
+from tracekit.parsers._ns2_text import (
+    WHOLE_LINE,
+    TextFrame,
+    bad_line_warning,
+    first_lines,
+    line_ranges,
+    split_lines,
+)
 from tracekit.trace import Trace, WarningLog, make_trace
 
 NAME = "ns2-wireless"
@@ -95,6 +102,43 @@ def read(
         raise UnknownFormatError("empty file (0 bytes)", path=path, hint="the trace was not written")
     tf = split_lines(data, 1, limits, path, separator=WHOLE_LINE)
     del data
+    known, bad, skip, wformat = _lines(tf)
+    ev, bad = _agent_events(known, bad, path)
+    bad_line_warning(log, bad, "not a CMU wireless trace line", tf.n_lines)
+    if tf.truncated_line is not None:
+        log.add("W-TRUNCATED", f"last line {tf.truncated_line:,} has no end of line; dropped it",
+                line=tf.truncated_line)
+    drop_reasons = known.filter(pl.col("op").is_in(["D", "d"])).group_by("lvl", "why").len()
+    meta: dict[str, Any] = {
+        "format": NAME, "tool": "ns-2", "paths": [path], "compression": loaded.compression,
+        "wireless_format": wformat,
+        "units": {"time": "s (simulation clock)", "pkt_seq": "packets (ns-2 TCP seqno)", "size": "bytes"},
+        "counts": {"records": tf.n_lines, "events": ev.height, "other_levels": known.height - ev.height,
+                   "skipped": skip, "malformed": len(bad)},
+        "drop_reasons": {f"{a} {b}": int(n) for a, b, n in drop_reasons.sort("lvl", "why").iter_rows()},
+    }
+    if ev.height > limits.max_packets:
+        raise LimitError(f"{ev.height:,} events, over the limit of {limits.max_packets:,}", path=path)
+    if ev.is_empty():
+        log.add("W-EMPTY", "the trace holds no agent-level packet events")
+        return make_trace(None, None, meta, log)
+    ev, info = _packets(ev, limits, path, tcp_header_bytes, log)
+    segs = [v["segment_size"] for v in info.values() if v.get("segment_size")]
+    meta["segment_size"] = max(set(segs), key=segs.count) if segs else None
+    meta["tcp_flows"] = {str(k): v for k, v in sorted(info.items())}
+    return make_trace(ev, None, meta, log)
+
+
+def _lines(tf: TextFrame) -> tuple[pl.DataFrame, np.ndarray, int, str]:
+    """Parse every line in its format (old or new, per line).
+
+    Args:
+        tf: :func:`tracekit.parsers._ns2_text.split_lines` of the file (one whole-line field).
+
+    Returns:
+        (the lines that parsed, the malformed line numbers, the number of movement/energy lines
+        skipped, ``"new"`` or ``"old"``: the format of most lines). A truncated last line is in neither.
+    """
     # (a line holding the unit-separator byte lands partly in c1: it can only be junk)
     f = tf.fields.select("line", "blank", text=pl.when(pl.col("c1").is_null()).then(pl.col("c0")))
     text = pl.col("text")
@@ -110,10 +154,24 @@ def read(
     if tf.truncated_line is not None:
         known = known.filter(pl.col("line") != tf.truncated_line)
         bad = bad[bad != tf.truncated_line]
+    return known, bad, skip.height, "new" if new.height > old.height else "old"
+
+
+def _agent_events(known: pl.DataFrame, bad: np.ndarray, path: str) -> tuple[pl.DataFrame, np.ndarray]:
+    """The events kept: agent-level sends, receives and drops, and drops of TCP packets at any level.
+
+    Agent-level lines without the IP part cannot be placed in a flow: they join the malformed
+    lines rather than being silently lost.
+
+    Returns:
+        (the events, the malformed line numbers).
+
+    Raises:
+        CorruptTraceError: no line is a wireless trace event.
+    """
     is_tcp_pt = pl.col("ptype").is_in(["tcp", "ack"])
     agt = (pl.col("lvl") == "AGT") & pl.col("op").is_in(list(_EVENTS))
     keep = agt | (pl.col("op").is_in(["D", "d"]) & is_tcp_pt & pl.col("src").is_not_null())
-    # agent-level lines without the IP part cannot be placed in a flow: bad lines, not silently lost
     broken = known.filter(agt & ~pl.col("full"))["line"].to_numpy()
     if len(broken):
         bad = np.union1d(bad, broken)
@@ -123,24 +181,18 @@ def read(
             f"no ns-2 wireless trace event in the file; {len(bad):,} line(s) malformed (lines {line_ranges(bad)})",
             path=path, line=int(bad[0]), hint="expected CMU trace lines such as "
             "`s 13.6 _0_ AGT  --- 9 tcp 552 [0 0 0 0] ------- [0:0 1:0 32 0] [1 0] 0 0`")
-    bad_line_warning(log, bad, "not a CMU wireless trace line", tf.n_lines)
-    if tf.truncated_line is not None:
-        log.add("W-TRUNCATED", f"last line {tf.truncated_line:,} has no end of line; dropped it",
-                line=tf.truncated_line)
-    drop_reasons = known.filter(pl.col("op").is_in(["D", "d"])).group_by("lvl", "why").len()
-    meta: dict[str, Any] = {
-        "format": NAME, "tool": "ns-2", "paths": [path], "compression": loaded.compression,
-        "wireless_format": "new" if new.height > old.height else "old",
-        "units": {"time": "s (simulation clock)", "pkt_seq": "packets (ns-2 TCP seqno)", "size": "bytes"},
-        "counts": {"records": tf.n_lines, "events": ev.height, "other_levels": known.height - ev.height,
-                   "skipped": skip.height, "malformed": len(bad)},
-        "drop_reasons": {f"{a} {b}": int(n) for a, b, n in drop_reasons.sort("lvl", "why").iter_rows()},
-    }
-    if ev.height > limits.max_packets:
-        raise LimitError(f"{ev.height:,} events, over the limit of {limits.max_packets:,}", path=path)
-    if ev.is_empty():
-        log.add("W-EMPTY", "the trace holds no agent-level packet events")
-        return make_trace(None, None, meta, log)
+    return ev, bad
+
+
+def _packets(ev: pl.DataFrame, limits: Limits, path: str, tcp_header_bytes: int | None,
+             log: WarningLog) -> tuple[pl.DataFrame, dict[int, dict[str, Any]]]:
+    """The events as packets: flows and directions by endpoints, ns-2's packet numbers as TCP bytes.
+
+    Events are sorted by time where a line is earlier than the one before it (W-NONMONOTONIC).
+
+    Returns:
+        (the packets, per-flow facts of :func:`tracekit.parsers._ns2_tcp.tcp_numbers`).
+    """
     ev = ev.with_columns(
         frame=pl.col("line"),
         event=pl.col("op").replace_strict(_EVENTS, return_dtype=pl.String),
@@ -168,10 +220,7 @@ def read(
         n_back = int((np.diff(times) < 0).sum())
         log.add("W-NONMONOTONIC", f"{n_back:,} event(s) earlier than the line before (sorted by time)", count=n_back)
         ev = ev.sort("time", maintain_order=True)
-    segs = [v["segment_size"] for v in info.values() if v.get("segment_size")]
-    meta["segment_size"] = max(set(segs), key=segs.count) if segs else None
-    meta["tcp_flows"] = {str(k): v for k, v in sorted(info.items())}
-    return make_trace(ev, None, meta, log)
+    return ev, info
 
 
 def _typed(df: pl.DataFrame) -> pl.DataFrame:

@@ -93,48 +93,20 @@ def _parse(df: pl.DataFrame) -> pl.DataFrame:
     # IP payload = total length - fixed header (ns-3's Ipv4Header never carries options).
     ip_payload = pl.when(is4).then(_int(ip4.field("5")) - 20).when(is6).then(_int(ip6.field("1")))
     txt = pl.col("tcp_text")
-    opt_bytes = sum(
-        (txt.str.count_matches(rf"ns3::TcpOption{k}\(") * n for k, n in _OPT_BYTES.items()),
-        start=pl.lit(0, pl.Int64),
-    ) + _sum_numbers(
-        txt, r"ns3::TcpOptionSack\(blocks: \d+", pl.element().str.extract(r"(\d+)$").cast(pl.Int64) * 8 + 2
-    )
-    tcp_hdr = 20 + ((opt_bytes + 3) // 4) * 4
-    pieces = (
-        _sum_numbers(pkt, r"Payload \(size=\d+\)", pl.element().str.extract(r"(\d+)").cast(pl.Int64))
-        + _sum_numbers(pkt, r"Payload Fragment \[\d+:\d+\]",
-                       pl.element().str.extract(r":(\d+)").cast(pl.Int64)
-                       - pl.element().str.extract(r"\[(\d+)").cast(pl.Int64))
-    )
+    tcp_hdr = _tcp_header_bytes(txt)
     has_tcp = tcp.field("1").is_not_null()
     has_udp = udp.field("1").is_not_null()
     # Unknown options have no size we can know: fall back to the printed payload pieces
     # (which on CSMA also count Ethernet padding, hence not the first choice).
-    tcp_payload = pl.when(txt.str.contains("TcpOptionUnknown", literal=True)).then(pieces).otherwise(
+    tcp_payload = pl.when(txt.str.contains("TcpOptionUnknown", literal=True)).then(_printed_payload(pkt)).otherwise(
         (ip_payload - tcp_hdr).clip(0))
     frag_off = pl.when(is4).then(_int(ip4.field("3"))).otherwise(0)
     flags_txt = tcp.field("3").fill_null("")
     flags = sum((flags_txt.str.contains(k, literal=True).cast(pl.Int64) * v for k, v in _FLAG_BITS.items()),
                 start=pl.lit(0, pl.Int64))
-    # Link header bytes: PPP's 2-byte protocol field; Ethernet 14 + FCS 4, payload padded to 46
-    # (CsmaNetDevice pads short frames; the padding prints as an extra "Payload (size=N)").
-    ppp = pkt.str.contains("ns3::PppHeader (", literal=True)
-    eth = pkt.str.contains("ns3::EthernetHeader (", literal=True)
-    fcs = pkt.str.contains("ns3::EthernetTrailer", literal=True)
-    llc = pkt.str.contains("ns3::LlcSnapHeader", literal=True)
-    size = (
-        pl.when(eth).then(pl.max_horizontal(ip_len, pl.lit(46)) + 14).otherwise(ip_len)
-        + pl.when(ppp).then(2).otherwise(0) + pl.when(fcs).then(4).otherwise(0) + pl.when(llc).then(8).otherwise(0)
-    )
+    size = _frame_size(pkt, ip_len)
     ctx = pl.col("ctx")
-    node = ctx.str.extract(r"^/NodeList/(\d+)")
-    dev = ctx.str.extract(r"/DeviceList/(\d+)")
-    iface = ctx.str.extract(r"\((\d+)\)$")
-    link = (
-        pl.when(dev.is_not_null()).then(pl.concat_str([node, pl.lit("/"), dev]))
-        .when(node.is_not_null() & iface.is_not_null()).then(pl.concat_str([node, pl.lit("/if"), iface]))
-        .when(node.is_not_null()).then(pl.concat_str([node, pl.lit("/ip")]))
-    )
+    node, link = _node_and_link(ctx)
     sack_nums = txt.str.extract(r"ns3::TcpOptionSack\(blocks: \d+,((?:\[\d+,\d+\])*)\)", 1)
     out = df.select(
         "frame",
@@ -171,6 +143,56 @@ def _parse(df: pl.DataFrame) -> pl.DataFrame:
         _thdr=pl.when(has_tcp).then(tcp_hdr),
     )
     return out
+
+
+def _tcp_header_bytes(txt: pl.Expr) -> pl.Expr:
+    """TCP header bytes from the printed options (20 + options, padded to 32-bit words, RFC 9293 §3.1)."""
+    opt_bytes = sum(
+        (txt.str.count_matches(rf"ns3::TcpOption{k}\(") * n for k, n in _OPT_BYTES.items()),
+        start=pl.lit(0, pl.Int64),
+    ) + _sum_numbers(
+        txt, r"ns3::TcpOptionSack\(blocks: \d+", pl.element().str.extract(r"(\d+)$").cast(pl.Int64) * 8 + 2
+    )
+    return 20 + ((opt_bytes + 3) // 4) * 4
+
+
+def _printed_payload(pkt: pl.Expr) -> pl.Expr:
+    """The payload pieces ns-3 prints (``Payload (size=N)``, ``Payload Fragment [a:b]``), summed."""
+    return (
+        _sum_numbers(pkt, r"Payload \(size=\d+\)", pl.element().str.extract(r"(\d+)").cast(pl.Int64))
+        + _sum_numbers(pkt, r"Payload Fragment \[\d+:\d+\]",
+                       pl.element().str.extract(r":(\d+)").cast(pl.Int64)
+                       - pl.element().str.extract(r"\[(\d+)").cast(pl.Int64))
+    )
+
+
+def _frame_size(pkt: pl.Expr, ip_len: pl.Expr) -> pl.Expr:
+    """Bytes on the link: the IP length plus the link headers the line shows.
+
+    PPP's 2-byte protocol field; Ethernet 14 + FCS 4, payload padded to 46 (CsmaNetDevice pads
+    short frames; the padding prints as an extra "Payload (size=N)"); LLC/SNAP 8.
+    """
+    ppp = pkt.str.contains("ns3::PppHeader (", literal=True)
+    eth = pkt.str.contains("ns3::EthernetHeader (", literal=True)
+    fcs = pkt.str.contains("ns3::EthernetTrailer", literal=True)
+    llc = pkt.str.contains("ns3::LlcSnapHeader", literal=True)
+    return (
+        pl.when(eth).then(pl.max_horizontal(ip_len, pl.lit(46)) + 14).otherwise(ip_len)
+        + pl.when(ppp).then(2).otherwise(0) + pl.when(fcs).then(4).otherwise(0) + pl.when(llc).then(8).otherwise(0)
+    )
+
+
+def _node_and_link(ctx: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """``node`` (the NodeList index) and ``link`` (``node/device``, ``node/if<i>`` or ``node/ip``) of a context."""
+    node = ctx.str.extract(r"^/NodeList/(\d+)")
+    dev = ctx.str.extract(r"/DeviceList/(\d+)")
+    iface = ctx.str.extract(r"\((\d+)\)$")
+    link = (
+        pl.when(dev.is_not_null()).then(pl.concat_str([node, pl.lit("/"), dev]))
+        .when(node.is_not_null() & iface.is_not_null()).then(pl.concat_str([node, pl.lit("/if"), iface]))
+        .when(node.is_not_null()).then(pl.concat_str([node, pl.lit("/ip")]))
+    )
+    return node, link
 
 
 _TCP_FIELDS = ("sport", "dport", "seq_raw", "ack_raw", "flags", "win_raw", "wscale", "mss", "ts_val", "ts_ecr",
@@ -302,47 +324,8 @@ def read(
     text, encoding = decode_text(loaded.data, path, log)
     lines = lines_of(text)
     ok = check_lines(lines, path, limits, log)
-    df = pl.DataFrame({"line": lines}).with_row_index("frame", offset=1)
-    df = df.filter(ok & (pl.col("line").str.strip_chars() != ""))
-    # Split on the first spaces (far cheaper than one regex over the whole line): the context is
-    # there only when the third field starts with "/" (helpers using the *WithoutContext sinks omit it).
-    parts = pl.col("line").str.splitn(" ", 4)
-    f2, f3 = parts.struct.field("field_2"), parts.struct.field("field_3")
-    has_ctx = f2.str.starts_with("/")
-    df = df.select(
-        "frame",
-        ev=parts.struct.field("field_0"),
-        t=parts.struct.field("field_1"),
-        ctx=pl.when(has_ctx).then(f2),
-        pkt=pl.when(has_ctx).then(f3).otherwise(pl.concat_str([f2, f3], separator=" ", ignore_nulls=True)),
-    )
-    tnum = pl.col("t").cast(pl.Float64, strict=False)
-    df = df.with_columns(_ok=pl.col("ev").is_in(list(_EVENTS)) & tnum.is_finite().fill_null(False)
-                         & pl.col("t").str.contains(rf"^{NUMBER}$").fill_null(False)
-                         & (pl.col("pkt").str.starts_with("ns3::") | pl.col("pkt").str.starts_with("Payload"))
-                         .fill_null(False))
-    # ns-3 ends every line with std::endl: a last line without one was cut short (a run that
-    # crashed or was killed before the stream was flushed), even if what is left looks valid.
-    cut = not text.endswith(("\n", "\r")) and df.height > 0 and int(df["frame"][-1]) == lines.len()
-    if cut:
-        df = df.with_columns(_ok=pl.col("_ok") & (pl.col("frame") != lines.len()))
-    bad = ~df["_ok"]
     counts: dict[str, int] = {"lines": int(lines.len())}
-    if bad.any():
-        nbad = int(bad.sum()) - int(cut)
-        if nbad == df.height - int(cut) and nbad > 0:
-            first = int(df["frame"].filter(bad)[0])
-            raise CorruptTraceError("no line is an ns-3 ASCII trace line", path=path, line=first,
-                                    hint="expected '<+|-|r|d|t> <time> <context> ns3::...' lines")
-        if cut:
-            log.add("W-TRUNCATED", "the last line has no line end: cut short, skipped", line=int(lines.len()),
-                    hint="the simulation did not flush its trace stream; the lines before are kept")
-        if nbad:
-            first = int(df["frame"].filter(bad & (df["frame"] != lines.len() if cut else True))[0])
-            log.add("W-BADLINE", f"{nbad:,} line(s) are not ns-3 trace lines (skipped)", count=nbad, line=first)
-        counts["bad_lines"] = nbad
-        df = df.filter(~bad)
-    df = df.drop("_ok")
+    df = _trace_lines(text, lines, ok, path, log, counts)
     if df.height > limits.max_packets:
         raise LimitError(f"{df.height:,} packet events, over the limit of {limits.max_packets:,}", path=path,
                          hint="raise max_packets in [limits]")
@@ -379,3 +362,58 @@ def read(
         "counts": counts,
     }
     return make_trace(rows, None, meta, log)
+
+
+def _trace_lines(text: str, lines: pl.Series, ok: pl.Series, path: str, log: WarningLog,
+                 counts: dict[str, int]) -> pl.DataFrame:
+    """The trace lines split into ``frame`` (line number), ``ev``, ``t``, ``ctx`` and ``pkt``.
+
+    Other lines are skipped (W-BADLINE), and so is a last line without a line end
+    (W-TRUNCATED): ns-3 ends every line with std::endl, so such a line was cut short (a run
+    that crashed or was killed before the stream was flushed), even if what is left looks valid.
+
+    Args:
+        ok: Lines within the line-length limit (:func:`tracekit.parsers._text.check_lines`).
+        counts: ``bad_lines`` is set here when lines were skipped.
+
+    Raises:
+        CorruptTraceError: no line is an ns-3 trace line.
+    """
+    df = pl.DataFrame({"line": lines}).with_row_index("frame", offset=1)
+    df = df.filter(ok & (pl.col("line").str.strip_chars() != ""))
+    # Split on the first spaces (far cheaper than one regex over the whole line): the context is
+    # there only when the third field starts with "/" (helpers using the *WithoutContext sinks omit it).
+    parts = pl.col("line").str.splitn(" ", 4)
+    f2, f3 = parts.struct.field("field_2"), parts.struct.field("field_3")
+    has_ctx = f2.str.starts_with("/")
+    df = df.select(
+        "frame",
+        ev=parts.struct.field("field_0"),
+        t=parts.struct.field("field_1"),
+        ctx=pl.when(has_ctx).then(f2),
+        pkt=pl.when(has_ctx).then(f3).otherwise(pl.concat_str([f2, f3], separator=" ", ignore_nulls=True)),
+    )
+    tnum = pl.col("t").cast(pl.Float64, strict=False)
+    df = df.with_columns(_ok=pl.col("ev").is_in(list(_EVENTS)) & tnum.is_finite().fill_null(False)
+                         & pl.col("t").str.contains(rf"^{NUMBER}$").fill_null(False)
+                         & (pl.col("pkt").str.starts_with("ns3::") | pl.col("pkt").str.starts_with("Payload"))
+                         .fill_null(False))
+    cut = not text.endswith(("\n", "\r")) and df.height > 0 and int(df["frame"][-1]) == lines.len()
+    if cut:
+        df = df.with_columns(_ok=pl.col("_ok") & (pl.col("frame") != lines.len()))
+    bad = ~df["_ok"]
+    if bad.any():
+        nbad = int(bad.sum()) - int(cut)
+        if nbad == df.height - int(cut) and nbad > 0:
+            first = int(df["frame"].filter(bad)[0])
+            raise CorruptTraceError("no line is an ns-3 ASCII trace line", path=path, line=first,
+                                    hint="expected '<+|-|r|d|t> <time> <context> ns3::...' lines")
+        if cut:
+            log.add("W-TRUNCATED", "the last line has no line end: cut short, skipped", line=int(lines.len()),
+                    hint="the simulation did not flush its trace stream; the lines before are kept")
+        if nbad:
+            first = int(df["frame"].filter(bad & (df["frame"] != lines.len() if cut else True))[0])
+            log.add("W-BADLINE", f"{nbad:,} line(s) are not ns-3 trace lines (skipped)", count=nbad, line=first)
+        counts["bad_lines"] = nbad
+        df = df.filter(~bad)
+    return df.drop("_ok")

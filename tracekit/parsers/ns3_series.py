@@ -145,58 +145,10 @@ def read(
     text, _enc = decode_text(loaded.data, path, log)
     lines = lines_of(text)
     ok = check_lines(lines, path, limits, log)
-    df = pl.DataFrame({"line": lines}).with_row_index("frame", offset=1).filter(
-        ok & (pl.col("line").str.strip_chars() != ""))
-    df = df.with_columns(
-        tab=pl.col("line").str.extract_groups(_TAB),
-        sp=pl.col("line").str.extract_groups(_SPACE),
-        drop=pl.col("line").str.extract(_DROP, 1),
-    )
-    n_tab = int(df["tab"].struct.field("1").is_not_null().sum())
-    n_sp = int(df["sp"].struct.field("1").is_not_null().sum())
-    layout = "tab" if n_tab >= n_sp else "space"
-    if n_tab == 0 and n_sp == 0:
-        first = int(df["frame"][0]) if df.height else 1
-        raise CorruptTraceError("no line is 'time value' as ns-3 series write them", path=path, line=first,
-                                hint="expected 'time<TAB>old<TAB>new', 'time<TAB>value' or 'time value' lines")
-    m = df["tab" if layout == "tab" else "sp"].struct
-    # ns-3 ends every line with std::endl: a last line without one was cut short ("0.58129" may
-    # be what is left of "0.581299 14480"), so it is not trusted even when it parses.
-    cut = not text.endswith(("\n", "\r")) and df.height > 0 and int(df["frame"][-1]) == lines.len()
-    last = (df["frame"] == lines.len()) & cut
-    good = m.field("1").is_not_null() & ~last
-    is_drop = df["drop"].is_not_null() & ~last
-    bad = ~good & ~is_drop & ~last
-    if cut:
-        log.add("W-TRUNCATED", "the last line has no line end: cut short, skipped", line=int(lines.len()))
-    if bad.any():
-        nbad = int(bad.sum())
-        log.add("W-BADLINE", f"{nbad:,} line(s) are not series lines (skipped)", count=nbad,
-                line=int(df["frame"].filter(bad)[0]))
-    three = layout == "tab" and bool(m.field("3").is_not_null().any())
-    value = pl.coalesce(m.field("3"), m.field("2")) if three else m.field("2")
-    samples = df.select(
-        time=m.field("1").cast(pl.Float64, strict=False),
-        value=value.cast(pl.Float64, strict=False),
-        _good=good,
-    ).filter(pl.col("_good")).drop("_good")
-    finite = samples["time"].is_finite() & samples["value"].is_finite()
-    if not finite.all():
-        log.add("W-NONFINITE", f"{int((~finite).sum())} sample(s) with an infinite/NaN time or value left out",
-                count=int((~finite).sum()))
-        samples = samples.filter(finite)
+    df, layout, good, is_drop = _series_lines(text, lines, ok, path, log)
+    samples, three = _values(df, layout, good, log)
     fifth = bool(is_drop.any())
-    if metric is not None:
-        chosen, how = metric, "option"
-    elif (hint := metric_hint(path)) is not None:
-        chosen, how = hint, "file name"
-    elif fifth or three:
-        # fifth.cc prints only cwnd (with RxDrop lines); sixth.cc's 3-column file is its cwnd trace.
-        chosen, how = "cwnd", "layout"
-    else:
-        chosen, how = "cwnd", "default"
-        log.add("W-METRIC", "cannot tell which variable this series holds; read as cwnd (bytes)",
-                hint="name the file like tcp-variants-comparison (-cwnd.data, -rtt.data, ...) or pass metric=")
+    chosen, how = _choose_metric(metric, path, fifth, three, log)
     unit = METRICS[chosen][0]
     counts: dict[str, int] = {"lines": int(lines.len())}
     if chosen == "ssthresh":
@@ -234,3 +186,87 @@ def read(
         "counts": counts,
     }
     return make_trace(None, samples, meta, log)
+
+
+def _series_lines(text: str, lines: pl.Series, ok: pl.Series, path: str, log: WarningLog
+                  ) -> tuple[pl.DataFrame, str, pl.Series, pl.Series]:
+    """Match every line against the series layouts and fifth's ``RxDrop`` lines.
+
+    ns-3 ends every line with std::endl: a last line without one was cut short ("0.58129" may
+    be what is left of "0.581299 14480"), so it is not trusted even when it parses (W-TRUNCATED).
+    Other lines are skipped (W-BADLINE).
+
+    Returns:
+        (the lines with ``frame``, ``tab``/``sp`` matches and ``drop``; the layout, ``"tab"`` or
+        ``"space"``; the good series lines; the RxDrop lines).
+
+    Raises:
+        CorruptTraceError: no line has a series layout.
+    """
+    df = pl.DataFrame({"line": lines}).with_row_index("frame", offset=1).filter(
+        ok & (pl.col("line").str.strip_chars() != ""))
+    df = df.with_columns(
+        tab=pl.col("line").str.extract_groups(_TAB),
+        sp=pl.col("line").str.extract_groups(_SPACE),
+        drop=pl.col("line").str.extract(_DROP, 1),
+    )
+    n_tab = int(df["tab"].struct.field("1").is_not_null().sum())
+    n_sp = int(df["sp"].struct.field("1").is_not_null().sum())
+    layout = "tab" if n_tab >= n_sp else "space"
+    if n_tab == 0 and n_sp == 0:
+        first = int(df["frame"][0]) if df.height else 1
+        raise CorruptTraceError("no line is 'time value' as ns-3 series write them", path=path, line=first,
+                                hint="expected 'time<TAB>old<TAB>new', 'time<TAB>value' or 'time value' lines")
+    m = df["tab" if layout == "tab" else "sp"].struct
+    cut = not text.endswith(("\n", "\r")) and df.height > 0 and int(df["frame"][-1]) == lines.len()
+    last = (df["frame"] == lines.len()) & cut
+    good = m.field("1").is_not_null() & ~last
+    is_drop = df["drop"].is_not_null() & ~last
+    bad = ~good & ~is_drop & ~last
+    if cut:
+        log.add("W-TRUNCATED", "the last line has no line end: cut short, skipped", line=int(lines.len()))
+    if bad.any():
+        nbad = int(bad.sum())
+        log.add("W-BADLINE", f"{nbad:,} line(s) are not series lines (skipped)", count=nbad,
+                line=int(df["frame"].filter(bad)[0]))
+    return df, layout, good, is_drop
+
+
+def _values(df: pl.DataFrame, layout: str, good: pl.Series, log: WarningLog) -> tuple[pl.DataFrame, bool]:
+    """``time, value`` of the good lines (a 3-column line's new value); non-finite ones left out (W-NONFINITE).
+
+    Returns:
+        (the samples, whether the file has the 3-column ``time old new`` layout).
+    """
+    m = df["tab" if layout == "tab" else "sp"].struct
+    three = layout == "tab" and bool(m.field("3").is_not_null().any())
+    value = pl.coalesce(m.field("3"), m.field("2")) if three else m.field("2")
+    samples = df.select(
+        time=m.field("1").cast(pl.Float64, strict=False),
+        value=value.cast(pl.Float64, strict=False),
+        _good=good,
+    ).filter(pl.col("_good")).drop("_good")
+    finite = samples["time"].is_finite() & samples["value"].is_finite()
+    if not finite.all():
+        log.add("W-NONFINITE", f"{int((~finite).sum())} sample(s) with an infinite/NaN time or value left out",
+                count=int((~finite).sum()))
+        samples = samples.filter(finite)
+    return samples, three
+
+
+def _choose_metric(metric: str | None, path: str, fifth: bool, three: bool, log: WarningLog) -> tuple[str, str]:
+    """The metric the series holds and how it was chosen: the option, the file name, the layout or the default.
+
+    ns-3's example programs write bare ``time value`` lines: only the file name, or the
+    layout, tells which variable they trace.
+    """
+    if metric is not None:
+        return metric, "option"
+    if (hint := metric_hint(path)) is not None:
+        return hint, "file name"
+    if fifth or three:
+        # fifth.cc prints only cwnd (with RxDrop lines); sixth.cc's 3-column file is its cwnd trace.
+        return "cwnd", "layout"
+    log.add("W-METRIC", "cannot tell which variable this series holds; read as cwnd (bytes)",
+            hint="name the file like tcp-variants-comparison (-cwnd.data, -rtt.data, ...) or pass metric=")
+    return "cwnd", "default"

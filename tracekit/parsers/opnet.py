@@ -228,12 +228,7 @@ def read(
         UnknownFormatError: empty input or a table without a numeric time column.
         CorruptTraceError: a table polars cannot parse.
     """
-    user = dict(mapping or {})
-    if map_file is not None:
-        user = {**load_map_file(map_file), **user}
-    for pattern, metric in user.items():
-        if not isinstance(pattern, str) or not isinstance(metric, str) or not _METRIC_NAME.match(metric):
-            raise UsageError(f"bad OPNET mapping entry {pattern!r}: {metric!r} (expected a metric name)")
+    user = _user_mapping(mapping, map_file)
     loaded = load(source, limits)
     path = name or loaded.path
     log = WarningLog(path, strict)
@@ -242,63 +237,12 @@ def read(
     text, encoding = decode_text(loaded.data, path, log)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    lines = lines_of(text)
-    check_lines(lines, path, limits, log)
-    h = _header_line(lines)
-    if h < 0:
-        raise UnknownFormatError("the file holds only blank lines", path=path)
-    header_text = lines[h]
-    sep = sniff_delimiter(header_text)
-    headers = split_header(header_text, sep)
-    if len(headers) < 2:
-        raise UnknownFormatError(f"the header has a single column (delimiter {sep!r})", path=path, line=h + 1,
-                                 hint="expected a time column and statistic columns separated by tab, ';' or ','")
-    body = text.split("\n", h)[-1] if h else text
-    table = read_table(body, sep, path, line0=h + 1)
-    ncols = len(headers)
-    counts_f = field_counts(lines.slice(h + 1), sep)
-    short = int((counts_f < ncols).sum())
-    long = int((counts_f > ncols).sum())
-    if short:
-        log.add("W-SHORTROW", f"{short:,} row(s) have fewer cells than the header (missing cells read as blank)",
-                count=short, line=h + 1 + first_bad((counts_f < ncols).fill_null(False)))
-    if long:
-        log.add("W-LONGROW", f"{long:,} row(s) have more cells than the header (extra cells ignored)",
-                count=long, line=h + 1 + first_bad((counts_f > ncols).fill_null(False)))
-    cols = table.columns[:ncols]
-    values = table.select(cols[1:])
-    decimal_comma = uses_decimal_comma(values, sep)
-    tt = table.select(time=numbers(table[cols[0]], decimal_comma=decimal_comma) * _time_scale(headers[0]),
-                      _blank=pl.all_horizontal(pl.col(cols).is_null() | (pl.col(cols).str.strip_chars() == "")),
-                      _line=pl.int_range(pl.len()) + h + 2)
-    bad_time = tt["time"].is_null() & ~tt["_blank"]
-    if bool(bad_time.all()) and tt.height:
-        raise UnknownFormatError(f"the first column {headers[0]!r} holds no numbers, so it is not a time column",
-                                 path=path, line=h + 2, hint="OPNET exports start with a time column")
-    if bad_time.any():
-        log.add("W-BADLINE", f"{int(bad_time.sum()):,} row(s) without a numeric time (skipped)",
-                count=int(bad_time.sum()), line=int(tt["_line"].filter(bad_time)[0]))
-    info = [classify(hd or f"column {i + 2}", user) for i, hd in enumerate(headers[1:])]
-    seen: dict[str, int] = {}
-    for c in info:  # repeated headers stay apart in `source`
-        k = seen[c["header"]] = seen.get(c["header"], 0) + 1
-        c["source"] = c["header"] if k == 1 else f"{c['header']} #{k}"
-    conv = pl.DataFrame(
-        [tt["time"].alias("time")]
-        + [(numbers(table[c], decimal_comma=decimal_comma) * inf["scale"]).alias(str(i))
-           for i, (c, inf) in enumerate(zip(cols[1:], info, strict=False))])
-    junk = sum(int((conv[str(i)].is_null() & table[c].is_not_null() & (table[c].str.strip_chars() != "")).sum())
-               for i, c in enumerate(cols[1:]))
-    if junk:
-        log.add("W-BADVALUE", f"{junk:,} cell(s) are not numbers (left out)", count=junk)
-    conv = conv.filter(pl.col("time").is_not_null())
-    nf = sum(nonfinite(conv[c]) for c in conv.columns)
-    conv = conv.filter(pl.col("time").is_finite())
-    if nf:
-        log.add("W-NONFINITE", f"{nf:,} NaN/infinite value(s) left out", count=nf)
-    if conv.height > 1 and bool((conv["time"].diff().drop_nulls() < 0).any()):
-        log.add("W-NONMONOTONIC", "time goes backwards (row order kept)",
-                count=int((conv["time"].diff().drop_nulls() < 0).sum()))
+    h, sep, headers, table = _table(text, path, limits, log)
+    cols = table.columns[:len(headers)]
+    decimal_comma = uses_decimal_comma(table.select(cols[1:]), sep)
+    tt = _times(table, cols, headers, h, decimal_comma, path, log)
+    info = _column_info(headers, user)
+    conv = _values(table, cols, tt, info, decimal_comma, log)
     colmeta = pl.DataFrame({
         "col": [str(i) for i in range(len(info))],
         "metric": [c["metric"] for c in info], "unit": [c["unit"] for c in info],
@@ -328,6 +272,117 @@ def read(
         "columns": [{k: c[k] for k in ("header", "metric", "unit", "node", "mapped_by")} for c in info],
         "units": {c["metric"]: c["header"] for c in info if c["mapped_by"] != "unknown"} | {"time": headers[0]},
         "time_origin": "simulation start",
-        "counts": {"rows": table.height, "columns": ncols},
+        "counts": {"rows": table.height, "columns": len(headers)},
     }
     return make_trace(None, samples, meta, log)
+
+
+def _user_mapping(mapping: dict[str, str] | None, map_file: str | Path | None) -> dict[str, str]:
+    """The user's header patterns -> metric: ``mapping`` over the ``map_file``'s ``[opnet.map]`` table.
+
+    Raises:
+        UsageError: an entry whose metric is not a metric name.
+    """
+    user = dict(mapping or {})
+    if map_file is not None:
+        user = {**load_map_file(map_file), **user}
+    for pattern, metric in user.items():
+        if not isinstance(pattern, str) or not isinstance(metric, str) or not _METRIC_NAME.match(metric):
+            raise UsageError(f"bad OPNET mapping entry {pattern!r}: {metric!r} (expected a metric name)")
+    return user
+
+
+def _table(text: str, path: str, limits: Limits, log: WarningLog) -> tuple[int, str, list[str], pl.DataFrame]:
+    """The header (the first non-blank line), its delimiter and the table of cells below it, as strings.
+
+    Rows with fewer cells than the header read the missing ones as blank (W-SHORTROW); extra
+    cells are ignored (W-LONGROW).
+
+    Returns:
+        (the header's line index, the delimiter, the header cells, the table).
+
+    Raises:
+        UnknownFormatError: only blank lines, or a single-column header.
+    """
+    lines = lines_of(text)
+    check_lines(lines, path, limits, log)
+    h = _header_line(lines)
+    if h < 0:
+        raise UnknownFormatError("the file holds only blank lines", path=path)
+    header_text = lines[h]
+    sep = sniff_delimiter(header_text)
+    headers = split_header(header_text, sep)
+    if len(headers) < 2:
+        raise UnknownFormatError(f"the header has a single column (delimiter {sep!r})", path=path, line=h + 1,
+                                 hint="expected a time column and statistic columns separated by tab, ';' or ','")
+    body = text.split("\n", h)[-1] if h else text
+    table = read_table(body, sep, path, line0=h + 1)
+    ncols = len(headers)
+    counts_f = field_counts(lines.slice(h + 1), sep)
+    short = int((counts_f < ncols).sum())
+    long = int((counts_f > ncols).sum())
+    if short:
+        log.add("W-SHORTROW", f"{short:,} row(s) have fewer cells than the header (missing cells read as blank)",
+                count=short, line=h + 1 + first_bad((counts_f < ncols).fill_null(False)))
+    if long:
+        log.add("W-LONGROW", f"{long:,} row(s) have more cells than the header (extra cells ignored)",
+                count=long, line=h + 1 + first_bad((counts_f > ncols).fill_null(False)))
+    return h, sep, headers, table
+
+
+def _times(table: pl.DataFrame, cols: list[str], headers: list[str], h: int, decimal_comma: bool, path: str,
+           log: WarningLog) -> pl.DataFrame:
+    """The time column in seconds, with ``_blank`` (an empty row) and ``_line`` (the file line).
+
+    Rows without a numeric time are skipped later (W-BADLINE).
+
+    Raises:
+        UnknownFormatError: the first column holds no numbers at all.
+    """
+    tt = table.select(time=numbers(table[cols[0]], decimal_comma=decimal_comma) * _time_scale(headers[0]),
+                      _blank=pl.all_horizontal(pl.col(cols).is_null() | (pl.col(cols).str.strip_chars() == "")),
+                      _line=pl.int_range(pl.len()) + h + 2)
+    bad_time = tt["time"].is_null() & ~tt["_blank"]
+    if bool(bad_time.all()) and tt.height:
+        raise UnknownFormatError(f"the first column {headers[0]!r} holds no numbers, so it is not a time column",
+                                 path=path, line=h + 2, hint="OPNET exports start with a time column")
+    if bad_time.any():
+        log.add("W-BADLINE", f"{int(bad_time.sum()):,} row(s) without a numeric time (skipped)",
+                count=int(bad_time.sum()), line=int(tt["_line"].filter(bad_time)[0]))
+    return tt
+
+
+def _column_info(headers: list[str], user: dict[str, str]) -> list[dict[str, Any]]:
+    """:func:`classify` of every statistic column, with ``source``: the header, numbered when repeated."""
+    info = [classify(hd or f"column {i + 2}", user) for i, hd in enumerate(headers[1:])]
+    seen: dict[str, int] = {}
+    for c in info:  # repeated headers stay apart in `source`
+        k = seen[c["header"]] = seen.get(c["header"], 0) + 1
+        c["source"] = c["header"] if k == 1 else f"{c['header']} #{k}"
+    return info
+
+
+def _values(table: pl.DataFrame, cols: list[str], tt: pl.DataFrame, info: list[dict[str, Any]],
+            decimal_comma: bool, log: WarningLog) -> pl.DataFrame:
+    """``time`` and every statistic column (named by its index) as numbers in the metric's unit.
+
+    Cells that are not numbers are left out (W-BADVALUE), as are rows without a finite time
+    and NaN/infinite values (W-NONFINITE); a time going backwards is reported (W-NONMONOTONIC).
+    """
+    conv = pl.DataFrame(
+        [tt["time"].alias("time")]
+        + [(numbers(table[c], decimal_comma=decimal_comma) * inf["scale"]).alias(str(i))
+           for i, (c, inf) in enumerate(zip(cols[1:], info, strict=False))])
+    junk = sum(int((conv[str(i)].is_null() & table[c].is_not_null() & (table[c].str.strip_chars() != "")).sum())
+               for i, c in enumerate(cols[1:]))
+    if junk:
+        log.add("W-BADVALUE", f"{junk:,} cell(s) are not numbers (left out)", count=junk)
+    conv = conv.filter(pl.col("time").is_not_null())
+    nf = sum(nonfinite(conv[c]) for c in conv.columns)
+    conv = conv.filter(pl.col("time").is_finite())
+    if nf:
+        log.add("W-NONFINITE", f"{nf:,} NaN/infinite value(s) left out", count=nf)
+    if conv.height > 1 and bool((conv["time"].diff().drop_nulls() < 0).any()):
+        log.add("W-NONMONOTONIC", "time goes backwards (row order kept)",
+                count=int((conv["time"].diff().drop_nulls() < 0).sum()))
+    return conv

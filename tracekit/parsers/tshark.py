@@ -178,57 +178,8 @@ def read(
                                  path=path, hint="pip install pyshark; apt install tshark")
     log = WarningLog(path, strict)
     with tempfile.TemporaryDirectory(prefix="tracekit-tshark-") as tmp:
-        if isinstance(source, (str, os.PathLike)) and not isinstance(source, NamedBytes):
-            loaded = None
-            target = Path(source)
-            try:
-                size = target.stat().st_size
-                with open(target, "rb") as fh:
-                    head = fh.read(32)
-            except OSError as exc:
-                raise UnknownFormatError(f"cannot read file: {exc.strerror or exc}", path=path) from None
-            if size > limits.max_input_bytes:
-                raise LimitError(f"file is {size:,} bytes, over the limit of {limits.max_input_bytes:,}", path=path,
-                                 hint="raise max_input_bytes in [limits] if this is intended")
-            if head[:2] == b"\x1f\x8b" or head[:3] == b"BZh" or head[:6] == b"\xfd7zXZ\x00":
-                loaded = load(source, limits)  # capped decompression before tshark sees it
-        else:
-            loaded = load(source, limits)
-        if loaded is not None:
-            head = loaded.data[:32]
-            target = Path(tmp) / "capture"
-            target.write_bytes(loaded.data)
-        out = Path(tmp) / "fields.tsv"
-        cmd = [exe, "-n", "-r", str(target), "-c", str(limits.max_packets + 1), "-T", "fields",
-               "-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=,", "-E", "quote=n"]
-        for p in _PREFS:
-            cmd += ["-o", p]
-        for f in FIELDS:
-            cmd += ["-e", f]
-        rc, err = _run(cmd, out, limits.timeout_s, path)
-        lines = [ln for ln in err.splitlines() if ln.strip() and "Running as user" not in ln]
-        text = " ".join(lines).replace(str(target), path)[:300]
-        if rc != 0:
-            if (
-                "unknown or unsupported" in text
-                or "format TShark understands" in text
-                or "isn't a capture file" in text
-            ):
-                lt = f" (link type {slow_linktypes[0]})" if slow_linktypes else ""
-                raise UnknownFormatError(f"neither tracekit nor tshark can decode this capture{lt}: {text}",
-                                         path=path, hint="convert it to Ethernet or raw IP first")
-            if "cut short" in text:
-                log.add("W-TRUNCATED", "the capture is cut short (tshark kept the packets before the cut)")
-            elif out.stat().st_size == 0:
-                raise CorruptTraceError(f"tshark could not read the file: {text}", path=path,
-                                        hint="the file may be damaged")
-            else:
-                log.add("W-TSHARK", f"tshark reported: {text}")
-        if out.stat().st_size == 0:
-            raw = pl.DataFrame(schema={c: pl.String for c in FIELDS.values()})
-        else:
-            raw = pl.read_csv(out, separator="\t", has_header=False, new_columns=list(FIELDS.values()),
-                              schema_overrides={c: pl.String for c in FIELDS.values()}, quote_char=None)
+        target, head = _target(source, limits, path, Path(tmp))
+        raw = _fields(exe, target, Path(tmp) / "fields.tsv", limits, path, slow_linktypes, log)
     if raw.width != len(FIELDS):
         raise CorruptTraceError(f"unexpected tshark output ({raw.width} columns, {len(FIELDS)} expected)",
                                 path=path, hint="is this tshark version supported? (tested with 4.0)")
@@ -240,6 +191,80 @@ def read(
         raise LimitError(f"over {limits.max_packets:,} packets", path=path,
                          hint="raise max_packets in [limits] or split the capture (editcap -c)")
     return _to_trace(raw, log, limits, path, container, slow_linktypes, _container_linktypes(head))
+
+
+def _target(source: Source, limits: Limits, path: str, tmp: Path) -> tuple[Path, bytes]:
+    """The file tshark reads, and its first bytes: a plain file as it is, anything else (bytes, a
+    stream, compressed input: decompressed with the usual caps) written to ``tmp`` first.
+
+    Raises:
+        UnknownFormatError: the file cannot be read.
+        LimitError: the file is over ``max_input_bytes``.
+    """
+    if isinstance(source, (str, os.PathLike)) and not isinstance(source, NamedBytes):
+        loaded = None
+        target = Path(source)
+        try:
+            size = target.stat().st_size
+            with open(target, "rb") as fh:
+                head = fh.read(32)
+        except OSError as exc:
+            raise UnknownFormatError(f"cannot read file: {exc.strerror or exc}", path=path) from None
+        if size > limits.max_input_bytes:
+            raise LimitError(f"file is {size:,} bytes, over the limit of {limits.max_input_bytes:,}", path=path,
+                             hint="raise max_input_bytes in [limits] if this is intended")
+        if head[:2] == b"\x1f\x8b" or head[:3] == b"BZh" or head[:6] == b"\xfd7zXZ\x00":
+            loaded = load(source, limits)  # capped decompression before tshark sees it
+    else:
+        loaded = load(source, limits)
+    if loaded is not None:
+        head = loaded.data[:32]
+        target = tmp / "capture"
+        target.write_bytes(loaded.data)
+    return target, head
+
+
+def _fields(exe: str, target: Path, out: Path, limits: Limits, path: str, slow_linktypes: list[int] | None,
+            log: WarningLog) -> pl.DataFrame:
+    """Run tshark over ``target`` and read its :data:`FIELDS` (one String column each) from ``out``.
+
+    tshark's complaints become errors when it wrote nothing, else warnings (W-TRUNCATED for a
+    capture cut short, W-TSHARK otherwise); its messages name ``path``, not the temporary file.
+
+    Raises:
+        UnknownFormatError: tshark does not understand the file.
+        CorruptTraceError: tshark failed without output.
+        LimitError: tshark ran over ``timeout_s``.
+    """
+    cmd = [exe, "-n", "-r", str(target), "-c", str(limits.max_packets + 1), "-T", "fields",
+           "-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=,", "-E", "quote=n"]
+    for p in _PREFS:
+        cmd += ["-o", p]
+    for f in FIELDS:
+        cmd += ["-e", f]
+    rc, err = _run(cmd, out, limits.timeout_s, path)
+    lines = [ln for ln in err.splitlines() if ln.strip() and "Running as user" not in ln]
+    text = " ".join(lines).replace(str(target), path)[:300]
+    if rc != 0:
+        if (
+            "unknown or unsupported" in text
+            or "format TShark understands" in text
+            or "isn't a capture file" in text
+        ):
+            lt = f" (link type {slow_linktypes[0]})" if slow_linktypes else ""
+            raise UnknownFormatError(f"neither tracekit nor tshark can decode this capture{lt}: {text}",
+                                     path=path, hint="convert it to Ethernet or raw IP first")
+        if "cut short" in text:
+            log.add("W-TRUNCATED", "the capture is cut short (tshark kept the packets before the cut)")
+        elif out.stat().st_size == 0:
+            raise CorruptTraceError(f"tshark could not read the file: {text}", path=path,
+                                    hint="the file may be damaged")
+        else:
+            log.add("W-TSHARK", f"tshark reported: {text}")
+    if out.stat().st_size == 0:
+        return pl.DataFrame(schema={c: pl.String for c in FIELDS.values()})
+    return pl.read_csv(out, separator="\t", has_header=False, new_columns=list(FIELDS.values()),
+                       schema_overrides={c: pl.String for c in FIELDS.values()}, quote_char=None)
 
 
 def _datagram_sizes(df: pl.DataFrame) -> pl.DataFrame:

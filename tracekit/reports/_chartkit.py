@@ -7,12 +7,17 @@ Kept apart from :mod:`tracekit.reports.charts` (time charts of one flow) and
 from __future__ import annotations
 
 import re
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, TypeVar
 
 import altair as alt
 import polars as pl
 
 from tracekit.reports.downsample import MAX_MARKERS, cap
+
+#: Any chart (:meth:`Bag.attach` hands back what it was given).
+_Chart = TypeVar("_Chart", bound=alt.TopLevelMixin)
+#: A top-level chart (:func:`with_notes` keeps its class).
+_TopLevel = TypeVar("_TopLevel", bound=alt.TopLevelMixin)
 
 WIDTH = 760
 HEIGHT = 260
@@ -104,9 +109,10 @@ class Bag:
         """The ``s`` (series) values the datasets carry: the legend shows only these."""
         return {str(r["s"]) for rows in self.rows.values() for r in rows if r.get("s") is not None}
 
-    def attach(self, chart: Any) -> Any:
+    def attach(self, chart: _Chart) -> _Chart:
         """Set the datasets on the finished chart (call last: later altair steps would copy them)."""
-        chart.datasets = dict(self.rows)
+        # every top-level chart class has ``datasets`` (a top-level spec property); TopLevelMixin does not declare it
+        chart.datasets = dict(self.rows)  # type: ignore[attr-defined]
         return chart
 
 
@@ -119,7 +125,8 @@ def spec(chart: Any) -> dict[str, Any]:
     kwds = getattr(chart, "_kwds", None)
     datasets = kwds.get("datasets", alt.Undefined) if isinstance(kwds, dict) else alt.Undefined
     if not isinstance(kwds, dict) or not isinstance(datasets, dict):
-        return chart.to_dict(validate=False)
+        whole: dict[str, Any] = chart.to_dict(validate=False)  # (chart is Any: any altair chart)
+        return whole
     kwds["datasets"] = alt.Undefined
     try:
         out: dict[str, Any] = chart.to_dict(validate=False)
@@ -188,13 +195,27 @@ def stall_layer(stalls: pl.DataFrame | None, flow: int | None, dir: int | None, 
     cause = pl.col("cause").cast(pl.String) if "cause" in st.columns else pl.lit(None, pl.String)
     data = st.select(pl.col("start").alias("t"), pl.col("end").alias("t2"), cause.alias("cause"),
                      pl.lit("stall").alias("s"))
-    return (
+    # altair's encode() is generated at run time and typed as returning Any: the layer is a Chart
+    bands: alt.Chart = (
         alt.Chart(bag(records(data)), name=f"{name}_stalls")
         .mark_rect(opacity=0.18)
         .encode(x=alt.X("t:Q"), x2="t2:Q", color=alt.Color("s:N"),
                 tooltip=[alt.Tooltip("t:Q", title="stall from (s)"), alt.Tooltip("t2:Q", title="to (s)"),
                          alt.Tooltip("cause:N", title="cause")])
     )
+    return bands
+
+
+def layer(*charts: alt.Chart | alt.LayerChart) -> alt.LayerChart:
+    """``alt.layer`` of charts that are not faceted.
+
+    altair types ``alt.layer`` as ``LayerChart | FacetChart`` (layering a faceted chart gives a
+    FacetChart); tracekit never facets, so the result is a LayerChart (checked).
+    """
+    out = alt.layer(*charts)
+    if not isinstance(out, alt.LayerChart):
+        raise TypeError(f"layering gave a {type(out).__name__}, not a LayerChart")
+    return out
 
 
 def layered(layers: list[alt.Chart], name: str, title: str, colors: dict[str, str], y_title: str,
@@ -206,13 +227,16 @@ def layered(layers: list[alt.Chart], name: str, title: str, colors: dict[str, st
     shown.update({k: "#8c8c8c" for k in sorted(seen - set(colors))})
     shown = shown or colors
     first = layers[0].add_params(zoom(name))
-    chart = alt.layer(first, *layers[1:]).encode(color=color_scale(shown))
-    chart = chart.properties(width=WIDTH, height=HEIGHT, title=safe_label(title) if title else "").configure_axis(
+    chart = layer(first, *layers[1:]).encode(color=color_scale(shown))
+    # altair types encode()/configure_*() as returning Any; each step returns the LayerChart it was called on
+    out: alt.LayerChart = chart.properties(
+        width=WIDTH, height=HEIGHT, title=safe_label(title) if title else ""
+    ).configure_axis(
         labelFontSize=11, titleFontSize=12
     ).configure_legend(labelLimit=200).properties(
         usermeta={"tracekit": {"chart": name, "x": x_title, "y": y_title}}
     )
-    return chart
+    return out
 
 
 def axes(x_title: str, y_title: str, y: str = "y", fmt: str | None = None, top: float | None = None,
@@ -227,7 +251,8 @@ def axes(x_title: str, y_title: str, y: str = "y", fmt: str | None = None, top: 
     return {"x": alt.X("t:Q", **from_zero(x_title)), "y": y_enc}
 
 
-def with_notes(chart: alt.TopLevelMixin, notes: list[str]) -> alt.TopLevelMixin:
+def with_notes(chart: _TopLevel, notes: list[str]) -> _TopLevel:
+    """The chart with ``notes`` (e.g. markers left out by the cap) in its ``usermeta``, for :func:`notes_of`."""
     if notes:
         # usermeta is a property of every top-level chart class; TopLevelMixin does not declare it
         meta = dict(chart.usermeta) if chart.usermeta is not alt.Undefined else {}  # type: ignore[attr-defined]

@@ -2,7 +2,9 @@
 
 Each function takes the frames declared in :mod:`tracekit.schema` (plus the flow
 it is about) and returns an :class:`altair.TopLevelMixin`, or raises
-:class:`NoData` naming why there is nothing to draw. No I/O happens here.
+:class:`NoData` naming why there is nothing to draw. No I/O happens here. The
+time–sequence graph lives in :mod:`tracekit.reports.charts_timeseq` and the multi-run
+charts in :mod:`tracekit.reports.charts_runs`; both are re-exported here.
 
 Rules every chart follows (docs/security.md rules 3 and 5, docs/reports.md "Large traces"):
 
@@ -40,6 +42,7 @@ from tracekit.reports._chartkit import (
     axes,
     from_zero,
     has,
+    layer,
     layered,
     notes_of,
     one_flow,
@@ -60,8 +63,8 @@ from tracekit.reports.charts_runs import (
     sample_ellipse_points,
     sweep_chart,
 )
-from tracekit.reports.downsample import MAX_POINTS, cap, minmax
-from tracekit.schema import ACK
+from tracekit.reports.charts_timeseq import time_sequence
+from tracekit.reports.downsample import cap, minmax
 
 __all__ = [
     "CWND_COLORS", "HEIGHT", "MAX_LABEL", "MODEL_COLUMNS", "SEQ_COLORS", "TPUT_COLORS", "WIDTH", "NoData",
@@ -69,121 +72,6 @@ __all__ = [
     "safe_label", "safe_label_expr", "sample_ellipse_points", "samples", "spec", "stall_layer", "sweep_chart",
     "throughput", "time_sequence",
 ]
-
-# ---- time-sequence graph ---------------------------------------------------------------------------
-
-
-def _retrans_from_packets(data: pl.DataFrame) -> pl.DataFrame:
-    """Data segments resending bytes sent before (the flows table's definition), for old analyses."""
-    seq_end = pl.col("seq") + pl.col("payload").cast(pl.Int64)
-    prev = seq_end.cum_max().shift(1)
-    return data.filter(pl.col("seq") < prev.fill_null(-(1 << 62))).select(
-        "time", "seq", pl.col("payload").cast(pl.Int64).alias("len"))
-
-
-def time_sequence(
-    packets: pl.DataFrame,
-    flow: int,
-    dir: int,
-    *,
-    retransmissions: pl.DataFrame | None = None,
-    stalls: pl.DataFrame | None = None,
-    title: str = "",
-    name: str = "timeseq",
-) -> alt.LayerChart:
-    """Stevens/tcptrace time–sequence graph of one connection direction.
-
-    Data segments are vertical bars from ``seq`` to ``seq + payload``; the
-    reverse direction's cumulative ACK is a step line and ACK + advertised
-    window a second one (the sender may not go above it); retransmissions
-    and SACK blocks are marked.
-
-    Args:
-        packets: Packets at the vantage point (:data:`~tracekit.schema.PACKETS`).
-        flow: Connection id.
-        dir: The data direction (0 or 1); ACKs are read from the other one.
-        retransmissions: :data:`~tracekit.schema.RETRANSMISSIONS`; when None they
-            are found from the packets (bytes below the highest sequence sent).
-        stalls: :data:`~tracekit.schema.STALLS`, shaded.
-        title: Chart title (untrusted text is cleaned).
-        name: View-name prefix (keeps specs deterministic and unique in a page).
-
-    Returns:
-        The layered chart.
-
-    Raises:
-        NoData: when the direction carried no payload with sequence numbers.
-    """
-    bag = Bag(name)
-    need = ("flow", "dir", "time", "seq", "payload")
-    if not has(packets, *need):
-        raise NoData("no packets with sequence numbers")
-    pk = packets.filter(pl.col("flow") == flow)
-    data = pk.filter((pl.col("dir") == dir) & (pl.col("payload") > 0) & pl.col("seq").is_not_null()).sort(
-        "time", maintain_order=True)
-    if data.is_empty():
-        raise NoData("this direction carried no data segments with sequence numbers")
-    layers: list[alt.Chart] = []
-    segs = minmax(data.select("time", "seq", (pl.col("seq") + pl.col("payload").cast(pl.Int64)).alias("end")),
-                  "time", "end", max_points=MAX_POINTS)
-    seg_rows = segs.select(pl.col("time").alias("t"), pl.col("seq").alias("y"), pl.col("end").alias("y2"),
-                           pl.lit("data").alias("s"))
-    layers.append(alt.Chart(bag(records(seg_rows)), name=f"{name}_data")
-                  .mark_rule(strokeWidth=1.5).encode(**axes("time (s)", "relative sequence number (bytes)",
-                                                                             y_from_zero=False),
-                                                     y2="y2:Q"))
-    notes: list[str] = []
-    flags = pl.col("flags").fill_null(0) if "flags" in pk.columns else pl.lit(ACK)
-    acks = pk.filter((pl.col("dir") == 1 - dir) & pl.col("ack").is_not_null() & ((flags & ACK) != 0)) \
-        if "ack" in pk.columns else pk.clear()
-    acks = acks.sort("time", maintain_order=True)
-    if acks.height:
-        ack_rows = minmax(acks.select("time", "ack"), "time", "ack").select(
-            pl.col("time").alias("t"), pl.col("ack").alias("y"), pl.lit("ack").alias("s"))
-        layers.append(alt.Chart(bag(records(ack_rows)), name=f"{name}_ack")
-                      .mark_line(interpolate="step-after", strokeWidth=1).encode(x="t:Q", y="y:Q"))
-        if "win" in acks.columns and acks["win"].null_count() < acks.height:
-            win = acks.filter(pl.col("win").is_not_null()).select("time", (pl.col("ack") + pl.col("win")).alias("w"))
-            win_rows = minmax(win, "time", "w").select(pl.col("time").alias("t"), pl.col("w").alias("y"),
-                                                       pl.lit("window").alias("s"))
-            layers.append(alt.Chart(bag(records(win_rows)), name=f"{name}_window")
-                          .mark_line(interpolate="step-after", strokeWidth=1, strokeDash=[4, 2])
-                          .encode(x="t:Q", y="y:Q"))
-        if "sack" in acks.columns and acks["sack"].null_count() < acks.height:
-            blocks = (acks.filter(pl.col("sack").list.len() > 0).select("time", "sack").explode("sack")
-                      .select(pl.col("time").alias("t"), pl.col("sack").arr.get(0).alias("y"),
-                              pl.col("sack").arr.get(1).alias("y2"), pl.lit("sack").alias("s")))
-            blocks, left = cap(blocks)
-            if left:
-                notes.append(f"{left:,} SACK blocks not drawn")
-            if blocks.height:
-                layers.append(alt.Chart(bag(records(blocks)), name=f"{name}_sack")
-                              .mark_rule(strokeWidth=3, opacity=0.6).encode(x="t:Q", y="y:Q", y2="y2:Q"))
-    if retransmissions is not None and has(retransmissions, "flow", "dir", "time", "seq"):
-        re_ = one_flow(retransmissions, flow, dir).select(
-            "time", "seq", (pl.col("len") if "len" in retransmissions.columns else pl.lit(0)).alias("len"),
-            (pl.col("kind") if "kind" in retransmissions.columns else pl.lit(None, pl.String)).alias("kind"))
-    elif retransmissions is None:
-        re_ = _retrans_from_packets(data).with_columns(kind=pl.lit(None, pl.String))
-    else:
-        re_ = pl.DataFrame(schema={"time": pl.Float64, "seq": pl.Int64, "len": pl.Int64, "kind": pl.String})
-    if re_.height:
-        re_, left = cap(re_.sort("time"))
-        if left:
-            notes.append(f"{left:,} retransmission markers not drawn")
-        rows = re_.select(pl.col("time").alias("t"), (pl.col("seq") + pl.col("len").fill_null(0)).alias("y"),
-                          pl.col("kind").cast(pl.String).alias("kind"), pl.lit("retransmission").alias("s"))
-        layers.append(alt.Chart(bag(records(rows)), name=f"{name}_retrans")
-                      .mark_point(shape="diamond", size=40, filled=True)
-                      .encode(x="t:Q", y="y:Q", tooltip=[alt.Tooltip("t:Q", title="time (s)"),
-                                                         alt.Tooltip("y:Q", title="seq end"),
-                                                         alt.Tooltip("kind:N", title="kind")]))
-    st = stall_layer(stalls, flow, dir, name, bag)
-    if st is not None:
-        layers.append(st)
-    chart = layered(layers, name, title or "time–sequence", SEQ_COLORS, "relative sequence number (bytes)", bag)
-    return bag.attach(with_notes(chart, notes))
-
 
 # ---- congestion window ----------------------------------------------------------------------------
 
@@ -459,7 +347,7 @@ def queue(q: pl.DataFrame, *, title: str = "", name: str = "queue") -> alt.Layer
                                                              alt.Tooltip("t:Q", title="time (s)"),
                                                              alt.Tooltip("total:Q", title="drops so far")]))
     first = layers[0].add_params(zoom(name))
-    chart = alt.layer(first, *layers[1:]).properties(
+    chart = layer(first, *layers[1:]).properties(
         width=WIDTH, height=HEIGHT, title=safe_label(title) if title else "queue length and drops (▼)")
     return bag.attach(with_notes(chart, notes))
 
@@ -511,5 +399,5 @@ def samples(smp: pl.DataFrame, metric: str, unit: str, *, title: str = "", name:
          else alt.Y("y:Q", title=safe_label(f"{metric} ({unit})"), axis=alt.Axis(format=fmt) if fmt else alt.Axis()))
     chart = mark.encode(x=alt.X("t:Q", **from_zero("time (s)")), y=y,
                         color=alt.Color("s:N", title=None, legend=alt.Legend(orient="top", labelLimit=300)))
-    return bag.attach(alt.layer(chart.add_params(zoom(name))).properties(
+    return bag.attach(layer(chart.add_params(zoom(name))).properties(
         width=WIDTH, height=HEIGHT - 60, title=safe_label(title) if title else safe_label(metric)))

@@ -22,6 +22,7 @@ from tracekit.reports._chartkit import (
     from_zero,
     has,
     label_color,
+    layer,
     records,
     safe_label,
     safe_label_expr,
@@ -217,7 +218,7 @@ def ellipse(points: pl.DataFrame, *, title: str = "", name: str = "ellipse",
             tooltip=[alt.Tooltip("label:N", title="flow"), alt.Tooltip("x:Q", title="mean RTT (s)", format=".4f"),
                      alt.Tooltip("y:Q", title="mean bit/s", format="~s"), alt.Tooltip("n:Q", title="samples")]),
     ]
-    return bag.attach(alt.layer(*layers).properties(
+    return bag.attach(layer(*layers).properties(
         width=WIDTH // 2 + 100, height=HEIGHT + 40,
         title=safe_label(title) if title else "throughput vs RTT: mean and 1-σ ellipse"))
 
@@ -274,7 +275,7 @@ def overlay(
     chart = drawn.encode(x=alt.X("t:Q", **from_zero(x_title)), y=y_enc,
                          color=color, detail="label:N").add_params(
         alt.selection_interval(bind="scales", encodings=["x"], name=f"{name}_zoom"))
-    return bag.attach(alt.layer(chart).properties(width=WIDTH, height=HEIGHT,
+    return bag.attach(layer(chart).properties(width=WIDTH, height=HEIGHT,
                                                   title=safe_label(title) if title else ""))
 
 
@@ -328,7 +329,7 @@ def sweep_chart(
             alt.Tooltip("y:Q", title=y_title, format=y_format or ",.4~g"), alt.Tooltip("group:N", title="group")]
     if "path" in data.columns:
         tips.append(alt.Tooltip("path:N", title="run"))
-    chart = alt.layer(
+    chart = layer(
         base.mark_line(strokeWidth=1.5).encode(x=x_enc, y=y_enc, color=color, detail="group:N"),
         base.mark_point(size=50, filled=True).encode(x=x_enc, y=y_enc, color=color, tooltip=tips),
     )

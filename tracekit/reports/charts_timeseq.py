@@ -1,0 +1,160 @@
+"""The time–sequence graph (Stevens/tcptrace) of one connection direction.
+
+Data segments are vertical bars from ``seq`` to ``seq + payload``; the reverse direction's
+cumulative ACK is a step line and ACK + advertised window a second one (the sender may not
+go above it); retransmissions and SACK blocks are marked. The rules of
+:mod:`tracekit.reports.charts` apply (thinned data, named views, cleaned labels).
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import polars as pl
+
+from tracekit.reports._chartkit import (
+    SEQ_COLORS,
+    Bag,
+    NoData,
+    axes,
+    has,
+    layered,
+    one_flow,
+    records,
+    stall_layer,
+    with_notes,
+)
+from tracekit.reports.downsample import MAX_POINTS, cap, minmax
+from tracekit.schema import ACK
+
+
+def _retrans_from_packets(data: pl.DataFrame) -> pl.DataFrame:
+    """Data segments resending bytes sent before (the flows table's definition), for old analyses."""
+    seq_end = pl.col("seq") + pl.col("payload").cast(pl.Int64)
+    prev = seq_end.cum_max().shift(1)
+    return data.filter(pl.col("seq") < prev.fill_null(-(1 << 62))).select(
+        "time", "seq", pl.col("payload").cast(pl.Int64).alias("len"))
+
+
+def time_sequence(
+    packets: pl.DataFrame,
+    flow: int,
+    dir: int,
+    *,
+    retransmissions: pl.DataFrame | None = None,
+    stalls: pl.DataFrame | None = None,
+    title: str = "",
+    name: str = "timeseq",
+) -> alt.LayerChart:
+    """Stevens/tcptrace time–sequence graph of one connection direction.
+
+    Data segments are vertical bars from ``seq`` to ``seq + payload``; the
+    reverse direction's cumulative ACK is a step line and ACK + advertised
+    window a second one (the sender may not go above it); retransmissions
+    and SACK blocks are marked.
+
+    Args:
+        packets: Packets at the vantage point (:data:`~tracekit.schema.PACKETS`).
+        flow: Connection id.
+        dir: The data direction (0 or 1); ACKs are read from the other one.
+        retransmissions: :data:`~tracekit.schema.RETRANSMISSIONS`; when None they
+            are found from the packets (bytes below the highest sequence sent).
+        stalls: :data:`~tracekit.schema.STALLS`, shaded.
+        title: Chart title (untrusted text is cleaned).
+        name: View-name prefix (keeps specs deterministic and unique in a page).
+
+    Returns:
+        The layered chart.
+
+    Raises:
+        NoData: when the direction carried no payload with sequence numbers.
+    """
+    bag = Bag(name)
+    need = ("flow", "dir", "time", "seq", "payload")
+    if not has(packets, *need):
+        raise NoData("no packets with sequence numbers")
+    pk = packets.filter(pl.col("flow") == flow)
+    data = pk.filter((pl.col("dir") == dir) & (pl.col("payload") > 0) & pl.col("seq").is_not_null()).sort(
+        "time", maintain_order=True)
+    if data.is_empty():
+        raise NoData("this direction carried no data segments with sequence numbers")
+    layers: list[alt.Chart] = []
+    segs = minmax(data.select("time", "seq", (pl.col("seq") + pl.col("payload").cast(pl.Int64)).alias("end")),
+                  "time", "end", max_points=MAX_POINTS)
+    seg_rows = segs.select(pl.col("time").alias("t"), pl.col("seq").alias("y"), pl.col("end").alias("y2"),
+                           pl.lit("data").alias("s"))
+    layers.append(alt.Chart(bag(records(seg_rows)), name=f"{name}_data")
+                  .mark_rule(strokeWidth=1.5).encode(**axes("time (s)", "relative sequence number (bytes)",
+                                                                             y_from_zero=False),
+                                                     y2="y2:Q"))
+    notes: list[str] = []
+    layers += _ack_layers(pk, dir, name, bag, notes)
+    re_ = _retransmissions(retransmissions, data, flow, dir)
+    if re_.height:
+        layers.append(_retrans_layer(re_, name, bag, notes))
+    st = stall_layer(stalls, flow, dir, name, bag)
+    if st is not None:
+        layers.append(st)
+    chart = layered(layers, name, title or "time–sequence", SEQ_COLORS, "relative sequence number (bytes)", bag)
+    return bag.attach(with_notes(chart, notes))
+
+
+def _ack_layers(pk: pl.DataFrame, dir: int, name: str, bag: Bag, notes: list[str]) -> list[alt.Chart]:
+    """The reverse direction's cumulative ACK, ACK + advertised window, and SACK blocks (capped; ``notes``
+    says how many were left out)."""
+    flags = pl.col("flags").fill_null(0) if "flags" in pk.columns else pl.lit(ACK)
+    acks = pk.filter((pl.col("dir") == 1 - dir) & pl.col("ack").is_not_null() & ((flags & ACK) != 0)) \
+        if "ack" in pk.columns else pk.clear()
+    acks = acks.sort("time", maintain_order=True)
+    if not acks.height:
+        return []
+    ack_rows = minmax(acks.select("time", "ack"), "time", "ack").select(
+        pl.col("time").alias("t"), pl.col("ack").alias("y"), pl.lit("ack").alias("s"))
+    layers = [alt.Chart(bag(records(ack_rows)), name=f"{name}_ack")
+              .mark_line(interpolate="step-after", strokeWidth=1).encode(x="t:Q", y="y:Q")]
+    if "win" in acks.columns and acks["win"].null_count() < acks.height:
+        win = acks.filter(pl.col("win").is_not_null()).select("time", (pl.col("ack") + pl.col("win")).alias("w"))
+        win_rows = minmax(win, "time", "w").select(pl.col("time").alias("t"), pl.col("w").alias("y"),
+                                                   pl.lit("window").alias("s"))
+        layers.append(alt.Chart(bag(records(win_rows)), name=f"{name}_window")
+                      .mark_line(interpolate="step-after", strokeWidth=1, strokeDash=[4, 2])
+                      .encode(x="t:Q", y="y:Q"))
+    if "sack" in acks.columns and acks["sack"].null_count() < acks.height:
+        blocks = (acks.filter(pl.col("sack").list.len() > 0).select("time", "sack").explode("sack")
+                  .select(pl.col("time").alias("t"), pl.col("sack").arr.get(0).alias("y"),
+                          pl.col("sack").arr.get(1).alias("y2"), pl.lit("sack").alias("s")))
+        blocks, left = cap(blocks)
+        if left:
+            notes.append(f"{left:,} SACK blocks not drawn")
+        if blocks.height:
+            layers.append(alt.Chart(bag(records(blocks)), name=f"{name}_sack")
+                          .mark_rule(strokeWidth=3, opacity=0.6).encode(x="t:Q", y="y:Q", y2="y2:Q"))
+    return layers
+
+
+def _retransmissions(retransmissions: pl.DataFrame | None, data: pl.DataFrame, flow: int, dir: int
+                     ) -> pl.DataFrame:
+    """``time, seq, len, kind`` of the direction's retransmissions: the frame's, else (None) found
+    from the data segments."""
+    if retransmissions is not None and has(retransmissions, "flow", "dir", "time", "seq"):
+        return one_flow(retransmissions, flow, dir).select(
+            "time", "seq", (pl.col("len") if "len" in retransmissions.columns else pl.lit(0)).alias("len"),
+            (pl.col("kind") if "kind" in retransmissions.columns else pl.lit(None, pl.String)).alias("kind"))
+    if retransmissions is None:
+        return _retrans_from_packets(data).with_columns(kind=pl.lit(None, pl.String))
+    return pl.DataFrame(schema={"time": pl.Float64, "seq": pl.Int64, "len": pl.Int64, "kind": pl.String})
+
+
+def _retrans_layer(re_: pl.DataFrame, name: str, bag: Bag, notes: list[str]) -> alt.Chart:
+    """Retransmissions as diamonds at their sequence end (capped; ``notes`` says how many were left out)."""
+    re_, left = cap(re_.sort("time"))
+    if left:
+        notes.append(f"{left:,} retransmission markers not drawn")
+    rows = re_.select(pl.col("time").alias("t"), (pl.col("seq") + pl.col("len").fill_null(0)).alias("y"),
+                      pl.col("kind").cast(pl.String).alias("kind"), pl.lit("retransmission").alias("s"))
+    # altair's encode() is generated at run time and typed as returning Any: the layer is a Chart
+    marks: alt.Chart = (alt.Chart(bag(records(rows)), name=f"{name}_retrans")
+                        .mark_point(shape="diamond", size=40, filled=True)
+                        .encode(x="t:Q", y="y:Q", tooltip=[alt.Tooltip("t:Q", title="time (s)"),
+                                                           alt.Tooltip("y:Q", title="seq end"),
+                                                           alt.Tooltip("kind:N", title="kind")]))
+    return marks
