@@ -97,8 +97,8 @@ def grade(ctx: click.Context, references: tuple[str, ...], submissions: str | No
     from pathlib import Path
 
     from tracekit.errors import OutputError, UsageError
-    from tracekit.reports.grade import run_grade
-    from tracekit.reports.rubric import load_rubric
+    from tracekit.grading.grade import run_grade
+    from tracekit.grading.rubric import load_rubric
 
     if (submissions is None) == (submission is None):
         raise UsageError("give either --submissions DIR|ZIP or --submission PATH")
@@ -156,8 +156,8 @@ def check(ctx: click.Context, target: str, rubric: str, item: str, references: t
         tracekit check run/ --rubric rubric.toml --item window_cap
     """
     from tracekit.errors import TracekitError
-    from tracekit.reports.grade import check as check_item
-    from tracekit.reports.rubric import load_rubric
+    from tracekit.grading.grade import check as check_item
+    from tracekit.grading.rubric import load_rubric
 
     try:
         verdict = check_item(target, load_rubric(rubric), item, list(references), limits=_limits(config),

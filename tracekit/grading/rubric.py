@@ -40,7 +40,7 @@ VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 SHOW_REFERENCE = ("never", "after_due_date", "always")
 DIRECTIONS = ("both", "at_least", "at_most")
 DISTANCES = ("nrmse", "nmae")
-#: Item keys that tune how a series metric is computed (see tracekit.reports.grade_metrics).
+#: Item keys that tune how a series metric is computed (see tracekit.grading.metrics).
 OPTION_KEYS = {
     "bin_s": float,  # throughput bin width (s)
     "grid_s": float,  # resampling step of a curve comparison (s)
@@ -318,7 +318,7 @@ def _item(raw: Any, idx: int, defaults: dict[str, Any], known_metric: Any, probl
 def _display_keys(raw: dict[str, Any], where: str, metric: str, defaults: dict[str, Any],
                   problems: list[str]) -> tuple[str | None, str | None, str]:
     """``unit``, ``hint`` and ``show_reference`` of an item (what the student reads, not the score)."""
-    from tracekit.reports.grade_units import unit_problem
+    from tracekit.grading.units import unit_problem
 
     unit = raw.get("unit")
     if unit is not None:
@@ -351,7 +351,7 @@ def parse_rubric(text: str, *, path: str = "<rubric>", base: Path | None = None)
     Raises:
         UsageError: listing each problem.
     """
-    from tracekit.reports.grade_metrics import metric_problem
+    from tracekit.grading.metrics import metric_problem
 
     try:
         data = tomllib.loads(text)

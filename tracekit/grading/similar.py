@@ -33,8 +33,8 @@ TIME_RESOLUTION_S = 1e-6
 
 def series_digest(analysis: Analysis) -> str | None:
     """sha256 of the largest flow's packets and cwnd curve with times from its first packet, or None."""
-    from tracekit.reports import grade_metrics as gm
-    from tracekit.reports.rubric import Selector
+    from tracekit.grading import metrics as gm
+    from tracekit.grading.rubric import Selector
 
     row, _ = gm.select_flow(analysis.flows, Selector())
     if row is None:
@@ -58,8 +58,8 @@ def series_digest(analysis: Analysis) -> str | None:
 
 def path_files(path: str) -> dict[str, str]:
     """sha256 per trace file of a reference run (a file, or a folder's recognised trace files)."""
+    from tracekit.grading.submissions import file_sha256
     from tracekit.parsers import sniff
-    from tracekit.reports.submissions import file_sha256
 
     p = Path(path)
     files = [p] if p.is_file() else sorted(c for c in p.iterdir() if c.is_file() and not c.name.startswith("."))

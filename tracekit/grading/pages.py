@@ -18,10 +18,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracekit.reports.grade_units import Display
+from tracekit.grading.units import Display
 
 if TYPE_CHECKING:
-    from tracekit.reports.grade import Profile
+    from tracekit.grading.grade import Profile
 
 _COLORS = {"student": "#d62728", "reference mean": "#1f77b4", "reference seeds (min–max)": "#aec7e8"}
 _TITLES = {"cwnd": "Congestion window", "throughput": "Goodput"}

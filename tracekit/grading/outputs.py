@@ -1,4 +1,4 @@
-"""Outputs of grading: Gradescope ``results.json``, ``grades.csv``, ``summary.json`` (pages: grade_pages).
+"""Outputs of grading: Gradescope ``results.json``, ``grades.csv``, ``summary.json`` (pages: tracekit.grading.pages).
 
 ``results.json`` follows Gradescope's specification (gradescope/autograder_samples
 docs/specs.md; schema in ``tests/data/gradescope_results.schema.json``): one test per
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from tracekit.errors import OutputError
 
 if TYPE_CHECKING:
-    from tracekit.reports.grade import Profile
+    from tracekit.grading.grade import Profile
 
 SCHEMA_VERSION = 1
 
@@ -121,7 +121,7 @@ def dumps(doc: Any) -> str:
 def write_submission(outdir: Path, res: dict[str, Any], profile: Profile, page: str | None, *, single: bool) -> None:
     """Write ``results.json`` and ``feedback.html`` of one submission (``OUT/<id>/``, or ``OUT/`` if single)."""
     from tracekit.batch import write_file
-    from tracekit.reports.submissions import output_path
+    from tracekit.grading.submissions import output_path
 
     if single:
         root = outdir.resolve()
@@ -142,7 +142,7 @@ def write_summary(outdir: Path, profile: Profile, results: list[dict[str, Any]],
                   executor: str, started: float, interrupted: bool) -> dict[str, Any]:
     """Write ``grades.csv`` and ``summary.json``; return the summary document."""
     from tracekit.batch import csv_text, write_file
-    from tracekit.reports.grade_similar import describe
+    from tracekit.grading.similar import describe
 
     names = [it.name for it in profile.rubric.items]
     rows = []
@@ -186,6 +186,6 @@ def write_summary(outdir: Path, profile: Profile, results: list[dict[str, Any]],
     return doc
 
 
-from tracekit.reports.grade_pages import feedback_page, index_page  # noqa: E402  (re-exported)
+from tracekit.grading.pages import feedback_page, index_page  # noqa: E402  (re-exported)
 
 __all__ = ["feedback_page", "index_page", "results_json", "write_submission", "write_summary"]

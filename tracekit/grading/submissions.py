@@ -32,8 +32,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tracekit.errors import LimitError, OutputError, TracekitError, UnknownFormatError, UsageError
+from tracekit.grading.rubric import valid_id
 from tracekit.limits import DEFAULT, Limits
-from tracekit.reports.rubric import valid_id
 
 #: Files every zip tool adds that are never traces.
 _NOISE = ("__MACOSX/", ".DS_Store", "Thumbs.db", "desktop.ini")

@@ -26,7 +26,7 @@ import polars as pl
 
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
-    from tracekit.reports.rubric import Item, Selector
+    from tracekit.grading.rubric import Item, Selector
 
 #: name -> (unit, what it measures). Units: bytes, s, count, ratio.
 SERIES_METRICS: dict[str, tuple[str, str]] = {

@@ -2,7 +2,7 @@
 
 ``tracekit grade --reference REF... --submissions DIR --rubric rubric.toml -o OUT/``:
 
-1. the rubric is validated (:mod:`tracekit.reports.rubric`);
+1. the rubric is validated (:mod:`tracekit.grading.rubric`);
 2. every reference run is read and analysed here, and each item's reference
    values are computed (:class:`Profile`) — a reference that cannot give a value
    is the instructor's problem, reported at once as a UsageError;
@@ -11,14 +11,14 @@
    ``--max-memory``), which also renders its feedback page;
 4. this process writes, inside OUT only: ``OUT/<id>/results.json`` (Gradescope),
    ``OUT/<id>/feedback.html``, ``OUT/grades.csv``, ``OUT/summary.json`` and ``OUT/index.html``
-   (:mod:`tracekit.reports.grade_outputs`), every list in student-id order, after flagging
-   copied submissions (:mod:`tracekit.reports.grade_similar`; scores untouched).
+   (:mod:`tracekit.grading.outputs`), every list in student-id order, after flagging
+   copied submissions (:mod:`tracekit.grading.similar`; scores untouched).
 
 A verdict's ``output`` (the instructor's: the command's lines, ``summary.json``) states the
 student's number, the reference number(s) and the tolerance; its ``feedback`` (the student's:
 ``results.json``, the feedback page) states the student's number in the lab's units, the outcome
 and a hint, and the reference only where the item's ``show_reference`` allows
-(:mod:`tracekit.reports.grade_units`).
+(:mod:`tracekit.grading.units`).
 """
 
 from __future__ import annotations
@@ -31,15 +31,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from tracekit.errors import TracekitError, UsageError
+from tracekit.grading import metrics as gm
+from tracekit.grading import units as gu
+from tracekit.grading.rubric import Item, Rubric, Selector, band, score
+from tracekit.grading.units import LabUnits
 from tracekit.limits import DEFAULT, Limits
-from tracekit.reports import grade_metrics as gm
-from tracekit.reports import grade_units as gu
-from tracekit.reports.grade_units import LabUnits
-from tracekit.reports.rubric import Item, Rubric, Selector, band, score
 
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
-    from tracekit.reports.submissions import Submission
+    from tracekit.grading.submissions import Submission
 
 #: Curves drawn on every feedback page (whatever the rubric grades): key -> (metric, option overrides).
 DISPLAY = {"cwnd": "cwnd_distance", "throughput": "throughput_distance"}
@@ -74,7 +74,7 @@ def path_digest(path: str | os.PathLike[str]) -> str:
 
 
 def _display_item(metric: str) -> Item:
-    from tracekit.reports.rubric import Tolerance
+    from tracekit.grading.rubric import Tolerance
 
     return Item(name=f"_{metric}", metric=metric, points=0.0, title=metric, tolerance=Tolerance())
 
@@ -100,7 +100,7 @@ def build_profile(rubric: Rubric, references: list[str], *, limits: Limits = DEF
 
     if analyses is None:
         analyses = [tracekit.analyze(tracekit.read(r, limits=limits)) for r in references]
-    from tracekit.reports.grade_similar import path_files, series_digest
+    from tracekit.grading.similar import path_files, series_digest
 
     prof = Profile(rubric, references=[{"path": str(r), "sha256": path_digest(r), "files": path_files(r),
                                         "series_sha256": series_digest(a), "values": {}}
@@ -238,7 +238,7 @@ class _Shown(TypedDict):
 def judge(item: Item, value: gm.Extracted, refs: list[float], lab: LabUnits | None = None) -> Verdict:
     """Turn a student value and the reference values into a verdict with its explanation.
 
-    Numbers are shown in the item's display unit (:mod:`tracekit.reports.grade_units`); the
+    Numbers are shown in the item's display unit (:mod:`tracekit.grading.units`); the
     band and the score are computed in the metric's own unit.
     """
     unit = gm.unit_of(item.metric)
@@ -315,7 +315,7 @@ def student_curves(analysis: Analysis, profile: Profile) -> dict[str, list[float
         metric = DISPLAY[key]
         step = float(ref.grid[1] - ref.grid[0]) if ref.grid.size > 1 else 1.0
         opts = (("grid_s", step),) if key == "cwnd" else (("bin_s", step),)
-        from tracekit.reports.rubric import Tolerance
+        from tracekit.grading.rubric import Tolerance
 
         c = gm.curve(analysis, Item(f"_{metric}", metric, 0.0, metric, Tolerance(), options=opts), row)
         if c is not None and c[0].size:
@@ -335,9 +335,9 @@ def grade_submission(sub: Submission, profile: Profile, limits: Limits = DEFAULT
         rendered feedback page under ``page``.
     """
     import tracekit
-    from tracekit.reports.grade_outputs import feedback_page
-    from tracekit.reports.grade_similar import fingerprint
-    from tracekit.reports.submissions import read_run
+    from tracekit.grading.outputs import feedback_page
+    from tracekit.grading.similar import fingerprint
+    from tracekit.grading.submissions import read_run
 
     t0 = time.perf_counter()
     res = base_result(sub, profile)
@@ -383,7 +383,7 @@ def unreadable(profile: Profile, reason: str) -> list[Verdict]:
 
 def failed_result(sub: Submission, profile: Profile, error: dict[str, Any]) -> dict[str, Any]:
     """The result of a submission whose worker failed (timeout, memory, crash)."""
-    from tracekit.reports.grade_outputs import feedback_page
+    from tracekit.grading.outputs import feedback_page
 
     res = base_result(sub, profile)
     why = {"timeout": "grading your submission", "memory": "grading your submission"}.get(
@@ -421,8 +421,8 @@ def run_grade(references: list[str], submissions: str | None, rubric: Rubric, ou
     """
     from tracekit.batch import worker_limits
     from tracekit.executors import Outcome, Task, make_executor
-    from tracekit.reports import grade_outputs as go
-    from tracekit.reports.submissions import Discovery, discover, single
+    from tracekit.grading import outputs as go
+    from tracekit.grading.submissions import Discovery, discover, single
 
     started = time.time()
     refs = list(references) or list(rubric.references)
@@ -455,7 +455,7 @@ def run_grade(references: list[str], submissions: str | None, rubric: Rubric, ou
             on_result(results[order[shown[0]]])
             shown[0] += 1
 
-    tasks = [Task(s.id, "tracekit.reports.grade:grade_submission", (s, profile, wl, strict))
+    tasks = [Task(s.id, "tracekit.grading.grade:grade_submission", (s, profile, wl, strict))
              for s in found.submissions]
     interrupted = False
     try:
@@ -466,7 +466,7 @@ def run_grade(references: list[str], submissions: str | None, rubric: Rubric, ou
         if scheduler:
             executor.shutdown()
     ordered = [results[i] for i in order if i in results]
-    from tracekit.reports.grade_similar import flag
+    from tracekit.grading.similar import flag
 
     flag(ordered, profile.references)
     doc = go.write_summary(outdir, profile, ordered, found.rejected, executor.describe(), started, interrupted)
@@ -483,7 +483,7 @@ def check(target: str, rubric: Rubric, item_name: str, references: list[str], *,
         UsageError: unknown item or unusable references. TracekitError: unreadable target.
     """
     import tracekit
-    from tracekit.reports.submissions import read_submission, single
+    from tracekit.grading.submissions import read_submission, single
 
     item = rubric.item(item_name)
     sub_rubric = Rubric(rubric.name, (item,), rubric.references, rubric.sha256, rubric.path)
