@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import sample
 
-from tracekit.batch import VOLATILE
+from tracekit.batch.traces import VOLATILE
 from tracekit.cli import main
 
 distributed = pytest.importorskip("distributed")

@@ -190,7 +190,7 @@ def batch(ctx: click.Context, paths: tuple[str, ...], out: str, force: bool, job
     Example:
         tracekit batch traces/ -o reports/ --jobs 4
     """
-    from tracekit.batch import run_batch
+    from tracekit.batch.traces import run_batch
 
     try:
         result = run_batch(paths, out, jobs=jobs, timeout=timeout, max_memory=parse_size(max_memory),

@@ -7,7 +7,7 @@
    values are computed (:class:`Profile`) — a reference that cannot give a value
    is the instructor's problem, reported at once as a UsageError;
 3. each submission is read, analysed and judged in a worker
-   (:mod:`tracekit.executors`: killed past ``--timeout``, capped by
+   (:mod:`tracekit.batch.executors`: killed past ``--timeout``, capped by
    ``--max-memory``), which also renders its feedback page;
 4. this process writes, inside OUT only: ``OUT/<id>/results.json`` (Gradescope),
    ``OUT/<id>/feedback.html``, ``OUT/grades.csv``, ``OUT/summary.json`` and ``OUT/index.html``
@@ -68,7 +68,7 @@ class Profile:
 
 def path_digest(path: str | os.PathLike[str]) -> str:
     """sha256 of a file, or of a folder's files (names and contents)."""
-    from tracekit.batch import content_hash
+    from tracekit.batch.traces import content_hash
 
     return content_hash(Path(path))
 
@@ -410,7 +410,7 @@ def run_grade(references: list[str], submissions: str | None, rubric: Rubric, ou
         rubric: The validated rubric.
         out: Output folder.
         submission: One submission instead (its results.json goes to ``out/results.json``).
-        jobs, timeout, max_memory, scheduler: Executor settings (see :mod:`tracekit.executors`).
+        jobs, timeout, max_memory, scheduler: Executor settings (see :mod:`tracekit.batch.executors`).
         limits: Reader limits.
         strict: Reader warnings become errors.
         initializer: ``"module:function"`` run in each local worker (tests).
@@ -419,8 +419,8 @@ def run_grade(references: list[str], submissions: str | None, rubric: Rubric, ou
     Returns:
         The summary document (also written to ``out/summary.json``).
     """
-    from tracekit.batch import worker_limits
-    from tracekit.executors import Outcome, Task, make_executor
+    from tracekit.batch.executors import Outcome, Task, make_executor
+    from tracekit.batch.traces import worker_limits
     from tracekit.grading import outputs as go
     from tracekit.grading.submissions import Discovery, discover, single
 

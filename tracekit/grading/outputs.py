@@ -120,7 +120,7 @@ def dumps(doc: Any) -> str:
 
 def write_submission(outdir: Path, res: dict[str, Any], profile: Profile, page: str | None, *, single: bool) -> None:
     """Write ``results.json`` and ``feedback.html`` of one submission (``OUT/<id>/``, or ``OUT/`` if single)."""
-    from tracekit.batch import write_file
+    from tracekit.batch.traces import write_file
     from tracekit.grading.submissions import output_path
 
     if single:
@@ -141,7 +141,7 @@ def write_submission(outdir: Path, res: dict[str, Any], profile: Profile, page: 
 def write_summary(outdir: Path, profile: Profile, results: list[dict[str, Any]], rejected: list[dict[str, str]],
                   executor: str, started: float, interrupted: bool) -> dict[str, Any]:
     """Write ``grades.csv`` and ``summary.json``; return the summary document."""
-    from tracekit.batch import csv_text, write_file
+    from tracekit.batch.traces import csv_text, write_file
     from tracekit.grading.similar import describe
 
     names = [it.name for it in profile.rubric.items]

@@ -1,6 +1,6 @@
 """Batch analysis: a report per trace, an index page, ``summary.json`` / ``summary.csv``.
 
-Each trace is read, analysed and rendered in a worker (:mod:`tracekit.executors`):
+Each trace is read, analysed and rendered in a worker (:mod:`tracekit.batch.executors`):
 a corrupt file, a hang past the timeout or a worker over its memory cap is
 recorded as failed with its reason and the batch goes on. The parent process
 alone writes files, all inside the output folder. Re-running into the same
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracekit.batch.executors import Outcome, Task, make_executor
 from tracekit.errors import OutputError, UsageError
-from tracekit.executors import Outcome, Task, make_executor
 from tracekit.limits import DEFAULT, Limits
 
 SCHEMA_VERSION = 1
@@ -318,7 +318,7 @@ def run_batch(paths: Iterable[str | os.PathLike[str]], out: str | os.PathLike[st
             continue
         entries[key] = {"path": key, "status": "pending", "sha256": digest, "tracekit_version": version,
                         "report": f"reports/{name}"}
-        tasks.append(Task(key, "tracekit.batch:process_trace", (key, limits, strict)))
+        tasks.append(Task(key, "tracekit.batch.traces:process_trace", (key, limits, strict)))
     result = BatchResult(outdir)
     executor = make_executor(jobs, scheduler=scheduler, timeout=timeout, max_memory=max_memory,
                              initializer=initializer)

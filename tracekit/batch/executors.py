@@ -12,10 +12,10 @@ its own address space with ``RLIMIT_AS``; a task over it fails with a memory err
 (``Client(address).get_executor(pure=False)``: ``pure=True`` would let dask return a
 cached result for a re-submitted path). A dask worker cannot kill one of its own
 threads either, so there each task runs in a child process of the worker
-(``python -m tracekit.executors``) under the same timeout and memory cap. Dask
+(``python -m tracekit.batch.executors``) under the same timeout and memory cap. Dask
 ships pickles: connect only to schedulers you control.
 
-A task is a dotted function name (``"tracekit.batch:process_trace"``) plus
+A task is a dotted function name (``"tracekit.batch.traces:process_trace"``) plus
 picklable arguments; it returns a small picklable result. Both executors report
 an :class:`Outcome` per task through a callback, in completion order.
 """
@@ -313,7 +313,7 @@ class LocalExecutor:
 
 
 def run_isolated(fn: str, args: tuple[Any, ...], timeout: float | None, max_memory: int | None) -> Outcome:
-    """Run one task in a child process (``python -m tracekit.executors``) with a timeout and a memory cap.
+    """Run one task in a child process (``python -m tracekit.batch.executors``) with a timeout and a memory cap.
 
     Used on dask workers, which cannot kill a running thread. The child gets the task as a
     pickle on stdin and answers with a pickle on stdout: both ends are this same code.
@@ -321,7 +321,7 @@ def run_isolated(fn: str, args: tuple[Any, ...], timeout: float | None, max_memo
     t0 = time.perf_counter()
     payload = pickle.dumps((fn, args, max_memory))
     try:
-        proc = subprocess.run([sys.executable, "-m", "tracekit.executors"], input=payload,
+        proc = subprocess.run([sys.executable, "-m", "tracekit.batch.executors"], input=payload,
                               capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         return Outcome("", False, None, {"kind": "timeout",
@@ -339,7 +339,7 @@ def run_isolated(fn: str, args: tuple[Any, ...], timeout: float | None, max_memo
 
 
 def _child_main() -> None:
-    """``python -m tracekit.executors``: read one task from stdin, run it, write the outcome."""
+    """``python -m tracekit.batch.executors``: read one task from stdin, run it, write the outcome."""
     fn, args, max_memory = pickle.loads(sys.stdin.buffer.read())  # noqa: S301 - sent by run_isolated
     with contextlib.suppress(ImportError):
         import polars  # noqa: F401
