@@ -18,7 +18,7 @@ from conftest import ROOT, sample
 
 from tracekit.batch.executors import LocalExecutor, Task
 from tracekit.batch.traces import content_hash, csv_text, neutralise, report_name, run_batch
-from tracekit.cli import main
+from tracekit.cli.main import main
 
 #: Small real samples of different formats (file or run directory) the batch must analyse.
 GOOD = [

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import sample
 
-from tracekit.cli import main
+from tracekit.cli.main import main
 from tracekit.errors import UsageError
 from tracekit.reports import compare as cmp
 from tracekit.reports import sweep as sw

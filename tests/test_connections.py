@@ -18,7 +18,7 @@ from conftest import sample
 
 import tracekit
 from tracekit.analysis.connections import one_per_connection
-from tracekit.cli import main
+from tracekit.cli.main import main
 
 #: PPP header bytes per frame of an ns-3 point-to-point pcap (FlowMonitor counts IP bytes).
 PPP = 2

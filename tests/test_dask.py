@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from conftest import sample
 
 from tracekit.batch.traces import VOLATILE
-from tracekit.cli import main
+from tracekit.cli.main import main
 
 distributed = pytest.importorskip("distributed")
 

@@ -105,7 +105,7 @@ def test_dockerignore_sends_what_the_build_copies() -> None:
                 files = [s] if src.is_file() else [os.fspath(p.relative_to(ROOT)) for p in src.rglob("*.py")]
                 assert files and all(sent(f) for f in files), s
     assert not sent(".venv/bin/python") and not sent("tests/test_docker.py") and not sent(".git/HEAD")
-    assert not sent("tracekit/cli.py") and not sent("dist/numpy-2.0.0-cp311-cp311-linux_x86_64.whl")
+    assert not sent("tracekit/cli/main.py") and not sent("dist/numpy-2.0.0-cp311-cp311-linux_x86_64.whl")
 
 
 @pytest.mark.slow

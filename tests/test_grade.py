@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import sample
 
-from tracekit.cli import main
+from tracekit.cli.main import main
 from tracekit.errors import LimitError, UsageError
 from tracekit.grading import metrics as gm
 from tracekit.grading.grade import judge, run_grade

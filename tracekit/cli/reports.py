@@ -15,28 +15,13 @@ from typing import Any, TypeVar
 
 import click
 
+from tracekit.cli.options import guard_output, load_limits, read_options
+
 F = TypeVar("F", bound=Callable[..., Any])
 
-
 def _read_options(f: F) -> F:
-    # tracekit.cli.read_options, imported late: cli imports this module at its end.
-    from tracekit.cli import read_options
-
     f = click.option("--force", is_flag=True, help="Overwrite existing output files.")(f)
     return read_options(f)
-
-
-def _limits(config: str | None) -> Any:
-    from tracekit.cli import _limits as limits
-
-    return limits(config)
-
-
-def _guard(force: bool, *paths: str | None) -> None:
-    from tracekit.cli import guard_output
-
-    for p in paths:
-        guard_output(p, force)
 
 
 @click.command()
@@ -60,8 +45,8 @@ def report(files: tuple[str, ...], output: str, png_dir: str | None, svg_dir: st
     from tracekit.reports.compare import load
     from tracekit.reports.html import write_report
 
-    _guard(force, output)
-    limits = _limits(config)
+    guard_output(force, output)
+    limits = load_limits(config)
     analyses = [load(f, fmt=fmt, strict=strict, limits=limits) for f in files]
     write_report(analyses, Path(output), png_dir=Path(png_dir) if png_dir else None,
                  svg_dir=Path(svg_dir) if svg_dir else None, max_flows=max_flows)
@@ -90,7 +75,7 @@ def compare(files: tuple[str, ...], output: str, labels: tuple[str, ...], json_p
     from tracekit.reports import compare as cmp
     from tracekit.reports.text import write_atomic
 
-    _guard(force, output, json_path)
+    guard_output(force, output, json_path)
     named = cmp.parse_labels(labels)
     paths = list(files)
     for _, p in named:
@@ -100,7 +85,7 @@ def compare(files: tuple[str, ...], output: str, labels: tuple[str, ...], json_p
 
                 raise UsageError(f"--label names a path that does not exist: {p!r}")
             paths.append(p)
-    result = cmp.compare(paths, {p: n for n, p in named} or None, fmt=fmt, strict=strict, limits=_limits(config),
+    result = cmp.compare(paths, {p: n for n, p in named} or None, fmt=fmt, strict=strict, limits=load_limits(config),
                          y=list(y))
     cmp.write(result, Path(output))
     if json_path:
@@ -148,9 +133,9 @@ def sweep(files: tuple[str, ...], output: str | None, param: str | None, manifes
         raise UsageError("nothing to write", hint="give -o sweep.html, --csv FILE or --json FILE")
     if not files and not manifest:
         raise UsageError("no runs given", hint="give run paths, or --manifest runs.csv")
-    _guard(force, output, None if csv_path == "-" else csv_path, json_path)
+    guard_output(force, output, None if csv_path == "-" else csv_path, json_path)
     result = sw.sweep(list(files), param=param, manifest=manifest, x=x, by=by, fmt=fmt, strict=strict,
-                      limits=_limits(config), y=list(y))
+                      limits=load_limits(config), y=list(y))
     sw.write(result, Path(output) if output else None,
              csv_path=Path(csv_path) if csv_path and csv_path != "-" else None,
              json_path=Path(json_path) if json_path else None)
