@@ -16,8 +16,9 @@ import pytest
 from click.testing import CliRunner
 from conftest import ROOT, sample
 
+from tracekit._files import content_hash, csv_text, neutralise
 from tracekit.batch.executors import LocalExecutor, Task
-from tracekit.batch.traces import content_hash, csv_text, neutralise, report_name, run_batch
+from tracekit.batch.traces import report_name, run_batch
 from tracekit.cli.main import main
 
 #: Small real samples of different formats (file or run directory) the batch must analyse.

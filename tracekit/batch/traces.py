@@ -18,9 +18,7 @@ Layout of the output folder::
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import os
 import re
@@ -30,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracekit._files import content_hash, csv_text, safe_join, write_output
 from tracekit.batch.executors import Outcome, Task, make_executor
 from tracekit.errors import OutputError, UsageError
 from tracekit.limits import DEFAULT, Limits
@@ -84,26 +83,6 @@ def expand(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], list[di
             if child.is_file() or child.is_dir():
                 add(child)
     return out, refused
-
-
-def content_hash(path: Path) -> str:
-    """sha256 of a file, or of a run directory's file names and contents (hidden files skipped)."""
-    h = hashlib.sha256()
-    if path.is_file():
-        files = [path]
-    else:
-        files = sorted(c for c in path.iterdir() if c.is_file() and not c.name.startswith("."))
-    for f in files:
-        if path.is_dir():
-            h.update(f.name.encode("utf-8", "surrogateescape") + b"\0")
-        try:
-            with open(f, "rb") as fh:
-                while chunk := fh.read(1 << 20):
-                    h.update(chunk)
-        except OSError:
-            h.update(b"<unreadable>")
-        h.update(b"\0")
-    return h.hexdigest()
 
 
 def report_name(path: Path) -> str:
@@ -167,66 +146,18 @@ def _failed(path: Path, error: dict[str, Any]) -> dict[str, Any]:
     return {"path": os.fspath(path), "status": "failed", "error": error}
 
 
-def safe_join(out: Path, *parts: str) -> Path:
-    """``out/parts…`` resolved, refusing anything that would land outside ``out``.
-
-    Raises:
-        OutputError: when the result escapes the folder.
-    """
-    root = out.resolve()
-    p = root.joinpath(*parts).resolve()
-    if not p.is_relative_to(root) or p == root:
-        raise OutputError("refusing to write outside the output folder", path=os.fspath(p))
-    return p
-
-
-def neutralise(value: Any) -> Any:
-    """Make a CSV cell safe for spreadsheets: text starting with = + - @ tab CR gets a leading '."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
-
-
-def _cell(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, list):
-        return ";".join(str(x) for x in v)
-    if isinstance(v, dict):
-        return str(v.get("message", ""))
-    return str(v)
-
-
-def csv_text(rows: list[dict[str, Any]], columns: Iterable[str]) -> str:
-    """CSV of ``rows`` with every text cell neutralised (RELIABILITY.md §7.5 rule 7)."""
-    cols = list(columns)
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(cols)
-    for r in rows:
-        w.writerow([neutralise(_cell(r.get(c))) for c in cols])
-    return buf.getvalue()
+#: What a failed write of the batch's outputs suggests.
+WRITABLE = "choose a writable folder (Docker: -u $(id -u):$(id -g))"
 
 
 def write_json(path: Path, doc: Any) -> None:
     """Strict JSON (no NaN), written atomically."""
-    from tracekit.reports.text import write_atomic
-
-    try:
-        write_atomic(path, (json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n").encode("utf-8"))
-    except OSError as exc:
-        raise OutputError(f"cannot write: {exc.strerror or exc}", path=str(path)) from None
+    write_output(path, json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n")
 
 
 def write_file(path: Path, text: str) -> None:
     """Text written atomically, errors as OutputError."""
-    from tracekit.reports.text import write_atomic
-
-    try:
-        write_atomic(path, text.encode("utf-8"))
-    except OSError as exc:
-        raise OutputError(f"cannot write: {exc.strerror or exc}", path=str(path),
-                          hint="choose a writable folder (Docker: -u $(id -u):$(id -g))") from None
+    write_output(path, text, hint=WRITABLE)
 
 
 def _previous(out: Path) -> dict[str, dict[str, Any]]:

@@ -72,8 +72,8 @@ def compare(files: tuple[str, ...], output: str, labels: tuple[str, ...], json_p
         tracekit compare samples/ns2/lab_reno samples/linux/bulk_lossy.pcap -o compare.html
         tracekit compare a.pcap b.tr --label linux=a.pcap --label ns2=b.tr -o compare.html
     """
+    from tracekit._files import write_output
     from tracekit.reports import compare as cmp
-    from tracekit.reports.text import write_atomic
 
     guard_output(force, output, json_path)
     named = cmp.parse_labels(labels)
@@ -89,13 +89,9 @@ def compare(files: tuple[str, ...], output: str, labels: tuple[str, ...], json_p
                          y=list(y))
     cmp.write(result, Path(output))
     if json_path:
-        from tracekit.errors import OutputError
         from tracekit.reports.text import dumps
 
-        try:
-            write_atomic(Path(json_path), dumps(result.to_dict()).encode("utf-8"))
-        except OSError as exc:
-            raise OutputError(f"cannot write: {exc.strerror or exc}", path=json_path) from None
+        write_output(Path(json_path), dumps(result.to_dict()))
     click.echo(f"wrote {output}", err=True)
 
 

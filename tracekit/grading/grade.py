@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from tracekit._files import content_hash
 from tracekit.errors import TracekitError, UsageError
 from tracekit.grading import metrics as gm
 from tracekit.grading import units as gu
@@ -68,8 +69,6 @@ class Profile:
 
 def path_digest(path: str | os.PathLike[str]) -> str:
     """sha256 of a file, or of a folder's files (names and contents)."""
-    from tracekit.batch.traces import content_hash
-
     return content_hash(Path(path))
 
 

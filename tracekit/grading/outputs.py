@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tracekit._files import csv_text, write_output
 from tracekit.errors import OutputError
 
 if TYPE_CHECKING:
@@ -28,6 +29,10 @@ def _version() -> str:
     from tracekit import __version__
 
     return __version__
+
+
+def _write(path: Path, text: str) -> None:
+    write_output(path, text, hint="choose another -o folder (Docker: run with -u $(id -u):$(id -g))")
 
 
 def prepare(outdir: Path) -> None:
@@ -120,7 +125,6 @@ def dumps(doc: Any) -> str:
 
 def write_submission(outdir: Path, res: dict[str, Any], profile: Profile, page: str | None, *, single: bool) -> None:
     """Write ``results.json`` and ``feedback.html`` of one submission (``OUT/<id>/``, or ``OUT/`` if single)."""
-    from tracekit.batch.traces import write_file
     from tracekit.grading.submissions import output_path
 
     if single:
@@ -128,9 +132,9 @@ def write_submission(outdir: Path, res: dict[str, Any], profile: Profile, page: 
         targets = (root / "results.json", root / "feedback.html")
     else:
         targets = (output_path(outdir, res["id"], "results.json"), output_path(outdir, res["id"], "feedback.html"))
-    write_file(targets[0], dumps(results_json(res, profile)))
+    _write(targets[0], dumps(results_json(res, profile)))
     if page is not None:
-        write_file(targets[1], page)
+        _write(targets[1], page)
     res["results"] = str(targets[0].relative_to(outdir.resolve()))
     res["feedback"] = str(targets[1].relative_to(outdir.resolve())) if page is not None else None
 
@@ -141,7 +145,6 @@ def write_submission(outdir: Path, res: dict[str, Any], profile: Profile, page: 
 def write_summary(outdir: Path, profile: Profile, results: list[dict[str, Any]], rejected: list[dict[str, str]],
                   executor: str, started: float, interrupted: bool) -> dict[str, Any]:
     """Write ``grades.csv`` and ``summary.json``; return the summary document."""
-    from tracekit.batch.traces import csv_text, write_file
     from tracekit.grading.similar import describe
 
     names = [it.name for it in profile.rubric.items]
@@ -155,7 +158,7 @@ def write_summary(outdir: Path, profile: Profile, results: list[dict[str, Any]],
         row["error"] = (r.get("error") or {}).get("message")
         row["similar_to"] = describe(r.get("similar_to") or [])
         rows.append(row)
-    write_file(outdir / "grades.csv", csv_text(rows, ["id", "original", "status", "score", "max_score", *names,
+    _write(outdir / "grades.csv", csv_text(rows, ["id", "original", "status", "score", "max_score", *names,
                                                       "warnings", "error", "similar_to"]))
     items = []
     for it in profile.rubric.items:
@@ -181,8 +184,8 @@ def write_summary(outdir: Path, profile: Profile, results: list[dict[str, Any]],
         "submissions": results,
         "run": {"executor": executor, "started": round(started, 3), "elapsed_s": round(time.time() - started, 3)},
     }
-    write_file(outdir / "summary.json", dumps(doc))
-    write_file(outdir / "index.html", index_page(doc, profile))
+    _write(outdir / "summary.json", dumps(doc))
+    _write(outdir / "index.html", index_page(doc, profile))
     return doc
 
 

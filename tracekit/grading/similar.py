@@ -58,7 +58,7 @@ def series_digest(analysis: Analysis) -> str | None:
 
 def path_files(path: str) -> dict[str, str]:
     """sha256 per trace file of a reference run (a file, or a folder's recognised trace files)."""
-    from tracekit.grading.submissions import file_sha256
+    from tracekit._files import file_sha256
     from tracekit.parsers import sniff
 
     p = Path(path)

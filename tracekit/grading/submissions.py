@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from tracekit._files import file_sha256, safe_join
 from tracekit.errors import LimitError, OutputError, TracekitError, UnknownFormatError, UsageError
 from tracekit.grading.rubric import valid_id
 from tracekit.limits import DEFAULT, Limits
@@ -318,17 +319,6 @@ class RunFiles:
 IN_MEMORY_BYTES = 64 << 20
 
 
-def file_sha256(path: Path) -> str:
-    """sha256 of a file's bytes, read in 1 MiB chunks (comparable with hashlib.sha256(data))."""
-    import hashlib
-
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _source(name: str, data: bytes | Path) -> tuple[Any, bytes, dict[str, Any], bytes | None]:
     """What to read (bytes or path), its first bytes, its size and hash, and its bytes when in memory."""
     import hashlib
@@ -500,8 +490,4 @@ def output_path(outdir: Path, sub_id: str, filename: str) -> Path:
     """
     if not valid_id(sub_id) or not valid_id(filename):
         raise OutputError(f"unsafe output name {printable(sub_id)!r}/{printable(filename)!r}", path=str(outdir))
-    root = outdir.resolve()
-    p = (root / sub_id / filename).resolve()
-    if not p.is_relative_to(root):
-        raise OutputError("refusing to write outside the output folder", path=str(p))
-    return p
+    return safe_join(outdir, sub_id, filename)

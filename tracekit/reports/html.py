@@ -28,8 +28,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tracekit._files import write_atomic, write_output
 from tracekit.errors import OutputError
-from tracekit.reports.text import _fmt, write_atomic
+from tracekit.reports.text import _fmt
 
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
@@ -396,11 +397,7 @@ def write_text(path: Path, text: str) -> None:
     path = Path(path)
     if path.is_dir():
         raise OutputError("is a directory, not a file", path=str(path), hint="give a file name, e.g. report.html")
-    try:
-        write_atomic(path, text.encode("utf-8"))
-    except OSError as exc:
-        raise OutputError(f"cannot write the report: {exc.strerror or exc}", path=str(path),
-                          hint="choose a writable location with -o") from None
+    write_output(path, text, what="cannot write the report", hint="choose a writable location with -o")
 
 
 def export_images(figs: Sequence[tuple[str, Figure]], *, png_dir: Path | None = None,

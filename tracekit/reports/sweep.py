@@ -31,6 +31,7 @@ from typing import Any
 
 import polars as pl
 
+from tracekit._files import neutralise
 from tracekit.errors import OutputError, UsageError
 from tracekit.reports import charts
 from tracekit.reports.compare import load, run_metrics, tool_values
@@ -110,11 +111,9 @@ class SweepResult:
 
 
 def _neutral(v: Any) -> Any:
-    if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + v
     if isinstance(v, float) and not math.isfinite(v):
         return ""
-    return "" if v is None else v
+    return "" if v is None else neutralise(v)
 
 
 def _value(text: str) -> Any:
@@ -412,8 +411,8 @@ def write(result: SweepResult, path: Path | None = None, *, csv_path: Path | Non
     Raises:
         OutputError: when an output cannot be written.
     """
+    from tracekit._files import write_atomic
     from tracekit.reports.html import write_text
-    from tracekit.reports.text import write_atomic
 
     if path is not None:
         write_text(Path(path), render(result))
