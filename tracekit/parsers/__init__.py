@@ -226,7 +226,7 @@ def read_dir(path: Path, *, limits: Limits = DEFAULT, **options: Any) -> Any:
     Files that are not traces (scripts, plots, notes) are skipped with a warning.
     Symlinks pointing outside the directory are not followed.
     """
-    from tracekit.trace import combine
+    from tracekit.kernel import combine_run
 
     root = path.resolve()
     traces = []
@@ -249,7 +249,7 @@ def read_dir(path: Path, *, limits: Limits = DEFAULT, **options: Any) -> Any:
         raise UnknownFormatError("directory holds no recognised trace file", path=str(path),
                                  hint="pass the trace file itself, or check `tracekit formats`")
     try:
-        return combine(traces, path=str(path), skipped=skipped)
+        return combine_run(traces, path=str(path), skipped=skipped)
     except TracekitError:
         raise
     except Exception as exc:  # noqa: BLE001 - the contract: no other exception type escapes a reader
