@@ -16,12 +16,14 @@ import pytest
 from click.testing import CliRunner
 from conftest import sample
 
+from tracekit.batch.grading import run_grade
+from tracekit.batch.submissions import discover, member_problem, read_submission
 from tracekit.cli.main import main
 from tracekit.errors import LimitError, UsageError
 from tracekit.grading import metrics as gm
-from tracekit.grading.grade import judge, run_grade
+from tracekit.grading.grade import judge
 from tracekit.grading.rubric import band, load_rubric, parse_rubric, score
-from tracekit.grading.submissions import discover, make_id, member_problem, output_path, read_submission
+from tracekit.grading.submissions import make_id, output_path
 from tracekit.limits import Limits
 
 GRADING = sample("ns2", "grading")

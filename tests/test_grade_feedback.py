@@ -23,8 +23,8 @@ import pytest
 from conftest import need_tool, sample
 
 import tracekit
+from tracekit.batch.grading import run_grade
 from tracekit.errors import UsageError
-from tracekit.grading.grade import run_grade
 from tracekit.grading.rubric import load_rubric, parse_rubric
 
 EXAMPLE = sample("ns2", "feedback")

@@ -32,6 +32,9 @@ from tracekit._files import content_hash, csv_text, safe_join, write_output
 from tracekit.batch.executors import Outcome, Task, make_executor
 from tracekit.errors import OutputError, UsageError
 from tracekit.limits import DEFAULT, Limits
+from tracekit.pipeline import link_rate, load
+from tracekit.reports.html import esc, page, render_report
+from tracekit.reports.text import _fmt
 
 SCHEMA_VERSION = 1
 #: Fields of an entry that change from run to run (ignored when comparing summaries).
@@ -101,11 +104,8 @@ def process_trace(path: str, limits: Limits = DEFAULT, strict: bool = False) -> 
     Raises:
         TracekitError: when the trace cannot be read (the executor records it as failed).
     """
-    import tracekit
-    from tracekit.reports.html import render_report
-
-    trace = tracekit.read(path, strict=strict, limits=limits)
-    analysis = tracekit.analyze(trace)
+    analysis = load(path, strict=strict, limits=limits)
+    trace = analysis.trace
     flows = analysis.flows
     row: dict[str, Any] = {
         "format": trace.meta.get("format"),
@@ -124,7 +124,7 @@ def process_trace(path: str, limits: Limits = DEFAULT, strict: bool = False) -> 
         row["goodput_bps"] = float(g) if isinstance(g, (int, float)) and g == g else None
         if "retrans_packets" in flows.columns:
             row["retrans_packets"] = int(flows["retrans_packets"].fill_null(0).sum())
-    html, _ = render_report([analysis])
+    html, _ = render_report([analysis], link_rates=[link_rate(analysis)])
     return {"row": row, "html": html}
 
 
@@ -302,9 +302,6 @@ def write_outputs(result: BatchResult, executor: str, started: float, pending: i
 
 def index_page(entries: list[dict[str, Any]], counts: dict[str, int], interrupted: bool) -> str:
     """The index: one row per trace with a link to its report or the reason it failed."""
-    from tracekit.reports.html import esc, page
-    from tracekit.reports.text import _fmt
-
     rows = []
     for e in entries:
         if e["status"] == "ok" and e.get("report"):

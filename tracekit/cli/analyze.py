@@ -44,8 +44,8 @@ def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, repor
         tracekit analyze capture.pcap --kernel ss.log --kernel nstat.log
         tracekit analyze samples/ns2/lab_tahoe --explain
     """
-    import tracekit
-    from tracekit.reports import answers, text
+    from tracekit import pipeline
+    from tracekit.reports import text
 
     limits = load_limits(config)
     reported = 0
@@ -56,7 +56,7 @@ def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, repor
 
         options["mapping"] = parse_map_option(list(maps))
     docs: list[Any] = []
-    analyses = []
+    analyses, links = [], []
     console = None
     if not as_json:  # rich only for the table (44 ms of imports a JSON run does not need)
         from rich.console import Console
@@ -64,24 +64,21 @@ def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, repor
         # rich wraps at 80 columns when not on a terminal; a flows table needs more
         console = Console(width=None if sys.stdout.isatty() else 160)
     for i, f in enumerate(files):
-        trace = tracekit.read(f, fmt, strict=strict, limits=limits, **options)
-        if kernel_logs:
-            from tracekit.kernel import attach
-
-            trace = attach(trace, [tracekit.read(k, strict=strict, limits=limits) for k in kernel_logs])
-        analysis = tracekit.analyze(trace, rto_floor_s=rto_floor)
+        analysis = pipeline.load(f, format=fmt, strict=strict, limits=limits, kernel=kernel_logs,
+                                 rto_floor_s=rto_floor, **options)
         if export_dir:
             # one folder per input; the index keeps names apart without building paths from file content
             out = Path(export_dir) if len(files) == 1 else Path(export_dir) / f"{i:03d}"
             text.export(analysis, out)
+        link = pipeline.link_rate(analysis, link_rate)
         if report:
             analyses.append(analysis)
-        link = answers.link_rate_for(analysis, link_rate)
+            links.append(link)
         reported += _answer(analysis, f, link, console, as_json=as_json, explain=explain, docs=docs)
     if report:
         from tracekit.reports.html import write_report
 
-        write_report(analyses, Path(report), link_rate=link_rate)
+        write_report(analyses, Path(report), link_rates=links)
     if not reported:
         from tracekit.errors import NothingToAnalyzeError
 

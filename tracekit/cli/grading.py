@@ -58,8 +58,8 @@ def grade(ctx: click.Context, references: tuple[str, ...], submissions: str | No
     """
     from pathlib import Path
 
+    from tracekit.batch.grading import run_grade
     from tracekit.errors import OutputError, UsageError
-    from tracekit.grading.grade import run_grade
     from tracekit.grading.rubric import load_rubric
 
     if (submissions is None) == (submission is None):
@@ -117,8 +117,8 @@ def check(ctx: click.Context, target: str, rubric: str, item: str, references: t
     Example:
         tracekit check run/ --rubric rubric.toml --item window_cap
     """
+    from tracekit.batch.grading import check as check_item
     from tracekit.errors import TracekitError
-    from tracekit.grading.grade import check as check_item
     from tracekit.grading.rubric import load_rubric
 
     try:

@@ -56,21 +56,6 @@ def series_digest(analysis: Analysis) -> str | None:
     return h.hexdigest()
 
 
-def path_files(path: str) -> dict[str, str]:
-    """sha256 per trace file of a reference run (a file, or a folder's recognised trace files)."""
-    from tracekit._files import file_sha256
-    from tracekit.parsers import sniff
-
-    p = Path(path)
-    files = [p] if p.is_file() else sorted(c for c in p.iterdir() if c.is_file() and not c.name.startswith("."))
-    out = {}
-    for f in files:
-        if p.is_dir() and sniff(f) is None:
-            continue
-        out[f.name] = file_sha256(f)
-    return out
-
-
 def fingerprint(files: list[dict[str, Any]], analysis: Analysis | None) -> dict[str, Any]:
     """A submission's fingerprints: its trace files' hashes and its analysed series' hash."""
     return {"files": {f["name"]: f["sha256"] for f in files if f.get("format")},

@@ -1,6 +1,6 @@
 """``tracekit compare``: several runs, from any formats, side by side on common units.
 
-Every input is read and analysed like ``tracekit analyze`` does; each run is
+Every input is read and analysed like ``tracekit analyze`` does (:func:`tracekit.pipeline.load`); each run is
 summarised by its *main connection direction* (the one that carried the most
 unique bytes) so that a capture, an ns-2 run and an ns-3 run of one scenario
 line up. The first run is the reference: the table gives every metric for
@@ -26,7 +26,6 @@ from tracekit.reports.figures import Figure, flow_labels, frame, main_directions
 
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
-    from tracekit.limits import Limits
 
 #: Metrics of the main connection direction, in table order: (flows-table column, title).
 METRICS: list[tuple[str, str]] = [
@@ -125,15 +124,6 @@ def _num(v: Any) -> TypeGuard[int | float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def load(path: str | Path, *, fmt: str | None = None, strict: bool = False, limits: Limits | None = None) -> Analysis:
-    """Read and analyse one input exactly as ``tracekit analyze`` does."""
-    import tracekit
-    from tracekit.limits import DEFAULT
-
-    trace = tracekit.read(str(path), fmt, strict=strict, limits=limits or DEFAULT)
-    return tracekit.analyze(trace)
-
-
 def main_flow(analysis: Any) -> dict[str, Any] | None:
     """The flows-table row (with ``label``) of the direction that carried the most unique bytes."""
     top, _ = main_directions(flow_labels(analysis.flows), 1)
@@ -209,32 +199,26 @@ def _default_labels(paths: Sequence[str]) -> list[str]:
 
 
 def compare(
-    paths: Sequence[str | Path],
+    loaded: Sequence[tuple[str, Analysis]],
     labels: Sequence[str] | dict[str, str] | None = None,
     *,
-    fmt: str | None = None,
-    strict: bool = False,
-    limits: Limits | None = None,
     y: Sequence[str] = (),
 ) -> CompareResult:
-    """Read, analyse and line up several runs; the first is the reference.
+    """Line up several analysed runs; the first is the reference.
 
     Args:
-        paths: Inputs (files or run directories), any formats.
-        labels: One label per path, or a mapping path -> label (others keep their file name).
-        fmt: Force a reader for every input.
-        strict: Turn reader warnings into errors.
-        limits: Resource limits.
+        loaded: ``(path, analysis)`` per run, any formats (e.g. from :func:`tracekit.pipeline.load`;
+            the path names the run and is shown, never read).
+        labels: One label per run, or a mapping path -> label (others keep their file name).
         y: Tool-reported metrics to add as rows, ``NAME[:STAT]`` (:func:`tool_values`).
 
     Returns:
         The comparison.
 
     Raises:
-        UsageError: with fewer than two inputs, or labels that do not fit the paths.
-        TracekitError: when an input cannot be read.
+        UsageError: with fewer than two runs, or labels that do not fit the paths.
     """
-    inputs = [str(p) for p in paths]
+    inputs = [str(p) for p, _ in loaded]
     if len(inputs) < 2:
         raise UsageError("compare needs at least two runs", hint="tracekit compare A B [C ...] -o compare.html")
     names = _default_labels(inputs)
@@ -249,8 +233,7 @@ def compare(
             raise UsageError(f"{len(labels)} labels for {len(inputs)} runs")
         names = list(labels)
     runs = []
-    for path, name in zip(inputs, names, strict=True):
-        analysis = load(path, fmt=fmt, strict=strict, limits=limits)
+    for (path, analysis), name in zip(loaded, names, strict=True):
         main, values = run_metrics(analysis)
         values.update(tool_values(analysis, y))
         runs.append(Run(charts.safe_label(name), path, analysis, main, values))

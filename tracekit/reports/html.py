@@ -313,14 +313,14 @@ def _meta_rows(analysis: Analysis) -> list[tuple[str, Any]]:
 
 
 def analysis_section(analysis: Analysis, prefix: str, specs: dict[str, dict[str, Any]],
-                     *, max_flows: int, link_rate: str | None = None) -> tuple[str, list[Figure]]:
+                     *, max_flows: int, link_rate_bps: float | None = None) -> tuple[str, list[Figure]]:
     """The HTML of one analysed trace: what happened in words, metadata, warnings, flows table,
     tool-reported series, charts, missing charts."""
     from tracekit.reports.answers import explain_html, lab_flows, tool_table_html
     from tracekit.reports.figures import FLOW_KINDS, figures, flow_labels
 
     tr = analysis.trace
-    parts = [f"<h2>{esc(run_name(analysis))}</h2>", explain_html(analysis, link_rate, prefix)]
+    parts = [f"<h2>{esc(run_name(analysis))}</h2>", explain_html(analysis, link_rate_bps, prefix)]
     parts.append('<table class="meta"><tbody>' + "".join(
         f"<tr><th class=\"t\">{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in _meta_rows(analysis))
         + "</tbody></table>")
@@ -347,9 +347,7 @@ def analysis_section(analysis: Analysis, prefix: str, specs: dict[str, dict[str,
 
         parts.append(kernel_html(analysis))
     parts.append(tool_table_html(analysis, prefix))
-    from tracekit.reports.answers import link_rate_for
-
-    figs = figures(analysis, max_flows=max_flows, link_rate_bps=link_rate_for(analysis, link_rate))
+    figs = figures(analysis, max_flows=max_flows, link_rate_bps=link_rate_bps)
     missing: list[str] = []
     current: tuple[int | None, int | None] | None = None
     for fig in figs:
@@ -370,8 +368,11 @@ def analysis_section(analysis: Analysis, prefix: str, specs: dict[str, dict[str,
 
 
 def render_report(analyses: Sequence[Analysis], *, max_flows: int = 6,
-                  link_rate: str | None = None) -> tuple[str, list[tuple[str, Figure]]]:
+                  link_rates: Sequence[float | None] | None = None) -> tuple[str, list[tuple[str, Figure]]]:
     """Build the report page for one or more analysed traces.
+
+    ``link_rates`` gives each trace's bottleneck rate in bit/s (None: unknown), e.g. from
+    :func:`tracekit.pipeline.link_rate`: it is drawn on the throughput charts and used by the account.
 
     Returns:
         The HTML text and the drawn figures with their page keys (for image export).
@@ -380,7 +381,8 @@ def render_report(analyses: Sequence[Analysis], *, max_flows: int = 6,
     sections, drawn = [], []
     for i, analysis in enumerate(analyses):
         prefix = f"r{i}-" if len(analyses) > 1 else ""
-        body, figs = analysis_section(analysis, prefix, specs, max_flows=max_flows, link_rate=link_rate)
+        rate = link_rates[i] if link_rates is not None else None
+        body, figs = analysis_section(analysis, prefix, specs, max_flows=max_flows, link_rate_bps=rate)
         sections.append(f'<section id="trace-{i}">{body}</section>')
         drawn += [(prefix + f.key, f) for f in figs if f.present]
     from tracekit.reports._chartkit import safe_label
@@ -442,7 +444,8 @@ def export_images(figs: Sequence[tuple[str, Figure]], *, png_dir: Path | None = 
 
 
 def write_report(analyses: list[Analysis], path: Path, *, png_dir: Path | None = None,
-                 svg_dir: Path | None = None, max_flows: int = 6, link_rate: str | None = None) -> None:
+                 svg_dir: Path | None = None, max_flows: int = 6,
+                 link_rates: Sequence[float | None] | None = None) -> None:
     """Write one self-contained HTML report for the analysed traces (and optionally images).
 
     Args:
@@ -451,12 +454,12 @@ def write_report(analyses: list[Analysis], path: Path, *, png_dir: Path | None =
         png_dir: Also write every chart as PNG into this folder.
         svg_dir: Also write every chart as SVG into this folder.
         max_flows: Connection directions charted one by one per trace.
-        link_rate: The bottleneck rate as ``--link-rate`` takes it (default: each run's run.json).
+        link_rates: Each trace's bottleneck rate in bit/s (:func:`tracekit.pipeline.link_rate`), or None.
 
     Raises:
         OutputError: when an output cannot be written.
     """
-    text, drawn = render_report(analyses, max_flows=max_flows, link_rate=link_rate)
+    text, drawn = render_report(analyses, max_flows=max_flows, link_rates=link_rates)
     write_text(Path(path), text)
     if png_dir is not None or svg_dir is not None:
         export_images(drawn, png_dir=png_dir, svg_dir=svg_dir)
