@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracekit import numfmt
 from tracekit._files import content_hash, csv_text, safe_join, write_output
 from tracekit.batch.executors import Outcome, Task, make_executor
 from tracekit.errors import OutputError, UsageError
 from tracekit.limits import DEFAULT, Limits
 from tracekit.pipeline import link_rate, load
 from tracekit.reports.html import esc, page, render_report
-from tracekit.reports.text import _fmt
 
 SCHEMA_VERSION = 1
 #: Fields of an entry that change from run to run (ignored when comparing summaries).
@@ -314,9 +314,9 @@ def index_page(entries: list[dict[str, Any]], counts: dict[str, int], interrupte
         warn = ", ".join(e.get("warnings") or [])
         rows.append(
             f'<tr data-status="{esc(e["status"])}"><td class="t">{esc(e["path"])}</td>'
-            f'<td class="t">{esc(e.get("format") or "")}</td><td>{esc(_fmt(e.get("flows"), "flows"))}</td>'
-            f'<td>{esc(_fmt(e.get("goodput_bps"), "goodput_bps"))}</td>'
-            f'<td>{esc(_fmt(e.get("retrans_packets"), "retrans_packets"))}</td>'
+            f'<td class="t">{esc(e.get("format") or "")}</td><td>{esc(numfmt.cell(e.get("flows"), "flows"))}</td>'
+            f'<td>{esc(numfmt.cell(e.get("goodput_bps"), "goodput_bps"))}</td>'
+            f'<td>{esc(numfmt.cell(e.get("retrans_packets"), "retrans_packets"))}</td>'
             f'<td class="t">{esc(warn)}</td><td class="t">{link}{why}</td></tr>')
     head = "".join(f'<th{" class=t" if h in ("trace", "format", "warnings", "report") else ""}>{h}</th>'
                    for h in ("trace", "format", "flows", "goodput", "retransmissions", "warnings", "report"))

@@ -126,7 +126,7 @@ def print_explain(sentences: list[Sentence], console: Console) -> None:
 def explain_html(analysis: Analysis, link_rate_bps: float | None, prefix: str = "") -> str:
     """The account in words for the top of a report section (every text escaped)."""
     from tracekit.explain import explain
-    from tracekit.reports.html import esc
+    from tracekit.reports.markup import esc
 
     sentences = explain(analysis, link_bps=link_rate_bps)
     parts: list[str] = []
@@ -151,7 +151,7 @@ def explain_html(analysis: Analysis, link_rate_bps: float | None, prefix: str = 
 
 def tool_table_html(analysis: Analysis, prefix: str = "") -> str:
     """The tool-reported series as a table (FlowMonitor's and NetSim's totals are only here)."""
-    from tracekit.reports.html import esc
+    from tracekit.reports.markup import esc
     from tracekit.reports.toolmetrics import summarise
 
     metrics = summarise(analysis.trace)
@@ -191,7 +191,7 @@ def _totals_html(metrics: list[ToolMetric], prefix: str) -> str:
     reads them, a chart would draw dots at one instant. A metric given more than once per
     flow (FlowMonitor's drops per reason) gets one column per source.
     """
-    from tracekit.reports.html import esc
+    from tracekit.reports.markup import esc
 
     per: dict[tuple[Any, Any], dict[str, ToolMetric]] = {}
     cols: dict[str, None] = {}

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 import polars as pl
 
+from tracekit import numfmt
 from tracekit.errors import UsageError
 from tracekit.reports import charts
 from tracekit.reports.figures import Figure, flow_labels, frame, main_directions, throughput_frame
@@ -105,10 +106,8 @@ class CompareResult:
 
 def _signed(d: float, key: str) -> str:
     """A difference with its sign, in the metric's unit (bit/s scaled; counts with separators)."""
-    from tracekit.reports.text import _fmt
-
     large_count = not key.endswith("_bps") and abs(d) >= 1000
-    text = f"{abs(d):,.0f}" if large_count else (_fmt(abs(d), key) if d else "0")
+    text = f"{abs(d):,.0f}" if large_count else (numfmt.cell(abs(d), key) if d else "0")
     return ("+" if d > 0 else "−" if d < 0 else "±") + text
 
 

@@ -20,17 +20,18 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import html
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracekit._files import write_atomic, write_output
 from tracekit.errors import OutputError
-from tracekit.reports.text import _fmt
+from tracekit.reports.markup import cell as cell  # re-exported: the pages build on them
+from tracekit.reports.markup import esc as esc
+from tracekit.reports.markup import table as table
 
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
@@ -100,15 +101,10 @@ def script_json(obj: Any) -> str:
         ValueError: on NaN/inf (invalid JSON; charts map them to null first).
     """
     text = json.dumps(obj, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
-    for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                    ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
-        text = text.replace(ch, esc)
+    for ch, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                        ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(ch, escaped)
     return text
-
-
-def esc(value: Any) -> str:
-    """HTML-escape any value (quotes too: it may land in an attribute)."""
-    return html.escape(str(value), quote=True)
 
 
 def _vl_version() -> str | None:
@@ -179,31 +175,6 @@ def page(title: str, body: str, specs: dict[str, dict[str, Any]]) -> str:
         f"<title>{esc(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
         f"{body}\n{scripts}</body>\n</html>\n"
     )
-
-
-def cell(value: Any, col: str = "", text: str | None = None) -> str:
-    """One table cell: formatted text, its column key in ``data-col``, exact numbers in ``data-v``."""
-    shown = esc(text if text is not None else _fmt(value, col))
-    attr = f' data-col="{esc(col)}"' if col else ""
-    if isinstance(value, bool) or value is None or not isinstance(value, (int, float)):
-        return f'<td class="t"{attr}>{shown}</td>'
-    return f'<td{attr} data-v="{esc(repr(value))}">{shown}</td>'
-
-
-def table(columns: Sequence[tuple[str, str]], rows: Iterable[dict[str, Any]], *, cls: str = "",
-          table_id: str | None = None) -> str:
-    """An HTML table of rows (dicts); ``columns`` are (key, header) pairs, keys tracekit's own.
-
-    Each row's cells carry ``data-col`` (the key) so tests and scripts can read values back.
-    """
-    head = "".join(f'<th class="t">{esc(h)}</th>' if k in ("label", "run", "connection") else f"<th>{esc(h)}</th>"
-                   for k, h in columns)
-    body = []
-    for row in rows:
-        cells = "".join(cell(row.get(k), k) for k, _ in columns)
-        body.append(f"<tr>{cells}</tr>")
-    attrs = (f' class="{esc(cls)}"' if cls else "") + (f' id="{esc(table_id)}"' if table_id else "")
-    return f"<table{attrs}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def figures_html(figs: list[Figure], specs: dict[str, dict[str, Any]]) -> list[str]:

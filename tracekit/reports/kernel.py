@@ -67,7 +67,7 @@ def print_kernel(analysis: Analysis, console: Console) -> None:
 
 def kernel_html(analysis: Analysis) -> str:
     """The report's "Kernel's view" part (all text escaped)."""
-    from tracekit.reports.html import esc, table
+    from tracekit.reports.markup import esc, table
 
     info = analysis.trace.meta.get("kernel") or {}
     parts = ["<h3>The kernel's view</h3>"]
