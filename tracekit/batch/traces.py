@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracekit import numfmt
+from tracekit import __version__, numfmt
 from tracekit._files import content_hash, csv_text, safe_join, write_output
 from tracekit.batch.executors import Outcome, Task, make_executor
 from tracekit.errors import OutputError, UsageError
@@ -44,8 +44,6 @@ CSV_COLUMNS = ("path", "status", "format", "tool", "packets", "flows", "goodput_
 
 
 def _version() -> str:
-    from tracekit import __version__
-
     return __version__
 
 

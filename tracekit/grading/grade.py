@@ -30,7 +30,9 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from tracekit.errors import TracekitError, UsageError
 from tracekit.grading import metrics as gm
 from tracekit.grading import units as gu
-from tracekit.grading.rubric import Item, Rubric, Selector, band, score
+from tracekit.grading.outputs import feedback_page
+from tracekit.grading.rubric import Item, Rubric, Selector, Tolerance, band, score
+from tracekit.grading.similar import series_digest
 from tracekit.grading.units import LabUnits
 
 if TYPE_CHECKING:
@@ -63,8 +65,6 @@ class Profile:
 
 
 def _display_item(metric: str) -> Item:
-    from tracekit.grading.rubric import Tolerance
-
     return Item(name=f"_{metric}", metric=metric, points=0.0, title=metric, tolerance=Tolerance())
 
 
@@ -83,7 +83,6 @@ def build_profile(rubric: Rubric, analyses: list[Analysis], references: list[dic
     Raises:
         UsageError: no reference for an item that needs one, or a reference that cannot give a value.
     """
-    from tracekit.grading.similar import series_digest
 
     docs = references if references is not None else [{"path": f"reference {i + 1}"} for i in range(len(analyses))]
     refs = [str(d.get("path")) for d in docs]
@@ -324,7 +323,6 @@ def unreadable(profile: Profile, reason: str) -> list[Verdict]:
 
 def failed_result(sub: Submission, profile: Profile, error: dict[str, Any]) -> dict[str, Any]:
     """The result of a submission whose worker failed (timeout, memory, crash)."""
-    from tracekit.grading.outputs import feedback_page
 
     res = base_result(sub, profile)
     why = {"timeout": "grading your submission", "memory": "grading your submission"}.get(

@@ -16,8 +16,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tracekit import __version__
 from tracekit._files import csv_text, write_output
 from tracekit.errors import OutputError
+from tracekit.grading.pages import feedback_page, index_page
+from tracekit.grading.similar import describe
+from tracekit.grading.submissions import output_path
 
 if TYPE_CHECKING:
     from tracekit.grading.grade import Profile
@@ -26,8 +30,6 @@ SCHEMA_VERSION = 1
 
 
 def _version() -> str:
-    from tracekit import __version__
-
     return __version__
 
 
@@ -125,7 +127,6 @@ def dumps(doc: Any) -> str:
 
 def write_submission(outdir: Path, res: dict[str, Any], profile: Profile, page: str | None, *, single: bool) -> None:
     """Write ``results.json`` and ``feedback.html`` of one submission (``OUT/<id>/``, or ``OUT/`` if single)."""
-    from tracekit.grading.submissions import output_path
 
     if single:
         root = outdir.resolve()
@@ -145,7 +146,6 @@ def write_submission(outdir: Path, res: dict[str, Any], profile: Profile, page: 
 def write_summary(outdir: Path, profile: Profile, results: list[dict[str, Any]], rejected: list[dict[str, str]],
                   executor: str, started: float, interrupted: bool) -> dict[str, Any]:
     """Write ``grades.csv`` and ``summary.json``; return the summary document."""
-    from tracekit.grading.similar import describe
 
     names = [it.name for it in profile.rubric.items]
     rows = []
@@ -188,7 +188,5 @@ def write_summary(outdir: Path, profile: Profile, results: list[dict[str, Any]],
     _write(outdir / "index.html", index_page(doc, profile))
     return doc
 
-
-from tracekit.grading.pages import feedback_page, index_page  # noqa: E402  (re-exported)
 
 __all__ = ["feedback_page", "index_page", "results_json", "write_submission", "write_summary"]

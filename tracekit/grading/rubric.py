@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from tracekit.errors import UsageError
+from tracekit.grading.metrics import metric_problem
+from tracekit.grading.units import unit_problem
 
 #: Submission ids, item names and other names that end up in file paths or CSV headers.
 ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -318,7 +320,6 @@ def _item(raw: Any, idx: int, defaults: dict[str, Any], known_metric: Any, probl
 def _display_keys(raw: dict[str, Any], where: str, metric: str, defaults: dict[str, Any],
                   problems: list[str]) -> tuple[str | None, str | None, str]:
     """``unit``, ``hint`` and ``show_reference`` of an item (what the student reads, not the score)."""
-    from tracekit.grading.units import unit_problem
 
     unit = raw.get("unit")
     if unit is not None:
@@ -351,7 +352,6 @@ def parse_rubric(text: str, *, path: str = "<rubric>", base: Path | None = None)
     Raises:
         UsageError: listing each problem.
     """
-    from tracekit.grading.metrics import metric_problem
 
     try:
         data = tomllib.loads(text)

@@ -24,6 +24,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from tracekit.grading import metrics as gm
+from tracekit.grading.rubric import Selector
+
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
 
@@ -33,8 +36,6 @@ TIME_RESOLUTION_S = 1e-6
 
 def series_digest(analysis: Analysis) -> str | None:
     """sha256 of the largest flow's packets and cwnd curve with times from its first packet, or None."""
-    from tracekit.grading import metrics as gm
-    from tracekit.grading.rubric import Selector
 
     row, _ = gm.select_flow(analysis.flows, Selector())
     if row is None:

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tracekit.errors import UnknownFormatError
 from tracekit.grading.metrics import fmt_value, unit_of
 
 if TYPE_CHECKING:
@@ -217,7 +218,6 @@ def student_error(exc: TracekitError, sub: Submission) -> str:
     Location first, then one sentence, then ``Hint:`` when the hint is about the lab rather
     than about the command line.
     """
-    from tracekit.errors import UnknownFormatError
 
     path = str(exc.path or "")
     if path == sub.path and sub.kind == "file":

@@ -13,6 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from tracekit import numfmt
+from tracekit.explain import _Parts, cwnd_reductions, explain
+from tracekit.reports.markup import esc
+from tracekit.reports.toolmetrics import summarise
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -46,7 +51,6 @@ def lab_flows(analysis: Analysis) -> pl.DataFrame:
 
 def json_flows(analysis: Analysis) -> list[dict[str, Any]]:
     """The flows of ``analyze --json``: :func:`lab_flows` plus ``cwnd_reductions`` (docs/explain.md)."""
-    from tracekit.explain import _Parts, cwnd_reductions
 
     rows = lab_flows(analysis).to_dicts()
     parts = _Parts(analysis)
@@ -71,7 +75,6 @@ def header_bytes(analysis: Analysis) -> int | None:
 
 def tool_rows(metrics: list[ToolMetric], analysis: Analysis) -> list[dict[str, Any]]:
     """Rows for the tool-metrics table: texts per statistic, packets/s also as bit/s without headers."""
-    from tracekit import numfmt
 
     hdr = header_bytes(analysis)
     seg = analysis.trace.meta.get("segment_size")
@@ -125,8 +128,6 @@ def print_explain(sentences: list[Sentence], console: Console) -> None:
 
 def explain_html(analysis: Analysis, link_rate_bps: float | None, prefix: str = "") -> str:
     """The account in words for the top of a report section (every text escaped)."""
-    from tracekit.explain import explain
-    from tracekit.reports.markup import esc
 
     sentences = explain(analysis, link_bps=link_rate_bps)
     parts: list[str] = []
@@ -151,8 +152,6 @@ def explain_html(analysis: Analysis, link_rate_bps: float | None, prefix: str = 
 
 def tool_table_html(analysis: Analysis, prefix: str = "") -> str:
     """The tool-reported series as a table (FlowMonitor's and NetSim's totals are only here)."""
-    from tracekit.reports.markup import esc
-    from tracekit.reports.toolmetrics import summarise
 
     metrics = summarise(analysis.trace)
     if not metrics:
@@ -191,7 +190,6 @@ def _totals_html(metrics: list[ToolMetric], prefix: str) -> str:
     reads them, a chart would draw dots at one instant. A metric given more than once per
     flow (FlowMonitor's drops per reason) gets one column per source.
     """
-    from tracekit.reports.markup import esc
 
     per: dict[tuple[Any, Any], dict[str, ToolMetric]] = {}
     cols: dict[str, None] = {}

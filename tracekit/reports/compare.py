@@ -22,8 +22,12 @@ import polars as pl
 
 from tracekit import numfmt
 from tracekit.errors import UsageError
+from tracekit.explain import cwnd_reductions
 from tracekit.reports import charts
+from tracekit.reports import html as H
 from tracekit.reports.figures import Figure, flow_labels, frame, main_directions, throughput_frame
+from tracekit.reports.html import write_text
+from tracekit.reports.toolmetrics import summarise, value
 
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
@@ -131,7 +135,6 @@ def main_flow(analysis: Any) -> dict[str, Any] | None:
 
 def run_metrics(analysis: Any) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """The main direction's row and the metric values of a run."""
-    from tracekit.explain import cwnd_reductions
 
     main = main_flow(analysis)
     values: dict[str, Any] = {k: (main or {}).get(k) for k, _ in METRICS}
@@ -148,7 +151,6 @@ def tool_values(analysis: Any, names: Sequence[str]) -> dict[str, Any]:
     Raises:
         UsageError: for an unknown statistic.
     """
-    from tracekit.reports.toolmetrics import summarise, value
 
     metrics = summarise(analysis.trace)
     out: dict[str, Any] = {}
@@ -333,7 +335,6 @@ def figures(result: CompareResult) -> list[Figure]:
 
 def render(result: CompareResult) -> str:
     """The comparison page: runs, the side-by-side metric table with deltas, overlay charts."""
-    from tracekit.reports import html as H
 
     runs = result.runs
     parts = ["<h1>tracekit compare</h1>", "<h2>Runs</h2>"]
@@ -376,6 +377,5 @@ def write(result: CompareResult, path: Path) -> None:
     Raises:
         OutputError: when the file cannot be written.
     """
-    from tracekit.reports.html import write_text
 
     write_text(Path(path), render(result))

@@ -29,6 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 from tracekit._files import write_atomic, write_output
 from tracekit.errors import OutputError
+from tracekit.parsers._link import SUPPORTED_LINKTYPES
+from tracekit.reports._chartkit import safe_label, spec
+from tracekit.reports.answers import explain_html, lab_flows, tool_table_html
+from tracekit.reports.figures import FLOW_KINDS, figures, flow_labels
 from tracekit.reports.markup import cell as cell  # re-exported: the pages build on them
 from tracekit.reports.markup import esc as esc
 from tracekit.reports.markup import table as table
@@ -202,7 +206,6 @@ def figure_html(fig: Figure, key: str, specs: dict[str, dict[str, Any]]) -> str:
 
 def chart_spec(chart: Any) -> dict[str, Any]:
     """The Vega-Lite dict of a chart (schema validation skipped: the golden tests validate)."""
-    from tracekit.reports._chartkit import spec
 
     return spec(chart)
 
@@ -236,8 +239,6 @@ def _started(m: dict[str, Any]) -> str | None:
 
 
 def _linktypes(m: dict[str, Any]) -> str | None:
-    from tracekit.parsers._link import SUPPORTED_LINKTYPES
-
     lts = m.get("linktypes")
     if not lts:
         return None
@@ -287,8 +288,6 @@ def analysis_section(analysis: Analysis, prefix: str, specs: dict[str, dict[str,
                      *, max_flows: int, link_rate_bps: float | None = None) -> tuple[str, list[Figure]]:
     """The HTML of one analysed trace: what happened in words, metadata, warnings, flows table,
     tool-reported series, charts, missing charts."""
-    from tracekit.reports.answers import explain_html, lab_flows, tool_table_html
-    from tracekit.reports.figures import FLOW_KINDS, figures, flow_labels
 
     tr = analysis.trace
     parts = [f"<h2>{esc(run_name(analysis))}</h2>", explain_html(analysis, link_rate_bps, prefix)]
@@ -356,7 +355,6 @@ def render_report(analyses: Sequence[Analysis], *, max_flows: int = 6,
         body, figs = analysis_section(analysis, prefix, specs, max_flows=max_flows, link_rate_bps=rate)
         sections.append(f'<section id="trace-{i}">{body}</section>')
         drawn += [(prefix + f.key, f) for f in figs if f.present]
-    from tracekit.reports._chartkit import safe_label
 
     names = [safe_label(run_name(a)) for a in analyses]
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")

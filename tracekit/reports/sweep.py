@@ -23,11 +23,15 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from tracekit._files import neutralise
+from tracekit._files import neutralise, write_atomic
 from tracekit.errors import OutputError, UsageError
 from tracekit.reports import charts
+from tracekit.reports import html as H
 from tracekit.reports.compare import run_metrics, tool_values
 from tracekit.reports.figures import Figure
+from tracekit.reports.html import write_text
+from tracekit.reports.text import dumps
+from tracekit.reports.toolmetrics import summarise, value
 
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
@@ -82,7 +86,6 @@ class SweepResult:
 
     def to_json(self) -> str:
         """The sweep as a JSON document (strict: NaN/inf become null)."""
-        from tracekit.reports.text import dumps
 
         return dumps({"x": self.x, "by": self.by, "params": self.params, "metrics": self.metrics,
                       "runs": [{"path": r.path, "params": r.params, "metrics": r.metrics} for r in self.runs]})
@@ -183,7 +186,6 @@ def sweep(
 
 def _tool_means(analysis: Any) -> dict[str, Any]:
     """Each tool-reported metric of a run without packets, by its metric name (mean over its series)."""
-    from tracekit.reports.toolmetrics import summarise, value
 
     ms = summarise(analysis.trace)
     return {m.metric: value(ms, m.metric, "mean") for m in ms if re.fullmatch(r"[a-z][a-z0-9_]{0,40}", m.metric)}
@@ -217,7 +219,6 @@ def figures(result: SweepResult) -> list[Figure]:
 
 def render(result: SweepResult) -> str:
     """The sweep page: charts of each metric against the parameter, and the table of runs."""
-    from tracekit.reports import html as H
 
     # x, the line parameter, and up to three more that vary (constant ones are in the CSV/JSON)
     varying = [n for n in result.params if n not in (result.x, result.by)
@@ -249,8 +250,6 @@ def write(result: SweepResult, path: Path | None = None, *, csv_path: Path | Non
     Raises:
         OutputError: when an output cannot be written.
     """
-    from tracekit._files import write_atomic
-    from tracekit.reports.html import write_text
 
     if path is not None:
         write_text(Path(path), render(result))
