@@ -36,6 +36,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracekit.errors import TracekitError, UsageError
+
 #: Seconds a worker gets to start (imports) before it is considered broken.
 START_TIMEOUT = 120.0
 
@@ -98,8 +100,6 @@ def _limit_memory(max_memory: int | None) -> None:
 
 def call(fn: str, args: tuple[Any, ...]) -> tuple[bool, Any, dict[str, Any] | None]:
     """Run a task function, turning every exception into an error dict (never raises)."""
-    from tracekit.errors import TracekitError
-
     try:
         return True, resolve(fn)(*args), None
     except TracekitError as exc:
@@ -173,8 +173,6 @@ def _death_reason(code: int | None) -> dict[str, Any]:
 
 
 def _broken(message: str) -> Exception:
-    from tracekit.errors import TracekitError
-
     return TracekitError(message, hint="check the installation: python -c 'import tracekit.analysis' "
                                        "must work (and an --initializer must not fail)")
 
@@ -365,8 +363,6 @@ class DaskExecutor:
     """
 
     def __init__(self, address: str, *, timeout: float | None = None, max_memory: int | None = None) -> None:
-        from tracekit.errors import UsageError
-
         try:
             from distributed import Client
         except ImportError:

@@ -34,7 +34,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tracekit._files import file_sha256
-from tracekit.errors import LimitError, TracekitError, UnknownFormatError, UsageError
+from tracekit.errors import CorruptTraceError, LimitError, TracekitError, UnknownFormatError, UsageError
 from tracekit.grading.rubric import valid_id
 from tracekit.grading.submissions import Discovery, Submission, make_id, printable
 from tracekit.limits import DEFAULT, Limits
@@ -197,8 +197,6 @@ def _read_members(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], label: str,
                         raise LimitError("member over max_input_bytes", path=f"{label}:{printable(info.filename)}")
                     buf.write(chunk)
         except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
-            from tracekit.errors import CorruptTraceError
-
             raise CorruptTraceError(f"damaged zip member: {exc}", path=f"{label}:{printable(info.filename)}",
                                     hint="re-create the zip") from None
         out.append((info.filename, buf.getvalue()))

@@ -298,8 +298,6 @@ def student_curves(analysis: Analysis, profile: Profile) -> dict[str, list[float
         metric = DISPLAY[key]
         step = float(ref.grid[1] - ref.grid[0]) if ref.grid.size > 1 else 1.0
         opts = (("grid_s", step),) if key == "cwnd" else (("bin_s", step),)
-        from tracekit.grading.rubric import Tolerance
-
         c = gm.curve(analysis, Item(f"_{metric}", metric, 0.0, metric, Tolerance(), options=opts), row)
         if c is not None and c[0].size:
             out[key] = gm.resample(c[0], c[1], ref.grid, step=ref.step).tolist()

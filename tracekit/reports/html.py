@@ -33,6 +33,7 @@ from tracekit.parsers._link import SUPPORTED_LINKTYPES
 from tracekit.reports._chartkit import safe_label, spec
 from tracekit.reports.answers import explain_html, lab_flows, tool_table_html
 from tracekit.reports.figures import FLOW_KINDS, figures, flow_labels
+from tracekit.reports.kernel import kernel_html
 from tracekit.reports.markup import cell as cell  # re-exported: the pages build on them
 from tracekit.reports.markup import esc as esc
 from tracekit.reports.markup import table as table
@@ -313,8 +314,6 @@ def analysis_section(analysis: Analysis, prefix: str, specs: dict[str, dict[str,
     else:
         parts.append('<h3>Flows</h3><p class="missing">no TCP connection carried data</p>')
     if tr.meta.get("kernel"):  # ss / nstat beside the capture
-        from tracekit.reports.kernel import kernel_html
-
         parts.append(kernel_html(analysis))
     parts.append(tool_table_html(analysis, prefix))
     figs = figures(analysis, max_flows=max_flows, link_rate_bps=link_rate_bps)
