@@ -17,7 +17,8 @@ from click.testing import CliRunner
 from conftest import sample
 
 from tracekit.batch.grading import run_grade
-from tracekit.batch.submissions import discover, member_problem, read_submission
+from tracekit.batch.handins import read_submission
+from tracekit.batch.submissions import discover, member_problem
 from tracekit.cli.main import main
 from tracekit.errors import LimitError, UsageError
 from tracekit.grading import metrics as gm

@@ -18,7 +18,8 @@ from typing import Any
 from tracekit._files import content_hash, file_sha256
 from tracekit.analysis import analyze
 from tracekit.batch.executors import Outcome, Task, make_executor
-from tracekit.batch.submissions import discover, read_run, read_submission, single
+from tracekit.batch.handins import read_run, read_submission
+from tracekit.batch.submissions import discover, single
 from tracekit.batch.traces import worker_limits
 from tracekit.errors import TracekitError, UsageError
 from tracekit.grading import outputs as go
