@@ -81,7 +81,11 @@ def combine(traces: list[Trace], *, path: str, skipped: list[str] | None = None)
 def run_json(path: str | Path) -> dict[str, Any] | None:
     """``run.json`` of a run directory (or beside a file) as a dict; None when absent or unusable."""
     p = Path(path)
-    f = (p if p.is_dir() else p.parent) / "run.json"
+    return _json_file((p if p.is_dir() else p.parent) / "run.json")
+
+
+def _json_file(f: Path) -> dict[str, Any] | None:
+    """A small JSON object file; None when absent, too large (a run.json is small) or not an object."""
     try:
         if not f.is_file() or f.stat().st_size > _MAX_SIDE_FILE:
             return None
@@ -109,7 +113,7 @@ def link_rate(analysis: Analysis, given: str | None = None) -> float | None:
         return r
     meta = analysis.trace.meta
     base = Path(meta["dir"]) if meta.get("dir") else (Path(meta["paths"][0]).parent if meta.get("paths") else None)
-    doc = run_json(base) if base is not None else None
+    doc = _json_file(base / "run.json") if base is not None else None
     return link_rate_from_params(doc) if doc is not None else None
 
 
