@@ -4,7 +4,7 @@ Usage: ``python bench/bench_batch.py [--n 200] [--jobs 2]``
 
 1. copies ``--n`` small real samples (8 formats, cycled) into ``bench/data/batch/traces`` (git-ignored);
 2. times each trace alone, in this process, after a warm-up: read + analyse + render the report
-   (``tracekit.batch.process_trace``, what a worker does per trace) — the "single-trace times";
+   (``tracekit.batch.traces.process_trace``, what a worker does per trace) — the "single-trace times";
 3. times ``run_batch(..., jobs=N)`` into a fresh folder: worker start-up, hashing, pipes and the
    parent's writes included;
 4. prints both, the target ``1.3 × sum ÷ jobs`` and a markdown row for ``bench/README.md``.
@@ -50,7 +50,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
 
-    from tracekit.batch import process_trace, run_batch
+    from tracekit.batch.traces import process_trace, run_batch
 
     data = ROOT / "bench" / "data" / "batch"
     traces = data / "traces"

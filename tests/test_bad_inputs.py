@@ -59,7 +59,7 @@ def test_odd_paths_work_on_the_command_line(tmp_path: Path) -> None:
     from click.testing import CliRunner
     from conftest import sample
 
-    from tracekit.cli import main
+    from tracekit.cli.main import main
 
     d = tmp_path / "dir with space ü"
     d.mkdir()
@@ -75,7 +75,7 @@ def test_unwritable_output_is_one_clear_error(tmp_path: Path) -> None:
     from click.testing import CliRunner
     from conftest import sample
 
-    from tracekit.cli import main
+    from tracekit.cli.main import main
 
     blocker = tmp_path / "a_file"
     blocker.write_text("x")
@@ -89,7 +89,7 @@ def test_existing_output_needs_force(tmp_path: Path) -> None:
     from click.testing import CliRunner
     from conftest import sample
 
-    from tracekit.cli import main
+    from tracekit.cli.main import main
 
     out = tmp_path / "r.html"
     out.write_text("keep me")

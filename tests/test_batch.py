@@ -16,9 +16,10 @@ import pytest
 from click.testing import CliRunner
 from conftest import ROOT, sample
 
-from tracekit.batch import content_hash, csv_text, neutralise, report_name, run_batch
-from tracekit.cli import main
-from tracekit.executors import LocalExecutor, Task
+from tracekit._files import content_hash, csv_text, neutralise
+from tracekit.batch.executors import LocalExecutor, Task
+from tracekit.batch.traces import report_name, run_batch
+from tracekit.cli.main import main
 
 #: Small real samples of different formats (file or run directory) the batch must analyse.
 GOOD = [

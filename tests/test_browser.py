@@ -156,13 +156,15 @@ def test_injection_does_not_run(tmp_path: Path) -> None:
 
 
 def test_compare_and_sweep_pages_render(tmp_path: Path) -> None:
+    from tracekit import pipeline
     from tracekit.reports import compare, sweep
 
     runs = [sample("ns2", "lab_reno"), sample("linux", "bulk_lossy.pcap")]
     cmp_page = tmp_path / "compare.html"
-    compare.write(compare.compare(runs), cmp_page)
+    compare.write(compare.compare([(str(p), pipeline.load(p)) for p in runs]), cmp_page)
     sw_page = tmp_path / "sweep.html"
-    sweep.write(sweep.sweep(sorted(sample("ns2", "sweep").glob("win*"))), sw_page)
+    got = pipeline.sweep_inputs(sorted(sample("ns2", "sweep").glob("win*")))
+    sweep.write(sweep.sweep(got.runs, first=got.first), sw_page)
     for p in (cmp_page, sw_page):
         expected = len(re.findall(r'<div class="chart" id="chart-', p.read_text(encoding="utf-8")))
         assert expected >= 1

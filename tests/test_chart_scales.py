@@ -14,8 +14,8 @@ import pytest
 from conftest import sample
 
 import tracekit
+from tracekit import pipeline
 from tracekit.reports import charts, compare
-from tracekit.reports.answers import link_rate_for
 from tracekit.reports.figures import figures
 
 #: Inputs drawn: every capture, every run directory, the simulators' single files.
@@ -32,7 +32,7 @@ NON_NEGATIVE = re.compile(r"time|RTT|rtt|bit/s|goodput|throughput|cwnd|queue|byt
 @pytest.fixture(scope="module", params=INPUTS, ids=lambda p: "/".join(p))
 def drawn(request: pytest.FixtureRequest) -> tuple[Any, float | None, list[dict[str, Any]]]:
     analysis = tracekit.analyze(tracekit.read(sample(*request.param)))
-    link = link_rate_for(analysis)  # the run's run.json, as the report reads it
+    link = pipeline.link_rate(analysis)  # the run's run.json, as the report reads it
     return analysis, link, [charts.spec(f.chart) | {"_kind": f.kind} for f in figures(analysis, link_rate_bps=link)
                       if f.present]
 
@@ -107,7 +107,7 @@ def test_compare_keeps_one_colour_per_run(tmp_path: Path) -> None:
     """On a compare page each run has the same colour on every chart, in the order the runs were given
     (the ellipse used to colour runs alphabetically while the overlays used argument order)."""
     paths = [sample("ns2", "lab_tahoe"), sample("linux", "bulk_lossy.pcap"), sample("ns2", "lab_reno")]
-    result = compare.compare([str(p) for p in paths], labels=["zeta", "alpha", "mid"])
+    result = compare.compare([(str(p), pipeline.load(p)) for p in paths], labels=["zeta", "alpha", "mid"])
     specs = [charts.spec(f.chart) for f in compare.figures(result) if f.present]
     assert len(specs) >= 4
     pairs = [pair for spec in specs for pair in _colors(spec)]
@@ -131,7 +131,8 @@ def test_delta_cells_coloured_by_better_or_worse() -> None:
     """A Δ cell is green when the run did better on that metric and red when worse, whatever the
     sign: more goodput is better, more timeouts and a longer transfer are worse; fewer fast
     retransmits is neither (lab_lossy repairs some losses by timeout instead)."""
-    result = compare.compare([str(sample("ns2", "lab_reno")), str(sample("ns2", "lab_lossy"))])
+    runs = (sample("ns2", "lab_reno"), sample("ns2", "lab_lossy"))
+    result = compare.compare([(str(p), pipeline.load(p)) for p in runs])
     page = compare.render(result)
     higher_better = {"goodput_bps", "throughput_bps"}
     lower_better = {"transfer_s", "retrans_packets", "retrans_bytes", "retrans_rto", "rtt_p50_s",

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+from collections.abc import Sequence
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -14,12 +15,24 @@ import pytest
 from click.testing import CliRunner
 from conftest import sample
 
-from tracekit.cli import main
+from tracekit import pipeline
+from tracekit.cli.main import main
 from tracekit.errors import UsageError
 from tracekit.reports import compare as cmp
 from tracekit.reports import sweep as sw
 
 WINDOWS = [8, 16, 24, 32, 48, 64]
+
+
+def _loaded(*paths: Path) -> list[tuple[str, Any]]:
+    """(path, analysis) per run, as `tracekit compare` reads them."""
+    return [(str(p), pipeline.load(p)) for p in paths]
+
+
+def _sweep(paths: Sequence[Path] = (), *, manifest: Path | None = None, x: str | None = None) -> sw.SweepResult:
+    """Runs and parameters read as `tracekit sweep` reads them, then swept."""
+    got = pipeline.sweep_inputs(paths, manifest=manifest)
+    return sw.sweep(got.runs, first=got.first, x=x)
 
 
 class _Cells(HTMLParser):
@@ -99,7 +112,7 @@ def test_compare_three_formats_matches_analyze_json(tmp_path: Path) -> None:
 
 def test_compare_units_are_common(tmp_path: Path) -> None:
     """ns-2 counts packets of 500 B; after the readers everything is bytes, seconds and bit/s."""
-    result = cmp.compare([sample("ns2", "lab_reno"), sample("linux", "bulk_lossy.pcap")])
+    result = cmp.compare(_loaded(sample("ns2", "lab_reno"), sample("linux", "bulk_lossy.pcap")))
     ns2, linux = (r.metrics for r in result.runs)
     assert ns2["delivered_bytes"] % 500 == 0 and ns2["goodput_bps"] > 1e5  # bytes and bit/s, not packets
     assert 0 < linux["goodput_bps"] < 1e9 and linux["transfer_s"] < 60
@@ -113,7 +126,7 @@ def test_bad_label_is_a_usage_error(bad: str) -> None:
 
 def test_compare_needs_two_runs() -> None:
     with pytest.raises(UsageError):
-        cmp.compare([sample("linux", "bulk_lossy.pcap")])
+        cmp.compare(_loaded(sample("linux", "bulk_lossy.pcap")))
 
 
 # ---- sweep ----------------------------------------------------------------------------------------
@@ -161,7 +174,7 @@ def test_sweep_over_ns2_windows_matches_analyze_json(tmp_path: Path, sweep_dirs:
 
 
 def test_sweep_reads_run_json(sweep_dirs: list[Path]) -> None:
-    result = sw.sweep(sweep_dirs)
+    result = _sweep(sweep_dirs)
     assert result.x == "window_kb" and result.by == "variant"
     assert [r.params["window_kb"] for r in result.runs] == WINDOWS
     assert {r.params["variant"] for r in result.runs} == {"Tahoe"}
@@ -171,23 +184,23 @@ def test_sweep_manifest(tmp_path: Path, sweep_dirs: list[Path]) -> None:
     man = tmp_path / "runs.csv"
     lines = ["path,window,variant"] + [f"{d},{w * 1024},Tahoe" for w, d in zip(WINDOWS, sweep_dirs, strict=True)]
     man.write_text("\n".join(lines) + "\n")
-    result = sw.sweep(manifest=man)
+    result = _sweep(manifest=man)
     assert result.x == "window" and [r.params["window"] for r in result.runs] == [w * 1024 for w in WINDOWS]
 
 
 @pytest.mark.parametrize("pattern", ["win", "win{", "win{a}{a}", "win{1x}", "w}{x}"])
 def test_bad_param_pattern(pattern: str) -> None:
     with pytest.raises(UsageError):
-        sw.compile_pattern(pattern)
+        pipeline.compile_pattern(pattern)
 
 
 def test_param_pattern_matches_path_ends() -> None:
-    rx, names = sw.compile_pattern("win{window}_d{delay}.tr")
+    rx, names = pipeline.compile_pattern("win{window}_d{delay}.tr")
     assert names == ["window", "delay"]
-    assert sw.params_from_pattern("runs/win8_d100ms.tr", rx, "win{window}_d{delay}.tr") == {
+    assert pipeline.params_from_pattern("runs/win8_d100ms.tr", rx, "win{window}_d{delay}.tr") == {
         "window": 8, "delay": "100ms"}
     with pytest.raises(UsageError):
-        sw.params_from_pattern("runs/other.tr", rx, "win{window}_d{delay}.tr")
+        pipeline.params_from_pattern("runs/other.tr", rx, "win{window}_d{delay}.tr")
 
 
 @pytest.mark.parametrize("content,line", [("file\n", None), ("path,w\nx\n", 2), ("w,v\n1,2\n", 1),
@@ -196,7 +209,7 @@ def test_bad_manifest(tmp_path: Path, content: str, line: int | None) -> None:
     man = tmp_path / "m.csv"
     man.write_text(content)
     with pytest.raises(UsageError) as exc:
-        sw.read_manifest(man)
+        pipeline.read_manifest(man)
     assert exc.value.path == str(man) and exc.value.line == line
 
 
@@ -204,7 +217,7 @@ def test_csv_cells_are_neutralised(tmp_path: Path, sweep_dirs: list[Path]) -> No
     man = tmp_path / "runs.csv"
     man.write_text("path,=HYPERLINK(\"http://x\"),note\n" + "".join(
         f"{d},{w},=cmd|' /C calc'!A0\n" for w, d in zip(WINDOWS[:2], sweep_dirs[:2], strict=True)))
-    result = sw.sweep(manifest=man, x='=HYPERLINK("http://x")')
+    result = _sweep(manifest=man, x='=HYPERLINK("http://x")')
     text = result.to_csv()
     assert "'=cmd" in text and "'=HYPERLINK" not in text.splitlines()[1]
     for row in csv.reader(io.StringIO(text)):
@@ -215,6 +228,6 @@ def test_sweep_page_escapes_manifest_headers(tmp_path: Path, sweep_dirs: list[Pa
     evil = "</script><script>alert(1)</script>"
     man = tmp_path / "runs.csv"
     man.write_text(f'path,"{evil}"\n' + "".join(f"{d},{w}\n" for w, d in zip(WINDOWS, sweep_dirs, strict=True)))
-    page = sw.render(sw.sweep(manifest=man))
+    page = sw.render(_sweep(manifest=man))
     body = page.split('<script type="application/json"')[0]
     assert evil not in page and "&lt;/script&gt;" in body

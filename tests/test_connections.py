@@ -18,7 +18,7 @@ from conftest import sample
 
 import tracekit
 from tracekit.analysis.connections import one_per_connection
-from tracekit.cli import main
+from tracekit.cli.main import main
 
 #: PPP header bytes per frame of an ns-3 point-to-point pcap (FlowMonitor counts IP bytes).
 PPP = 2
@@ -161,9 +161,9 @@ def test_reused_four_tuple_later_is_another_connection() -> None:
 def test_compare_sweep_and_grading_count_connections(name: str) -> None:
     """compare and sweep (both through ``run_metrics``) and grading's flow choice see one row per
     connection: 7 and 22 per-file flows before, FlowMonitor's 2 and 10 data flows now."""
+    from tracekit.grading.metrics import select_flow
+    from tracekit.grading.rubric import Selector
     from tracekit.reports.compare import run_metrics
-    from tracekit.reports.grade_metrics import select_flow
-    from tracekit.reports.rubric import Selector
 
     an, data, _ = _run(name)
     main_row, values = run_metrics(an)

@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import sample
 
-from tracekit.batch import VOLATILE
-from tracekit.cli import main
+from tracekit.batch.traces import VOLATILE
+from tracekit.cli.main import main
 
 distributed = pytest.importorskip("distributed")
 

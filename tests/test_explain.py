@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 import tracekit
 from tests.conftest import need_tool, sample
-from tracekit.cli import main
+from tracekit.cli.main import main
 from tracekit.explain import CLAUSES, TEMPLATES, explain, rate_from_text
 
 

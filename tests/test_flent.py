@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from conftest import need_corpus, sample
 
 import tracekit
-from tracekit.cli import main
+from tracekit.cli.main import main
 from tracekit.errors import CorruptTraceError, LimitError, UnknownFormatError
 from tracekit.limits import Limits
 from tracekit.parsers import flent, head_of, sniff_bytes

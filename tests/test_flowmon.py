@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from conftest import need_corpus, sample
 
 import tracekit
-from tracekit.cli import main
+from tracekit.cli.main import main
 from tracekit.errors import CorruptTraceError, LimitError, TruncatedError, UnknownFormatError
 from tracekit.limits import Limits
 from tracekit.parsers import flowmon, sniff_bytes

@@ -16,13 +16,16 @@ import pytest
 from click.testing import CliRunner
 from conftest import sample
 
-from tracekit.cli import main
+from tracekit.batch.grading import run_grade
+from tracekit.batch.handins import read_submission
+from tracekit.batch.submissions import discover, member_problem
+from tracekit.cli.main import main
 from tracekit.errors import LimitError, UsageError
+from tracekit.grading import metrics as gm
+from tracekit.grading.grade import judge
+from tracekit.grading.rubric import band, load_rubric, parse_rubric, score
+from tracekit.grading.submissions import make_id, output_path
 from tracekit.limits import Limits
-from tracekit.reports import grade_metrics as gm
-from tracekit.reports.grade import judge, run_grade
-from tracekit.reports.rubric import band, load_rubric, parse_rubric, score
-from tracekit.reports.submissions import discover, make_id, member_problem, output_path, read_submission
 
 GRADING = sample("ns2", "grading")
 SCHEMA = json.loads((Path(__file__).parent / "data" / "gradescope_results.schema.json").read_text())

@@ -23,9 +23,9 @@ import pytest
 from conftest import need_tool, sample
 
 import tracekit
+from tracekit.batch.grading import run_grade
 from tracekit.errors import UsageError
-from tracekit.reports.grade import run_grade
-from tracekit.reports.rubric import load_rubric, parse_rubric
+from tracekit.grading.rubric import load_rubric, parse_rubric
 
 EXAMPLE = sample("ns2", "feedback")
 SUBS = EXAMPLE / "submissions"

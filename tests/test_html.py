@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from conftest import sample
 from report_data import XSS_IMG, XSS_SCRIPT, synthetic
 
-from tracekit.cli import main
+from tracekit.cli.main import main
 from tracekit.errors import OutputError
 from tracekit.reports import html as H
 from tracekit.reports.html import render_report, script_json, write_report
@@ -153,7 +153,7 @@ def test_help_stays_light() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, tracekit.cli; bad = [m for m in ('altair', 'polars', 'vl_convert') if m in sys.modules];"
+    code = ("import sys, tracekit.cli.main; bad = [m for m in ('altair', 'polars', 'vl_convert') if m in sys.modules];"
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

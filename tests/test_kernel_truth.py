@@ -180,7 +180,7 @@ def test_cli_rto_floor_in_json() -> None:
 
     from click.testing import CliRunner
 
-    from tracekit.cli import main
+    from tracekit.cli.main import main
 
     p = str(sample("linux", "kernel_truth", "outage_reno.pcap"))
     res = CliRunner().invoke(main, ["analyze", p, "--json", "--rto-floor", "1.5"])

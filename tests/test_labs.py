@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from tests.conftest import ROOT, need_corpus, need_tool, sample
 from tracekit import numfmt
-from tracekit.cli import main
+from tracekit.cli.main import main
 
 DOC = ROOT / "docs" / "labs.md"
 _BLOCK = re.compile(r"<!-- check: (\w+) -->\s*```console\n\$ (tracekit [^\n]+)\n```")

@@ -269,10 +269,12 @@ def test_transfer_time_is_ns2s_download_time(run: str) -> None:
 
 def test_sweep_has_one_transfer_time() -> None:
     """The sweep table's transfer_s is run.json's download_time_s; no second, nearly equal time column."""
+    from tracekit import pipeline
     from tracekit.reports import sweep as sw
 
     dirs = [sample("ns2", *r.split("/")) for r in SWEEP]
-    res = sw.sweep(dirs)
+    got = pipeline.sweep_inputs(dirs)
+    res = sw.sweep(got.runs, first=got.first)
     for r in res.rows():
         assert r["transfer_s"] == pytest.approx(r["param.download_time_s"], abs=1e-6)
         assert r["handshake_s"] == pytest.approx(0.20064, abs=1e-6)  # 2 × 100 ms + 2 × 40 B at 1 Mb/s

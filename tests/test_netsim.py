@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from conftest import need_corpus, sample
 
 import tracekit
-from tracekit.cli import main
+from tracekit.cli.main import main
 from tracekit.errors import CorruptTraceError, UnknownFormatError
 from tracekit.parsers import head_of, netsim, sniff_bytes
 from tracekit.schema import ACK, SYN

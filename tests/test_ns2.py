@@ -185,7 +185,7 @@ def test_throughput_from_out_tr_equals_windowmon() -> None:
 
 
 def test_analyze_run_dir_json() -> None:
-    from tracekit.cli import main
+    from tracekit.cli.main import main
 
     result = CliRunner().invoke(main, ["analyze", str(sample("ns2", "lab_reno")), "--json"])
     assert result.exit_code == 0, result.output

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from conftest import need_corpus, sample
 
 import tracekit
-from tracekit.cli import main
+from tracekit.cli.main import main
 from tracekit.errors import CorruptTraceError, LimitError, TruncatedError, UnknownFormatError, UsageError
 from tracekit.limits import Limits
 from tracekit.parsers import head_of, ns3_ascii, ns3_series, sniff_bytes

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from conftest import sample
 
 import tracekit
-from tracekit.cli import main
+from tracekit.cli.main import main
 from tracekit.errors import CorruptTraceError, UnknownFormatError, UsageError
 from tracekit.parsers import head_of, opnet, sniff_bytes
 from tracekit.parsers.opnet import parse_map_option

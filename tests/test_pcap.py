@@ -20,7 +20,7 @@ from conftest import SAMPLES, sample
 
 import tracekit
 from tracekit._source import NamedBytes
-from tracekit.cli import main
+from tracekit.cli.main import main
 from tracekit.errors import CorruptTraceError, TruncatedError, UnknownFormatError
 from tracekit.parsers._dense import lookup, sorted_unique
 from tracekit.parsers._epochs import pair_groups

@@ -31,7 +31,7 @@ def test_public_names_match_all() -> None:
 def test_import_and_help_do_not_load_polars() -> None:
     """`import tracekit` and `tracekit --help` stay light: no polars, numpy or altair."""
     code = (
-        "import sys; import tracekit.cli as c\n"
+        "import sys; import tracekit.cli.main as c\n"
         "from click.testing import CliRunner\n"
         "r = CliRunner().invoke(c.main, ['--help'])\n"
         "assert r.exit_code == 0, r.output\n"
@@ -57,7 +57,7 @@ def test_command_exits_with_everything_written(tmp_path: Path) -> None:
     code = (
         "import atexit, pathlib, sys\n"
         f"atexit.register(pathlib.Path({os.fspath(marker)!r}).write_text, 'ran')\n"
-        "from tracekit.cli import run\n"
+        "from tracekit.cli.main import run\n"
         "sys.argv = ['tracekit'] + sys.argv[1:]\n"
         "run()\n"
         "print('not reached')\n"

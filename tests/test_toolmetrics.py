@@ -15,7 +15,7 @@ from click.testing import CliRunner
 import tracekit
 from tests.conftest import need_corpus, sample
 from tracekit import numfmt
-from tracekit.cli import main
+from tracekit.cli.main import main
 from tracekit.reports.toolmetrics import find, summarise
 
 

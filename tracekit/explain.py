@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from tracekit import numfmt
+from tracekit import numfmt, schema
+from tracekit.analysis.cwnd import loss_events
 from tracekit.phrases import CLAUSES, TEMPLATES, Sentence, say
 
 __all__ = ["CLAUSES", "TEMPLATES", "Sentence", "cwnd_reductions", "explain", "rate_from_text", "say", "summaries"]
@@ -38,7 +39,6 @@ def _fr(an: Analysis, name: str) -> pl.DataFrame:
     df = getattr(an, name, None)
     if isinstance(df, pl.DataFrame):
         return df
-    from tracekit import schema
 
     return schema.empty(getattr(schema, _SCHEMAS[name]))
 
@@ -118,8 +118,6 @@ def _cwnd_rows(parts: _Parts, flow: int, d: int) -> pl.DataFrame:
 
 
 def _loss_times(cw: pl.DataFrame) -> np.ndarray:
-    from tracekit.analysis.cwnd import loss_events
-
     if cw.is_empty():
         return np.zeros(0)
     return loss_events(cw)["time"].to_numpy()

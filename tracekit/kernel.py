@@ -15,14 +15,18 @@ from typing import Any
 
 import polars as pl
 
-from tracekit.parsers.nstat import RETRANS_COUNTERS
-from tracekit.trace import SIM_EPOCH_MAX_NS, Trace, WarningLog, make_trace
+from tracekit.trace import SIM_EPOCH_MAX_NS, Trace, WarningLog, combine, make_trace
 
 #: Registry names of the readers whose traces are the kernel's view, not a capture.
 FORMATS = ("ss", "nstat")
 #: A poll counts as cwnd-limited when unacked >= this share of cwnd (the issue's definition:
 #: the sender had filled its window, so the window, not the application or rwnd, set the pace).
 CWND_LIMITED = 0.8
+#: The counters the analysis puts beside its own retransmission kinds (docs/analysis.md).
+RETRANS_COUNTERS = ("TcpRetransSegs", "TcpExtTCPFastRetrans", "TcpExtTCPSlowStartRetrans", "TcpExtTCPTimeouts",
+                    "TcpExtTCPLossProbes", "TcpExtTCPSackRecovery", "TcpExtTCPRenoRecovery",
+                    "TcpExtTCPLostRetransmit", "TcpExtTCPRetransFail", "TcpExtTCPSpuriousRTOs",
+                    "TcpExtTCPLossProbeRecovery", "TcpExtTCPDSACKRecv")
 
 
 def is_kernel(trace: Trace) -> bool:
@@ -63,6 +67,18 @@ def _counters(traces: list[Trace], log: WarningLog) -> tuple[dict[str, int], str
         a, b = ordered[0]["counters"], ordered[-1]["counters"]
         return {k: v - a.get(k, 0) for k, v in b.items()}, ordered[-1].get("counters_tool")
     return dict(counted[0]["counters"]), counted[0].get("counters_tool")
+
+
+def combine_run(traces: list[Trace], *, path: str, skipped: list[str] | None = None) -> Trace:
+    """The traces of one run as one Trace: :func:`tracekit.trace.combine`, then ss logs / nstat snapshots
+    beside a capture matched to it by 4-tuple, on its clock (:func:`attach`)."""
+    side = [t for t in traces if is_kernel(t)]
+    if not side:
+        return combine(traces, path=path, skipped=skipped)
+    rest = [t for t in traces if not is_kernel(t)]
+    base = (combine(rest, path=path, skipped=skipped) if rest else
+            make_trace(None, None, {"format": "dir", "paths": [], "dir": path, "formats": []}))
+    return attach(base, side, path=path)
 
 
 def attach(capture: Trace, kernel: list[Trace], *, path: str | None = None) -> Trace:

@@ -229,16 +229,9 @@ def combine(traces: list[Trace], *, path: str, skipped: list[str] | None = None)
 
     Returns:
         One validated Trace with ``meta["format"] == "dir"``.
-    """
-    from tracekit import kernel
 
-    side = [t for t in traces if kernel.is_kernel(t)]
-    if side:
-        # ss logs / nstat snapshots beside a capture: matched to it by 4-tuple, on its clock
-        rest = [t for t in traces if not kernel.is_kernel(t)]
-        base = (combine(rest, path=path, skipped=skipped) if rest else
-                make_trace(None, None, {"format": "dir", "paths": [], "dir": path, "formats": []}))
-        return kernel.attach(base, side, path=path)
+    (ss logs and nstat snapshots of the run are attached by :func:`tracekit.kernel.combine_run`.)
+    """
     log = WarningLog(path)
     traces, t0_ns = _common_clock(traces)
     packets = []

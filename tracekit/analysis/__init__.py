@@ -27,12 +27,12 @@ from tracekit.analysis import queue as _queue
 from tracekit.analysis import retrans as _retrans
 from tracekit.analysis import rtt as _rtt
 from tracekit.analysis import throughput as _throughput
-from tracekit.analysis._bins import default_bin
 from tracekit.analysis.flight import flight as _flight
 from tracekit.analysis.flows import basic as _flows_basic
 from tracekit.analysis.flows import flows as _flows
 from tracekit.analysis.flows import model_inputs, with_cwnd_stats
 from tracekit.analysis.stalls import stalls as _stalls
+from tracekit.analysis.throughput import default_bin
 from tracekit.analysis.vantage import detect, vantage
 from tracekit.errors import UsageError
 from tracekit.trace import Trace

@@ -250,7 +250,7 @@ def read_dir(path: Path, *, limits: Limits = DEFAULT, **options: Any) -> Any:
     options it takes (``mapping`` goes to an OPNET export, not to the capture beside it); an
     option no file's reader takes is a UsageError, as for a single file.
     """
-    from tracekit.trace import combine
+    from tracekit.kernel import combine_run
 
     root = path.resolve()
     options = {k: v for k, v in options.items() if k != "name"}
@@ -281,7 +281,7 @@ def read_dir(path: Path, *, limits: Limits = DEFAULT, **options: Any) -> Any:
                                  hint="pass the trace file itself, or check `tracekit formats`")
     _check_options(f"the readers of the files in {path}", frozenset(used), options)
     try:
-        return combine(traces, path=str(path), skipped=skipped)
+        return combine_run(traces, path=str(path), skipped=skipped)
     except TracekitError:
         raise
     except Exception as exc:  # noqa: BLE001 - the contract: no other exception type escapes a reader

@@ -71,13 +71,6 @@ PHRASES: dict[tuple[str, str], str] = {
     ("TcpExt", "delayed acks sent"): "TcpExtDelayedACKs",
 }
 
-#: The counters the analysis puts beside its own retransmission kinds (docs/analysis.md).
-RETRANS_COUNTERS = ("TcpRetransSegs", "TcpExtTCPFastRetrans", "TcpExtTCPSlowStartRetrans", "TcpExtTCPTimeouts",
-                    "TcpExtTCPLossProbes", "TcpExtTCPSackRecovery", "TcpExtTCPRenoRecovery",
-                    "TcpExtTCPLostRetransmit", "TcpExtTCPRetransFail", "TcpExtTCPSpuriousRTOs",
-                    "TcpExtTCPLossProbeRecovery", "TcpExtTCPDSACKRecv")
-
-
 def sniff(head: bytes) -> bool:
     """True for nstat or netstat -s output (see :data:`DETECT`)."""
     lines = [_stamps.split_prefix(x)[1] for x in head_text(head).splitlines()[:200]]

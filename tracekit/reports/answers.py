@@ -13,6 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from tracekit import numfmt
+from tracekit.explain import _Parts, cwnd_reductions, explain
+from tracekit.reports.markup import esc
+from tracekit.reports.toolmetrics import summarise
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -46,7 +51,6 @@ def lab_flows(analysis: Analysis) -> pl.DataFrame:
 
 def json_flows(analysis: Analysis) -> list[dict[str, Any]]:
     """The flows of ``analyze --json``: :func:`lab_flows` plus ``cwnd_reductions`` (docs/explain.md)."""
-    from tracekit.explain import _Parts, cwnd_reductions
 
     rows = lab_flows(analysis).to_dicts()
     parts = _Parts(analysis)
@@ -71,7 +75,6 @@ def header_bytes(analysis: Analysis) -> int | None:
 
 def tool_rows(metrics: list[ToolMetric], analysis: Analysis) -> list[dict[str, Any]]:
     """Rows for the tool-metrics table: texts per statistic, packets/s also as bit/s without headers."""
-    from tracekit import numfmt
 
     hdr = header_bytes(analysis)
     seg = analysis.trace.meta.get("segment_size")
@@ -123,46 +126,10 @@ def print_explain(sentences: list[Sentence], console: Console) -> None:
         console.print(indent + escape(s.text), highlight=False, soft_wrap=True)  # one sentence, one line
 
 
-def link_rate_for(analysis: Analysis, given: str | None = None) -> float | None:
-    """The bottleneck rate in bit/s: ``--link-rate`` when given, else the run's ``run.json``.
-
-    run.json is looked for in the directory read (or beside the first file read); only a
-    number or a rate such as ``1Mb`` / ``1Mbps`` is taken from it (:func:`tracekit.explain.link_rate_from_params`).
-
-    Raises:
-        UsageError: for a ``--link-rate`` that is not a rate.
-    """
-    import json
-    from pathlib import Path
-
-    from tracekit.errors import UsageError
-    from tracekit.explain import link_rate_from_params, rate_from_text
-
-    if given is not None:
-        r = rate_from_text(given)
-        if r is None:
-            raise UsageError(
-                f"--link-rate {given!r} is not a rate", hint="e.g. --link-rate 1Mbit/s, 10M or 1e6 (bit/s)"
-            )
-        return r
-    meta = analysis.trace.meta
-    base = Path(meta["dir"]) if meta.get("dir") else (Path(meta["paths"][0]).parent if meta.get("paths") else None)
-    f = base / "run.json" if base is not None else None
-    try:
-        if f is None or not f.is_file() or f.stat().st_size > 1 << 20:
-            return None
-        doc = json.loads(f.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-        return None
-    return link_rate_from_params(doc) if isinstance(doc, dict) else None
-
-
-def explain_html(analysis: Analysis, link_rate: str | None, prefix: str = "") -> str:
+def explain_html(analysis: Analysis, link_rate_bps: float | None, prefix: str = "") -> str:
     """The account in words for the top of a report section (every text escaped)."""
-    from tracekit.explain import explain
-    from tracekit.reports.html import esc
 
-    sentences = explain(analysis, link_bps=link_rate_for(analysis, link_rate))
+    sentences = explain(analysis, link_bps=link_rate_bps)
     parts: list[str] = []
     items: list[str] = []
 
@@ -185,8 +152,6 @@ def explain_html(analysis: Analysis, link_rate: str | None, prefix: str = "") ->
 
 def tool_table_html(analysis: Analysis, prefix: str = "") -> str:
     """The tool-reported series as a table (FlowMonitor's and NetSim's totals are only here)."""
-    from tracekit.reports.html import esc
-    from tracekit.reports.toolmetrics import summarise
 
     metrics = summarise(analysis.trace)
     if not metrics:
@@ -225,7 +190,6 @@ def _totals_html(metrics: list[ToolMetric], prefix: str) -> str:
     reads them, a chart would draw dots at one instant. A metric given more than once per
     flow (FlowMonitor's drops per reason) gets one column per source.
     """
-    from tracekit.reports.html import esc
 
     per: dict[tuple[Any, Any], dict[str, ToolMetric]] = {}
     cols: dict[str, None] = {}

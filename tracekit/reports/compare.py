@@ -1,6 +1,6 @@
 """``tracekit compare``: several runs, from any formats, side by side on common units.
 
-Every input is read and analysed like ``tracekit analyze`` does; each run is
+Every input is read and analysed like ``tracekit analyze`` does (:func:`tracekit.pipeline.load`); each run is
 summarised by its *main connection direction* (the one that carried the most
 unique bytes) so that a capture, an ns-2 run and an ns-3 run of one scenario
 line up. The first run is the reference: the table gives every metric for
@@ -20,13 +20,17 @@ from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 import polars as pl
 
+from tracekit import numfmt
 from tracekit.errors import UsageError
+from tracekit.explain import cwnd_reductions
 from tracekit.reports import charts
+from tracekit.reports import html as H
 from tracekit.reports.figures import Figure, flow_labels, frame, main_directions, throughput_frame
+from tracekit.reports.html import write_text
+from tracekit.reports.toolmetrics import summarise, value
 
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
-    from tracekit.limits import Limits
 
 #: Metrics of the main connection direction, in table order: (flows-table column, title).
 METRICS: list[tuple[str, str]] = [
@@ -106,10 +110,8 @@ class CompareResult:
 
 def _signed(d: float, key: str) -> str:
     """A difference with its sign, in the metric's unit (bit/s scaled; counts with separators)."""
-    from tracekit.reports.text import _fmt
-
     large_count = not key.endswith("_bps") and abs(d) >= 1000
-    text = f"{abs(d):,.0f}" if large_count else (_fmt(abs(d), key) if d else "0")
+    text = f"{abs(d):,.0f}" if large_count else (numfmt.cell(abs(d), key) if d else "0")
     return ("+" if d > 0 else "−" if d < 0 else "±") + text
 
 
@@ -125,15 +127,6 @@ def _num(v: Any) -> TypeGuard[int | float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def load(path: str | Path, *, fmt: str | None = None, strict: bool = False, limits: Limits | None = None) -> Analysis:
-    """Read and analyse one input exactly as ``tracekit analyze`` does."""
-    import tracekit
-    from tracekit.limits import DEFAULT
-
-    trace = tracekit.read(str(path), fmt, strict=strict, limits=limits or DEFAULT)
-    return tracekit.analyze(trace)
-
-
 def main_flow(analysis: Any) -> dict[str, Any] | None:
     """The flows-table row (with ``label``) of the direction that carried the most unique bytes."""
     top, _ = main_directions(flow_labels(analysis.flows), 1)
@@ -142,7 +135,6 @@ def main_flow(analysis: Any) -> dict[str, Any] | None:
 
 def run_metrics(analysis: Any) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """The main direction's row and the metric values of a run."""
-    from tracekit.explain import cwnd_reductions
 
     main = main_flow(analysis)
     values: dict[str, Any] = {k: (main or {}).get(k) for k, _ in METRICS}
@@ -159,7 +151,6 @@ def tool_values(analysis: Any, names: Sequence[str]) -> dict[str, Any]:
     Raises:
         UsageError: for an unknown statistic.
     """
-    from tracekit.reports.toolmetrics import summarise, value
 
     metrics = summarise(analysis.trace)
     out: dict[str, Any] = {}
@@ -209,32 +200,26 @@ def _default_labels(paths: Sequence[str]) -> list[str]:
 
 
 def compare(
-    paths: Sequence[str | Path],
+    loaded: Sequence[tuple[str, Analysis]],
     labels: Sequence[str] | dict[str, str] | None = None,
     *,
-    fmt: str | None = None,
-    strict: bool = False,
-    limits: Limits | None = None,
     y: Sequence[str] = (),
 ) -> CompareResult:
-    """Read, analyse and line up several runs; the first is the reference.
+    """Line up several analysed runs; the first is the reference.
 
     Args:
-        paths: Inputs (files or run directories), any formats.
-        labels: One label per path, or a mapping path -> label (others keep their file name).
-        fmt: Force a reader for every input.
-        strict: Turn reader warnings into errors.
-        limits: Resource limits.
+        loaded: ``(path, analysis)`` per run, any formats (e.g. from :func:`tracekit.pipeline.load`;
+            the path names the run and is shown, never read).
+        labels: One label per run, or a mapping path -> label (others keep their file name).
         y: Tool-reported metrics to add as rows, ``NAME[:STAT]`` (:func:`tool_values`).
 
     Returns:
         The comparison.
 
     Raises:
-        UsageError: with fewer than two inputs, or labels that do not fit the paths.
-        TracekitError: when an input cannot be read.
+        UsageError: with fewer than two runs, or labels that do not fit the paths.
     """
-    inputs = [str(p) for p in paths]
+    inputs = [str(p) for p, _ in loaded]
     if len(inputs) < 2:
         raise UsageError("compare needs at least two runs", hint="tracekit compare A B [C ...] -o compare.html")
     names = _default_labels(inputs)
@@ -249,8 +234,7 @@ def compare(
             raise UsageError(f"{len(labels)} labels for {len(inputs)} runs")
         names = list(labels)
     runs = []
-    for path, name in zip(inputs, names, strict=True):
-        analysis = load(path, fmt=fmt, strict=strict, limits=limits)
+    for (path, analysis), name in zip(loaded, names, strict=True):
         main, values = run_metrics(analysis)
         values.update(tool_values(analysis, y))
         runs.append(Run(charts.safe_label(name), path, analysis, main, values))
@@ -351,7 +335,6 @@ def figures(result: CompareResult) -> list[Figure]:
 
 def render(result: CompareResult) -> str:
     """The comparison page: runs, the side-by-side metric table with deltas, overlay charts."""
-    from tracekit.reports import html as H
 
     runs = result.runs
     parts = ["<h1>tracekit compare</h1>", "<h2>Runs</h2>"]
@@ -394,6 +377,5 @@ def write(result: CompareResult, path: Path) -> None:
     Raises:
         OutputError: when the file cannot be written.
     """
-    from tracekit.reports.html import write_text
 
     write_text(Path(path), render(result))

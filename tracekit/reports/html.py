@@ -20,16 +20,23 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import html
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tracekit._files import write_atomic, write_output
 from tracekit.errors import OutputError
-from tracekit.reports.text import _fmt, write_atomic
+from tracekit.parsers._link import SUPPORTED_LINKTYPES
+from tracekit.reports._chartkit import safe_label, spec
+from tracekit.reports.answers import explain_html, lab_flows, tool_table_html
+from tracekit.reports.figures import FLOW_KINDS, figures, flow_labels
+from tracekit.reports.kernel import kernel_html
+from tracekit.reports.markup import cell as cell  # re-exported: the pages build on them
+from tracekit.reports.markup import esc as esc
+from tracekit.reports.markup import table as table
 
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
@@ -99,15 +106,10 @@ def script_json(obj: Any) -> str:
         ValueError: on NaN/inf (invalid JSON; charts map them to null first).
     """
     text = json.dumps(obj, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
-    for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                    ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
-        text = text.replace(ch, esc)
+    for ch, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                        ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(ch, escaped)
     return text
-
-
-def esc(value: Any) -> str:
-    """HTML-escape any value (quotes too: it may land in an attribute)."""
-    return html.escape(str(value), quote=True)
 
 
 def _vl_version() -> str | None:
@@ -180,31 +182,6 @@ def page(title: str, body: str, specs: dict[str, dict[str, Any]]) -> str:
     )
 
 
-def cell(value: Any, col: str = "", text: str | None = None) -> str:
-    """One table cell: formatted text, its column key in ``data-col``, exact numbers in ``data-v``."""
-    shown = esc(text if text is not None else _fmt(value, col))
-    attr = f' data-col="{esc(col)}"' if col else ""
-    if isinstance(value, bool) or value is None or not isinstance(value, (int, float)):
-        return f'<td class="t"{attr}>{shown}</td>'
-    return f'<td{attr} data-v="{esc(repr(value))}">{shown}</td>'
-
-
-def table(columns: Sequence[tuple[str, str]], rows: Iterable[dict[str, Any]], *, cls: str = "",
-          table_id: str | None = None) -> str:
-    """An HTML table of rows (dicts); ``columns`` are (key, header) pairs, keys tracekit's own.
-
-    Each row's cells carry ``data-col`` (the key) so tests and scripts can read values back.
-    """
-    head = "".join(f'<th class="t">{esc(h)}</th>' if k in ("label", "run", "connection") else f"<th>{esc(h)}</th>"
-                   for k, h in columns)
-    body = []
-    for row in rows:
-        cells = "".join(cell(row.get(k), k) for k, _ in columns)
-        body.append(f"<tr>{cells}</tr>")
-    attrs = (f' class="{esc(cls)}"' if cls else "") + (f' id="{esc(table_id)}"' if table_id else "")
-    return f"<table{attrs}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
 def figures_html(figs: list[Figure], specs: dict[str, dict[str, Any]]) -> list[str]:
     """HTML parts for a run of figures: each drawn chart, then one list of the charts not drawn and why."""
     parts: list[str] = []
@@ -230,7 +207,6 @@ def figure_html(fig: Figure, key: str, specs: dict[str, dict[str, Any]]) -> str:
 
 def chart_spec(chart: Any) -> dict[str, Any]:
     """The Vega-Lite dict of a chart (schema validation skipped: the golden tests validate)."""
-    from tracekit.reports._chartkit import spec
 
     return spec(chart)
 
@@ -264,8 +240,6 @@ def _started(m: dict[str, Any]) -> str | None:
 
 
 def _linktypes(m: dict[str, Any]) -> str | None:
-    from tracekit.parsers._link import SUPPORTED_LINKTYPES
-
     lts = m.get("linktypes")
     if not lts:
         return None
@@ -312,14 +286,12 @@ def _meta_rows(analysis: Analysis) -> list[tuple[str, Any]]:
 
 
 def analysis_section(analysis: Analysis, prefix: str, specs: dict[str, dict[str, Any]],
-                     *, max_flows: int, link_rate: str | None = None) -> tuple[str, list[Figure]]:
+                     *, max_flows: int, link_rate_bps: float | None = None) -> tuple[str, list[Figure]]:
     """The HTML of one analysed trace: what happened in words, metadata, warnings, flows table,
     tool-reported series, charts, missing charts."""
-    from tracekit.reports.answers import explain_html, lab_flows, tool_table_html
-    from tracekit.reports.figures import FLOW_KINDS, figures, flow_labels
 
     tr = analysis.trace
-    parts = [f"<h2>{esc(run_name(analysis))}</h2>", explain_html(analysis, link_rate, prefix)]
+    parts = [f"<h2>{esc(run_name(analysis))}</h2>", explain_html(analysis, link_rate_bps, prefix)]
     parts.append('<table class="meta"><tbody>' + "".join(
         f"<tr><th class=\"t\">{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in _meta_rows(analysis))
         + "</tbody></table>")
@@ -342,13 +314,9 @@ def analysis_section(analysis: Analysis, prefix: str, specs: dict[str, dict[str,
     else:
         parts.append('<h3>Flows</h3><p class="missing">no TCP connection carried data</p>')
     if tr.meta.get("kernel"):  # ss / nstat beside the capture
-        from tracekit.reports.kernel import kernel_html
-
         parts.append(kernel_html(analysis))
     parts.append(tool_table_html(analysis, prefix))
-    from tracekit.reports.answers import link_rate_for
-
-    figs = figures(analysis, max_flows=max_flows, link_rate_bps=link_rate_for(analysis, link_rate))
+    figs = figures(analysis, max_flows=max_flows, link_rate_bps=link_rate_bps)
     missing: list[str] = []
     current: tuple[int | None, int | None] | None = None
     for fig in figs:
@@ -369,8 +337,11 @@ def analysis_section(analysis: Analysis, prefix: str, specs: dict[str, dict[str,
 
 
 def render_report(analyses: Sequence[Analysis], *, max_flows: int = 6,
-                  link_rate: str | None = None) -> tuple[str, list[tuple[str, Figure]]]:
+                  link_rates: Sequence[float | None] | None = None) -> tuple[str, list[tuple[str, Figure]]]:
     """Build the report page for one or more analysed traces.
+
+    ``link_rates`` gives each trace's bottleneck rate in bit/s (None: unknown), e.g. from
+    :func:`tracekit.pipeline.link_rate`: it is drawn on the throughput charts and used by the account.
 
     Returns:
         The HTML text and the drawn figures with their page keys (for image export).
@@ -379,10 +350,10 @@ def render_report(analyses: Sequence[Analysis], *, max_flows: int = 6,
     sections, drawn = [], []
     for i, analysis in enumerate(analyses):
         prefix = f"r{i}-" if len(analyses) > 1 else ""
-        body, figs = analysis_section(analysis, prefix, specs, max_flows=max_flows, link_rate=link_rate)
+        rate = link_rates[i] if link_rates is not None else None
+        body, figs = analysis_section(analysis, prefix, specs, max_flows=max_flows, link_rate_bps=rate)
         sections.append(f'<section id="trace-{i}">{body}</section>')
         drawn += [(prefix + f.key, f) for f in figs if f.present]
-    from tracekit.reports._chartkit import safe_label
 
     names = [safe_label(run_name(a)) for a in analyses]
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
@@ -396,11 +367,7 @@ def write_text(path: Path, text: str) -> None:
     path = Path(path)
     if path.is_dir():
         raise OutputError("is a directory, not a file", path=str(path), hint="give a file name, e.g. report.html")
-    try:
-        write_atomic(path, text.encode("utf-8"))
-    except OSError as exc:
-        raise OutputError(f"cannot write the report: {exc.strerror or exc}", path=str(path),
-                          hint="choose a writable location with -o") from None
+    write_output(path, text, what="cannot write the report", hint="choose a writable location with -o")
 
 
 def export_images(figs: Sequence[tuple[str, Figure]], *, png_dir: Path | None = None,
@@ -445,7 +412,8 @@ def export_images(figs: Sequence[tuple[str, Figure]], *, png_dir: Path | None = 
 
 
 def write_report(analyses: list[Analysis], path: Path, *, png_dir: Path | None = None,
-                 svg_dir: Path | None = None, max_flows: int = 6, link_rate: str | None = None) -> None:
+                 svg_dir: Path | None = None, max_flows: int = 6,
+                 link_rates: Sequence[float | None] | None = None) -> None:
     """Write one self-contained HTML report for the analysed traces (and optionally images).
 
     Args:
@@ -454,12 +422,12 @@ def write_report(analyses: list[Analysis], path: Path, *, png_dir: Path | None =
         png_dir: Also write every chart as PNG into this folder.
         svg_dir: Also write every chart as SVG into this folder.
         max_flows: Connection directions charted one by one per trace.
-        link_rate: The bottleneck rate as ``--link-rate`` takes it (default: each run's run.json).
+        link_rates: Each trace's bottleneck rate in bit/s (:func:`tracekit.pipeline.link_rate`), or None.
 
     Raises:
         OutputError: when an output cannot be written.
     """
-    text, drawn = render_report(analyses, max_flows=max_flows, link_rate=link_rate)
+    text, drawn = render_report(analyses, max_flows=max_flows, link_rates=link_rates)
     write_text(Path(path), text)
     if png_dir is not None or svg_dir is not None:
         export_images(drawn, png_dir=png_dir, svg_dir=svg_dir)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tracekit.kernel import CWND_LIMITED, retrans_table
+from tracekit.reports.markup import esc, table
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -67,7 +68,6 @@ def print_kernel(analysis: Analysis, console: Console) -> None:
 
 def kernel_html(analysis: Analysis) -> str:
     """The report's "Kernel's view" part (all text escaped)."""
-    from tracekit.reports.html import esc, table
 
     info = analysis.trace.meta.get("kernel") or {}
     parts = ["<h3>The kernel's view</h3>"]

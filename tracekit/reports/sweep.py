@@ -1,16 +1,8 @@
 """``tracekit sweep``: a metric against a parameter over many runs (window size, delay, variant...).
 
-Where the parameter values come from, first match wins per name:
-
-1. ``--param 'win{window}_d{delay}.tr'``: a pattern matched against the end of
-   each path (as many path components as the pattern has); ``{name}`` takes any
-   text without ``/``.
-2. ``--manifest runs.csv``: a CSV with a ``path`` (or ``file``) column, paths
-   relative to the manifest, and one column per parameter.
-3. ``run.json`` in a run directory (or beside a file), as the ns-2 sample runs
-   have: its scalar values.
-
-Values that parse as numbers are numbers. Each run is summarised by its main
+The runs and their parameter values are read by :func:`tracekit.pipeline.sweep_inputs`
+(from ``--param 'win{window}_d{delay}.tr'``, ``--manifest runs.csv`` or each run's
+``run.json``; values that parse as numbers are numbers). Each run is summarised by its main
 connection direction, as in :mod:`tracekit.reports.compare`. The x axis is
 ``--x`` or the first parameter of the pattern/manifest, else the first varying
 one of :data:`PREFERRED_X`; lines are per ``--by`` (default ``variant`` when
@@ -27,14 +19,22 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from tracekit._files import neutralise, write_atomic
 from tracekit.errors import OutputError, UsageError
 from tracekit.reports import charts
-from tracekit.reports.compare import load, run_metrics, tool_values
+from tracekit.reports import html as H
+from tracekit.reports.compare import run_metrics, tool_values
 from tracekit.reports.figures import Figure
+from tracekit.reports.html import write_text
+from tracekit.reports.text import dumps
+from tracekit.reports.toolmetrics import summarise, value
+
+if TYPE_CHECKING:
+    from tracekit.analysis import Analysis
 
 #: Metrics charted against the parameter: (key, title, y-axis format).
 CHARTED = [("goodput_bps", "goodput (bit/s)", "~s"), ("transfer_s", "download time (s)", None),
@@ -49,8 +49,6 @@ METRICS = ["goodput_bps", "throughput_bps", "transfer_s", "handshake_s", "delive
 #: Parameters tried, in order, for the x axis when none is named.
 PREFERRED_X = ("window_kb", "window", "window_bytes", "window_pkts", "delay", "delay_ms", "bandwidth", "rate",
                "queue_limit_pkts", "queue", "error_rate", "loss", "flows", "seed")
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-_MAX_SIDE_FILE = 1 << 20  # run.json / manifest: small files; a huge one is not a manifest
 
 
 @dataclass(frozen=True)
@@ -88,7 +86,6 @@ class SweepResult:
 
     def to_json(self) -> str:
         """The sweep as a JSON document (strict: NaN/inf become null)."""
-        from tracekit.reports.text import dumps
 
         return dumps({"x": self.x, "by": self.by, "params": self.params, "metrics": self.metrics,
                       "runs": [{"path": r.path, "params": r.params, "metrics": r.metrics} for r in self.runs]})
@@ -110,138 +107,9 @@ class SweepResult:
 
 
 def _neutral(v: Any) -> Any:
-    if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + v
     if isinstance(v, float) and not math.isfinite(v):
         return ""
-    return "" if v is None else v
-
-
-def _value(text: str) -> Any:
-    """A parameter value: int or float when it parses as one, else the text."""
-    t = text.strip()
-    try:
-        return int(t)
-    except ValueError:
-        pass
-    try:
-        f = float(t)
-        return f if math.isfinite(f) else t
-    except ValueError:
-        return t
-
-
-def compile_pattern(pattern: str) -> tuple[re.Pattern[str], list[str]]:
-    """Turn ``win{window}_d{delay}.tr`` into a regex with one group per ``{name}``.
-
-    Raises:
-        UsageError: for no placeholder, a bad or repeated name, or an unbalanced brace.
-    """
-    names: list[str] = []
-    out = []
-    pos = 0
-    for m in re.finditer(r"\{([^{}]*)\}", pattern):
-        lit = pattern[pos:m.start()]
-        if "{" in lit or "}" in lit:
-            raise UsageError(f"--param {pattern!r}: unbalanced brace", hint="e.g. --param 'win{window}_d{delay}.tr'")
-        name = m.group(1)
-        if not _NAME.match(name):
-            raise UsageError(f"--param {pattern!r}: {{{name}}} is not a parameter name (letters, digits, _)")
-        if name in names:
-            raise UsageError(f"--param {pattern!r}: {{{name}}} appears twice")
-        names.append(name)
-        out.append(re.escape(lit) + f"(?P<{name}>[^/]+?)")
-        pos = m.end()
-    tail = pattern[pos:]
-    if "{" in tail or "}" in tail:
-        raise UsageError(f"--param {pattern!r}: unbalanced brace", hint="e.g. --param 'win{window}_d{delay}.tr'")
-    if not names:
-        raise UsageError(f"--param {pattern!r} has no {{name}} placeholder", hint="e.g. --param 'win{window}.tr'")
-    return re.compile("".join(out) + re.escape(tail)), names
-
-
-def params_from_pattern(path: str, regex: re.Pattern[str], pattern: str) -> dict[str, Any]:
-    """Match the last components of ``path`` against the pattern.
-
-    Raises:
-        UsageError: when the path does not match.
-    """
-    depth = pattern.count("/") + 1
-    parts = Path(path).as_posix().rstrip("/").split("/")
-    tail = "/".join(parts[-depth:])
-    m = regex.fullmatch(tail)
-    if m is None:
-        raise UsageError(
-            f"{path!r} does not match --param {pattern!r} (compared with {tail!r})",
-            hint="the pattern describes the end of each path, e.g. 'win{window}' for run dirs win8/ win16/",
-        )
-    return {k: _value(v) for k, v in m.groupdict().items()}
-
-
-def read_manifest(path: str | Path) -> dict[str, dict[str, Any]]:
-    """Map each run path (resolved against the manifest's folder) to its parameters.
-
-    Raises:
-        UsageError: unreadable file, no path column, short rows, repeated paths.
-    """
-    p = Path(path)
-    try:
-        if p.stat().st_size > _MAX_SIDE_FILE:
-            raise UsageError("manifest is larger than 1 MiB", path=str(p))
-        text = p.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read the manifest: {exc}", path=str(p)) from None
-    try:
-        rows = list(csv.reader(io.StringIO(text)))
-    except csv.Error as exc:
-        raise UsageError(f"manifest is not valid CSV: {exc}", path=str(p)) from None
-    rows = [r for r in rows if any(c.strip() for c in r)]
-    if not rows:
-        raise UsageError("manifest is empty", path=str(p), hint="first line: path,PARAM1,PARAM2,...")
-    header = [h.strip() for h in rows[0]]
-    lower = [h.lower() for h in header]
-    col = next((lower.index(n) for n in ("path", "file") if n in lower), None)
-    if col is None:
-        raise UsageError("manifest has no 'path' (or 'file') column", path=str(p), line=1,
-                         hint="first line: path,PARAM1,PARAM2,...")
-    names = [h for i, h in enumerate(header) if i != col]
-    if any(not n for n in names) or len(set(names)) < len(names):
-        raise UsageError("manifest has an empty or repeated column name", path=str(p), line=1)
-    out: dict[str, dict[str, Any]] = {}
-    for n, row in enumerate(rows[1:], start=2):
-        if len(row) != len(header):
-            raise UsageError(f"row has {len(row)} fields, the header {len(header)}", path=str(p), line=n)
-        run = row[col].strip()
-        if not run:
-            raise UsageError("row has an empty path", path=str(p), line=n)
-        key = str((p.parent / run).resolve())
-        if key in out:
-            raise UsageError(f"{run!r} is listed twice", path=str(p), line=n)
-        out[key] = {h: _value(v) for h, v, i in zip(header, row, range(len(row)), strict=True) if i != col}
-    if not out:
-        raise UsageError("manifest lists no runs", path=str(p), hint="one line per run after the header")
-    return out
-
-
-def params_from_run_json(path: str | Path) -> dict[str, Any]:
-    """Scalar values of ``run.json`` in a run directory (or beside a file); {} when absent or unusable."""
-    p = Path(path)
-    f = (p if p.is_dir() else p.parent) / "run.json"
-    try:
-        if not f.is_file() or f.stat().st_size > _MAX_SIDE_FILE:
-            return {}
-        doc = json.loads(f.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-        return {}
-    if not isinstance(doc, dict):
-        return {}
-    out: dict[str, Any] = {}
-    for k, v in doc.items():
-        if isinstance(v, bool) or v is None:
-            continue
-        if isinstance(v, (int, float)) and math.isfinite(v) or isinstance(v, str) and len(v) <= 64:
-            out[str(k)] = v
-    return out
+    return "" if v is None else neutralise(v)
 
 
 def _choose_x(runs: list[SweepRun], names: list[str], first: list[str], x: str | None) -> str:
@@ -263,28 +131,21 @@ def _choose_x(runs: list[SweepRun], names: list[str], first: list[str], x: str |
 
 
 def sweep(
-    paths: Sequence[str | Path] = (),
+    inputs: Sequence[tuple[str, dict[str, Any], Analysis]],
     *,
-    param: str | None = None,
-    manifest: str | Path | None = None,
+    first: Sequence[str] = (),
     x: str | None = None,
     by: str | None = None,
-    fmt: str | None = None,
-    strict: bool = False,
-    limits: Any = None,
     y: Sequence[str] = (),
 ) -> SweepResult:
-    """Read every run, attach its parameters and metrics.
+    """Attach each run's metrics to its parameters and order the runs for the chart.
 
     Args:
-        paths: Runs (files or run directories); with a manifest, they select from it (default: all).
-        param: Path pattern with ``{name}`` placeholders.
-        manifest: CSV mapping paths to parameter values.
+        inputs: ``(path, parameters, analysis)`` per run, e.g. from :func:`tracekit.pipeline.sweep_inputs`
+            (the path is only shown).
+        first: Parameter names of the pattern or manifest, in order (the default x axis is the first).
         x: Parameter for the x axis.
         by: Parameter naming the lines (default ``variant`` when there is one).
-        fmt: Force a reader.
-        strict: Turn reader warnings into errors.
-        limits: Resource limits.
         y: Tool-reported metrics to chart and tabulate, ``NAME[:STAT]`` (e.g. ``download_response_time``).
 
     Returns:
@@ -292,43 +153,22 @@ def sweep(
         packets (OPNET, NetSim tables) get their tool-reported metrics instead.
 
     Raises:
-        UsageError: bad pattern, manifest or parameter names, or no runs.
-        TracekitError: when a run cannot be read.
+        UsageError: bad parameter names, or no runs.
     """
-    regex, first = compile_pattern(param) if param else (None, [])
-    table = read_manifest(manifest) if manifest else None
-    if table is not None:
-        header_order = list(next(iter(table.values()), {}))
-        first = first or header_order
-        if paths:
-            chosen = [str(p) for p in paths]
-            missing = [p for p in chosen if str(Path(p).resolve()) not in table]
-            if missing:
-                raise UsageError(f"{missing[0]!r} is not in the manifest", path=str(manifest))
-        else:
-            chosen = list(table)
-    else:
-        chosen = [str(p) for p in paths]
-    if not chosen:
+    if not inputs:
         raise UsageError("no runs given", hint="tracekit sweep RUN... --param 'win{window}' -o sweep.html")
     runs = []
     tool_keys: dict[str, None] = {}
-    for p in chosen:
-        params = params_from_run_json(p)
-        if table is not None:
-            params.update(table[str(Path(p).resolve())])
-        if regex is not None and param is not None:
-            params.update(params_from_pattern(p, regex, param))
-        analysis = load(p, fmt=fmt, strict=strict, limits=limits)
+    for p, params, analysis in inputs:
         main, metrics = run_metrics(analysis)
         metrics.update({k: v for k, v in tool_values(analysis, y).items() if not k.startswith("_unit.")})
         if main is None:  # nothing from packets: the tool's own metrics, by name (mean)
             extra = {k: v for k, v in _tool_means(analysis).items() if k not in metrics}
             tool_keys.update(dict.fromkeys(extra))
             metrics.update(extra)
-        runs.append(SweepRun(p, params, metrics, main))
+        runs.append(SweepRun(p, dict(params), metrics, main))
     names = list(dict.fromkeys(k for r in runs for k in r.params))
-    x_name = _choose_x(runs, names, first, x)
+    x_name = _choose_x(runs, names, list(first), x)
     if by is not None and by not in names:
         raise UsageError(f"--by {by!r} is not a parameter of these runs", hint=f"parameters: {', '.join(names)}")
     by_name = by if by is not None else ("variant" if "variant" in names and x_name != "variant" else None)
@@ -346,7 +186,6 @@ def sweep(
 
 def _tool_means(analysis: Any) -> dict[str, Any]:
     """Each tool-reported metric of a run without packets, by its metric name (mean over its series)."""
-    from tracekit.reports.toolmetrics import summarise, value
 
     ms = summarise(analysis.trace)
     return {m.metric: value(ms, m.metric, "mean") for m in ms if re.fullmatch(r"[a-z][a-z0-9_]{0,40}", m.metric)}
@@ -380,7 +219,6 @@ def figures(result: SweepResult) -> list[Figure]:
 
 def render(result: SweepResult) -> str:
     """The sweep page: charts of each metric against the parameter, and the table of runs."""
-    from tracekit.reports import html as H
 
     # x, the line parameter, and up to three more that vary (constant ones are in the CSV/JSON)
     varying = [n for n in result.params if n not in (result.x, result.by)
@@ -412,8 +250,6 @@ def write(result: SweepResult, path: Path | None = None, *, csv_path: Path | Non
     Raises:
         OutputError: when an output cannot be written.
     """
-    from tracekit.reports.html import write_text
-    from tracekit.reports.text import write_atomic
 
     if path is not None:
         write_text(Path(path), render(result))

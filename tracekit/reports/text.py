@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -126,25 +125,6 @@ def print_table(analysis: Analysis, console: Console) -> None:
         print_kernel(analysis, console)
     for w in tr.warnings:
         console.print(f"[yellow]warning[/] {escape(w['code'])}: {escape(w['message'])} (×{w['count']})")
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write through a temporary file and ``os.replace`` (never half-written), mode 0666 & ~umask.
-
-    (``mkstemp`` creates 0600 files; outputs are meant to be shared like any other file.)
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def export(analysis: Analysis, outdir: Path) -> list[Path]:

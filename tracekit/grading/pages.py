@@ -18,10 +18,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracekit.reports.grade_units import Display
+from tracekit.grading.units import Display
+from tracekit.reports.charts import HEIGHT, WIDTH, safe_label
+from tracekit.reports.html import chart_spec, esc, page
 
 if TYPE_CHECKING:
-    from tracekit.reports.grade import Profile
+    from tracekit.grading.grade import Profile
 
 _COLORS = {"student": "#d62728", "reference mean": "#1f77b4", "reference seeds (min–max)": "#aec7e8"}
 _TITLES = {"cwnd": "Congestion window", "throughput": "Goodput"}
@@ -36,7 +38,6 @@ def overlay_chart(key: str, unit: str, grid: list[float], mean: list[float] | No
     """The student's curve, over the seeds' min–max band and the reference mean when they are given."""
     import altair as alt
 
-    from tracekit.reports.charts import HEIGHT, WIDTH
 
     # a step drawn "after" each point needs one more point to show the last step's width
     end = grid[-1] + (grid[-1] - grid[-2] if len(grid) > 1 else 1.0)
@@ -92,8 +93,6 @@ def _ref_cell(v: dict[str, Any]) -> str:
 
 def feedback_page(res: dict[str, Any], profile: Profile, curves: dict[str, list[float]]) -> str:
     """The student's feedback page: score, each item's feedback and hint, warnings, their curves."""
-    from tracekit.reports.charts import safe_label
-    from tracekit.reports.html import chart_spec, esc, page
 
     sid = res["id"]
     got, top = f"{res['score']:g}", f"{res['max_score']:g}"
@@ -144,7 +143,6 @@ def feedback_page(res: dict[str, Any], profile: Profile, curves: dict[str, list[
 
 def index_page(doc: dict[str, Any], profile: Profile) -> str:
     """The instructor's page: every submission in id order, scores per item, copies, errors, references."""
-    from tracekit.reports.html import esc, page
 
     items = profile.rubric.items
     c = doc["counts"]

@@ -12,10 +12,10 @@ its own address space with ``RLIMIT_AS``; a task over it fails with a memory err
 (``Client(address).get_executor(pure=False)``: ``pure=True`` would let dask return a
 cached result for a re-submitted path). A dask worker cannot kill one of its own
 threads either, so there each task runs in a child process of the worker
-(``python -m tracekit.executors``) under the same timeout and memory cap. Dask
+(``python -m tracekit.batch.executors``) under the same timeout and memory cap. Dask
 ships pickles: connect only to schedulers you control.
 
-A task is a dotted function name (``"tracekit.batch:process_trace"``) plus
+A task is a dotted function name (``"tracekit.batch.traces:process_trace"``) plus
 picklable arguments; it returns a small picklable result. Both executors report
 an :class:`Outcome` per task through a callback, in completion order.
 """
@@ -35,6 +35,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from tracekit.errors import TracekitError, UsageError
 
 #: Seconds a worker gets to start (imports) before it is considered broken.
 START_TIMEOUT = 120.0
@@ -98,8 +100,6 @@ def _limit_memory(max_memory: int | None) -> None:
 
 def call(fn: str, args: tuple[Any, ...]) -> tuple[bool, Any, dict[str, Any] | None]:
     """Run a task function, turning every exception into an error dict (never raises)."""
-    from tracekit.errors import TracekitError
-
     try:
         return True, resolve(fn)(*args), None
     except TracekitError as exc:
@@ -173,8 +173,6 @@ def _death_reason(code: int | None) -> dict[str, Any]:
 
 
 def _broken(message: str) -> Exception:
-    from tracekit.errors import TracekitError
-
     return TracekitError(message, hint="check the installation: python -c 'import tracekit.analysis' "
                                        "must work (and an --initializer must not fail)")
 
@@ -313,7 +311,7 @@ class LocalExecutor:
 
 
 def run_isolated(fn: str, args: tuple[Any, ...], timeout: float | None, max_memory: int | None) -> Outcome:
-    """Run one task in a child process (``python -m tracekit.executors``) with a timeout and a memory cap.
+    """Run one task in a child process (``python -m tracekit.batch.executors``) with a timeout and a memory cap.
 
     Used on dask workers, which cannot kill a running thread. The child gets the task as a
     pickle on stdin and answers with a pickle on stdout: both ends are this same code.
@@ -321,7 +319,7 @@ def run_isolated(fn: str, args: tuple[Any, ...], timeout: float | None, max_memo
     t0 = time.perf_counter()
     payload = pickle.dumps((fn, args, max_memory))
     try:
-        proc = subprocess.run([sys.executable, "-m", "tracekit.executors"], input=payload,
+        proc = subprocess.run([sys.executable, "-m", "tracekit.batch.executors"], input=payload,
                               capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         return Outcome("", False, None, {"kind": "timeout",
@@ -339,7 +337,7 @@ def run_isolated(fn: str, args: tuple[Any, ...], timeout: float | None, max_memo
 
 
 def _child_main() -> None:
-    """``python -m tracekit.executors``: read one task from stdin, run it, write the outcome."""
+    """``python -m tracekit.batch.executors``: read one task from stdin, run it, write the outcome."""
     fn, args, max_memory = pickle.loads(sys.stdin.buffer.read())  # noqa: S301 - sent by run_isolated
     with contextlib.suppress(ImportError):
         import polars  # noqa: F401
@@ -365,8 +363,6 @@ class DaskExecutor:
     """
 
     def __init__(self, address: str, *, timeout: float | None = None, max_memory: int | None = None) -> None:
-        from tracekit.errors import UsageError
-
         try:
             from distributed import Client
         except ImportError:

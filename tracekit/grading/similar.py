@@ -24,6 +24,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from tracekit.grading import metrics as gm
+from tracekit.grading.rubric import Selector
+
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
 
@@ -33,8 +36,6 @@ TIME_RESOLUTION_S = 1e-6
 
 def series_digest(analysis: Analysis) -> str | None:
     """sha256 of the largest flow's packets and cwnd curve with times from its first packet, or None."""
-    from tracekit.reports import grade_metrics as gm
-    from tracekit.reports.rubric import Selector
 
     row, _ = gm.select_flow(analysis.flows, Selector())
     if row is None:
@@ -54,21 +55,6 @@ def series_digest(analysis: Analysis) -> str | None:
         h.update(b"cwnd" + np.round(cw[0] / TIME_RESOLUTION_S).astype(np.int64).tobytes())
         h.update(np.asarray(cw[1], dtype=np.float64).tobytes())
     return h.hexdigest()
-
-
-def path_files(path: str) -> dict[str, str]:
-    """sha256 per trace file of a reference run (a file, or a folder's recognised trace files)."""
-    from tracekit.parsers import sniff
-    from tracekit.reports.submissions import file_sha256
-
-    p = Path(path)
-    files = [p] if p.is_file() else sorted(c for c in p.iterdir() if c.is_file() and not c.name.startswith("."))
-    out = {}
-    for f in files:
-        if p.is_dir() and sniff(f) is None:
-            continue
-        out[f.name] = file_sha256(f)
-    return out
 
 
 def fingerprint(files: list[dict[str, Any]], analysis: Analysis | None) -> dict[str, Any]:

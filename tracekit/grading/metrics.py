@@ -24,9 +24,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from tracekit import schema
+from tracekit.analysis.flows import with_seq_end
+from tracekit.reports.figures import frame
+
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
-    from tracekit.reports.rubric import Item, Selector
+    from tracekit.grading.rubric import Item, Selector
 
 #: name -> (unit, what it measures). Units: bytes, s, count, ratio.
 SERIES_METRICS: dict[str, tuple[str, str]] = {
@@ -55,7 +59,6 @@ def metric_problem(name: str) -> str | None:
     """Why ``name`` cannot be a metric, or None when it can."""
     if name in SERIES_METRICS:
         return None
-    from tracekit import schema
 
     declared = getattr(schema, "FLOWS", None)
     if isinstance(declared, dict):
@@ -150,8 +153,6 @@ def select_flow(flows: pl.DataFrame, sel: Selector) -> tuple[dict[str, Any] | No
 
 
 def _frame(analysis: Analysis, name: str) -> pl.DataFrame | None:
-    from tracekit.reports.figures import frame
-
     try:
         return frame(analysis, name)
     except Exception:  # noqa: BLE001 - an analysis that fails must not stop grading the other items
@@ -192,7 +193,6 @@ def cwnd_series(analysis: Analysis, row: dict[str, Any]) -> tuple[np.ndarray, np
 
 def flow_packets(analysis: Analysis, row: dict[str, Any]) -> pl.DataFrame:
     """The flow direction's packets at the vantage point, with ``new_bytes`` (payload not sent before)."""
-    from tracekit.analysis.flows import with_seq_end
 
     pk = analysis.packets.filter((pl.col("flow") == row["flow"]) & (pl.col("dir") == row["dir"]))
     pk = with_seq_end(pk.sort("time", maintain_order=True))

@@ -1,7 +1,7 @@
 """What a student reads about one rubric item: the lab's units, the item's wording and its hint.
 
 Scores are always computed in the metric's own unit (bytes for a congestion
-window, bit/s for goodput, see :func:`tracekit.reports.grade_metrics.unit_of`),
+window, bit/s for goodput, see :func:`tracekit.grading.metrics.unit_of`),
 so a rubric's tolerances mean the same whatever unit its feedback is shown in.
 This module only decides how a number is *shown*:
 
@@ -22,12 +22,13 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tracekit.reports.grade_metrics import fmt_value, unit_of
+from tracekit.errors import UnknownFormatError
+from tracekit.grading.metrics import fmt_value, unit_of
 
 if TYPE_CHECKING:
     from tracekit.errors import TracekitError
-    from tracekit.reports.rubric import Item
-    from tracekit.reports.submissions import Submission
+    from tracekit.grading.rubric import Item
+    from tracekit.grading.submissions import Submission
     from tracekit.trace import Trace
 
 #: Units an item may be shown in, and the metric units each can be converted from.
@@ -217,7 +218,6 @@ def student_error(exc: TracekitError, sub: Submission) -> str:
     Location first, then one sentence, then ``Hint:`` when the hint is about the lab rather
     than about the command line.
     """
-    from tracekit.errors import UnknownFormatError
 
     path = str(exc.path or "")
     if path == sub.path and sub.kind == "file":

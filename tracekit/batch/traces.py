@@ -1,6 +1,6 @@
 """Batch analysis: a report per trace, an index page, ``summary.json`` / ``summary.csv``.
 
-Each trace is read, analysed and rendered in a worker (:mod:`tracekit.executors`):
+Each trace is read, analysed and rendered in a worker (:mod:`tracekit.batch.executors`):
 a corrupt file, a hang past the timeout or a worker over its memory cap is
 recorded as failed with its reason and the batch goes on. The parent process
 alone writes files, all inside the output folder. Re-running into the same
@@ -18,9 +18,7 @@ Layout of the output folder::
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import os
 import re
@@ -30,9 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracekit import __version__, numfmt
+from tracekit._files import content_hash, csv_text, safe_join, write_output
+from tracekit.batch.executors import Outcome, Task, make_executor
 from tracekit.errors import OutputError, UsageError
-from tracekit.executors import Outcome, Task, make_executor
 from tracekit.limits import DEFAULT, Limits
+from tracekit.pipeline import link_rate, load
+from tracekit.reports.html import esc, page, render_report
 
 SCHEMA_VERSION = 1
 #: Fields of an entry that change from run to run (ignored when comparing summaries).
@@ -42,8 +44,6 @@ CSV_COLUMNS = ("path", "status", "format", "tool", "packets", "flows", "goodput_
 
 
 def _version() -> str:
-    from tracekit import __version__
-
     return __version__
 
 
@@ -86,26 +86,6 @@ def expand(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], list[di
     return out, refused
 
 
-def content_hash(path: Path) -> str:
-    """sha256 of a file, or of a run directory's file names and contents (hidden files skipped)."""
-    h = hashlib.sha256()
-    if path.is_file():
-        files = [path]
-    else:
-        files = sorted(c for c in path.iterdir() if c.is_file() and not c.name.startswith("."))
-    for f in files:
-        if path.is_dir():
-            h.update(f.name.encode("utf-8", "surrogateescape") + b"\0")
-        try:
-            with open(f, "rb") as fh:
-                while chunk := fh.read(1 << 20):
-                    h.update(chunk)
-        except OSError:
-            h.update(b"<unreadable>")
-        h.update(b"\0")
-    return h.hexdigest()
-
-
 def report_name(path: Path) -> str:
     """A safe, stable file name for a trace's report: cleaned stem + 8 hex digits of the path."""
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", path.name).strip("._-")[:48] or "trace"
@@ -122,11 +102,8 @@ def process_trace(path: str, limits: Limits = DEFAULT, strict: bool = False) -> 
     Raises:
         TracekitError: when the trace cannot be read (the executor records it as failed).
     """
-    import tracekit
-    from tracekit.reports.html import render_report
-
-    trace = tracekit.read(path, strict=strict, limits=limits)
-    analysis = tracekit.analyze(trace)
+    analysis = load(path, strict=strict, limits=limits)
+    trace = analysis.trace
     flows = analysis.flows
     row: dict[str, Any] = {
         "format": trace.meta.get("format"),
@@ -145,7 +122,7 @@ def process_trace(path: str, limits: Limits = DEFAULT, strict: bool = False) -> 
         row["goodput_bps"] = float(g) if isinstance(g, (int, float)) and g == g else None
         if "retrans_packets" in flows.columns:
             row["retrans_packets"] = int(flows["retrans_packets"].fill_null(0).sum())
-    html, _ = render_report([analysis])
+    html, _ = render_report([analysis], link_rates=[link_rate(analysis)])
     return {"row": row, "html": html}
 
 
@@ -167,66 +144,18 @@ def _failed(path: Path, error: dict[str, Any]) -> dict[str, Any]:
     return {"path": os.fspath(path), "status": "failed", "error": error}
 
 
-def safe_join(out: Path, *parts: str) -> Path:
-    """``out/parts…`` resolved, refusing anything that would land outside ``out``.
-
-    Raises:
-        OutputError: when the result escapes the folder.
-    """
-    root = out.resolve()
-    p = root.joinpath(*parts).resolve()
-    if not p.is_relative_to(root) or p == root:
-        raise OutputError("refusing to write outside the output folder", path=os.fspath(p))
-    return p
-
-
-def neutralise(value: Any) -> Any:
-    """Make a CSV cell safe for spreadsheets: text starting with = + - @ tab CR gets a leading '."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
-
-
-def _cell(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, list):
-        return ";".join(str(x) for x in v)
-    if isinstance(v, dict):
-        return str(v.get("message", ""))
-    return str(v)
-
-
-def csv_text(rows: list[dict[str, Any]], columns: Iterable[str]) -> str:
-    """CSV of ``rows`` with every text cell neutralised (docs/security.md rule 7)."""
-    cols = list(columns)
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(cols)
-    for r in rows:
-        w.writerow([neutralise(_cell(r.get(c))) for c in cols])
-    return buf.getvalue()
+#: What a failed write of the batch's outputs suggests.
+WRITABLE = "choose a writable folder (Docker: -u $(id -u):$(id -g))"
 
 
 def write_json(path: Path, doc: Any) -> None:
     """Strict JSON (no NaN), written atomically."""
-    from tracekit.reports.text import write_atomic
-
-    try:
-        write_atomic(path, (json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n").encode("utf-8"))
-    except OSError as exc:
-        raise OutputError(f"cannot write: {exc.strerror or exc}", path=str(path)) from None
+    write_output(path, json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n")
 
 
 def write_file(path: Path, text: str) -> None:
     """Text written atomically, errors as OutputError."""
-    from tracekit.reports.text import write_atomic
-
-    try:
-        write_atomic(path, text.encode("utf-8"))
-    except OSError as exc:
-        raise OutputError(f"cannot write: {exc.strerror or exc}", path=str(path),
-                          hint="choose a writable folder (Docker: -u $(id -u):$(id -g))") from None
+    write_output(path, text, hint=WRITABLE)
 
 
 def _previous(out: Path) -> dict[str, dict[str, Any]]:
@@ -318,7 +247,7 @@ def run_batch(paths: Iterable[str | os.PathLike[str]], out: str | os.PathLike[st
             continue
         entries[key] = {"path": key, "status": "pending", "sha256": digest, "tracekit_version": version,
                         "report": f"reports/{name}"}
-        tasks.append(Task(key, "tracekit.batch:process_trace", (key, limits, strict)))
+        tasks.append(Task(key, "tracekit.batch.traces:process_trace", (key, limits, strict)))
     result = BatchResult(outdir)
     executor = make_executor(jobs, scheduler=scheduler, timeout=timeout, max_memory=max_memory,
                              initializer=initializer)
@@ -371,9 +300,6 @@ def write_outputs(result: BatchResult, executor: str, started: float, pending: i
 
 def index_page(entries: list[dict[str, Any]], counts: dict[str, int], interrupted: bool) -> str:
     """The index: one row per trace with a link to its report or the reason it failed."""
-    from tracekit.reports.html import esc, page
-    from tracekit.reports.text import _fmt
-
     rows = []
     for e in entries:
         if e["status"] == "ok" and e.get("report"):
@@ -386,9 +312,9 @@ def index_page(entries: list[dict[str, Any]], counts: dict[str, int], interrupte
         warn = ", ".join(e.get("warnings") or [])
         rows.append(
             f'<tr data-status="{esc(e["status"])}"><td class="t">{esc(e["path"])}</td>'
-            f'<td class="t">{esc(e.get("format") or "")}</td><td>{esc(_fmt(e.get("flows"), "flows"))}</td>'
-            f'<td>{esc(_fmt(e.get("goodput_bps"), "goodput_bps"))}</td>'
-            f'<td>{esc(_fmt(e.get("retrans_packets"), "retrans_packets"))}</td>'
+            f'<td class="t">{esc(e.get("format") or "")}</td><td>{esc(numfmt.cell(e.get("flows"), "flows"))}</td>'
+            f'<td>{esc(numfmt.cell(e.get("goodput_bps"), "goodput_bps"))}</td>'
+            f'<td>{esc(numfmt.cell(e.get("retrans_packets"), "retrans_packets"))}</td>'
             f'<td class="t">{esc(warn)}</td><td class="t">{link}{why}</td></tr>')
     head = "".join(f'<th{" class=t" if h in ("trace", "format", "warnings", "report") else ""}>{h}</th>'
                    for h in ("trace", "format", "flows", "goodput", "retransmissions", "warnings", "report"))

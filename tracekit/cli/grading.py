@@ -1,4 +1,4 @@
-"""The ``grade``, ``check`` and ``batch`` commands (registered at the end of :mod:`tracekit.cli`).
+"""The ``grade``, ``check`` and ``batch`` commands (registered by :mod:`tracekit.cli.main`).
 
 Only click is imported at module level, so ``tracekit --help`` stays fast; the
 library is imported inside each command. Exit codes (docs/grading.md, docs/batch.md):
@@ -14,50 +14,12 @@ library is imported inside each command. Exit codes (docs/grading.md, docs/batch
 
 from __future__ import annotations
 
-import re
 import sys
 from typing import Any
 
 import click
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
-
-
-def parse_size(text: str | None) -> int | None:
-    """``"2G"``, ``"512M"``, ``"1.5GiB"`` or a byte count → bytes (None stays None).
-
-    Raises:
-        click.BadParameter: for anything else.
-    """
-    if text is None:
-        return None
-    m = _SIZE.match(text)
-    if not m:
-        raise click.BadParameter(f"{text!r} is not a size like 2G or 512M", param_hint="--max-memory")
-    return int(float(m.group(1)) * 1024 ** " kmgt".index((m.group(2) or " ").lower()))
-
-
-def _limits(config: str | None) -> Any:
-    from tracekit.cli import _limits as cli_limits
-
-    return cli_limits(config)
-
-
-def executor_options(f: Any) -> Any:
-    """Options shared by ``grade`` and ``batch``."""
-    f = click.option("--scheduler", metavar="ADDR",
-                     help="Run on a dask.distributed scheduler (tcp://host:8786). Trusted schedulers only: "
-                          "dask sends pickles.")(f)
-    f = click.option("--max-memory", metavar="SIZE",
-                     help="Address space per worker, e.g. 2G (default: max_memory_bytes, 4 GiB).")(f)
-    f = click.option("--timeout", type=float, metavar="S",
-                     help="Seconds per file before its worker is killed (default: timeout_s, 300).")(f)
-    f = click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
-                     help="Worker processes (default: the machine's cores).")(f)
-    f = click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")(f)
-    f = click.option("--strict", is_flag=True, help="Turn reader warnings into failures.")(f)
-    f = click.option("--config", type=click.Path(dir_okay=False), help="TOML file with a [limits] table.")(f)
-    return f
+from tracekit.cli.options import executor_options, load_limits, parse_size
 
 
 def _interrupted(ctx: click.Context, what: str) -> None:
@@ -96,9 +58,9 @@ def grade(ctx: click.Context, references: tuple[str, ...], submissions: str | No
     """
     from pathlib import Path
 
+    from tracekit.batch.grading import run_grade
     from tracekit.errors import OutputError, UsageError
-    from tracekit.reports.grade import run_grade
-    from tracekit.reports.rubric import load_rubric
+    from tracekit.grading.rubric import load_rubric
 
     if (submissions is None) == (submission is None):
         raise UsageError("give either --submissions DIR|ZIP or --submission PATH")
@@ -124,7 +86,7 @@ def grade(ctx: click.Context, references: tuple[str, ...], submissions: str | No
         with progress:
             doc = run_grade(list(references), submissions, rb, out, submission=submission, jobs=jobs,
                             timeout=timeout, max_memory=parse_size(max_memory), scheduler=scheduler,
-                            limits=_limits(config), strict=strict, on_result=show)
+                            limits=load_limits(config), strict=strict, on_result=show)
     except KeyboardInterrupt:
         _interrupted(ctx, f"the graded submissions are in {out}/summary.json")
     for r in doc["rejected"]:
@@ -155,12 +117,12 @@ def check(ctx: click.Context, target: str, rubric: str, item: str, references: t
     Example:
         tracekit check run/ --rubric rubric.toml --item window_cap
     """
+    from tracekit.batch.grading import check as check_item
     from tracekit.errors import TracekitError
-    from tracekit.reports.grade import check as check_item
-    from tracekit.reports.rubric import load_rubric
+    from tracekit.grading.rubric import load_rubric
 
     try:
-        verdict = check_item(target, load_rubric(rubric), item, list(references), limits=_limits(config),
+        verdict = check_item(target, load_rubric(rubric), item, list(references), limits=load_limits(config),
                              strict=strict)
     except TracekitError as exc:
         click.echo(f"tracekit: cannot evaluate: {exc}", err=True)
@@ -190,11 +152,11 @@ def batch(ctx: click.Context, paths: tuple[str, ...], out: str, force: bool, job
     Example:
         tracekit batch traces/ -o reports/ --jobs 4
     """
-    from tracekit.batch import run_batch
+    from tracekit.batch.traces import run_batch
 
     try:
         result = run_batch(paths, out, jobs=jobs, timeout=timeout, max_memory=parse_size(max_memory),
-                           scheduler=scheduler, force=force, limits=_limits(config), strict=strict,
+                           scheduler=scheduler, force=force, limits=load_limits(config), strict=strict,
                            progress=not no_progress)
     except KeyboardInterrupt:
         _interrupted(ctx, f"the finished traces are in {out}/summary.json")

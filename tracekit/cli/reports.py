@@ -15,28 +15,13 @@ from typing import Any, TypeVar
 
 import click
 
+from tracekit.cli.options import guard_output, load_limits, read_options
+
 F = TypeVar("F", bound=Callable[..., Any])
 
-
 def _read_options(f: F) -> F:
-    # tracekit.cli.read_options, imported late: cli imports this module at its end.
-    from tracekit.cli import read_options
-
     f = click.option("--force", is_flag=True, help="Overwrite existing output files.")(f)
     return read_options(f)
-
-
-def _limits(config: str | None) -> Any:
-    from tracekit.cli import _limits as limits
-
-    return limits(config)
-
-
-def _guard(force: bool, *paths: str | None) -> None:
-    from tracekit.cli import guard_output
-
-    for p in paths:
-        guard_output(p, force)
 
 
 @click.command()
@@ -57,14 +42,15 @@ def report(files: tuple[str, ...], output: str, png_dir: str | None, svg_dir: st
         tracekit report samples/linux/bulk_lossy.pcap -o report.html
         tracekit report samples/ns2/lab_reno/ -o reno.html --png charts/
     """
-    from tracekit.reports.compare import load
+    from tracekit import pipeline
     from tracekit.reports.html import write_report
 
-    _guard(force, output)
-    limits = _limits(config)
-    analyses = [load(f, fmt=fmt, strict=strict, limits=limits) for f in files]
+    guard_output(force, output)
+    limits = load_limits(config)
+    analyses = [pipeline.load(f, format=fmt, strict=strict, limits=limits) for f in files]
     write_report(analyses, Path(output), png_dir=Path(png_dir) if png_dir else None,
-                 svg_dir=Path(svg_dir) if svg_dir else None, max_flows=max_flows)
+                 svg_dir=Path(svg_dir) if svg_dir else None, max_flows=max_flows,
+                 link_rates=[pipeline.link_rate(a) for a in analyses])
     click.echo(f"wrote {output}", err=True)
 
 
@@ -87,30 +73,29 @@ def compare(files: tuple[str, ...], output: str, labels: tuple[str, ...], json_p
         tracekit compare samples/ns2/lab_reno samples/linux/bulk_lossy.pcap -o compare.html
         tracekit compare a.pcap b.tr --label linux=a.pcap --label ns2=b.tr -o compare.html
     """
+    from tracekit import pipeline
+    from tracekit._files import write_output
+    from tracekit.errors import UsageError
     from tracekit.reports import compare as cmp
-    from tracekit.reports.text import write_atomic
 
-    _guard(force, output, json_path)
+    guard_output(force, output, json_path)
     named = cmp.parse_labels(labels)
     paths = list(files)
     for _, p in named:
         if p not in paths:
             if not Path(p).exists():
-                from tracekit.errors import UsageError
-
                 raise UsageError(f"--label names a path that does not exist: {p!r}")
             paths.append(p)
-    result = cmp.compare(paths, {p: n for n, p in named} or None, fmt=fmt, strict=strict, limits=_limits(config),
-                         y=list(y))
+    if len(paths) < 2:
+        raise UsageError("compare needs at least two runs", hint="tracekit compare A B [C ...] -o compare.html")
+    limits = load_limits(config)
+    loaded = [(p, pipeline.load(p, format=fmt, strict=strict, limits=limits)) for p in paths]
+    result = cmp.compare(loaded, {p: n for n, p in named} or None, y=list(y))
     cmp.write(result, Path(output))
     if json_path:
-        from tracekit.errors import OutputError
         from tracekit.reports.text import dumps
 
-        try:
-            write_atomic(Path(json_path), dumps(result.to_dict()).encode("utf-8"))
-        except OSError as exc:
-            raise OutputError(f"cannot write: {exc.strerror or exc}", path=json_path) from None
+        write_output(Path(json_path), dumps(result.to_dict()))
     click.echo(f"wrote {output}", err=True)
 
 
@@ -141,6 +126,7 @@ def sweep(files: tuple[str, ...], output: str | None, param: str | None, manifes
         tracekit sweep samples/ns2/sweep/win* --param 'win{window_kb}' -o sweep.html --csv sweep.csv
         tracekit sweep --manifest runs.csv -o sweep.html
     """
+    from tracekit import pipeline
     from tracekit.errors import UsageError
     from tracekit.reports import sweep as sw
 
@@ -148,9 +134,10 @@ def sweep(files: tuple[str, ...], output: str | None, param: str | None, manifes
         raise UsageError("nothing to write", hint="give -o sweep.html, --csv FILE or --json FILE")
     if not files and not manifest:
         raise UsageError("no runs given", hint="give run paths, or --manifest runs.csv")
-    _guard(force, output, None if csv_path == "-" else csv_path, json_path)
-    result = sw.sweep(list(files), param=param, manifest=manifest, x=x, by=by, fmt=fmt, strict=strict,
-                      limits=_limits(config), y=list(y))
+    guard_output(force, output, None if csv_path == "-" else csv_path, json_path)
+    got = pipeline.sweep_inputs(list(files), param=param, manifest=manifest, format=fmt, strict=strict,
+                                limits=load_limits(config))
+    result = sw.sweep(got.runs, first=got.first, x=x, by=by, y=list(y))
     sw.write(result, Path(output) if output else None,
              csv_path=Path(csv_path) if csv_path and csv_path != "-" else None,
              json_path=Path(json_path) if json_path else None)

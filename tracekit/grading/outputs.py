@@ -1,4 +1,4 @@
-"""Outputs of grading: Gradescope ``results.json``, ``grades.csv``, ``summary.json`` (pages: grade_pages).
+"""Outputs of grading: Gradescope ``results.json``, ``grades.csv``, ``summary.json`` (pages: tracekit.grading.pages).
 
 ``results.json`` follows Gradescope's specification
 (https://gradescope-autograders.readthedocs.io/en/latest/specs/; schema in
@@ -17,18 +17,25 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tracekit import __version__
+from tracekit._files import csv_text, write_output
 from tracekit.errors import OutputError
+from tracekit.grading.pages import feedback_page, index_page
+from tracekit.grading.similar import describe
+from tracekit.grading.submissions import output_path
 
 if TYPE_CHECKING:
-    from tracekit.reports.grade import Profile
+    from tracekit.grading.grade import Profile
 
 SCHEMA_VERSION = 1
 
 
 def _version() -> str:
-    from tracekit import __version__
-
     return __version__
+
+
+def _write(path: Path, text: str) -> None:
+    write_output(path, text, hint="choose another -o folder (Docker: run with -u $(id -u):$(id -g))")
 
 
 def prepare(outdir: Path) -> None:
@@ -121,17 +128,15 @@ def dumps(doc: Any) -> str:
 
 def write_submission(outdir: Path, res: dict[str, Any], profile: Profile, page: str | None, *, single: bool) -> None:
     """Write ``results.json`` and ``feedback.html`` of one submission (``OUT/<id>/``, or ``OUT/`` if single)."""
-    from tracekit.batch import write_file
-    from tracekit.reports.submissions import output_path
 
     if single:
         root = outdir.resolve()
         targets = (root / "results.json", root / "feedback.html")
     else:
         targets = (output_path(outdir, res["id"], "results.json"), output_path(outdir, res["id"], "feedback.html"))
-    write_file(targets[0], dumps(results_json(res, profile)))
+    _write(targets[0], dumps(results_json(res, profile)))
     if page is not None:
-        write_file(targets[1], page)
+        _write(targets[1], page)
     res["results"] = str(targets[0].relative_to(outdir.resolve()))
     res["feedback"] = str(targets[1].relative_to(outdir.resolve())) if page is not None else None
 
@@ -142,8 +147,6 @@ def write_submission(outdir: Path, res: dict[str, Any], profile: Profile, page: 
 def write_summary(outdir: Path, profile: Profile, results: list[dict[str, Any]], rejected: list[dict[str, str]],
                   executor: str, started: float, interrupted: bool) -> dict[str, Any]:
     """Write ``grades.csv`` and ``summary.json``; return the summary document."""
-    from tracekit.batch import csv_text, write_file
-    from tracekit.reports.grade_similar import describe
 
     names = [it.name for it in profile.rubric.items]
     rows = []
@@ -156,7 +159,7 @@ def write_summary(outdir: Path, profile: Profile, results: list[dict[str, Any]],
         row["error"] = (r.get("error") or {}).get("message")
         row["similar_to"] = describe(r.get("similar_to") or [])
         rows.append(row)
-    write_file(outdir / "grades.csv", csv_text(rows, ["id", "original", "status", "score", "max_score", *names,
+    _write(outdir / "grades.csv", csv_text(rows, ["id", "original", "status", "score", "max_score", *names,
                                                       "warnings", "error", "similar_to"]))
     items = []
     for it in profile.rubric.items:
@@ -182,11 +185,9 @@ def write_summary(outdir: Path, profile: Profile, results: list[dict[str, Any]],
         "submissions": results,
         "run": {"executor": executor, "started": round(started, 3), "elapsed_s": round(time.time() - started, 3)},
     }
-    write_file(outdir / "summary.json", dumps(doc))
-    write_file(outdir / "index.html", index_page(doc, profile))
+    _write(outdir / "summary.json", dumps(doc))
+    _write(outdir / "index.html", index_page(doc, profile))
     return doc
 
-
-from tracekit.reports.grade_pages import feedback_page, index_page  # noqa: E402  (re-exported)
 
 __all__ = ["feedback_page", "index_page", "results_json", "write_submission", "write_summary"]

@@ -2,44 +2,42 @@
 
 ``tracekit grade --reference REF... --submissions DIR --rubric rubric.toml -o OUT/``:
 
-1. the rubric is validated (:mod:`tracekit.reports.rubric`);
+1. the rubric is validated (:mod:`tracekit.grading.rubric`);
 2. every reference run is read and analysed here, and each item's reference
    values are computed (:class:`Profile`) — a reference that cannot give a value
    is the instructor's problem, reported at once as a UsageError;
 3. each submission is read, analysed and judged in a worker
-   (:mod:`tracekit.executors`: killed past ``--timeout``, capped by
+   (:mod:`tracekit.batch.executors`: killed past ``--timeout``, capped by
    ``--max-memory``), which also renders its feedback page;
 4. this process writes, inside OUT only: ``OUT/<id>/results.json`` (Gradescope),
    ``OUT/<id>/feedback.html``, ``OUT/grades.csv``, ``OUT/summary.json`` and ``OUT/index.html``
-   (:mod:`tracekit.reports.grade_outputs`), every list in student-id order, after flagging
-   copied submissions (:mod:`tracekit.reports.grade_similar`; scores untouched).
+   (:mod:`tracekit.grading.outputs`), every list in student-id order, after flagging
+   copied submissions (:mod:`tracekit.grading.similar`; scores untouched).
 
 A verdict's ``output`` (the instructor's: the command's lines, ``summary.json``) states the
 student's number, the reference number(s) and the tolerance; its ``feedback`` (the student's:
 ``results.json``, the feedback page) states the student's number in the lab's units, the outcome
 and a hint, and the reference only where the item's ``show_reference`` allows
-(:mod:`tracekit.reports.grade_units`).
+(:mod:`tracekit.grading.units`).
 """
 
 from __future__ import annotations
 
 import math
-import os
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from tracekit.errors import TracekitError, UsageError
-from tracekit.limits import DEFAULT, Limits
-from tracekit.reports import grade_metrics as gm
-from tracekit.reports import grade_units as gu
-from tracekit.reports.grade_units import LabUnits
-from tracekit.reports.rubric import Item, Rubric, Selector, band, score
+from tracekit.grading import metrics as gm
+from tracekit.grading import units as gu
+from tracekit.grading.outputs import feedback_page
+from tracekit.grading.rubric import Item, Rubric, Selector, Tolerance, band, score
+from tracekit.grading.similar import series_digest
+from tracekit.grading.units import LabUnits
 
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
-    from tracekit.reports.submissions import Submission
+    from tracekit.grading.submissions import Submission
 
 #: Curves drawn on every feedback page (whatever the rubric grades): key -> (metric, option overrides).
 DISPLAY = {"cwnd": "cwnd_distance", "throughput": "throughput_distance"}
@@ -66,45 +64,30 @@ class Profile:
     lab: LabUnits = field(default_factory=LabUnits)
 
 
-def path_digest(path: str | os.PathLike[str]) -> str:
-    """sha256 of a file, or of a folder's files (names and contents)."""
-    from tracekit.batch import content_hash
-
-    return content_hash(Path(path))
-
-
 def _display_item(metric: str) -> Item:
-    from tracekit.reports.rubric import Tolerance
-
     return Item(name=f"_{metric}", metric=metric, points=0.0, title=metric, tolerance=Tolerance())
 
 
-def build_profile(rubric: Rubric, references: list[str], *, limits: Limits = DEFAULT,
-                  analyses: list[Analysis] | None = None) -> Profile:
-    """Read the reference runs and compute every item's reference values.
+def build_profile(rubric: Rubric, analyses: list[Analysis], references: list[dict[str, Any]] | None = None) -> Profile:
+    """Compute every item's reference values from the analysed reference runs.
 
     Args:
         rubric: The validated rubric.
-        references: Reference run paths (files or run directories).
-        limits: Reader limits.
-        analyses: Already analysed references (skips reading ``references``).
+        analyses: The reference runs, analysed (e.g. by :func:`tracekit.batch.grading.reference_profile`).
+        references: Per reference run, what the summary records of it (``path``, ``sha256``, ``files``);
+            default: ``path`` ``reference N``.
 
     Returns:
         The profile.
 
     Raises:
         UsageError: no reference for an item that needs one, or a reference that cannot give a value.
-        TracekitError: a reference that cannot be read.
     """
-    import tracekit
 
-    if analyses is None:
-        analyses = [tracekit.analyze(tracekit.read(r, limits=limits)) for r in references]
-    from tracekit.reports.grade_similar import path_files, series_digest
-
-    prof = Profile(rubric, references=[{"path": str(r), "sha256": path_digest(r), "files": path_files(r),
-                                        "series_sha256": series_digest(a), "values": {}}
-                                       for r, a in zip(references, analyses, strict=True)])
+    docs = references if references is not None else [{"path": f"reference {i + 1}"} for i in range(len(analyses))]
+    refs = [str(d.get("path")) for d in docs]
+    prof = Profile(rubric, references=[{**d, "series_sha256": series_digest(a), "values": {}}
+                                       for d, a in zip(docs, analyses, strict=True)])
     if analyses:
         prof.lab = gu.lab_units(analyses[0].trace)
     problems: list[str] = []
@@ -119,7 +102,7 @@ def build_profile(rubric: Rubric, references: list[str], *, limits: Limits = DEF
             problems.append(f"item {item.name!r}: within_reference_spread needs at least 2 reference runs "
                             f"(got {len(analyses)})")
         rows: list[dict[str, Any]] = []
-        for ref_path, a in zip(references, analyses, strict=True):
+        for ref_path, a in zip(refs, analyses, strict=True):
             row, why = gm.select_flow(a.flows, item.selector)
             if row is None:
                 problems.append(f"item {item.name!r}: reference {ref_path}: {why}")
@@ -138,7 +121,7 @@ def build_profile(rubric: Rubric, references: list[str], *, limits: Limits = DEF
             prof.values[item.name] = cref.values
             continue
         vals = []
-        for ref_path, a, r, doc in zip(references, analyses, rows, prof.references, strict=True):
+        for ref_path, a, r, doc in zip(refs, analyses, rows, prof.references, strict=True):
             got = gm.scalar(a, item, r)
             if got.value is None:
                 problems.append(f"item {item.name!r}: reference {ref_path}: {got.note}")
@@ -238,7 +221,7 @@ class _Shown(TypedDict):
 def judge(item: Item, value: gm.Extracted, refs: list[float], lab: LabUnits | None = None) -> Verdict:
     """Turn a student value and the reference values into a verdict with its explanation.
 
-    Numbers are shown in the item's display unit (:mod:`tracekit.reports.grade_units`); the
+    Numbers are shown in the item's display unit (:mod:`tracekit.grading.units`); the
     band and the score are computed in the metric's own unit.
     """
     unit = gm.unit_of(item.metric)
@@ -315,55 +298,10 @@ def student_curves(analysis: Analysis, profile: Profile) -> dict[str, list[float
         metric = DISPLAY[key]
         step = float(ref.grid[1] - ref.grid[0]) if ref.grid.size > 1 else 1.0
         opts = (("grid_s", step),) if key == "cwnd" else (("bin_s", step),)
-        from tracekit.reports.rubric import Tolerance
-
         c = gm.curve(analysis, Item(f"_{metric}", metric, 0.0, metric, Tolerance(), options=opts), row)
         if c is not None and c[0].size:
             out[key] = gm.resample(c[0], c[1], ref.grid, step=ref.step).tolist()
     return out
-
-
-# ---- one submission (runs in a worker) -------------------------------------------------------------------------
-
-
-def grade_submission(sub: Submission, profile: Profile, limits: Limits = DEFAULT,
-                     strict: bool = False) -> dict[str, Any]:
-    """Read, analyse and judge one submission; never raises for a bad submission.
-
-    Returns:
-        The result dict (``id``, ``status``, ``score``, ``verdicts``, ``warnings``, ...) with the
-        rendered feedback page under ``page``.
-    """
-    import tracekit
-    from tracekit.reports.grade_outputs import feedback_page
-    from tracekit.reports.grade_similar import fingerprint
-    from tracekit.reports.submissions import read_run
-
-    t0 = time.perf_counter()
-    res = base_result(sub, profile)
-    curves: dict[str, list[float]] = {}
-    try:
-        run = read_run(sub, limits, strict)
-        trace = run.trace
-        res["rejected"] = run.notes
-        res["files"] = run.files
-        res["warnings"] = [{k: w.get(k) for k in ("code", "message", "count", "line", "offset", "file", "detail")}
-                           | {"student": gu.student_warning(w)} for w in run.warnings]
-        analysis = tracekit.analyze(trace)
-        res["fingerprint"] = fingerprint(run.files, analysis)
-        res["trace"] = {"format": trace.meta.get("format"), "tool": trace.meta.get("tool"),
-                        "packets": trace.packets.height, "flows": analysis.flows.height}
-        verdicts = evaluate(analysis, profile)
-        curves = student_curves(analysis, profile)
-        res["status"] = "graded"
-    except TracekitError as exc:
-        res["error"] = {"kind": "error", **exc.to_dict(), "message": str(exc), "student": gu.student_error(exc, sub)}
-        verdicts = unreadable(profile, NOT_READ)
-    res["verdicts"] = [v.to_dict() for v in verdicts]
-    res["score"] = round(sum(v.score for v in verdicts), 4)
-    res["elapsed_s"] = round(time.perf_counter() - t0, 3)
-    res["page"] = feedback_page(res, profile, curves)
-    return res
 
 
 #: What each item says when the whole submission could not be read (the reason is said once, on top).
@@ -383,7 +321,6 @@ def unreadable(profile: Profile, reason: str) -> list[Verdict]:
 
 def failed_result(sub: Submission, profile: Profile, error: dict[str, Any]) -> dict[str, Any]:
     """The result of a submission whose worker failed (timeout, memory, crash)."""
-    from tracekit.reports.grade_outputs import feedback_page
 
     res = base_result(sub, profile)
     why = {"timeout": "grading your submission", "memory": "grading your submission"}.get(
@@ -393,104 +330,3 @@ def failed_result(sub: Submission, profile: Profile, error: dict[str, Any]) -> d
     res["verdicts"] = [v.to_dict() for v in unreadable(profile, NOT_READ)]
     res["page"] = feedback_page(res, profile, {})
     return res
-
-
-# ---- the whole run ---------------------------------------------------------------------------------------------
-
-
-def run_grade(references: list[str], submissions: str | None, rubric: Rubric, out: str | os.PathLike[str], *,
-              submission: str | None = None, jobs: int | None = None, timeout: float | None = None,
-              max_memory: int | None = None, scheduler: str | None = None, limits: Limits = DEFAULT,
-              strict: bool = False, initializer: str | None = None, on_result: Any = None) -> dict[str, Any]:
-    """Grade a folder/zip of submissions (or one ``submission``) and write every output into ``out``.
-
-    Args:
-        references: Reference runs (the rubric's ``references`` are used when empty).
-        submissions: Folder or zip of submissions.
-        rubric: The validated rubric.
-        out: Output folder.
-        submission: One submission instead (its results.json goes to ``out/results.json``).
-        jobs, timeout, max_memory, scheduler: Executor settings (see :mod:`tracekit.executors`).
-        limits: Reader limits.
-        strict: Reader warnings become errors.
-        initializer: ``"module:function"`` run in each local worker (tests).
-        on_result: Called with each result dict as it arrives (the CLI prints verdicts).
-
-    Returns:
-        The summary document (also written to ``out/summary.json``).
-    """
-    from tracekit.batch import worker_limits
-    from tracekit.executors import Outcome, Task, make_executor
-    from tracekit.reports import grade_outputs as go
-    from tracekit.reports.submissions import Discovery, discover, single
-
-    started = time.time()
-    refs = list(references) or list(rubric.references)
-    profile = build_profile(rubric, refs, limits=limits)
-    if submission is not None:
-        found = Discovery([single(submission)])
-    elif submissions is not None:
-        found = discover(submissions, limits)
-    else:
-        raise UsageError("give --submissions DIR|ZIP or --submission PATH")
-    outdir = Path(out)
-    go.prepare(outdir)
-    timeout = limits.timeout_s if timeout is None else timeout
-    max_memory = limits.max_memory_bytes if max_memory is None else max_memory
-    wl = worker_limits(limits, max_memory)
-    by_id = {s.id: s for s in found.submissions}
-    order = sorted(by_id)  # outputs follow the student id, never the order workers finish in
-    results: dict[str, dict[str, Any]] = {}
-    shown = [0]
-    executor = make_executor(jobs, scheduler=scheduler, timeout=timeout, max_memory=max_memory,
-                             initializer=initializer)
-
-    def done(o: Outcome) -> None:
-        sub = by_id[o.key]
-        res = o.value if o.ok else failed_result(sub, profile, o.error or {"kind": "crash", "message": "?"})
-        page = res.pop("page", None)
-        go.write_submission(outdir, res, profile, page, single=submission is not None)
-        results[o.key] = res
-        while on_result is not None and shown[0] < len(order) and order[shown[0]] in results:
-            on_result(results[order[shown[0]]])
-            shown[0] += 1
-
-    tasks = [Task(s.id, "tracekit.reports.grade:grade_submission", (s, profile, wl, strict))
-             for s in found.submissions]
-    interrupted = False
-    try:
-        executor.run(tasks, done)
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        if scheduler:
-            executor.shutdown()
-    ordered = [results[i] for i in order if i in results]
-    from tracekit.reports.grade_similar import flag
-
-    flag(ordered, profile.references)
-    doc = go.write_summary(outdir, profile, ordered, found.rejected, executor.describe(), started, interrupted)
-    if interrupted:
-        raise KeyboardInterrupt
-    return doc
-
-
-def check(target: str, rubric: Rubric, item_name: str, references: list[str], *,
-          limits: Limits = DEFAULT, strict: bool = False) -> Verdict:
-    """Judge one item on one file/run/zip (``tracekit check``).
-
-    Raises:
-        UsageError: unknown item or unusable references. TracekitError: unreadable target.
-    """
-    import tracekit
-    from tracekit.reports.submissions import read_submission, single
-
-    item = rubric.item(item_name)
-    sub_rubric = Rubric(rubric.name, (item,), rubric.references, rubric.sha256, rubric.path)
-    refs = list(references) or list(rubric.references)
-    if item.expected is not None:
-        refs = []
-    profile = build_profile(sub_rubric, refs, limits=limits)
-    trace, _ = read_submission(single(target), limits, strict)
-    profile.lab = profile.lab if refs else gu.lab_units(trace)
-    return evaluate(tracekit.analyze(trace), profile, [item])[0]

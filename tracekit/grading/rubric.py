@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from tracekit.errors import UsageError
+from tracekit.grading.metrics import metric_problem
+from tracekit.grading.units import unit_problem
 
 #: Submission ids, item names and other names that end up in file paths or CSV headers.
 ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -40,7 +42,7 @@ VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 SHOW_REFERENCE = ("never", "after_due_date", "always")
 DIRECTIONS = ("both", "at_least", "at_most")
 DISTANCES = ("nrmse", "nmae")
-#: Item keys that tune how a series metric is computed (see tracekit.reports.grade_metrics).
+#: Item keys that tune how a series metric is computed (see tracekit.grading.metrics).
 OPTION_KEYS = {
     "bin_s": float,  # throughput bin width (s)
     "grid_s": float,  # resampling step of a curve comparison (s)
@@ -318,7 +320,6 @@ def _item(raw: Any, idx: int, defaults: dict[str, Any], known_metric: Any, probl
 def _display_keys(raw: dict[str, Any], where: str, metric: str, defaults: dict[str, Any],
                   problems: list[str]) -> tuple[str | None, str | None, str]:
     """``unit``, ``hint`` and ``show_reference`` of an item (what the student reads, not the score)."""
-    from tracekit.reports.grade_units import unit_problem
 
     unit = raw.get("unit")
     if unit is not None:
@@ -351,7 +352,6 @@ def parse_rubric(text: str, *, path: str = "<rubric>", base: Path | None = None)
     Raises:
         UsageError: listing each problem.
     """
-    from tracekit.reports.grade_metrics import metric_problem
 
     try:
         data = tomllib.loads(text)

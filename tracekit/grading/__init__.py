@@ -1,0 +1,1 @@
+"""Grading student runs against reference runs with a rubric (docs/grading.md)."""
