@@ -23,7 +23,7 @@ def sniff(head: bytes) -> bool:
     return head.startswith((b"TRACEKIT-HANG", b"TRACEKIT-HOG"))
 
 
-def read(source: Any, **options: Any) -> Any:
+def read(source: Any, *, limits: Any = None, strict: bool = False, name: str | None = None) -> Any:
     with open(source, "rb") as fh:
         first = fh.readline().decode().split()
     if first[0] == "TRACEKIT-HANG":

@@ -23,8 +23,6 @@ ALLOWED = {
     "parsers/_decode.py",
     "analysis/_state.py",
     "analysis/flight.py",
-    "batch.py",
-    "reports/submissions.py",
 }
 
 

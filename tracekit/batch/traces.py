@@ -194,6 +194,28 @@ def _progress(enabled: bool, total: int) -> Any:
                     console=console, disable=not enabled, transient=False)
 
 
+def _plan(inputs: list[Path], outdir: Path, previous: dict[str, dict[str, Any]],
+          entries: dict[str, dict[str, Any]], *, version: str, limits: Limits, strict: bool) -> list[Task]:
+    """The tasks to run: every input but those whose report is current (same content and version).
+
+    Fills ``entries`` with a cached entry per reused report and a pending one per task.
+    """
+    tasks: list[Task] = []
+    for p in inputs:
+        key = os.fspath(p)
+        digest = content_hash(p)
+        name = report_name(p)
+        old = previous.get(key)
+        if (old and old.get("status") == "ok" and old.get("sha256") == digest
+                and old.get("tracekit_version") == version and (outdir / "reports" / name).is_file()):
+            entries[key] = {**old, "cached": True}
+            continue
+        entries[key] = {"path": key, "status": "pending", "sha256": digest, "tracekit_version": version,
+                        "report": f"reports/{name}"}
+        tasks.append(Task(key, "tracekit.batch.traces:process_trace", (key, limits, strict)))
+    return tasks
+
+
 def run_batch(paths: Iterable[str | os.PathLike[str]], out: str | os.PathLike[str], *, jobs: int | None = None,
               timeout: float | None = None, max_memory: int | None = None, scheduler: str | None = None,
               force: bool = False, limits: Limits = DEFAULT, strict: bool = False, progress: bool = False,
@@ -231,23 +253,11 @@ def run_batch(paths: Iterable[str | os.PathLike[str]], out: str | os.PathLike[st
     previous = {} if force else _previous(outdir)
     entries: dict[str, dict[str, Any]] = {e["path"]: e for e in refused}
     order = [e["path"] for e in refused] + [os.fspath(p) for p in inputs]
-    tasks: list[Task] = []
     started = time.time()
     timeout = limits.timeout_s if timeout is None else timeout
     max_memory = limits.max_memory_bytes if max_memory is None else max_memory
     limits = worker_limits(limits, max_memory)
-    for p in inputs:
-        key = os.fspath(p)
-        digest = content_hash(p)
-        name = report_name(p)
-        old = previous.get(key)
-        if (old and old.get("status") == "ok" and old.get("sha256") == digest
-                and old.get("tracekit_version") == version and (outdir / "reports" / name).is_file()):
-            entries[key] = {**old, "cached": True}
-            continue
-        entries[key] = {"path": key, "status": "pending", "sha256": digest, "tracekit_version": version,
-                        "report": f"reports/{name}"}
-        tasks.append(Task(key, "tracekit.batch.traces:process_trace", (key, limits, strict)))
+    tasks = _plan(inputs, outdir, previous, entries, version=version, limits=limits, strict=strict)
     result = BatchResult(outdir)
     executor = make_executor(jobs, scheduler=scheduler, timeout=timeout, max_memory=max_memory,
                              initializer=initializer)
