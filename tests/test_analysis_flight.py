@@ -177,7 +177,7 @@ def _zero_window_conversation() -> pl.DataFrame:
 @pytest.mark.parametrize("name", ["linux/bulk_lossy.pcap", "ns3/dumbbell/dumbbell-2-2.pcap", "ns2/dumbbell/out.tr.gz",
                                   "linux/slow_reader.pcap", "zero_window"])
 def test_every_code_path_of_the_state_gives_the_same_frames(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """32- or 64-bit state, per-group or offset scans, merged or run-based r_i, any chunk size: the same frames.
+    """32- or 64-bit state, per-group or offset scans, any chunk size: the same frames.
 
     The big-capture fast paths (32-bit arrays, loops over a few directions, chunks) and the
     general ones must agree; the samples cover holes (dumbbell-2-2), SACK, duplicate ACKs,
@@ -192,7 +192,6 @@ def test_every_code_path_of_the_state_gives_the_same_frames(name: str, monkeypat
     ref = _state_frames(pk)
     monkeypatch.setattr(_state, "_narrow", lambda src, ln: (np.int64, _groups.MISSING))
     monkeypatch.setattr(_groups, "_LOOP_GROUPS", 0)
-    monkeypatch.setattr(_state, "_MERGE_FLOWS", 0)
     monkeypatch.setattr(flight_mod, "_CHUNK", 7)
     assert _state.prepare(pk)["nxt"].dtype == pl.Int64
     alt = _state_frames(pk)
