@@ -65,14 +65,6 @@ pub struct State {
     pub r_win: Vec<i64>,
 }
 
-/// Rows grouped by direction: dense ids in ascending `g`, their bounds and the stable order.
-struct Groups {
-    id: Vec<u32>,
-    other: Vec<Option<u32>>,
-    starts: Vec<usize>,
-    order: Vec<u32>,
-}
-
 impl Packets<'_> {
     /// Checks that every column has one entry per packet and every `dir` is 0 or 1.
     pub fn validate(&self) -> Result<usize, String> {
@@ -100,44 +92,63 @@ impl Packets<'_> {
     }
 
     fn gid(&self, i: usize) -> u64 {
-        2 * u64::from(self.flow[i]) + self.dir[i] as u64
+        2 * u64::from(self.flow[i]) + u64::from(self.dir[i] == 1)
     }
 }
 
-/// Dense direction ids (ascending `g`), each direction's peer, and a stable counting sort.
-fn group(p: &Packets, n: usize) -> (Vec<u64>, Groups) {
-    let g: Vec<u64> = (0..n).map(|i| p.gid(i)).collect();
-    let mut keys = g.clone();
-    keys.sort_unstable();
-    keys.dedup();
-    let dense = keys.last().is_some_and(|&m| m < 4 * n as u64 + 1024);
+/// Rows grouped by a key: dense ids in ascending key order, their bounds and the stable order.
+pub struct Groups {
+    /// The distinct keys, ascending.
+    pub keys: Vec<u64>,
+    /// Dense id (index into `keys`) of every row.
+    pub id: Vec<u32>,
+    /// Rows of group k: `order[starts[k]..starts[k + 1]]`.
+    pub starts: Vec<usize>,
+    /// Row numbers, grouped (a stable counting sort: packet order within a group).
+    pub order: Vec<u32>,
+}
+
+impl Groups {
+    /// The dense id of `key`, if any row has it.
+    pub fn find(&self, key: u64) -> Option<u32> {
+        self.keys.binary_search(&key).ok().map(|k| k as u32)
+    }
+}
+
+/// Groups rows by `keys` (one per row).
+pub fn group_keys(keys: &[u64]) -> Groups {
+    let n = keys.len();
+    let mut uniq = keys.to_vec();
+    uniq.sort_unstable();
+    uniq.dedup();
+    // keys dense enough for a look-up table, else a binary search per row
+    let dense = uniq.last().is_some_and(|&m| m < 4 * n as u64 + 1024);
     let mut lut = vec![
         u32::MAX;
         if dense {
-            keys.last().map_or(0, |&m| m as usize + 1)
+            uniq.last().map_or(0, |&m| m as usize + 1)
         } else {
             0
         }
     ];
-    for (k, &key) in keys.iter().enumerate() {
-        if dense {
-            lut[key as usize] = k as u32;
-        }
+    for (k, &key) in uniq.iter().enumerate().filter(|_| dense) {
+        lut[key as usize] = k as u32;
     }
-    let find = |key: u64| -> Option<u32> {
-        if dense {
-            lut.get(key as usize).copied().filter(|&k| k != u32::MAX)
-        } else {
-            keys.binary_search(&key).ok().map(|k| k as u32)
-        }
-    };
-    let id: Vec<u32> = g.iter().map(|&key| find(key).unwrap_or(0)).collect();
-    let other = keys.iter().map(|&key| find(key ^ 1)).collect();
-    let mut starts = vec![0usize; keys.len() + 1];
+    let id: Vec<u32> = keys
+        .iter()
+        .map(|&key| {
+            if dense {
+                lut.get(key as usize).copied().unwrap_or(0)
+            } else {
+                uniq.binary_search(&key).map_or(0, |k| k as u32)
+            }
+        })
+        .collect();
+    let mut starts = vec![0usize; uniq.len() + 1];
     for &k in &id {
         starts[k as usize + 1] += 1;
     }
-    for k in 0..keys.len() {
+    for k in 0..uniq.len() {
         starts[k + 1] += starts[k];
     }
     let mut fill = starts.clone();
@@ -146,23 +157,21 @@ fn group(p: &Packets, n: usize) -> (Vec<u64>, Groups) {
         order[fill[k as usize]] = i as u32;
         fill[k as usize] += 1;
     }
-    (
-        g,
-        Groups {
-            id,
-            other,
-            starts,
-            order,
-        },
-    )
+    Groups {
+        keys: uniq,
+        id,
+        starts,
+        order,
+    }
 }
 
 /// Per packet, the row of the other direction's latest packet before it (-1: none yet).
 fn other_rows(gr: &Groups) -> Vec<i64> {
-    let mut last = vec![-1i64; gr.other.len()];
+    let other: Vec<Option<u32>> = gr.keys.iter().map(|&key| gr.find(key ^ 1)).collect();
+    let mut last = vec![-1i64; gr.keys.len()];
     let mut out = Vec::with_capacity(gr.id.len());
     for (i, &k) in gr.id.iter().enumerate() {
-        out.push(gr.other[k as usize].map_or(-1, |o| last[o as usize]));
+        out.push(other[k as usize].map_or(-1, |o| last[o as usize]));
         last[k as usize] = i as i64;
     }
     out
@@ -319,7 +328,8 @@ fn direction(p: &Packets, rows: &[u32], r_i: &[i64]) -> DirOut {
 /// The per-packet state of every direction (see the module docs).
 pub fn analyze(p: &Packets) -> Result<State, String> {
     let n = p.validate()?;
-    let (g, gr) = group(p, n);
+    let g: Vec<u64> = (0..n).map(|i| p.gid(i)).collect();
+    let gr = group_keys(&g);
     let r_i = other_rows(&gr);
     let bounds: Vec<(usize, usize)> = gr.starts.windows(2).map(|w| (w[0], w[1])).collect();
     let dirs: Vec<DirOut> = bounds

@@ -1,0 +1,151 @@
+//! Wireshark's bytes in flight (`tcp.analysis.bytes_in_flight`), one streaming pass per connection.
+//!
+//! Wireshark (epan/dissectors/packet-tcp.c, `tcp_analyze_sequence_number`) keeps per direction
+//! the list of segments no ACK from the other side has covered yet (`tcp_unacked_t`):
+//! - every segment with data, SYN or FIN is added, retransmissions included, while the list
+//!   holds fewer than `TCP_MAX_UNACKED_SEGMENTS` (10,000: a one-way capture stops growing it);
+//! - each packet's ACK number then trims the *other* direction's list: a segment whose end
+//!   it reaches leaves, a segment it falls inside starts at the ACK from then on;
+//! - at a data segment, bytes in flight = highest end - lowest start in its direction's list,
+//!   the segment itself included.
+//!
+//! The value is *valid* from the start of every connection (`valid_bif = 1` when the
+//! conversation is made, Wireshark 4.0): one-way captures, captures that start mid-stream and
+//! the first segments before any ACK all get a value, counting only the segments seen. A
+//! segment that skips bytes (`tcp.analysis.lost_segment`) clears it for its direction until
+//! a packet with the ACK flag comes the other way.
+
+use super::seq::{Packets, ACK, FIN, MISSING, SYN};
+use rayon::prelude::*;
+use std::collections::BTreeSet;
+
+/// packet-tcp.h: the most unacknowledged segments Wireshark stores per direction.
+pub const MAX_UNACKED: usize = 10_000;
+
+/// One direction's unacknowledged segments, ordered by end and by start (the list's minimum
+/// start and maximum end are what Wireshark's loop finds).
+#[derive(Default)]
+struct Unacked {
+    by_end: BTreeSet<(i64, u32)>,
+    by_start: BTreeSet<(i64, u32)>,
+    /// Current start of each segment, by its row.
+    start: std::collections::HashMap<u32, i64>,
+}
+
+impl Unacked {
+    fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    fn add(&mut self, row: u32, seq: i64, end: i64) {
+        self.by_end.insert((end, row));
+        self.by_start.insert((seq, row));
+        self.start.insert(row, seq);
+    }
+
+    /// An ACK from the other side: segments it reaches the end of leave; one it falls
+    /// inside starts at the ACK (`ual->seq = ack`).
+    fn ack(&mut self, ack: i64) {
+        while let Some(&(end, row)) = self.by_end.first() {
+            if end > ack {
+                break;
+            }
+            self.by_end.pop_first();
+            if let Some(s) = self.start.remove(&row) {
+                self.by_start.remove(&(s, row));
+            }
+        }
+        while let Some(&(s, row)) = self.by_start.first() {
+            if s >= ack {
+                break;
+            }
+            self.by_start.pop_first();
+            self.by_start.insert((ack, row));
+            self.start.insert(row, ack);
+        }
+    }
+
+    /// Highest end - lowest start (None when empty).
+    fn span(&self) -> Option<i64> {
+        Some(self.by_end.last()?.0 - self.by_start.first()?.0)
+    }
+}
+
+/// Per packet: Wireshark's raw bytes in flight before the SACK and SYN/FIN corrections
+/// ([`MISSING`] where it gives none), and whether the other direction had sent no ACK yet
+/// (the value then rests on the sender's segments only).
+pub struct Flight {
+    pub raw: Vec<i64>,
+    pub sender_only: Vec<bool>,
+}
+
+/// One connection's packets (`rows`, packet order): (row, raw value, sender only) per data packet.
+/// One data packet's result: its row, the raw value and whether it is from the sender's side only.
+type Row = (u32, i64, bool);
+
+fn connection(p: &Packets, gap: &[bool], rows: &[u32]) -> Vec<Row> {
+    let mut list = [Unacked::default(), Unacked::default()];
+    let mut valid = [true, true];
+    let mut acked = [false, false];
+    let mut out = Vec::new();
+    for &row in rows {
+        let i = row as usize;
+        let d = usize::from(p.dir[i] == 1);
+        let (seq, len, fl, ack) = (p.seq[i], i64::from(p.len[i]), p.flags[i], p.ack[i]);
+        let end = seq + len + i64::from(fl & (SYN | FIN) != 0);
+        // an ACK re-enables the other direction's bytes in flight
+        if fl & ACK != 0 {
+            valid[1 - d] = true;
+        }
+        // lost segment (`seq::State`'s GAP: above nextseq, no RST): disabled until the other
+        // side ACKs
+        if gap[i] {
+            valid[d] = false;
+        }
+        if (len > 0 || fl & (SYN | FIN) != 0) && list[d].len() < MAX_UNACKED {
+            list[d].add(row, seq, end);
+        }
+        if ack != MISSING && fl & ACK != 0 {
+            list[1 - d].ack(ack);
+            acked[1 - d] = true;
+        }
+        if len > 0 {
+            let raw = if valid[d] {
+                list[d].span().unwrap_or(MISSING)
+            } else {
+                MISSING
+            };
+            out.push((row, raw, !acked[d]));
+        }
+    }
+    out
+}
+
+/// Wireshark's bytes in flight of every data packet (see the module docs).
+///
+/// `gap` is [`super::seq::GAP`] of every packet (Wireshark's lost-segment rule).
+pub fn flight(p: &Packets, gap: &[bool]) -> Result<Flight, String> {
+    let n = p.validate()?;
+    if gap.len() != n {
+        return Err(format!("column gap has {} values, flow has {n}", gap.len()));
+    }
+    let flows: Vec<u64> = p.flow.iter().map(|&f| u64::from(f)).collect();
+    let gr = super::seq::group_keys(&flows);
+    let bounds: Vec<(usize, usize)> = gr.starts.windows(2).map(|w| (w[0], w[1])).collect();
+    let per: Vec<Vec<Row>> = bounds
+        .par_iter()
+        .map(|&(s, e)| connection(p, gap, &gr.order[s..e]))
+        .collect();
+    let mut out = Flight {
+        raw: vec![MISSING; n],
+        sender_only: vec![false; n],
+    };
+    for (row, raw, only) in per.into_iter().flatten() {
+        out.raw[row as usize] = raw;
+        out.sender_only[row as usize] = only;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;
