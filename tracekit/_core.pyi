@@ -15,5 +15,5 @@ def tcp_state(
 def tcp_flight(
     flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int8], seq: npt.NDArray[np.int64],
     len: npt.NDArray[np.uint32], flags: npt.NDArray[np.uint8], ack: npt.NDArray[np.int64],
-    gap: npt.NDArray[np.bool_],
+    gap: npt.NDArray[np.bool_], stray: npt.NDArray[np.bool_],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]: ...

@@ -83,13 +83,16 @@ pub struct Flight {
 /// One data packet's result: its row, the raw value and whether it is from the sender's side only.
 type Row = (u32, i64, bool);
 
-fn connection(p: &Packets, gap: &[bool], rows: &[u32]) -> Vec<Row> {
+fn connection(p: &Packets, gap: &[bool], stray: &[bool], rows: &[u32]) -> Vec<Row> {
     let mut list = [Unacked::default(), Unacked::default()];
     let mut valid = [true, true];
     let mut acked = [false, false];
     let mut out = Vec::new();
     for &row in rows {
         let i = row as usize;
+        if stray[i] {
+            continue; // a stray SYN (`seq::STRAY`): outside the connection's sequence space
+        }
         let d = usize::from(p.dir[i] == 1);
         let (seq, len, fl, ack) = (p.seq[i], i64::from(p.len[i]), p.flags[i], p.ack[i]);
         let end = seq + len + i64::from(fl & (SYN | FIN) != 0);
@@ -123,18 +126,23 @@ fn connection(p: &Packets, gap: &[bool], rows: &[u32]) -> Vec<Row> {
 
 /// Wireshark's bytes in flight of every data packet (see the module docs).
 ///
-/// `gap` is [`super::seq::GAP`] of every packet (Wireshark's lost-segment rule).
-pub fn flight(p: &Packets, gap: &[bool]) -> Result<Flight, String> {
+/// `gap` and `stray` are [`super::seq::GAP`] and [`super::seq::STRAY`] of every packet
+/// (Wireshark's lost-segment rule; stray SYNs take no part).
+pub fn flight(p: &Packets, gap: &[bool], stray: &[bool]) -> Result<Flight, String> {
     let n = p.validate()?;
-    if gap.len() != n {
-        return Err(format!("column gap has {} values, flow has {n}", gap.len()));
+    if gap.len() != n || stray.len() != n {
+        return Err(format!(
+            "columns gap/stray have {}/{} values, flow has {n}",
+            gap.len(),
+            stray.len()
+        ));
     }
     let flows: Vec<u64> = p.flow.iter().map(|&f| u64::from(f)).collect();
     let gr = super::seq::group_keys(&flows);
     let bounds: Vec<(usize, usize)> = gr.starts.windows(2).map(|w| (w[0], w[1])).collect();
     let per: Vec<Vec<Row>> = bounds
         .par_iter()
-        .map(|&(s, e)| connection(p, gap, &gr.order[s..e]))
+        .map(|&(s, e)| connection(p, gap, stray, &gr.order[s..e]))
         .collect();
     let mut out = Flight {
         raw: vec![MISSING; n],

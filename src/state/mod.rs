@@ -78,8 +78,8 @@ type FlightArrays<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<bool>>)
 /// Wireshark's bytes in flight per packet (see `flight`): `(raw, sender_only)`.
 ///
 /// `raw` is highest end - lowest start of the direction's unacknowledged segments at each
-/// data packet, before the SACK and SYN/FIN corrections (-2^62: none); `gap` is the state's
-/// lost-segment column.
+/// data packet, before the SACK and SYN/FIN corrections (-2^62: none); `gap` and `stray` are
+/// the state's lost-segment and stray-SYN columns.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn tcp_flight<'py>(
@@ -91,6 +91,7 @@ fn tcp_flight<'py>(
     flags: PyReadonlyArray1<'py, u8>,
     ack: PyReadonlyArray1<'py, i64>,
     gap: PyReadonlyArray1<'py, bool>,
+    stray: PyReadonlyArray1<'py, bool>,
 ) -> PyResult<FlightArrays<'py>> {
     let f = slice(&flow, "flow")?;
     let win = vec![MISSING_WIN; f.len()];
@@ -104,7 +105,8 @@ fn tcp_flight<'py>(
         win: &win,
     };
     let gap = slice(&gap, "gap")?;
-    let out = py.detach(|| guard(|| flight::flight(&p, gap)))?;
+    let stray = slice(&stray, "stray")?;
+    let out = py.detach(|| guard(|| flight::flight(&p, gap, stray)))?;
     Ok((out.raw.into_pyarray(py), out.sender_only.into_pyarray(py)))
 }
 

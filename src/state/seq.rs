@@ -28,9 +28,9 @@ pub const DUP: u8 = 1 << 3;
 pub const NEW: u8 = 1 << 4;
 pub const NEW_ACK: u8 = 1 << 5;
 pub const ADV: u8 = 1 << 6;
-/// Keep-alive by the first-pass rule (before zero-window probes are taken out of `nextseq`);
-/// only the duplicate-ACK rule reads it.
-const KA1: u8 = 1 << 7;
+/// A SYN with another sequence number inside a direction that has already started (a stray
+/// SYN-ACK): it takes no part in the state.
+pub const STRAY: u8 = 1 << 7;
 
 /// The packet columns (one entry per packet, capture order). `ack` and `win` hold [`MISSING`]
 /// where the packet has none.
@@ -55,7 +55,7 @@ pub struct State {
     pub nxt: Vec<i64>,
     /// Highest data end sent up to and including the packet.
     pub hi_dend: Vec<i64>,
-    /// The bits [`GAP`] .. [`ADV`].
+    /// The bits [`GAP`] .. [`STRAY`].
     pub bits: Vec<u8>,
     /// Row of the other direction's latest packet before this one (-1: none).
     pub r_i: Vec<i64>,
@@ -183,6 +183,9 @@ struct DirOut {
     hi_dend: Vec<i64>,
     hi_ack: Vec<i64>,
     bits: Vec<u8>,
+    /// Keep-alive by the first-pass rule (`nextseq` with zero-window probes included); only
+    /// the duplicate-ACK rule reads it.
+    ka1: Vec<bool>,
 }
 
 /// The running state of one direction (Wireshark's `tcp_flow_t`, the parts used here).
@@ -198,6 +201,8 @@ struct Flow {
     hi_ack: Option<i64>,
     prev_win: i64,
     prev_ack: i64,
+    /// The sequence number of this direction's SYN, when it started with one.
+    syn_seq: Option<i64>,
 }
 
 fn above(x: i64, m: Option<i64>) -> bool {
@@ -226,16 +231,24 @@ impl Flow {
         ack: i64,
         win: i64,
         peer_win: i64,
-    ) -> (u8, Option<i64>) {
+    ) -> (u8, Option<i64>, bool) {
+        // A SYN with another ISN after this direction has started (a stray SYN-ACK inside an
+        // established connection): Wireshark sets base_seq once (TCP_S_BASE_SEQ_SET), so such
+        // a segment lies outside the connection's sequence space. It never moves nextseq,
+        // the highest data end or the highest ACK (issue: it once gave 99 MB in flight).
+        if fl & SYN != 0 {
+            if self.nxt_all.is_some() && self.syn_seq != Some(seq) {
+                return (STRAY, self.nxt, false);
+            }
+            self.syn_seq = Some(seq);
+        }
         let syn_fin = fl & (SYN | FIN) != 0;
         let sfr = fl & (SYN | FIN | RST) != 0;
         // SYN and FIN occupy one sequence number each (RFC 9293 §3.4)
         let end = seq + len + i64::from(syn_fin);
         let mut bits = 0u8;
         // keep-alive (packet-tcp.c): 0 or 1 byte at nextseq - 1, no SYN/FIN/RST
-        if len <= 1 && !sfr && self.nxt_all.is_some_and(|n| seq == n - 1) {
-            bits |= KA1;
-        }
+        let ka1 = len <= 1 && !sfr && self.nxt_all.is_some_and(|n| seq == n - 1);
         // zero-window probe (packet-tcp.c): 1 byte at nextseq while the peer's window is 0;
         // it does not advance nextseq, so a repeated probe is a probe again
         let cand = len == 1 && peer_win == 0;
@@ -291,7 +304,7 @@ impl Flow {
         }
         self.prev_win = win;
         self.prev_ack = ack;
-        (bits, nxt)
+        (bits, nxt, ka1)
     }
 }
 
@@ -303,13 +316,14 @@ fn direction(p: &Packets, rows: &[u32], r_i: &[i64]) -> DirOut {
         hi_dend: Vec::with_capacity(m),
         hi_ack: Vec::with_capacity(m),
         bits: Vec::with_capacity(m),
+        ka1: Vec::with_capacity(m),
     };
     let mut f = Flow::new();
     for &row in rows {
         let i = row as usize;
         let r = r_i[i];
         let peer_win = if r >= 0 { p.win[r as usize] } else { MISSING };
-        let (bits, nxt) = f.step(
+        let (bits, nxt, ka1) = f.step(
             p.seq[i],
             i64::from(p.len[i]),
             p.flags[i],
@@ -318,6 +332,7 @@ fn direction(p: &Packets, rows: &[u32], r_i: &[i64]) -> DirOut {
             peer_win,
         );
         out.bits.push(bits);
+        out.ka1.push(ka1);
         out.nxt.push(nxt.unwrap_or(MISSING));
         out.hi_dend.push(f.hi_dend.unwrap_or(MISSING));
         out.hi_ack.push(f.hi_ack.unwrap_or(MISSING));
@@ -345,6 +360,7 @@ pub fn analyze(p: &Packets) -> Result<State, String> {
         ..State::default()
     };
     let mut hi_ack = vec![MISSING; n];
+    let mut ka1 = vec![false; n];
     for (&(s, _), d) in bounds.iter().zip(&dirs) {
         for (k, &row) in gr.order[s..s + d.bits.len()].iter().enumerate() {
             let i = row as usize;
@@ -352,6 +368,7 @@ pub fn analyze(p: &Packets) -> Result<State, String> {
             st.hi_dend[i] = d.hi_dend[k];
             st.bits[i] = d.bits[k];
             hi_ack[i] = d.hi_ack[k];
+            ka1[i] = d.ka1[k];
         }
     }
     drop(dirs);
@@ -361,14 +378,11 @@ pub fn analyze(p: &Packets) -> Result<State, String> {
         }
         let r = r as usize;
         // Wireshark: the ACK of a keep-alive is not a duplicate ACK
-        if st.bits[r] & KA1 != 0 {
+        if ka1[r] {
             st.bits[i] &= !DUP;
         }
         st.r_hi_ack[i] = hi_ack[r];
         st.r_win[i] = p.win[r];
-    }
-    for b in &mut st.bits {
-        *b &= !KA1;
     }
     st.order = gr.order;
     st.g = g;

@@ -22,6 +22,9 @@ packet order):
   ``adv`` rows of a direction.
 * ``gap``: the packet starts above ``nxt`` (bytes before it were never seen here).
 * ``keepalive``, ``zwp``: Wireshark's keep-alive and zero-window-probe rules.
+* ``stray_syn``: a SYN with another sequence number after its direction has started (a stray
+  SYN-ACK inside an established connection); it takes no part in the state (never moves
+  ``nxt``, ``hi_dend`` or the highest ACK) and is no segment (``is_seg`` False).
 * ``dup``: Wireshark's duplicate-ACK rule (``tcp.analysis.duplicate_ack``); ``new_ack``: the
   packet raises the highest ACK its direction has sent.
 * ``r_i``: the row of the *other* direction's latest packet before this one (null before
@@ -52,7 +55,7 @@ KEYS = ["flow", "dir"]
 #: Packet columns the state frame carries over unchanged.
 _PACKET_COLS = ["flow", "dir", "frame", "time", "seq", "ack", "win", "sack", "ts_val", "ts_ecr"]
 #: Boolean state columns (bit i of the byte the core returns per packet).
-_BITS = ("gap", "keepalive", "zwp", "dup", "new", "new_ack", "adv")
+_BITS = ("gap", "keepalive", "zwp", "dup", "new", "new_ack", "adv", "stray_syn")
 
 
 def other_side(st: pl.DataFrame, cols: dict[str, pl.Expr], *, ack_only: bool = False) -> pl.DataFrame:
@@ -301,7 +304,7 @@ def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([base, raw], how="horizontal").with_columns(
         syn=(f & SYN) != 0, fin=(f & FIN) != 0, rst=(f & RST) != 0,
         has_ack=((f & ACK) != 0) & pl.col("ack").is_not_null(),
-        is_seg=(pl.col("len") > 0) | ((f & (SYN | FIN)) != 0),
+        is_seg=((pl.col("len") > 0) | ((f & (SYN | FIN)) != 0)) & ((b & 128) == 0),
         **{name: (b & (1 << k)) != 0 for k, name in enumerate(_BITS)},
         **{c: pl.when(pl.col(c) != miss).then(pl.col(c)) for c in ("nxt", "hi_dend", "r_hi_ack", "r_win")},
         r_i=pl.when(pl.col("r_i") != none).then(pl.col("r_i")),

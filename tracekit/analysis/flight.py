@@ -50,7 +50,7 @@ def _wireshark_raw(st: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return _core.tcp_flight(
         st["flow"].cast(pl.UInt32).to_numpy(), st["dir"].cast(pl.Int8).to_numpy(), st["seq"].cast(i64).to_numpy(),
         st["len"].cast(pl.UInt32).to_numpy(), _flags(st), st["ack"].cast(i64).fill_null(MISSING).to_numpy(),
-        st["gap"].to_numpy())
+        st["gap"].to_numpy(), st["stray_syn"].to_numpy())
 
 
 def _flags(st: pl.DataFrame) -> np.ndarray:

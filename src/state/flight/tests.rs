@@ -1,7 +1,7 @@
 //! Hand-checked sequences for Wireshark's bytes in flight.
 
 use super::*;
-use crate::state::seq::{analyze, GAP};
+use crate::state::seq::{analyze, GAP, STRAY};
 
 const A: u8 = ACK;
 
@@ -23,13 +23,10 @@ fn run(pk: &[(i8, i64, u32, u8, i64)]) -> (Vec<i64>, Vec<bool>) {
         ack: &ack,
         win: &win,
     };
-    let gap: Vec<bool> = analyze(&p)
-        .expect("valid")
-        .bits
-        .iter()
-        .map(|b| b & GAP != 0)
-        .collect();
-    let f = flight(&p, &gap).expect("valid");
+    let bits = analyze(&p).expect("valid").bits;
+    let gap: Vec<bool> = bits.iter().map(|b| b & GAP != 0).collect();
+    let stray: Vec<bool> = bits.iter().map(|b| b & STRAY != 0).collect();
+    let f = flight(&p, &gap, &stray).expect("valid");
     (f.raw, f.sender_only)
 }
 

@@ -139,3 +139,20 @@ fn sparse_flow_ids() {
     assert_eq!(st.order, vec![1, 2, 0]);
     assert_eq!(st.r_i, vec![-1, -1, 0]);
 }
+
+#[test]
+fn stray_syn_ack_never_moves_the_sequence_state() {
+    let st = run(&[
+        (0, 0, 0, SYN, MISSING, 100),
+        (1, 0, 0, SYN | A, 1, 100),
+        (0, 1, 100, A, 1, 100),
+        (1, 1, 0, A, 101, 100),
+        (1, 99_000_000, 0, SYN | A, 1, 100), // another ISN: far outside the sequence space
+        (0, 101, 100, A, 1, 100),
+        (1, 1, 0, A, 201, 100),
+    ]);
+    assert_eq!(st.bits[4], STRAY);
+    assert_eq!(st.nxt[6], 1);
+    assert_eq!(st.bits[6], NEW_ACK);
+    assert_eq!(st.r_hi_ack[5], 101);
+}
