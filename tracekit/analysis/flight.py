@@ -9,9 +9,10 @@ Three measures, one row per data segment (payload > 0) as the vantage point saw 
   data segment reports *highest end in that list − lowest start in it*, the segment itself
   included. It then subtracts the bytes of every SACK block carried by the other side's
   latest packet (all blocks, D-SACK ones too) and, for a segment with SYN or FIN, the one
-  virtual byte. Wireshark leaves the field empty (null here) before the other side has sent an
-  ACK, after a segment that skips bytes (``tcp.analysis.lost_segment``) until the other side
-  sends again, and when the result is not in (0, 2e9).
+  virtual byte. The value is valid from the first segment (Wireshark 4.0), empty after a segment
+  that skips bytes (``tcp.analysis.lost_segment``) until the other side sends an ACK, and
+  when the result is not in (0, 2e9); ``flight_sender_only`` marks values computed before
+  any ACK from the other side (the sender's segments alone).
 * ``flight_sack_bytes``: RFC 6675's *pipe* without loss marking: sent and not cumulatively
   acknowledged, minus every byte SACKed above the cumulative ACK so far (a scoreboard built
   from all SACK blocks received, not only the latest ACK's: receivers report at most 3–4
@@ -19,8 +20,8 @@ Three measures, one row per data segment (payload > 0) as the vantage point saw 
 * ``unacked_bytes``: highest data byte sent − highest cumulative ACK received (no SACK
   information), the classic "outstanding data" of tcptrace.
 
-Everything is computed with numpy over the data rows and the state of
-:mod:`tracekit.analysis._state` (cumulative sums, sorted look-ups); no Python loop touches packets.
+Wireshark's list runs in the compiled core (``src/state/flight.rs``); the SACK measures are
+computed with numpy over the data rows and the state of :mod:`tracekit.analysis._state`.
 """
 
 from __future__ import annotations
