@@ -17,57 +17,86 @@
 
 use super::seq::{Packets, ACK, FIN, MISSING, SYN};
 use rayon::prelude::*;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 
 /// packet-tcp.h: the most unacknowledged segments Wireshark stores per direction.
 pub const MAX_UNACKED: usize = 10_000;
 
-/// One direction's unacknowledged segments, ordered by end and by start (the list's minimum
-/// start and maximum end are what Wireshark's loop finds).
+/// One direction's unacknowledged segments. Wireshark scans its whole list for the lowest
+/// start and highest end at every data segment; here segments that extend the sequence
+/// (start and end not below the last such one: the usual case) are kept in a deque sorted by
+/// both, and the others (retransmissions, reordering) in two ordered sets, so each look-up
+/// and each ACK costs O(log n) at most.
 #[derive(Default)]
 struct Unacked {
+    /// (start, end), both non-decreasing front to back.
+    run: VecDeque<(i64, i64)>,
+    /// The other segments by (end, id) and (start, id); `start[id]` is the current start.
     by_end: BTreeSet<(i64, u32)>,
     by_start: BTreeSet<(i64, u32)>,
-    /// Current start of each segment, by its row.
-    start: std::collections::HashMap<u32, i64>,
+    start: Vec<i64>,
 }
 
 impl Unacked {
     fn len(&self) -> usize {
-        self.start.len()
+        self.run.len() + self.by_end.len()
     }
 
-    fn add(&mut self, row: u32, seq: i64, end: i64) {
-        self.by_end.insert((end, row));
-        self.by_start.insert((seq, row));
-        self.start.insert(row, seq);
+    fn add(&mut self, seq: i64, end: i64) {
+        if self.run.back().is_none_or(|&(s, e)| seq >= s && end >= e) {
+            self.run.push_back((seq, end));
+            return;
+        }
+        let k = self.start.len() as u32;
+        self.start.push(seq);
+        self.by_end.insert((end, k));
+        self.by_start.insert((seq, k));
     }
 
     /// An ACK from the other side: segments it reaches the end of leave; one it falls
     /// inside starts at the ACK (`ual->seq = ack`).
     fn ack(&mut self, ack: i64) {
-        while let Some(&(end, row)) = self.by_end.first() {
+        while self.run.front().is_some_and(|&(_, e)| e <= ack) {
+            self.run.pop_front();
+        }
+        for seg in self.run.iter_mut() {
+            if seg.0 >= ack {
+                break;
+            }
+            seg.0 = ack; // (starts stay sorted: every trimmed one becomes `ack`)
+        }
+        while let Some(&(end, k)) = self.by_end.first() {
             if end > ack {
                 break;
             }
             self.by_end.pop_first();
-            if let Some(s) = self.start.remove(&row) {
-                self.by_start.remove(&(s, row));
+            if let Some(&s) = self.start.get(k as usize) {
+                self.by_start.remove(&(s, k));
             }
         }
-        while let Some(&(s, row)) = self.by_start.first() {
+        while let Some(&(s, k)) = self.by_start.first() {
             if s >= ack {
                 break;
             }
             self.by_start.pop_first();
-            self.by_start.insert((ack, row));
-            self.start.insert(row, ack);
+            self.by_start.insert((ack, k));
+            if let Some(v) = self.start.get_mut(k as usize) {
+                *v = ack;
+            }
         }
     }
 
     /// Highest end - lowest start (None when empty).
     fn span(&self) -> Option<i64> {
-        Some(self.by_end.last()?.0 - self.by_start.first()?.0)
+        let lo = [
+            self.run.front().map(|r| r.0),
+            self.by_start.first().map(|r| r.0),
+        ];
+        let hi = [
+            self.run.back().map(|r| r.1),
+            self.by_end.last().map(|r| r.0),
+        ];
+        Some(hi.into_iter().flatten().max()? - lo.into_iter().flatten().min()?)
     }
 }
 
@@ -106,7 +135,7 @@ fn connection(p: &Packets, gap: &[bool], stray: &[bool], rows: &[u32]) -> Vec<Ro
             valid[d] = false;
         }
         if (len > 0 || fl & (SYN | FIN) != 0) && list[d].len() < MAX_UNACKED {
-            list[d].add(row, seq, end);
+            list[d].add(seq, end);
         }
         if ack != MISSING && fl & ACK != 0 {
             list[1 - d].ack(ack);

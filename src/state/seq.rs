@@ -118,32 +118,32 @@ impl Groups {
 /// Groups rows by `keys` (one per row).
 pub fn group_keys(keys: &[u64]) -> Groups {
     let n = keys.len();
-    let mut uniq = keys.to_vec();
-    uniq.sort_unstable();
-    uniq.dedup();
-    // keys dense enough for a look-up table, else a binary search per row
-    let dense = uniq.last().is_some_and(|&m| m < 4 * n as u64 + 1024);
-    let mut lut = vec![
-        u32::MAX;
-        if dense {
-            uniq.last().map_or(0, |&m| m as usize + 1)
-        } else {
-            0
+    let top = keys.iter().copied().max().unwrap_or(0);
+    // keys dense enough to count (the usual flow ids), else sorted and searched
+    let (uniq, id): (Vec<u64>, Vec<u32>) = if top < 4 * n as u64 + 1024 {
+        let mut lut = vec![u32::MAX; top as usize + 1];
+        for &key in keys {
+            lut[key as usize] = 0;
         }
-    ];
-    for (k, &key) in uniq.iter().enumerate().filter(|_| dense) {
-        lut[key as usize] = k as u32;
-    }
-    let id: Vec<u32> = keys
-        .iter()
-        .map(|&key| {
-            if dense {
-                lut.get(key as usize).copied().unwrap_or(0)
-            } else {
-                uniq.binary_search(&key).map_or(0, |k| k as u32)
+        let mut uniq = Vec::new();
+        for (key, slot) in lut.iter_mut().enumerate() {
+            if *slot == 0 {
+                *slot = uniq.len() as u32;
+                uniq.push(key as u64);
             }
-        })
-        .collect();
+        }
+        let id = keys.iter().map(|&key| lut[key as usize]).collect();
+        (uniq, id)
+    } else {
+        let mut uniq = keys.to_vec();
+        uniq.sort_unstable();
+        uniq.dedup();
+        let id = keys
+            .iter()
+            .map(|&key| uniq.binary_search(&key).map_or(0, |k| k as u32))
+            .collect();
+        (uniq, id)
+    };
     let mut starts = vec![0usize; uniq.len() + 1];
     for &k in &id {
         starts[k as usize + 1] += 1;

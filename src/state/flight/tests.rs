@@ -92,3 +92,24 @@ fn the_list_stops_growing_at_its_limit() {
     assert_eq!(raw[MAX_UNACKED - 1], 10 * MAX_UNACKED as i64);
     assert_eq!(raw[MAX_UNACKED + 1], 10 * MAX_UNACKED as i64);
 }
+
+#[test]
+fn reordered_and_overlapping_segments() {
+    let (raw, _) = run(&[
+        (0, 1, 100, A, 1),
+        (0, 201, 100, A, 1), // a gap: no value until the peer ACKs
+        (1, 1, 0, A, 51),    // trims 1..101 to 51..101
+        (0, 101, 100, A, 1), // the hole's segment arrives late (outside the sorted run)
+        (0, 51, 200, A, 1),  // overlapping retransmission 51..251
+        (1, 1, 0, A, 151),   // 51..101, 101..201 leave the list... 151..201? no: 101..201 trimmed
+        (0, 301, 100, A, 1),
+        (1, 1, 0, A, 401),
+        (0, 401, 10, A, 1),
+    ]);
+    assert_eq!(raw[1], M);
+    assert_eq!(raw[3], 301 - 51);
+    assert_eq!(raw[4], 301 - 51);
+    // after ACK 151: 101..201 -> 151..201, 51..251 -> 151..251, 201..301 stays
+    assert_eq!(raw[6], 401 - 151);
+    assert_eq!(raw[8], 10);
+}
