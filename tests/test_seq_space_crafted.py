@@ -113,3 +113,22 @@ def test_acks_below_the_peers_base_are_negative_and_flight_follows_wireshark(tmp
     assert fl["flight_bytes"].eq_missing(fl["bif"]).all(), fl.filter(fl["flight_bytes"] != fl["bif"])
     assert fl["flight_sender_only"][0]  # no ACK seen before the first segment
     assert int(a.flows["retrans_packets"].sum()) == 0
+
+
+def test_core_refuses_bad_columns_with_an_error() -> None:
+    """Columns of different lengths or a direction other than 0/1: a ValueError, never a crash."""
+    import numpy as np
+    import pytest
+
+    from tracekit import _core
+
+    one = (np.zeros(2, np.uint32), np.zeros(2, np.int8), np.zeros(2, np.int64), np.zeros(2, np.uint32),
+           np.zeros(2, np.uint8), np.zeros(2, np.int64), np.zeros(2, np.int64))
+    with pytest.raises(ValueError, match="column seq"):
+        _core.tcp_state(one[0], one[1], np.zeros(3, np.int64), *one[3:])
+    with pytest.raises(ValueError, match="dir 5"):
+        _core.tcp_state(one[0], np.array([0, 5], np.int8), *one[2:])
+    with pytest.raises(ValueError, match="not contiguous"):
+        _core.tcp_state(one[0], one[1], np.zeros(4, np.int64)[::2], *one[3:])
+    with pytest.raises(ValueError, match="gap/stray"):
+        _core.tcp_flight(*one[:6], np.zeros(1, bool), np.zeros(2, bool))
