@@ -222,6 +222,22 @@ impl Flow {
         }
     }
 
+    /// A SYN with another ISN after this direction has started (a stray SYN-ACK inside an
+    /// established connection) lies outside the connection's sequence space: it never moves
+    /// nextseq, the highest data end or the highest ACK (it once gave 99 MB in flight).
+    /// Wireshark 4.0 re-bases the direction on it instead and then shows no bytes in flight
+    /// (docs/analysis.md). A retransmitted SYN (same sequence number) is no stray.
+    fn stray(&mut self, seq: i64, fl: u8) -> bool {
+        if fl & SYN == 0 {
+            return false;
+        }
+        if self.nxt_all.is_some() && self.syn_seq != Some(seq) {
+            return true;
+        }
+        self.syn_seq = Some(seq);
+        false
+    }
+
     /// One packet: its state bits and `nxt` before it; then the running state advances.
     fn step(
         &mut self,
@@ -232,15 +248,8 @@ impl Flow {
         win: i64,
         peer_win: i64,
     ) -> (u8, Option<i64>, bool) {
-        // A SYN with another ISN after this direction has started (a stray SYN-ACK inside an
-        // established connection): Wireshark sets base_seq once (TCP_S_BASE_SEQ_SET), so such
-        // a segment lies outside the connection's sequence space. It never moves nextseq,
-        // the highest data end or the highest ACK (issue: it once gave 99 MB in flight).
-        if fl & SYN != 0 {
-            if self.nxt_all.is_some() && self.syn_seq != Some(seq) {
-                return (STRAY, self.nxt, false);
-            }
-            self.syn_seq = Some(seq);
+        if self.stray(seq, fl) {
+            return (STRAY, self.nxt, false);
         }
         let syn_fin = fl & (SYN | FIN) != 0;
         let sfr = fl & (SYN | FIN | RST) != 0;
