@@ -6,6 +6,8 @@
 
 use pyo3::prelude::*;
 
+mod state;
+
 /// The crate's version, for `tracekit formats --verbose` and bug reports.
 #[pyfunction]
 fn version() -> &'static str {
@@ -16,5 +18,6 @@ fn version() -> &'static str {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    state::register(m)?;
     Ok(())
 }

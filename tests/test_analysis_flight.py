@@ -12,7 +12,6 @@ from tcpconv import P, conv, handshake
 import tracekit
 from tracekit import schema
 from tracekit.analysis import _groups, _state
-from tracekit.analysis import flight as flight_mod
 from tracekit.analysis import rtt as rtt_mod
 from tracekit.analysis.flight import flight
 from tracekit.analysis.flows import flows
@@ -102,7 +101,8 @@ def test_the_scoreboard_remembers_blocks_the_latest_ack_no_longer_carries() -> N
     assert last["flight_sack_bytes"] == 8000 - 5000  # both blocks
 
 
-def test_bytes_in_flight_are_unknown_until_the_peer_acks_and_after_skipped_bytes() -> None:
+def test_bytes_in_flight_from_the_start_and_unknown_after_skipped_bytes() -> None:
+    """Wireshark 4.0: valid from the first segment (from the sender's side only), cleared by a lost segment."""
     fl = _flight(
         P(0.0, 0, 1, MSS, None, "A"),  # capture starts mid-connection: no ACK from the peer yet
         P(0.01, 1, 1, 0, 1001),
@@ -113,7 +113,8 @@ def test_bytes_in_flight_are_unknown_until_the_peer_acks_and_after_skipped_bytes
         P(0.06, 0, 5001, MSS, 1),
     )
     # Wireshark spans lowest to highest unacked byte, holes included
-    assert fl["flight_bytes"].to_list() == [None, 1000, None, None, 5000]
+    assert fl["flight_bytes"].to_list() == [1000, 1000, None, None, 5000]
+    assert fl["flight_sender_only"].to_list() == [True, False, False, False, False]
 
 
 @pytest.mark.parametrize("name", ["bulk_lossy", "rwnd_limited", "slow_reader", "stall_cut", "ipv6_bulk"])
@@ -177,7 +178,7 @@ def _zero_window_conversation() -> pl.DataFrame:
 @pytest.mark.parametrize("name", ["linux/bulk_lossy.pcap", "ns3/dumbbell/dumbbell-2-2.pcap", "ns2/dumbbell/out.tr.gz",
                                   "linux/slow_reader.pcap", "zero_window"])
 def test_every_code_path_of_the_state_gives_the_same_frames(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """32- or 64-bit state, per-group or offset scans, merged or run-based r_i, any chunk size: the same frames.
+    """32- or 64-bit state, per-group or offset scans: the same frames.
 
     The big-capture fast paths (32-bit arrays, loops over a few directions, chunks) and the
     general ones must agree; the samples cover holes (dumbbell-2-2), SACK, duplicate ACKs,
@@ -192,8 +193,6 @@ def test_every_code_path_of_the_state_gives_the_same_frames(name: str, monkeypat
     ref = _state_frames(pk)
     monkeypatch.setattr(_state, "_narrow", lambda src, ln: (np.int64, _groups.MISSING))
     monkeypatch.setattr(_groups, "_LOOP_GROUPS", 0)
-    monkeypatch.setattr(_state, "_MERGE_FLOWS", 0)
-    monkeypatch.setattr(flight_mod, "_CHUNK", 7)
     assert _state.prepare(pk)["nxt"].dtype == pl.Int64
     alt = _state_frames(pk)
     for k, v in ref.items():

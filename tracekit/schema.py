@@ -93,6 +93,9 @@ FLIGHT: dict[str, pl.DataType] = {
     "flight_bytes": pl.Int64(),  # Wireshark's tcp.analysis.bytes_in_flight (minus the peer's latest SACK blocks)
     "flight_sack_bytes": pl.Int64(),  # refined: minus SACKed bytes (RFC 6675 "pipe" without loss marks)
     "unacked_bytes": pl.Int64(),  # added: highest data byte sent - highest cumulative ACK (no SACK)
+    # flight_bytes rests on the sender's segments only: no ACK from the other side seen yet
+    # (one-way or mid-stream captures, the first segments); Wireshark 4.0 gives such values too
+    "flight_sender_only": pl.Boolean(),
 }
 
 CWND: dict[str, pl.DataType] = {

@@ -2,9 +2,10 @@
 
 :func:`prepare` turns the vantage-point packets into one frame with a row per TCP packet
 (``_i`` = its row number) and the state Wireshark's ``tcp_analyze_sequence_number`` keeps per
-direction, computed with segmented cumulative operations on numpy arrays in grouped order
-(:class:`tracekit.analysis._groups.Segments`) instead of a loop. Columns (per direction = per
-(flow, dir), in packet order):
+direction, computed by the compiled core (``src/state/seq.rs``: one streaming loop per
+direction, each rule citing ``packet-tcp.c``). Later steps read the rows in grouped order
+(:class:`tracekit.analysis._groups.Segments`). Columns (per direction = per (flow, dir), in
+packet order):
 
 * the packet columns ``flow, dir, frame, time, seq, ack, win, sack, ts_val, ts_ecr`` (shared
   with the packets frame, not copied, when every packet is a TCP one);
@@ -21,6 +22,9 @@ direction, computed with segmented cumulative operations on numpy arrays in grou
   ``adv`` rows of a direction.
 * ``gap``: the packet starts above ``nxt`` (bytes before it were never seen here).
 * ``keepalive``, ``zwp``: Wireshark's keep-alive and zero-window-probe rules.
+* ``stray_syn``: a SYN with another sequence number after its direction has started (a stray
+  SYN-ACK inside an established connection); it takes no part in the state (never moves
+  ``nxt``, ``hi_dend`` or the highest ACK) and is no segment (``is_seg`` False).
 * ``dup``: Wireshark's duplicate-ACK rule (``tcp.analysis.duplicate_ack``); ``new_ack``: the
   packet raises the highest ACK its direction has sent.
 * ``r_i``: the row of the *other* direction's latest packet before this one (null before
@@ -41,6 +45,7 @@ from typing import Any, TypeVar
 import numpy as np
 import polars as pl
 
+from tracekit import _core
 from tracekit.analysis._groups import MISSING, Segments
 from tracekit.schema import ACK, FIN, RST, SYN
 
@@ -49,10 +54,8 @@ _T = TypeVar("_T")
 KEYS = ["flow", "dir"]
 #: Packet columns the state frame carries over unchanged.
 _PACKET_COLS = ["flow", "dir", "frame", "time", "seq", "ack", "win", "sack", "ts_val", "ts_ecr"]
-#: Up to this many directions, :func:`_other_index` merges each flow's two directions in a loop.
-_MERGE_FLOWS = 512
-#: Boolean state columns computed in grouped order (bit i of one packed byte each, bit 7: pass-1 keep-alive).
-_BITS = ("gap", "keepalive", "zwp", "dup", "new", "new_ack", "adv")
+#: Boolean state columns (bit i of the byte the core returns per packet).
+_BITS = ("gap", "keepalive", "zwp", "dup", "new", "new_ack", "adv", "stray_syn")
 
 
 def other_side(st: pl.DataFrame, cols: dict[str, pl.Expr], *, ack_only: bool = False) -> pl.DataFrame:
@@ -213,57 +216,6 @@ def sack_above(st: pl.DataFrame) -> np.ndarray:
     return out
 
 
-def _other_index(sg: Segments, flow: np.ndarray, dirs: np.ndarray) -> np.ndarray:
-    """Per row, the latest earlier row of the same flow and the other direction (-1: none), frame order.
-
-    Args:
-        sg: The rows grouped by direction (``g = 2·flow + dir``).
-        flow, dirs: Flow and direction of every row.
-    """
-    n = len(flow)
-    if len(sg.keys) > _MERGE_FLOWS:
-        return _other_index_runs(flow, dirs)
-    out = np.full(n, -1, dtype=np.int64)
-    for f in np.unique(sg.keys.astype(np.int64) >> 1).tolist():
-        ja, jb = sg.find(2 * f), sg.find(2 * f + 1)
-        if ja is None or jb is None:
-            continue  # one direction only: never an other side
-        a, b = sg.rows(ja), sg.rows(jb)
-        # the two directions' rows are each in packet order: merge them by counting. For the
-        # smaller side, a binary search in the larger one; the larger side then follows by
-        # counting how many of the smaller side's rows fell before each of its rows.
-        if len(a) < len(b):
-            a, b = b, a
-        pb = np.searchsorted(a, b)  # rows of a before each row of b
-        out[b] = np.r_[-1, a][pb]
-        before = np.cumsum(np.bincount(pb, minlength=len(a) + 1)[:len(a)])  # rows of b before each row of a
-        out[a] = np.r_[-1, b][before]
-    return out
-
-
-def _other_index_runs(flow: np.ndarray, dirs: np.ndarray) -> np.ndarray:
-    """:func:`_other_index` for many flows, without a loop: in flow order (a stable sort by flow),
-    the row is the one just before the current run of same-direction rows, unless the run starts the flow."""
-    n = len(flow)
-    fl = Segments(flow)
-    fo = fl.order
-    flow_start = np.zeros(n, dtype=bool)
-    flow_start[fl.starts] = True
-    ds = dirs[fo]
-    run_start = flow_start.copy()
-    run_start[1:] |= ds[1:] != ds[:-1]
-    del ds
-    pos = np.arange(n, dtype=np.int32 if n < (1 << 31) else np.int64)
-    last = np.maximum.accumulate(np.where(run_start, pos, 0))
-    del run_start
-    r = last - 1  # at a run start: the row before it, if in the same flow
-    r[flow_start[last]] = -1
-    del last, flow_start, pos
-    out = np.empty(n, dtype=np.int64)
-    out[fo] = np.where(r >= 0, fo[np.maximum(r, 0)], -1)
-    return out
-
-
 def _empty(st: pl.DataFrame) -> pl.DataFrame:
     """The state of no packets (same columns and dtypes as :func:`prepare` gives a small trace)."""
     i32, u32 = pl.Int32, pl.UInt32
@@ -299,8 +251,20 @@ def _as(s: pl.Series, it: type, miss: int) -> np.ndarray:
     return s.to_numpy().astype(it, copy=False)
 
 
+def _fill(x: np.ndarray, it: type, miss: int) -> np.ndarray:
+    """An int64 state column of the core (:data:`MISSING` for none) in the dtype :func:`_narrow` chose."""
+    if it is np.int64:
+        return x
+    out: np.ndarray = x.astype(it)
+    out[x == MISSING] = miss
+    return out
+
+
 def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     """Build the per-packet sequence state of every TCP connection (see the module docstring).
+
+    The per-direction rules run in the compiled core (``tracekit._core.tcp_state``, Rust
+    ``src/state/seq.rs``): one loop per direction over its packets in order.
 
     Args:
         pk: Packets at the vantage point, in capture (or time) order.
@@ -318,101 +282,29 @@ def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     base = src.drop("payload", "flags").with_row_index("_i")
     if base.is_empty():
         return _empty(base)
-    n = base.height
     it, miss = _narrow(src, ln_s)
-    seq = _as(src["seq"], it, miss)
-    ln = _as(ln_s, it, miss)
-    flags = src["flags"].fill_null(0).to_numpy()
-    flow = src["flow"].to_numpy()
+    flags = src["flags"].fill_null(0).cast(pl.UInt8).to_numpy()
+    flow = src["flow"].cast(pl.UInt32).to_numpy()
+    i64 = pl.Int64
+    order, nxt, hi_dend, bits, r_i, r_hi_ack, r_win = _core.tcp_state(
+        flow, src["dir"].cast(pl.Int8).to_numpy(), src["seq"].cast(i64).to_numpy(),
+        src["payload"].fill_null(0).cast(pl.UInt32).to_numpy(), flags,
+        src["ack"].cast(i64).fill_null(MISSING).to_numpy(), src["win"].cast(i64).fill_null(MISSING).to_numpy())
     g = flow * np.uint32(2)
     np.add(g, src["dir"].to_numpy(), out=g, casting="unsafe")
-    sg = Segments(g)
-    o = sg.order
-    r_i = _other_index(sg, flow, src["dir"].to_numpy())
-    del flow
-
-    seq_g, ln_g, fl_g = seq[o], ln[o], flags[o]
-    sfr_g = (fl_g & (SYN | FIN | RST)) != 0
-    end_g = seq_g + ln_g
-    end_g += (fl_g & (SYN | FIN)) != 0
-    # pass 1: Wireshark's nextseq from every packet (pure ACKs have end == seq and do not move it)
-    nxt = sg.cummax(end_g, shift=True, missing=miss)
-    ka1 = (ln_g <= 1) & (seq_g == nxt - 1) & ~sfr_g & (nxt != miss)
-    win = _as(src["win"], it, miss)
-    # Zero-window probes (1 byte at nextseq while the peer's window is 0) do not advance nextseq
-    # in Wireshark, so the next probe at the same seq is a probe again, not a retransmission.
-    one = np.flatnonzero(ln_g == 1)
-    r1 = r_i[o[one]]
-    cand_rows = one[np.where(r1 >= 0, win[np.maximum(r1, 0)], miss) == 0]
-    zwp = np.zeros(n, dtype=bool)
-    eff = end_g
-    if cand_rows.size:
-        cand = np.zeros(n, dtype=bool)
-        cand[cand_rows] = True
-        nxt_nc = sg.cummax(np.where(cand, miss, end_g), shift=True, missing=miss)
-        zwp = cand & (seq_g == nxt_nc) & (nxt_nc != miss)
-        del nxt_nc, cand
-        eff = np.where(zwp, seq_g, end_g)
-        nxt = sg.cummax(eff, shift=True, missing=miss)
-        # (pass-1 keep-alives stay as they are: the duplicate-ACK rule below uses them)
-    has_nxt = nxt != miss
-    keepalive = (ln_g <= 1) & (seq_g == nxt - 1) & ~sfr_g & has_nxt
-    gap = has_nxt & (seq_g > nxt) & ((fl_g & RST) == 0)
-    adv = ((ln_g > 0) | ((fl_g & (SYN | FIN)) != 0)) & (~has_nxt | (eff > nxt))
-    del eff, end_g
-    dend_g = seq_g + ln_g
-    data = ln_g > 0
-    hi_dend = sg.cummax(np.where(data, dend_g, miss), missing=miss)
-    new = data & (dend_g > sg.shift1(hi_dend, miss))  # (a missing previous maximum is below any end)
-    del dend_g, data
-    # Wireshark's duplicate ACK: no payload, same non-zero window, seq and ACK as this
-    # direction's previous packet, not the ACK of a keep-alive, no SYN/FIN/RST. Simulator
-    # traces carry no window: the window conditions then do not apply.
-    win_g = win[o]
-    dup = (win_g == miss) | ((win_g != 0) & (win_g == sg.shift1(win_g, miss)))
-    del win_g
-    dup &= (ln_g == 0) & (seq_g == nxt) & has_nxt & ~sfr_g
-    del seq_g, ln_g, sfr_g, has_nxt
-    ack = _as(src["ack"], it, miss)
-    ack_g = ack[o]
-    dup &= (ack_g == sg.shift1(ack_g, miss)) & (ack_g != miss)
-    has_ack_g = ((fl_g & ACK) != 0) & (ack_g != miss)
-    hi_ack = sg.cummax(np.where(has_ack_g, ack_g, miss), missing=miss)
-    new_ack = has_ack_g & (ack_g > sg.shift1(hi_ack, miss))
-    del has_ack_g, ack_g, fl_g
-
-    bits = np.zeros(n, dtype=np.uint8)
-    for k, b in enumerate((gap, keepalive, zwp, dup, new, new_ack, adv, ka1)):
-        bits |= b.view(np.uint8) << k
-    del gap, keepalive, zwp, dup, new, new_ack, adv, ka1
-    bits = sg.back(bits)
-    dc = np.flatnonzero(bits & 8)
-    if dc.size:  # not the ACK of a keep-alive (pass 1) of the other side
-        r = r_i[dc]
-        ka = np.where(r >= 0, (bits[np.maximum(r, 0)] & 128) != 0, False)
-        bits[dc[ka]] &= ~np.uint8(8)
-    # the other side's values at r_i; r_i = -1 reads a spare "missing" slot at the end
-    hi_ack_f = np.empty(n + 1, dtype=hi_ack.dtype)
-    hi_ack_f[o] = hi_ack
-    hi_ack_f[n] = miss
-    del hi_ack
-    r_hi_ack = hi_ack_f[r_i]
-    del hi_ack_f
-    r_win = win[r_i]
-    r_win[r_i < 0] = miss
-    del win
+    seq, ln = _as(src["seq"], it, miss), _as(ln_s, it, miss)
     none = (1 << 32) - 1  # r_i = -1 as UInt32
     raw = pl.DataFrame({
-        "len": ln_s, "g": g, "dend": np.add(seq, ln), "nxt": sg.back(nxt), "hi_dend": sg.back(hi_dend),
-        "r_i": r_i.astype(np.uint32), "r_hi_ack": r_hi_ack, "r_win": r_win, "_go": o.astype(np.uint32),
-        "_f": flags, "_b": bits,
+        "len": ln_s, "g": g, "dend": np.add(seq, ln), "nxt": _fill(nxt, it, miss),
+        "hi_dend": _fill(hi_dend, it, miss), "r_i": r_i.astype(np.uint32), "r_hi_ack": _fill(r_hi_ack, it, miss),
+        "r_win": _fill(r_win, it, miss), "_go": order, "_f": flags, "_b": bits,
     })
-    del nxt, hi_dend, bits, r_i, r_hi_ack, r_win
+    del nxt, hi_dend, bits, r_i, r_hi_ack, r_win, order
     f, b = pl.col("_f"), pl.col("_b")
     return pl.concat([base, raw], how="horizontal").with_columns(
         syn=(f & SYN) != 0, fin=(f & FIN) != 0, rst=(f & RST) != 0,
         has_ack=((f & ACK) != 0) & pl.col("ack").is_not_null(),
-        is_seg=(pl.col("len") > 0) | ((f & (SYN | FIN)) != 0),
+        is_seg=((pl.col("len") > 0) | ((f & (SYN | FIN)) != 0)) & ((b & 128) == 0),
         **{name: (b & (1 << k)) != 0 for k, name in enumerate(_BITS)},
         **{c: pl.when(pl.col(c) != miss).then(pl.col(c)) for c in ("nxt", "hi_dend", "r_hi_ack", "r_win")},
         r_i=pl.when(pl.col("r_i") != none).then(pl.col("r_i")),

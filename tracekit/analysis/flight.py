@@ -9,9 +9,10 @@ Three measures, one row per data segment (payload > 0) as the vantage point saw 
   data segment reports *highest end in that list − lowest start in it*, the segment itself
   included. It then subtracts the bytes of every SACK block carried by the other side's
   latest packet (all blocks, D-SACK ones too) and, for a segment with SYN or FIN, the one
-  virtual byte. Wireshark leaves the field empty (null here) before the other side has sent an
-  ACK, after a segment that skips bytes (``tcp.analysis.lost_segment``) until the other side
-  sends again, and when the result is not in (0, 2e9).
+  virtual byte. The value is valid from the first segment (Wireshark 4.0), empty after a segment
+  that skips bytes (``tcp.analysis.lost_segment``) until the other side sends an ACK, and
+  when the result is not in (0, 2e9); ``flight_sender_only`` marks values computed before
+  any ACK from the other side (the sender's segments alone).
 * ``flight_sack_bytes``: RFC 6675's *pipe* without loss marking: sent and not cumulatively
   acknowledged, minus every byte SACKed above the cumulative ACK so far (a scoreboard built
   from all SACK blocks received, not only the latest ACK's: receivers report at most 3–4
@@ -19,8 +20,8 @@ Three measures, one row per data segment (payload > 0) as the vantage point saw 
 * ``unacked_bytes``: highest data byte sent − highest cumulative ACK received (no SACK
   information), the classic "outstanding data" of tcptrace.
 
-Everything is computed with numpy over the data rows and the state of
-:mod:`tracekit.analysis._state` (cumulative sums, sorted look-ups); no Python loop touches packets.
+Wireshark's list runs in the compiled core (``src/state/flight.rs``); the SACK measures are
+computed with numpy over the data rows and the state of :mod:`tracekit.analysis._state`.
 """
 
 from __future__ import annotations
@@ -28,82 +29,36 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from tracekit import _core
 from tracekit.analysis._groups import MISSING
-from tracekit.analysis._state import (
-    Ints,
-    find_hole,
-    first_fill,
-    holes,
-    pick,
-    prepare,
-    sack_blocks_of,
-    segments,
-    take,
-)
-from tracekit.schema import FLIGHT, empty
+from tracekit.analysis._state import Ints, pick, prepare, sack_blocks_of, segments, take
+from tracekit.schema import ACK, FIN, FLIGHT, SYN, empty
 
 #: Segment ranges exploded per SACK block (x rows) before giving up on the scoreboard.
 _MAX_EXPLODE_FACTOR = 8
 _K = 1 << 44  # group id above the sequence number in one int64 key
-#: Data rows per chunk of the per-row arithmetic (bounds the temporaries to a few MB).
-_CHUNK = 1 << 18
 
 
-class _Holes:
-    """Bytes never seen at the vantage point (:func:`tracekit.analysis._state.holes`), for look-ups per data row."""
+def _wireshark_raw(st: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Wireshark's list-based bytes in flight per row, from the compiled core (``src/state/flight.rs``).
 
-    def __init__(self, st: pl.DataFrame) -> None:
-        self.st = st
-        self.hl = holes(st)
-        self.holes = not self.hl.is_empty()
-        if not self.holes:
-            return
-        hg = self.hl["g"].to_numpy().astype(np.int64)
-        ng = int(st["g"].max()) + 1  # type: ignore[arg-type]
-        # per direction the lowest and highest hole edge: only ACKs in between can be in one
-        self.lo_t = np.full(ng, np.iinfo(np.int64).max)
-        self.hi_t = np.full(ng, MISSING)
-        np.minimum.at(self.lo_t, hg, self.hl["h_lo"].to_numpy())
-        np.maximum.at(self.hi_t, hg, self.hl["h_hi"].to_numpy())
-        self.fill = first_fill(st, self.hl)
-        gi = np.flatnonzero(st["gap"].to_numpy())
-        self.gap_key = np.sort((st["g"].to_numpy()[gi].astype(np.int64) << 32) | gi)
+    Returns:
+        ``raw`` (highest end - lowest start of the direction's unacknowledged segments at each
+        data row, :data:`MISSING` where Wireshark gives none) and ``sender_only`` (no ACK from
+        the other side seen yet: the value rests on the sender's segments alone).
+    """
+    i64 = pl.Int64
+    return _core.tcp_flight(
+        st["flow"].cast(pl.UInt32).to_numpy(), st["dir"].cast(pl.Int8).to_numpy(), st["seq"].cast(i64).to_numpy(),
+        st["len"].cast(pl.UInt32).to_numpy(), _flags(st), st["ack"].cast(i64).fill_null(MISSING).to_numpy(),
+        st["gap"].to_numpy(), st["stray_syn"].to_numpy())
 
-    def lowest_seen(self, d: np.ndarray, g: np.ndarray, a: np.ndarray) -> np.ndarray:
-        """The lowest captured byte at or above the cumulative ACK ``a`` (MISSING: none), per data row ``d``.
 
-        At a sender-side capture this is the ACK itself. Where segments were lost before the
-        vantage point the ACK can sit in a hole (bytes never seen here); Wireshark's list of
-        unacked segments then starts at the hole's upper edge until a retransmission fills it.
-        """
-        if not self.holes:
-            return a
-        near = np.flatnonzero((a >= self.lo_t[g]) & (a < self.hi_t[g]) & (a != MISSING))
-        if not near.size:
-            return a
-        j = find_hole(self.hl, g[near], a[near])
-        inh = j >= 0
-        if not inh.any():
-            return a
-        k = near[inh]
-        j = j[inh]
-        sub = pl.DataFrame({"_i": d[k].astype(np.uint32), "g": g[k].astype(np.uint32), "r_hi_ack": a[k],
-                            "h_hi": self.hl["h_hi"].to_numpy()[j], "h_i": self.hl["h_i"].to_numpy()[j]}).join(
-            self.fill, left_on=["g", "r_hi_ack"], right_on=["g", "seq"], how="left", maintain_order="left")
-        filled = pl.col("f_i").is_not_null() & (pl.col("f_i") < pl.col("_i"))
-        low = sub.select(pl.when((pl.col("h_i") < pl.col("_i")) & ~filled).then(pl.col("h_hi"))
-                         .otherwise(pl.col("r_hi_ack")))[:, 0].to_numpy()
-        out = a.copy()
-        out[k] = low
-        return out
-
-    def latest_gap(self, d: np.ndarray, g: np.ndarray) -> np.ndarray:
-        """Per data row, the row of its direction's latest ``gap`` packet at or before it (-1: none)."""
-        key = self.gap_key
-        q = (g.astype(np.int64) << 32) | d
-        j = np.searchsorted(key, q, side="right") - 1
-        jj = np.maximum(j, 0)
-        return np.where((j >= 0) & ((key[jj] >> 32) == g), key[jj] & 0xFFFFFFFF, -1)
+def _flags(st: pl.DataFrame) -> np.ndarray:
+    """The SYN, FIN and ACK bits of every row, rebuilt from the state's boolean columns."""
+    f = st.select((pl.col("syn").cast(pl.UInt8) * SYN) | (pl.col("fin").cast(pl.UInt8) * FIN)
+                  | (pl.col("has_ack").cast(pl.UInt8) * ACK))[:, 0]
+    return f.to_numpy()
 
 
 def _new_sack(st: pl.DataFrame, owner: np.ndarray, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -248,63 +203,30 @@ def flight(pk: pl.DataFrame, *, state: pl.DataFrame | None = None) -> pl.DataFra
     m = int(np.count_nonzero(ln > 0))
     if not m:
         return empty(FLIGHT)
-    hs = _Holes(st)
+    raw_all, only_all = _wireshark_raw(st)
     blocks = sack_blocks_of(st)
     sacked = _sacked(st, blocks)
     sums = _sack_sums(st, blocks)
     del blocks
-    fb, sb, ub = (np.empty(m, dtype=np.int64) for _ in range(3))
-    valid = np.empty(m, dtype=bool)
-    has_a = np.empty(m, dtype=bool)
-    gcol, seq, dend, sf = st["g"].to_numpy(), st["seq"].to_numpy(), st["dend"].to_numpy(), \
-        (st["syn"] | st["fin"]).to_numpy()
-    # the nullable columns with nulls as their dtype's stand-in (below any value, so "x > a" is
-    # False where x is missing); r_i's nulls point at the spare zero after the last row
-    r_hi_ack, nxt, hi_dend = (Ints(st, c) for c in ("r_hi_ack", "nxt", "hi_dend"))
-    none = r_hi_ack.stand_in
+    sf = (st["syn"] | st["fin"]).to_numpy()
+    # the nullable columns with nulls as their dtype's stand-in; r_i's nulls point at the spare zero after the last row
+    r_hi_ack, hi_dend = Ints(st, "r_hi_ack"), Ints(st, "hi_dend")
     r_i = st["r_i"].fill_null(st.height).to_numpy()
-    p0 = 0
-    for r0 in range(0, st.height, _CHUNK):  # the data rows of one slice of the packets at a time
-        dd = np.flatnonzero(ln[r0:r0 + _CHUNK] > 0) + r0
-        c = slice(p0, p0 + len(dd))
-        p0 += len(dd)
-        a = r_hi_ack.x[dd]  # the highest cumulative ACK received (the stand-in: none yet)
-        ri = r_i[dd]
-        has = a != none
-        has_a[c] = has
-        # Wireshark's bytes in flight: highest end - lowest start of the unacknowledged segments
-        nx = nxt.x[dd]
-        before = has & (nx > a)
-        end = dend[dd]
-        end += sf[dd]
-        np.maximum(end, nx, out=end, where=before)
-        del nx
-        lo = seq[dd]
-        if hs.holes:
-            np.minimum(lo, hs.lowest_seen(dd, gcol[dd], r_hi_ack.at(dd)), out=lo, where=before)
-        else:
-            np.minimum(lo, a, out=lo, where=before)
-        raw = np.subtract(end, lo, dtype=np.int64)
-        del lo, end, before
-        if sums is not None:  # minus the SACK blocks of the other side's latest packet
-            raw -= sums[ri]
-        # valid: an ACK from the other side has been seen, and no skipped bytes since its latest packet
-        if hs.holes:
-            gap_i = hs.latest_gap(dd, gcol[dd])
-            has &= (gap_i < 0) | (ri > gap_i)
-        valid[c] = has & (raw > 0) & (raw < 2_000_000_000)
-        np.subtract(raw, sf[dd], out=fb[c])
-        del raw
-        # unacked: highest data byte sent - highest cumulative ACK; the SACK variant also minus SACKed bytes
-        # (garbage where no ACK was seen: those rows are null)
-        un = np.subtract(hi_dend.x[dd], a, dtype=np.int64)
-        np.maximum(un, 0, out=un)
-        ub[c] = un
-        if sacked is None:
-            sb[c] = un
-        else:
-            un -= sacked[ri]
-            np.maximum(un, 0, out=sb[c])
+    dd = np.flatnonzero(ln > 0)
+    ri = r_i[dd]
+    # Wireshark's bytes in flight, minus the SACK blocks of the other side's latest packet;
+    # kept in (0, 2e9) as Wireshark does, then minus the virtual byte of a SYN or FIN
+    raw = raw_all[dd]
+    has_raw = raw != MISSING
+    if sums is not None:
+        raw = raw - sums[ri]
+    valid = has_raw & (raw > 0) & (raw < 2_000_000_000)
+    fb = raw - sf[dd]
+    # unacked: highest data byte sent - highest cumulative ACK; the SACK variant also minus SACKed bytes
+    a = r_hi_ack.x[dd]
+    has_a = a != r_hi_ack.stand_in
+    ub = np.maximum(np.subtract(hi_dend.x[dd], a, dtype=np.int64), 0)
+    sb = ub if sacked is None else np.maximum(ub - sacked[ri], 0)
     del sacked, sums
     ok_a = pl.lit(pl.Series(has_a))
     keys = pick(st, pl.col("len") > 0, "flow", "dir", "frame", "time")
@@ -312,4 +234,5 @@ def flight(pk: pl.DataFrame, *, state: pl.DataFrame | None = None) -> pl.DataFra
         flight_bytes=pl.when(pl.lit(pl.Series(valid))).then(pl.col("flight_bytes")),
         flight_sack_bytes=pl.when(ok_a).then(pl.col("flight_sack_bytes")),
         unacked_bytes=pl.when(ok_a).then(pl.col("unacked_bytes")),
+        flight_sender_only=pl.lit(pl.Series(only_all[dd] & valid)),
     )

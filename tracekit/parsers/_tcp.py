@@ -226,7 +226,12 @@ def _rel(raw: np.ndarray, fd: np.ndarray, valid: np.ndarray | None, base: np.nda
     """
     rel = raw.astype(np.int64)
     rel -= base[fd]
-    rel &= _M32  # modulo 2^32 (two's complement: exact for negative differences too)
+    # modulo 2^32 into [-2^31, 2^31): numbers just below the base (an ACK of data sent before
+    # the captured start, a SACK edge) are negative, not near 2^32, even when every number of
+    # the direction lies there (then no wrap shows for the unwrapping below to undo)
+    rel += HALF
+    rel &= _M32
+    rel -= HALF
     every = valid is None or bool(valid.all())
     if valid is not None and not every:
         rel[~valid] = 0
@@ -249,7 +254,7 @@ def _unwrap(rel: np.ndarray, group: np.ndarray, size: int, ignore: int | None = 
     if not len(rel):
         return rel
     lo = np.full(size, TWO32, dtype=np.int64)
-    hi = np.full(size, -1, dtype=np.int64)
+    hi = np.full(size, -TWO32, dtype=np.int64)
     np.minimum.at(lo, group, rel)
     np.maximum.at(hi, group, rel)
     wide = (hi - lo) > HALF

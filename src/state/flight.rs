@@ -1,0 +1,188 @@
+//! Wireshark's bytes in flight (`tcp.analysis.bytes_in_flight`), one streaming pass per connection.
+//!
+//! Wireshark (epan/dissectors/packet-tcp.c, `tcp_analyze_sequence_number`) keeps per direction
+//! the list of segments no ACK from the other side has covered yet (`tcp_unacked_t`):
+//! - every segment with data, SYN or FIN is added, retransmissions included, while the list
+//!   holds fewer than `TCP_MAX_UNACKED_SEGMENTS` (10,000: a one-way capture stops growing it);
+//! - each packet's ACK number then trims the *other* direction's list: a segment whose end
+//!   it reaches leaves, a segment it falls inside starts at the ACK from then on;
+//! - at a data segment, bytes in flight = highest end - lowest start in its direction's list,
+//!   the segment itself included.
+//!
+//! The value is *valid* from the start of every connection (`valid_bif = 1` when the
+//! conversation is made, Wireshark 4.0): one-way captures, captures that start mid-stream and
+//! the first segments before any ACK all get a value, counting only the segments seen. A
+//! segment that skips bytes (`tcp.analysis.lost_segment`) clears it for its direction until
+//! a packet with the ACK flag comes the other way.
+
+use super::seq::{Packets, ACK, FIN, MISSING, SYN};
+use rayon::prelude::*;
+use std::collections::{BTreeSet, VecDeque};
+
+/// packet-tcp.h: the most unacknowledged segments Wireshark stores per direction.
+pub const MAX_UNACKED: usize = 10_000;
+
+/// One direction's unacknowledged segments. Wireshark scans its whole list for the lowest
+/// start and highest end at every data segment; here segments that extend the sequence
+/// (start and end not below the last such one: the usual case) are kept in a deque sorted by
+/// both, and the others (retransmissions, reordering) in two ordered sets, so each look-up
+/// and each ACK costs O(log n) at most.
+#[derive(Default)]
+struct Unacked {
+    /// (start, end), both non-decreasing front to back.
+    run: VecDeque<(i64, i64)>,
+    /// The other segments by (end, id) and (start, id); `start[id]` is the current start.
+    by_end: BTreeSet<(i64, u32)>,
+    by_start: BTreeSet<(i64, u32)>,
+    start: Vec<i64>,
+}
+
+impl Unacked {
+    fn len(&self) -> usize {
+        self.run.len() + self.by_end.len()
+    }
+
+    fn add(&mut self, seq: i64, end: i64) {
+        if self.run.back().is_none_or(|&(s, e)| seq >= s && end >= e) {
+            self.run.push_back((seq, end));
+            return;
+        }
+        let k = self.start.len() as u32;
+        self.start.push(seq);
+        self.by_end.insert((end, k));
+        self.by_start.insert((seq, k));
+    }
+
+    /// An ACK from the other side: segments it reaches the end of leave; one it falls
+    /// inside starts at the ACK (`ual->seq = ack`).
+    fn ack(&mut self, ack: i64) {
+        while self.run.front().is_some_and(|&(_, e)| e <= ack) {
+            self.run.pop_front();
+        }
+        for seg in self.run.iter_mut() {
+            if seg.0 >= ack {
+                break;
+            }
+            seg.0 = ack; // (starts stay sorted: every trimmed one becomes `ack`)
+        }
+        while let Some(&(end, k)) = self.by_end.first() {
+            if end > ack {
+                break;
+            }
+            self.by_end.pop_first();
+            if let Some(&s) = self.start.get(k as usize) {
+                self.by_start.remove(&(s, k));
+            }
+        }
+        while let Some(&(s, k)) = self.by_start.first() {
+            if s >= ack {
+                break;
+            }
+            self.by_start.pop_first();
+            self.by_start.insert((ack, k));
+            if let Some(v) = self.start.get_mut(k as usize) {
+                *v = ack;
+            }
+        }
+    }
+
+    /// Highest end - lowest start (None when empty).
+    fn span(&self) -> Option<i64> {
+        let lo = [
+            self.run.front().map(|r| r.0),
+            self.by_start.first().map(|r| r.0),
+        ];
+        let hi = [
+            self.run.back().map(|r| r.1),
+            self.by_end.last().map(|r| r.0),
+        ];
+        Some(hi.into_iter().flatten().max()? - lo.into_iter().flatten().min()?)
+    }
+}
+
+/// Per packet: Wireshark's raw bytes in flight before the SACK and SYN/FIN corrections
+/// ([`MISSING`] where it gives none), and whether the other direction had sent no ACK yet
+/// (the value then rests on the sender's segments only).
+pub struct Flight {
+    pub raw: Vec<i64>,
+    pub sender_only: Vec<bool>,
+}
+
+/// One connection's packets (`rows`, packet order): (row, raw value, sender only) per data packet.
+/// One data packet's result: its row, the raw value and whether it is from the sender's side only.
+type Row = (u32, i64, bool);
+
+fn connection(p: &Packets, gap: &[bool], stray: &[bool], rows: &[u32]) -> Vec<Row> {
+    let mut list = [Unacked::default(), Unacked::default()];
+    let mut valid = [true, true];
+    let mut acked = [false, false];
+    let mut out = Vec::new();
+    for &row in rows {
+        let i = row as usize;
+        if stray[i] {
+            continue; // a stray SYN (`seq::STRAY`): outside the connection's sequence space
+        }
+        let d = usize::from(p.dir[i] == 1);
+        let (seq, len, fl, ack) = (p.seq[i], i64::from(p.len[i]), p.flags[i], p.ack[i]);
+        let end = seq + len + i64::from(fl & (SYN | FIN) != 0);
+        // an ACK re-enables the other direction's bytes in flight
+        if fl & ACK != 0 {
+            valid[1 - d] = true;
+        }
+        // lost segment (`seq::State`'s GAP: above nextseq, no RST): disabled until the other
+        // side ACKs
+        if gap[i] {
+            valid[d] = false;
+        }
+        if (len > 0 || fl & (SYN | FIN) != 0) && list[d].len() < MAX_UNACKED {
+            list[d].add(seq, end);
+        }
+        if ack != MISSING && fl & ACK != 0 {
+            list[1 - d].ack(ack);
+            acked[1 - d] = true;
+        }
+        if len > 0 {
+            let raw = if valid[d] {
+                list[d].span().unwrap_or(MISSING)
+            } else {
+                MISSING
+            };
+            out.push((row, raw, !acked[d]));
+        }
+    }
+    out
+}
+
+/// Wireshark's bytes in flight of every data packet (see the module docs).
+///
+/// `gap` and `stray` are [`super::seq::GAP`] and [`super::seq::STRAY`] of every packet
+/// (Wireshark's lost-segment rule; stray SYNs take no part).
+pub fn flight(p: &Packets, gap: &[bool], stray: &[bool]) -> Result<Flight, String> {
+    let n = p.validate()?;
+    if gap.len() != n || stray.len() != n {
+        return Err(format!(
+            "columns gap/stray have {}/{} values, flow has {n}",
+            gap.len(),
+            stray.len()
+        ));
+    }
+    let flows: Vec<u64> = p.flow.iter().map(|&f| u64::from(f)).collect();
+    let gr = super::seq::group_keys(&flows);
+    let bounds: Vec<(usize, usize)> = gr.starts.windows(2).map(|w| (w[0], w[1])).collect();
+    let per: Vec<Vec<Row>> = bounds
+        .par_iter()
+        .map(|&(s, e)| connection(p, gap, stray, &gr.order[s..e]))
+        .collect();
+    let mut out = Flight {
+        raw: vec![MISSING; n],
+        sender_only: vec![false; n],
+    };
+    for (row, raw, only) in per.into_iter().flatten() {
+        out.raw[row as usize] = raw;
+        out.sender_only[row as usize] = only;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

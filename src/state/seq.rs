@@ -1,0 +1,403 @@
+//! Per-direction TCP sequence state, one streaming pass per direction.
+//!
+//! This is the state Wireshark's `tcp_analyze_sequence_number` (epan/dissectors/packet-tcp.c)
+//! keeps per direction (`tcp_flow_t`): the highest sequence end sent (`nextseq`), the highest
+//! ACK sent (`lastack`), the previous segment's window and ACK (for duplicate ACKs), plus the
+//! flags the analyses read (new data, gaps, keep-alives, zero-window probes).
+//!
+//! Input is the packets of a trace in capture order, as columns; rows are first grouped by
+//! direction (`g = 2·flow + dir`, a stable counting sort, so each direction keeps its packet
+//! order), each direction is walked by one loop (directions spread over threads with rayon),
+//! and the results are put back in packet order.
+
+use rayon::prelude::*;
+
+/// Stand-in for "missing" in i64 columns (below every sequence number, ACK and window).
+pub const MISSING: i64 = -(1 << 62);
+
+pub const FIN: u8 = 0x01;
+pub const SYN: u8 = 0x02;
+pub const RST: u8 = 0x04;
+pub const ACK: u8 = 0x10;
+
+/// Bit numbers of the boolean state in [`State::bits`].
+pub const GAP: u8 = 1 << 0;
+pub const KEEPALIVE: u8 = 1 << 1;
+pub const ZWP: u8 = 1 << 2;
+pub const DUP: u8 = 1 << 3;
+pub const NEW: u8 = 1 << 4;
+pub const NEW_ACK: u8 = 1 << 5;
+pub const ADV: u8 = 1 << 6;
+/// A SYN with another sequence number inside a direction that has already started (a stray
+/// SYN-ACK): it takes no part in the state.
+pub const STRAY: u8 = 1 << 7;
+
+/// The packet columns (one entry per packet, capture order). `ack` and `win` hold [`MISSING`]
+/// where the packet has none.
+pub struct Packets<'a> {
+    pub flow: &'a [u32],
+    pub dir: &'a [i8],
+    pub seq: &'a [i64],
+    pub len: &'a [u32],
+    pub flags: &'a [u8],
+    pub ack: &'a [i64],
+    pub win: &'a [i64],
+}
+
+/// Per-packet state, packet order. i64 columns hold [`MISSING`] for "none yet".
+#[derive(Debug, Default)]
+pub struct State {
+    /// Row numbers grouped by direction (ascending `g`, packet order within one).
+    pub order: Vec<u32>,
+    /// Direction id `2·flow + dir` of every packet.
+    pub g: Vec<u64>,
+    /// Highest segment end sent by this direction before the packet (Wireshark's `nextseq`).
+    pub nxt: Vec<i64>,
+    /// Highest data end sent up to and including the packet.
+    pub hi_dend: Vec<i64>,
+    /// The bits [`GAP`] .. [`STRAY`].
+    pub bits: Vec<u8>,
+    /// Row of the other direction's latest packet before this one (-1: none).
+    pub r_i: Vec<i64>,
+    /// Highest ACK the other direction had sent by `r_i`.
+    pub r_hi_ack: Vec<i64>,
+    /// The window of the packet `r_i`.
+    pub r_win: Vec<i64>,
+}
+
+impl Packets<'_> {
+    /// Checks that every column has one entry per packet and every `dir` is 0 or 1.
+    pub fn validate(&self) -> Result<usize, String> {
+        let n = self.flow.len();
+        let lens = [
+            ("dir", self.dir.len()),
+            ("seq", self.seq.len()),
+            ("len", self.len.len()),
+            ("flags", self.flags.len()),
+            ("ack", self.ack.len()),
+            ("win", self.win.len()),
+        ];
+        for (name, l) in lens {
+            if l != n {
+                return Err(format!("column {name} has {l} values, flow has {n}"));
+            }
+        }
+        if n >= u32::MAX as usize {
+            return Err(format!("{n} packets: at most 2^32 - 2 per call"));
+        }
+        if let Some(i) = self.dir.iter().position(|&d| d != 0 && d != 1) {
+            return Err(format!("packet {i}: dir {} is not 0 or 1", self.dir[i]));
+        }
+        Ok(n)
+    }
+
+    fn gid(&self, i: usize) -> u64 {
+        2 * u64::from(self.flow[i]) + u64::from(self.dir[i] == 1)
+    }
+}
+
+/// Rows grouped by a key: dense ids in ascending key order, their bounds and the stable order.
+pub struct Groups {
+    /// The distinct keys, ascending.
+    pub keys: Vec<u64>,
+    /// Dense id (index into `keys`) of every row.
+    pub id: Vec<u32>,
+    /// Rows of group k: `order[starts[k]..starts[k + 1]]`.
+    pub starts: Vec<usize>,
+    /// Row numbers, grouped (a stable counting sort: packet order within a group).
+    pub order: Vec<u32>,
+}
+
+impl Groups {
+    /// The dense id of `key`, if any row has it.
+    pub fn find(&self, key: u64) -> Option<u32> {
+        self.keys.binary_search(&key).ok().map(|k| k as u32)
+    }
+}
+
+/// Groups rows by `keys` (one per row).
+pub fn group_keys(keys: &[u64]) -> Groups {
+    let n = keys.len();
+    let top = keys.iter().copied().max().unwrap_or(0);
+    // keys dense enough to count (the usual flow ids), else sorted and searched
+    let (uniq, id): (Vec<u64>, Vec<u32>) = if top < 4 * n as u64 + 1024 {
+        let mut lut = vec![u32::MAX; top as usize + 1];
+        for &key in keys {
+            lut[key as usize] = 0;
+        }
+        let mut uniq = Vec::new();
+        for (key, slot) in lut.iter_mut().enumerate() {
+            if *slot == 0 {
+                *slot = uniq.len() as u32;
+                uniq.push(key as u64);
+            }
+        }
+        let id = keys.iter().map(|&key| lut[key as usize]).collect();
+        (uniq, id)
+    } else {
+        let mut uniq = keys.to_vec();
+        uniq.sort_unstable();
+        uniq.dedup();
+        let id = keys
+            .iter()
+            .map(|&key| uniq.binary_search(&key).map_or(0, |k| k as u32))
+            .collect();
+        (uniq, id)
+    };
+    let mut starts = vec![0usize; uniq.len() + 1];
+    for &k in &id {
+        starts[k as usize + 1] += 1;
+    }
+    for k in 0..uniq.len() {
+        starts[k + 1] += starts[k];
+    }
+    let mut fill = starts.clone();
+    let mut order = vec![0u32; n];
+    for (i, &k) in id.iter().enumerate() {
+        order[fill[k as usize]] = i as u32;
+        fill[k as usize] += 1;
+    }
+    Groups {
+        keys: uniq,
+        id,
+        starts,
+        order,
+    }
+}
+
+/// Per packet, the row of the other direction's latest packet before it (-1: none yet).
+fn other_rows(gr: &Groups) -> Vec<i64> {
+    let other: Vec<Option<u32>> = gr.keys.iter().map(|&key| gr.find(key ^ 1)).collect();
+    let mut last = vec![-1i64; gr.keys.len()];
+    let mut out = Vec::with_capacity(gr.id.len());
+    for (i, &k) in gr.id.iter().enumerate() {
+        out.push(other[k as usize].map_or(-1, |o| last[o as usize]));
+        last[k as usize] = i as i64;
+    }
+    out
+}
+
+/// One direction's results, in its packet order.
+struct DirOut {
+    nxt: Vec<i64>,
+    hi_dend: Vec<i64>,
+    hi_ack: Vec<i64>,
+    bits: Vec<u8>,
+    /// Keep-alive by the first-pass rule (`nextseq` with zero-window probes included); only
+    /// the duplicate-ACK rule reads it.
+    ka1: Vec<bool>,
+}
+
+/// The running state of one direction (Wireshark's `tcp_flow_t`, the parts used here).
+#[derive(Default)]
+struct Flow {
+    /// `nextseq` from every packet: the keep-alive rule of the duplicate-ACK test reads it.
+    nxt_all: Option<i64>,
+    /// `nextseq` from every packet that cannot be a zero-window probe: the probe rule reads it.
+    nxt_plain: Option<i64>,
+    /// `nextseq` as Wireshark keeps it (zero-window probes do not advance it).
+    nxt: Option<i64>,
+    hi_dend: Option<i64>,
+    hi_ack: Option<i64>,
+    prev_win: i64,
+    prev_ack: i64,
+    /// The sequence number of this direction's SYN, when it started with one.
+    syn_seq: Option<i64>,
+}
+
+fn above(x: i64, m: Option<i64>) -> bool {
+    m.is_none_or(|m| x > m)
+}
+
+fn raise(m: &mut Option<i64>, x: i64) {
+    *m = Some(m.map_or(x, |m| m.max(x)));
+}
+
+impl Flow {
+    fn new() -> Self {
+        Flow {
+            prev_win: MISSING,
+            prev_ack: MISSING,
+            ..Flow::default()
+        }
+    }
+
+    /// A SYN with another ISN after this direction has started (a stray SYN-ACK inside an
+    /// established connection) lies outside the connection's sequence space: it never moves
+    /// nextseq, the highest data end or the highest ACK (it once gave 99 MB in flight).
+    /// Wireshark 4.0 re-bases the direction on it instead and then shows no bytes in flight
+    /// (docs/analysis.md). A retransmitted SYN (same sequence number) is no stray.
+    fn stray(&mut self, seq: i64, fl: u8) -> bool {
+        if fl & SYN == 0 {
+            return false;
+        }
+        if self.nxt_all.is_some() && self.syn_seq != Some(seq) {
+            return true;
+        }
+        self.syn_seq = Some(seq);
+        false
+    }
+
+    /// One packet: its state bits and `nxt` before it; then the running state advances.
+    fn step(
+        &mut self,
+        seq: i64,
+        len: i64,
+        fl: u8,
+        ack: i64,
+        win: i64,
+        peer_win: i64,
+    ) -> (u8, Option<i64>, bool) {
+        if self.stray(seq, fl) {
+            return (STRAY, self.nxt, false);
+        }
+        let syn_fin = fl & (SYN | FIN) != 0;
+        let sfr = fl & (SYN | FIN | RST) != 0;
+        // SYN and FIN occupy one sequence number each (RFC 9293 §3.4)
+        let end = seq + len + i64::from(syn_fin);
+        let mut bits = 0u8;
+        // keep-alive (packet-tcp.c): 0 or 1 byte at nextseq - 1, no SYN/FIN/RST
+        let ka1 = len <= 1 && !sfr && self.nxt_all.is_some_and(|n| seq == n - 1);
+        // zero-window probe (packet-tcp.c): 1 byte at nextseq while the peer's window is 0;
+        // it does not advance nextseq, so a repeated probe is a probe again
+        let cand = len == 1 && peer_win == 0;
+        let zwp = cand && self.nxt_plain == Some(seq);
+        let eff = if zwp { seq } else { end };
+        let nxt = self.nxt;
+        if len <= 1 && !sfr && nxt.is_some_and(|n| seq == n - 1) {
+            bits |= KEEPALIVE;
+        }
+        // lost segment (tcp.analysis.lost_segment): starts above nextseq; RST excepted
+        if fl & RST == 0 && nxt.is_some_and(|n| seq > n) {
+            bits |= GAP;
+        }
+        // the first transmission of this end: data, SYN or FIN whose end exceeds nextseq
+        if (len > 0 || syn_fin) && above(eff, nxt) {
+            bits |= ADV;
+        }
+        // new data: its end raises the highest data end sent
+        if len > 0 && above(seq + len, self.hi_dend) {
+            bits |= NEW;
+        }
+        // duplicate ACK (tcp.analysis.duplicate_ack): no payload, no SYN/FIN/RST, at nextseq,
+        // same ACK and same non-zero window as this direction's previous packet; a trace
+        // without windows (simulators) skips the window conditions
+        let same_win = win == MISSING || (win != 0 && win == self.prev_win);
+        if same_win
+            && len == 0
+            && !sfr
+            && nxt == Some(seq)
+            && ack != MISSING
+            && ack == self.prev_ack
+        {
+            bits |= DUP;
+        }
+        // the highest ACK this direction has sent (Wireshark's lastack); ACK flag needed
+        let has_ack = fl & ACK != 0 && ack != MISSING;
+        if has_ack && above(ack, self.hi_ack) {
+            bits |= NEW_ACK;
+        }
+        if zwp {
+            bits |= ZWP;
+        }
+        raise(&mut self.nxt_all, end);
+        if !cand {
+            raise(&mut self.nxt_plain, end);
+        }
+        raise(&mut self.nxt, eff);
+        if len > 0 {
+            raise(&mut self.hi_dend, seq + len);
+        }
+        if has_ack {
+            raise(&mut self.hi_ack, ack);
+        }
+        self.prev_win = win;
+        self.prev_ack = ack;
+        (bits, nxt, ka1)
+    }
+}
+
+/// Walks one direction's packets (`rows`, packet order).
+fn direction(p: &Packets, rows: &[u32], r_i: &[i64]) -> DirOut {
+    let m = rows.len();
+    let mut out = DirOut {
+        nxt: Vec::with_capacity(m),
+        hi_dend: Vec::with_capacity(m),
+        hi_ack: Vec::with_capacity(m),
+        bits: Vec::with_capacity(m),
+        ka1: Vec::with_capacity(m),
+    };
+    let mut f = Flow::new();
+    for &row in rows {
+        let i = row as usize;
+        let r = r_i[i];
+        let peer_win = if r >= 0 { p.win[r as usize] } else { MISSING };
+        let (bits, nxt, ka1) = f.step(
+            p.seq[i],
+            i64::from(p.len[i]),
+            p.flags[i],
+            p.ack[i],
+            p.win[i],
+            peer_win,
+        );
+        out.bits.push(bits);
+        out.ka1.push(ka1);
+        out.nxt.push(nxt.unwrap_or(MISSING));
+        out.hi_dend.push(f.hi_dend.unwrap_or(MISSING));
+        out.hi_ack.push(f.hi_ack.unwrap_or(MISSING));
+    }
+    out
+}
+
+/// The per-packet state of every direction (see the module docs).
+pub fn analyze(p: &Packets) -> Result<State, String> {
+    let n = p.validate()?;
+    let g: Vec<u64> = (0..n).map(|i| p.gid(i)).collect();
+    let gr = group_keys(&g);
+    let r_i = other_rows(&gr);
+    let bounds: Vec<(usize, usize)> = gr.starts.windows(2).map(|w| (w[0], w[1])).collect();
+    let dirs: Vec<DirOut> = bounds
+        .par_iter()
+        .map(|&(s, e)| direction(p, &gr.order[s..e], &r_i))
+        .collect();
+    let mut st = State {
+        nxt: vec![MISSING; n],
+        hi_dend: vec![MISSING; n],
+        bits: vec![0; n],
+        r_hi_ack: vec![MISSING; n],
+        r_win: vec![MISSING; n],
+        ..State::default()
+    };
+    let mut hi_ack = vec![MISSING; n];
+    let mut ka1 = vec![false; n];
+    for (&(s, _), d) in bounds.iter().zip(&dirs) {
+        for (k, &row) in gr.order[s..s + d.bits.len()].iter().enumerate() {
+            let i = row as usize;
+            st.nxt[i] = d.nxt[k];
+            st.hi_dend[i] = d.hi_dend[k];
+            st.bits[i] = d.bits[k];
+            hi_ack[i] = d.hi_ack[k];
+            ka1[i] = d.ka1[k];
+        }
+    }
+    drop(dirs);
+    for (i, &r) in r_i.iter().enumerate() {
+        if r < 0 {
+            continue;
+        }
+        let r = r as usize;
+        // Wireshark: the ACK of a keep-alive is not a duplicate ACK
+        if ka1[r] {
+            st.bits[i] &= !DUP;
+        }
+        st.r_hi_ack[i] = hi_ack[r];
+        st.r_win[i] = p.win[r];
+    }
+    st.order = gr.order;
+    st.g = g;
+    st.r_i = r_i;
+    Ok(st)
+}
+
+#[cfg(test)]
+mod tests;

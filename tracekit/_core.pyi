@@ -1,0 +1,19 @@
+"""Type stubs of the compiled core (the Rust crate at the repository root, built by maturin)."""
+
+import numpy as np
+import numpy.typing as npt
+
+def version() -> str: ...
+
+# src/state: per-connection TCP state
+def tcp_state(
+    flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int8], seq: npt.NDArray[np.int64],
+    len: npt.NDArray[np.uint32], flags: npt.NDArray[np.uint8], ack: npt.NDArray[np.int64],
+    win: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint8],
+           npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+def tcp_flight(
+    flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int8], seq: npt.NDArray[np.int64],
+    len: npt.NDArray[np.uint32], flags: npt.NDArray[np.uint8], ack: npt.NDArray[np.int64],
+    gap: npt.NDArray[np.bool_], stray: npt.NDArray[np.bool_],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]: ...
