@@ -6,6 +6,8 @@
 
 use pyo3::prelude::*;
 
+pub mod capture;
+
 /// The crate's version, for `tracekit formats --verbose` and bug reports.
 #[pyfunction]
 fn version() -> &'static str {
@@ -16,5 +18,7 @@ fn version() -> &'static str {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(capture::py::read_capture, m)?)?;
+    m.add_function(wrap_pyfunction!(capture::py::linktypes, m)?)?;
     Ok(())
 }

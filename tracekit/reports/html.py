@@ -264,7 +264,7 @@ def _started(m: dict[str, Any]) -> str | None:
 
 
 def _linktypes(m: dict[str, Any]) -> str | None:
-    from tracekit.parsers._link import SUPPORTED_LINKTYPES
+    from tracekit.parsers._capture import SUPPORTED_LINKTYPES
 
     lts = m.get("linktypes")
     if not lts:
