@@ -24,7 +24,7 @@ from tracekit.cli import main
 from tracekit.errors import CorruptTraceError, TruncatedError, UnknownFormatError
 from tracekit.parsers._dense import lookup, sorted_unique
 from tracekit.parsers._epochs import pair_groups
-from tracekit.parsers.pcap import walk_records
+
 
 PKTS, EXPECTED = craft.conversation()
 FRAMES = [craft.ether(p) for p in PKTS]

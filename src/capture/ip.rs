@@ -4,7 +4,7 @@
 //! for what a row holds; lengths are never trusted beyond the captured bytes (headers-only
 //! captures keep their TCP header; payload lengths come from the IP header).
 
-use super::bytes::{be16, be32, be64, u8_at};
+use super::bytes::{be16, be32, be64, u8_at, Source};
 use super::link::link;
 use super::reasm::{Fragment, Head, Reassembler};
 use super::{Limits, Records, Warn};
@@ -155,7 +155,7 @@ struct Frag {
 
 /// Decode every record into rows; warnings and counts are appended in log order.
 pub fn decode(
-    data: &[u8],
+    src: &mut dyn Source,
     recs: &Records,
     t0: i64,
     limits: &Limits,
@@ -166,19 +166,18 @@ pub fn decode(
     let mut ra = Reassembler::new(limits);
     let mut t = Tallies::default();
     for i in 0..recs.len() {
-        let off = recs.data_off.get(i).map_or(0, |&o| o as usize);
+        let off = recs.data_off.get(i).copied().unwrap_or(0);
         let cap = recs.caplen.get(i).map_or(0, |&c| c as usize);
-        let pkt = data.get(off..off.saturating_add(cap)).unwrap_or(&[]);
+        let pkt = src.get(off, cap).unwrap_or(&[]);
         let ts = recs.ts_ns.get(i).copied().unwrap_or(0);
         let p = Packet {
             frame: i as u64 + 1,
             chunk: i / CHUNK,
-            off,
             time: (ts.wrapping_sub(t0)) as f64 * (1.0 / 1e9),
             size: recs.origlen.get(i).copied().unwrap_or(0),
             caplen: cap as u32,
         };
-        packet(data, pkt, recs.linktype_of(i), &p, &mut ra, &mut t, &mut rows);
+        packet(pkt, recs.linktype_of(i), &p, &mut ra, &mut t, &mut rows);
     }
     let mut items: Vec<(usize, usize, Warn)> = Vec::new();
     let mut add = |k: usize, tl: &Tally, w: Warn| {
@@ -209,13 +208,12 @@ pub fn decode(
 struct Packet {
     frame: u64,
     chunk: usize,
-    off: usize,
     time: f64,
     size: u32,
     caplen: u32,
 }
 
-fn packet(data: &[u8], pkt: &[u8], lt: u32, p: &Packet, ra: &mut Reassembler, t: &mut Tallies, rows: &mut Rows) {
+fn packet(pkt: &[u8], lt: u32, p: &Packet, ra: &mut Reassembler, t: &mut Tallies, rows: &mut Rows) {
     let (l3, ipv) = link(pkt, lt);
     if ipv == 0 {
         t.non_ip.add(p.chunk, p.frame);
@@ -230,16 +228,16 @@ fn packet(data: &[u8], pkt: &[u8], lt: u32, p: &Packet, ra: &mut Reassembler, t:
     let is4 = ipv == 4;
     let net = if is4 { ipv4(pkt, l3) } else { ipv6(pkt, l3) };
     let (mut size, mut caplen) = (p.size, p.caplen);
-    let (mut seg, mut l4, mut l4len, mut nh) = (pkt, net.l4, net.l4len, net.nh);
+    let (mut l4, mut l4len, mut nh) = (net.l4, net.l4len, net.nh);
+    let mut head = None;
     let mut frag = net.frag.is_some_and(|f| f.is_frag) && !net.bad;
     if let (true, Some(f)) = (frag, net.frag) {
         if f.unread {
             ra.unread += 1; // a Fragment header cut by the snap length: nothing to reassemble
         } else if let Some(d) = ra.add(&fragment(p, pkt, l3, is4, &net, &f)) {
             // Wireshark: the completing frame carries the datagram's transport header.
-            let start = d.head.frame_off;
-            seg = data.get(start..start.saturating_add(d.head.end)).unwrap_or(&[]);
-            l4 = d.head.l4;
+            head = Some(d.head);
+            l4 = 0;
             l4len = d.l4len;
             nh = d.head.proto;
             size = u32::try_from(d.size).unwrap_or(u32::MAX);
@@ -251,6 +249,7 @@ fn packet(data: &[u8], pkt: &[u8], lt: u32, p: &Packet, ra: &mut Reassembler, t:
         t.impossible.add(p.chunk, p.frame);
     }
     let l4len = l4len.max(0);
+    let seg = head.as_ref().map_or(pkt, |h| h.header());
     let mut row = Row { proto: 2, ..Row::default() };
     if !frag && !net.bad {
         if nh == ip_number::TCP.0 {
@@ -298,7 +297,7 @@ fn fragment(p: &Packet, pkt: &[u8], l3: usize, is4: bool, net: &Net, f: &Frag) -
         length: dlen,
         more: f.more,
         hdr,
-        head: Head { frame_off: p.off, l4: net.l4, skip: net.l4 as i64 - f.data as i64, end, proto: net.nh },
+        head: Head::new(pkt.get(..end).unwrap_or(pkt), net.l4, net.l4 as i64 - f.data as i64, net.nh),
         size: p.size.into(),
         caplen: p.caplen.into(),
     }

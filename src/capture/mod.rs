@@ -182,11 +182,11 @@ pub enum Format {
 }
 
 /// Read a whole pcap or pcapng file.
-pub fn read(data: &[u8], format: Format, limits: &Limits) -> Result<Capture, Failure> {
+pub fn read(src: &mut dyn bytes::Source, format: Format, limits: &Limits) -> Result<Capture, Failure> {
     let mut warnings = Vec::new();
     let (recs, meta) = match format {
-        Format::Pcap => pcap::read(data, limits, &mut warnings),
-        Format::Pcapng => pcapng::read(data, limits, &mut warnings),
+        Format::Pcap => pcap::read(src, limits, &mut warnings),
+        Format::Pcapng => pcapng::read(src, limits, &mut warnings),
     }
     .map_err(|mut f| {
         f.warnings = std::mem::take(&mut warnings);
@@ -218,7 +218,7 @@ pub fn read(data: &[u8], format: Format, limits: &Limits) -> Result<Capture, Fai
     let t0 = recs.ts_ns.first().copied();
     let back = recs.ts_ns.windows(2).filter(|w| w[1] < w[0]).count() as u64;
     let mut counts = Vec::new();
-    let rows = ip::decode(data, &recs, t0.unwrap_or(0), limits, &mut warnings, &mut counts);
+    let rows = ip::decode(src, &recs, t0.unwrap_or(0), limits, &mut warnings, &mut counts);
     if back > 0 {
         warnings.push(Warn::new("W-NONMONOTONIC", "timestamps go backwards (frame order kept)", back));
     }

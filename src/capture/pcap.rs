@@ -5,7 +5,7 @@
 //! `a1b23c4d` nanoseconds, byte-swapped magics big-endian header fields (libpcap's
 //! sf-pcap.c). The record walk is ours: its stop reasons and located errors are tracekit's.
 
-use super::bytes::Endian;
+use super::bytes::{Endian, Source};
 use super::{commas, Failure, Kind, Limits, Meta, Records, Warn};
 use pcap_parser::pcap::parse_pcap_header;
 
@@ -40,8 +40,10 @@ fn header(data: &[u8], big: bool) -> Option<(u16, u16, u32, u32)> {
 }
 
 /// Read a pcap file's header and records (not their packets).
-pub fn read(data: &[u8], limits: &Limits, warnings: &mut Vec<Warn>) -> Result<(Records, Meta), Failure> {
-    let n = data.len();
+pub fn read(src: &mut dyn Source, limits: &Limits, warnings: &mut Vec<Warn>) -> Result<(Records, Meta), Failure> {
+    let n = usize::try_from(src.size()).unwrap_or(usize::MAX);
+    let data = src.get(0, n.min(FILE_HEADER)).unwrap_or(&[]).to_vec();
+    let data = data.as_slice();
     if n == 0 {
         return Err(Failure::new(Kind::Unknown, "empty file (0 bytes)").at(None, None).hint("the capture was not written"));
     }
@@ -78,16 +80,16 @@ pub fn read(data: &[u8], limits: &Limits, warnings: &mut Vec<Warn>) -> Result<(R
     let e = Endian { big };
     let mut recs = Records { linktype, ..Records::default() };
     let walk = Walk { e, rec_len, cap_at: if swapped { 12 } else { 8 } };
-    let stop = walk.run(data, limits, &mut recs.data_off)?;
+    let stop = walk.run(src, limits, &mut recs.data_off)?;
     let nrec = recs.data_off.len();
     if let Some((reason, at)) = stop {
         warnings.push(
             Warn::new("W-TRUNCATED", format!("last record is cut short ({reason}); kept the {} packets before it", commas(nrec as u64)), 1)
-                .at(Some(at as u64), Some(nrec as u64 + 1))
+                .at(Some(at), Some(nrec as u64 + 1))
                 .hint("the capture was cut short; rerun without --strict to keep them"),
         );
     }
-    let tallies = fill(data, &mut recs, e, nanos, swapped, fcs, snaplen, rec_len);
+    let tallies = fill(src, &mut recs, e, nanos, swapped, fcs, snaplen, rec_len);
     let texts = [
         "microsecond fraction >= 1,000,000 (carried into the seconds)",
         "captured length larger than the original length (original length raised)",
@@ -114,26 +116,26 @@ struct Walk {
 impl Walk {
     /// Header offsets of the complete records into `offs`; the stop reason and offset when the
     /// file ends inside a record; an error at a captured length over the maximum.
-    fn run(&self, data: &[u8], limits: &Limits, offs: &mut Vec<u64>) -> Result<Option<(&'static str, usize)>, Failure> {
-        let n = data.len();
-        let mut p = FILE_HEADER;
+    fn run(&self, src: &mut dyn Source, limits: &Limits, offs: &mut Vec<u64>) -> Result<Option<(&'static str, u64)>, Failure> {
+        let n = src.size();
+        let mut p = FILE_HEADER as u64;
         let failed = loop {
-            let Some(cap) = self.e.u32(data, p + self.cap_at) else { break p };
+            let Some(cap) = src.u32(self.e, p + self.cap_at as u64) else { break p };
             if u64::from(cap) > limits.max_caplen {
                 return Err(Failure::corrupt(
                     format!("record claims a captured length of {} bytes, beyond the maximum of {}", commas(cap.into()), commas(limits.max_caplen)),
-                    p as u64,
+                    p,
                 )
-                .at(Some(p as u64), Some(offs.len() as u64 + 1))
+                .at(Some(p), Some(offs.len() as u64 + 1))
                 .hint(format!("the file is corrupt from here on; `editcap -r` can cut it to the first {} packets", commas(offs.len() as u64))));
             }
-            offs.push(p as u64);
-            p = p.saturating_add(self.rec_len + cap as usize);
+            offs.push(p);
+            p = p.saturating_add(self.rec_len as u64 + u64::from(cap));
         };
         if failed > n {
             // the last record runs past the end of the file: its data, or its header
-            let last = offs.pop().unwrap_or(0) as usize;
-            let reason = if last + self.rec_len <= n { "truncated-data" } else { "truncated-header" };
+            let last = offs.pop().unwrap_or(0);
+            let reason = if last + self.rec_len as u64 <= n { "truncated-data" } else { "truncated-header" };
             return Ok(Some((reason, last)));
         }
         Ok((failed < n).then_some(("truncated-header", failed)))
@@ -143,15 +145,14 @@ impl Walk {
 /// Timestamps and lengths of every record, from its header; returns the counts of
 /// microsecond fractions >= 10^6, captured > original lengths, captured > snaplen.
 #[allow(clippy::too_many_arguments)]
-fn fill(data: &[u8], recs: &mut Records, e: Endian, nanos: bool, swapped: bool, fcs: u32, snaplen: u32, rec_len: usize) -> [u64; 3] {
+fn fill(src: &mut dyn Source, recs: &mut Records, e: Endian, nanos: bool, swapped: bool, fcs: u32, snaplen: u32, rec_len: usize) -> [u64; 3] {
     let mut k = [0u64; 3];
     let n = recs.data_off.len();
     recs.ts_ns.reserve(n);
     recs.caplen.reserve(n);
     recs.origlen.reserve(n);
     for o in recs.data_off.iter_mut() {
-        let at = *o as usize;
-        let f = |i: usize| i64::from(e.u32(data, at + 4 * i).unwrap_or(0));
+        let mut f = |i: u64| i64::from(src.u32(e, *o + 4 * i).unwrap_or(0));
         let (sec, frac, mut cap, mut orig) = (f(0), f(1), f(2), f(3));
         if swapped {
             std::mem::swap(&mut cap, &mut orig);
@@ -182,6 +183,7 @@ fn fill(data: &[u8], recs: &mut Records, e: Endian, nanos: bool, swapped: bool, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capture::bytes::Mem;
 
     fn file(records: &[(u32, u32, &[u8])]) -> Vec<u8> {
         let mut d = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
@@ -201,7 +203,7 @@ mod tests {
     fn records_and_timestamps() {
         let d = file(&[(1, 5, &[1, 2, 3]), (2, 0, &[4])]);
         let mut w = Vec::new();
-        let (r, _) = read(&d, &Limits::default(), &mut w).unwrap();
+        let (r, _) = read(&mut Mem(&d), &Limits::default(), &mut w).unwrap();
         assert_eq!(r.data_off, vec![40, 59]);
         assert_eq!(r.ts_ns, vec![1_000_005_000, 2_000_000_000]);
         assert_eq!(r.caplen, vec![3, 1]);
@@ -213,7 +215,7 @@ mod tests {
         let mut d = file(&[(1, 0, &[1, 2, 3]), (2, 0, &[4, 5, 6, 7])]);
         d.truncate(d.len() - 2);
         let mut w = Vec::new();
-        let (r, _) = read(&d, &Limits::default(), &mut w).unwrap();
+        let (r, _) = read(&mut Mem(&d), &Limits::default(), &mut w).unwrap();
         assert_eq!(r.len(), 1);
         assert_eq!(w[0].code, "W-TRUNCATED");
         assert!(w[0].message.contains("(truncated-data)"));
@@ -224,13 +226,13 @@ mod tests {
     fn huge_caplen_is_a_located_error() {
         let mut d = file(&[(1, 0, &[1])]);
         d[32..36].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
-        let e = read(&d, &Limits::default(), &mut Vec::new()).unwrap_err();
+        let e = read(&mut Mem(&d), &Limits::default(), &mut Vec::new()).unwrap_err();
         assert_eq!((e.kind, e.offset, e.frame), (Kind::Corrupt, Some(24), Some(1)));
     }
 
     #[test]
     fn not_pcap() {
-        let e = read(b"hello world, this is text", &Limits::default(), &mut Vec::new()).unwrap_err();
+        let e = read(&mut Mem(b"hello world, this is text"), &Limits::default(), &mut Vec::new()).unwrap_err();
         assert_eq!(e.kind, Kind::Unknown);
         assert!(e.message.contains("68656c6c"));
     }

@@ -7,7 +7,7 @@
 //! as Wireshark numbers them. pcap-parser's block type constants name the blocks; the block
 //! walk and checks are ours, so that every refusal names the block number and its offset.
 
-use super::bytes::Endian;
+use super::bytes::{Endian, Source};
 use super::{commas, Failure, Interface, Limits, Meta, Records, Text, Warn};
 use pcap_parser::pcapng::{DSB_MAGIC, EPB_MAGIC, IDB_MAGIC, ISB_MAGIC, NRB_MAGIC, SHB_MAGIC, SPB_MAGIC};
 
@@ -32,29 +32,29 @@ pub const MAX_SEC: i64 = 9_000_000_000;
 /// One block found by the walk.
 #[derive(Clone, Copy)]
 struct Block {
-    off: usize,
+    off: u64,
     btype: u32,
     len: u32,
     e: Endian,
     section: usize,
 }
 
-fn corrupt(msg: String, block: usize, offset: usize) -> Failure {
-    Failure::corrupt(format!("block {}: {msg}", commas(block as u64)), offset as u64)
+fn corrupt(msg: String, block: usize, offset: u64) -> Failure {
+    Failure::corrupt(format!("block {}: {msg}", commas(block as u64)), offset)
         .hint("the file is damaged from here on; `editcap -r` can keep the packets before it")
 }
 
 /// The block chain. The SHB type `0A0D0D0A` reads the same in both byte orders, so a section
 /// is recognised before its byte order is known (pcapng §4.1).
-fn walk(data: &[u8], limits: &Limits, blocks: &mut Vec<Block>) -> Result<(Option<usize>, usize), Failure> {
-    let n = data.len();
-    let mut off = 0usize;
+fn walk(src: &mut dyn Source, limits: &Limits, blocks: &mut Vec<Block>) -> Result<(Option<u64>, usize), Failure> {
+    let n = src.size();
+    let mut off = 0u64;
     let mut e = Endian { big: false };
     let mut sections = 0usize;
     loop {
-        let Some(btype) = e.u32(data, off) else { break };
+        let Some(btype) = src.u32(e, off) else { break };
         if btype == SHB_MAGIC {
-            match data.get(off + 8..off + 12) {
+            match src.get(off + 8, 4) {
                 Some([0x4d, 0x3c, 0x2b, 0x1a]) => e = Endian { big: false },
                 Some([0x1a, 0x2b, 0x3c, 0x4d]) => e = Endian { big: true },
                 Some(bom) => {
@@ -65,7 +65,7 @@ fn walk(data: &[u8], limits: &Limits, blocks: &mut Vec<Block>) -> Result<(Option
             }
             sections += 1;
         }
-        let Some(len) = e.u32(data, off + 4) else { break };
+        let Some(len) = src.u32(e, off + 4) else { break };
         if len < 12 || len & 3 != 0 || u64::from(len) > limits.max_block_bytes {
             if u64::from(len) > limits.max_block_bytes && len & 3 == 0 {
                 return Err(corrupt(
@@ -78,7 +78,7 @@ fn walk(data: &[u8], limits: &Limits, blocks: &mut Vec<Block>) -> Result<(Option
             let what = if len < 12 { "less than 12" } else { "not a multiple of 4" };
             return Err(corrupt(format!("block length {} is {what}", commas(len.into())), blocks.len() + 1, off));
         }
-        let end = off + len as usize;
+        let end = off + u64::from(len);
         if end > n {
             return Ok((Some(off), sections)); // the last block runs past the end of the file
         }
@@ -89,26 +89,28 @@ fn walk(data: &[u8], limits: &Limits, blocks: &mut Vec<Block>) -> Result<(Option
 }
 
 /// A block's options (first value of each code) and whether they are well formed (pcapng §3.5).
-fn options(data: &[u8], start: usize, end: usize, e: Endian) -> (Vec<(u16, &[u8])>, bool) {
-    let mut out: Vec<(u16, &[u8])> = Vec::new();
-    let mut off = start;
+fn options(src: &mut dyn Source, start: u64, end: u64, e: Endian) -> (Vec<(u16, Vec<u8>)>, bool) {
+    let region = usize::try_from(end.saturating_sub(start)).ok().and_then(|n| src.get(start, n)).unwrap_or(&[]);
+    let end = region.len();
+    let mut out: Vec<(u16, Vec<u8>)> = Vec::new();
+    let mut off = 0usize;
     while off + 4 <= end {
-        let (Some(code), Some(len)) = (e.u16(data, off), e.u16(data, off + 2)) else { break };
+        let (Some(code), Some(len)) = (e.u16(region, off), e.u16(region, off + 2)) else { break };
         if code == 0 {
             return (out, true); // opt_endofopt
         }
         let len = usize::from(len);
-        let Some(v) = data.get(off + 4..off + 4 + len).filter(|_| off + 4 + len <= end) else { return (out, false) };
+        let Some(v) = region.get(off + 4..off + 4 + len) else { return (out, false) };
         if !out.iter().any(|(c, _)| *c == code) {
-            out.push((code, v));
+            out.push((code, v.to_vec()));
         }
         off += 4 + len + ((4 - len % 4) % 4);
     }
     (out, true)
 }
 
-fn opt<'a>(opts: &[(u16, &'a [u8])], code: u16) -> Option<&'a [u8]> {
-    opts.iter().find(|(c, _)| *c == code).map(|(_, v)| *v)
+fn opt(opts: &[(u16, Vec<u8>)], code: u16) -> Option<&[u8]> {
+    opts.iter().find(|(c, _)| *c == code).map(|(_, v)| v.as_slice())
 }
 
 fn text(v: Option<&[u8]>) -> Text {
@@ -116,20 +118,22 @@ fn text(v: Option<&[u8]>) -> Text {
 }
 
 /// Read a pcapng file's blocks and records (not their packets).
-pub fn read(data: &[u8], limits: &Limits, warnings: &mut Vec<Warn>) -> Result<(Records, Meta), Failure> {
-    if data.is_empty() {
+pub fn read(src: &mut dyn Source, limits: &Limits, warnings: &mut Vec<Warn>) -> Result<(Records, Meta), Failure> {
+    let n = src.size();
+    let head = src.get(0, n.min(4) as usize).unwrap_or(&[]).to_vec();
+    if head.is_empty() {
         return Err(Failure::new(super::Kind::Unknown, "empty file (0 bytes)").hint("the capture was not written"));
     }
-    if data.get(..4) != Some(&[0x0a, 0x0d, 0x0d, 0x0a]) {
-        let hex: Vec<String> = data.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    if head != [0x0a, 0x0d, 0x0d, 0x0a] {
+        let hex: Vec<String> = head.iter().map(|b| format!("{b:02x}")).collect();
         return Err(Failure::new(super::Kind::Unknown, format!("not a pcapng file (first bytes {})", hex.join(" ")))
             .at(Some(0), None)
             .hint("is it a classic pcap or a text trace? try without --format"));
     }
     let mut blocks = Vec::new();
-    let (cut, sections) = walk(data, limits, &mut blocks)?;
+    let (cut, sections) = walk(src, limits, &mut blocks)?;
     if sections == 0 || blocks.first().is_none_or(|b| b.btype != SHB_MAGIC) {
-        return Err(Failure::corrupt(format!("truncated section header block: {} bytes", data.len()), data.len() as u64)
+        return Err(Failure::corrupt(format!("truncated section header block: {n} bytes"), n)
             .hint("the file was cut short before the first packet"));
     }
     let nb = blocks.len();
@@ -140,10 +144,10 @@ pub fn read(data: &[u8], limits: &Limits, warnings: &mut Vec<Warn>) -> Result<(R
                 .hint("the capture was cut short; rerun without --strict to keep them"),
         );
     }
-    check_blocks(data, &blocks)?;
-    let shb = sections_of(data, &blocks)?;
-    let ifaces = interfaces(data, &blocks, warnings)?;
-    let (recs, used, simple, obsolete) = packets(data, &blocks, &ifaces, limits, warnings)?;
+    check_blocks(src, &blocks)?;
+    let shb = sections_of(src, &blocks)?;
+    let ifaces = interfaces(src, &blocks, warnings)?;
+    let (recs, used, simple, obsolete) = packets(src, &blocks, &ifaces, limits, warnings)?;
     let other = blocks.iter().filter(|b| !matches!(b.btype, SHB_MAGIC | IDB_MAGIC | EPB_MAGIC | PB_MAGIC | SPB_MAGIC) && !QUIET.contains(&b.btype));
     let first_other = blocks.iter().find(|b| !matches!(b.btype, SHB_MAGIC | IDB_MAGIC | EPB_MAGIC | PB_MAGIC | SPB_MAGIC) && !QUIET.contains(&b.btype));
     let n_other = other.count() as u64;
@@ -166,9 +170,9 @@ pub fn read(data: &[u8], limits: &Limits, warnings: &mut Vec<Warn>) -> Result<(R
 }
 
 /// Trailing lengths, then the minimum length of each block type.
-fn check_blocks(data: &[u8], blocks: &[Block]) -> Result<(), Failure> {
+fn check_blocks(src: &mut dyn Source, blocks: &[Block]) -> Result<(), Failure> {
     for (i, b) in blocks.iter().enumerate() {
-        let trailer = b.e.u32(data, b.off + b.len as usize - 4).unwrap_or(0);
+        let trailer = src.u32(b.e, b.off + u64::from(b.len) - 4).unwrap_or(0);
         if trailer != b.len {
             return Err(corrupt(
                 format!("trailing length {} differs from the leading length {}", commas(trailer.into()), commas(b.len.into())),
@@ -186,15 +190,15 @@ fn check_blocks(data: &[u8], blocks: &[Block]) -> Result<(), Failure> {
 }
 
 /// Section versions (only 1.x exists) and the first section's application/OS/hardware.
-fn sections_of(data: &[u8], blocks: &[Block]) -> Result<Option<(u16, u16, Text, Text, Text)>, Failure> {
+fn sections_of(src: &mut dyn Source, blocks: &[Block]) -> Result<Option<(u16, u16, Text, Text, Text)>, Failure> {
     let mut shb = None;
     for (i, b) in blocks.iter().enumerate().filter(|(_, b)| b.btype == SHB_MAGIC) {
-        let (major, minor) = (b.e.u16(data, b.off + 12).unwrap_or(0), b.e.u16(data, b.off + 14).unwrap_or(0));
+        let (major, minor) = (src.u16(b.e, b.off + 12).unwrap_or(0), src.u16(b.e, b.off + 14).unwrap_or(0));
         if major != 1 {
             return Err(corrupt(format!("section version {major}.{minor} (only 1.x exists)"), i + 1, b.off));
         }
         if shb.is_none() {
-            let (o, _) = options(data, b.off + 24, b.off + b.len as usize - 4, b.e);
+            let (o, _) = options(src, b.off + 24, b.off + u64::from(b.len) - 4, b.e);
             shb = Some((major, minor, text(opt(&o, OPT_USERAPPL)), text(opt(&o, OPT_OS)), text(opt(&o, OPT_HARDWARE))));
         }
     }
@@ -202,17 +206,17 @@ fn sections_of(data: &[u8], blocks: &[Block]) -> Result<Option<(u16, u16, Text, 
 }
 
 /// Every IDB's interface.
-fn interfaces(data: &[u8], blocks: &[Block], warnings: &mut Vec<Warn>) -> Result<Vec<Interface>, Failure> {
+fn interfaces(src: &mut dyn Source, blocks: &[Block], warnings: &mut Vec<Warn>) -> Result<Vec<Interface>, Failure> {
     let mut out = Vec::new();
     for (i, b) in blocks.iter().enumerate().filter(|(_, b)| b.btype == IDB_MAGIC) {
         let (o, e) = (b.off, b.e);
-        let (opts, ok) = options(data, o + 16, o + b.len as usize - 4, e);
+        let (opts, ok) = options(src, o + 16, o + u64::from(b.len) - 4, e);
         if !ok {
             warnings.push(Warn::new("W-OPTION", "interface option runs past its block (options after it ignored)", 1).at(Some(o as u64), None));
         }
         let mut itf = Interface {
-            linktype: e.u16(data, o + 8).unwrap_or(0).into(),
-            snaplen: e.u32(data, o + 12).unwrap_or(0),
+            linktype: src.u16(e, o + 8).unwrap_or(0).into(),
+            snaplen: src.u32(e, o + 12).unwrap_or(0),
             tsresol: 6, // default: 10^-6 s
             tsoffset: 0,
             fcslen: 0,
@@ -266,7 +270,7 @@ pub fn ts_to_ns(ts: u64, itf: &Interface) -> (i64, bool) {
 /// One packet block's fixed fields.
 struct Pkt {
     block: usize,
-    off: usize,
+    off: u64,
     spb: bool,
     iface: usize,
     caplen: u64,
@@ -276,7 +280,7 @@ struct Pkt {
 /// Packet blocks: interface, lengths (checked), timestamps; returns the records, the link
 /// types used, and the counts of simple and obsolete packet blocks.
 fn packets(
-    data: &[u8],
+    src: &mut dyn Source,
     blocks: &[Block],
     ifaces: &[Interface],
     limits: &Limits,
@@ -296,8 +300,8 @@ fn packets(
         }
         let (o, e) = (b.off, b.e);
         let local = match b.btype {
-            EPB_MAGIC => e.u32(data, o + 8).unwrap_or(0) as usize,
-            PB_MAGIC => usize::from(e.u16(data, o + 8).unwrap_or(0)), // then a 16-bit drop count
+            EPB_MAGIC => src.u32(e, o + 8).unwrap_or(0) as usize,
+            PB_MAGIC => usize::from(src.u16(e, o + 8).unwrap_or(0)), // then a 16-bit drop count
             SPB_MAGIC => 0,                                           // SPB: interface 0 (pcapng §4.4)
             _ => continue,
         };
@@ -313,8 +317,8 @@ fn packets(
         let spb = b.btype == SPB_MAGIC;
         simple += u64::from(spb);
         obsolete += u64::from(b.btype == PB_MAGIC);
-        let caplen = if spb { 0 } else { e.u32(data, o + 20).unwrap_or(0).into() };
-        let origlen = e.u32(data, o + if spb { 8 } else { 24 }).unwrap_or(0).into();
+        let caplen = if spb { 0 } else { src.u32(e, o + 20).unwrap_or(0).into() };
+        let origlen = src.u32(e, o + if spb { 8 } else { 24 }).unwrap_or(0).into();
         pk.push(Pkt { block: i, off: o, spb, iface: idb_at_section + local, caplen, origlen });
     }
     for p in pk.iter_mut() {
@@ -336,7 +340,7 @@ fn packets(
         )
         .hint("raise max_caplen in [limits] if the file is genuine"));
     }
-    let recs = records(data, &pk, blocks, ifaces, warnings);
+    let recs = records(src, &pk, blocks, ifaces, warnings);
     let mut used: Vec<u32> = pk.iter().filter_map(|p| ifaces.get(p.iface)).map(|f| f.linktype).collect();
     used.sort_unstable();
     used.dedup();
@@ -344,7 +348,7 @@ fn packets(
 }
 
 /// Per-record lengths, link types and timestamps, with their warnings.
-fn records(data: &[u8], pk: &[Pkt], blocks: &[Block], ifaces: &[Interface], warnings: &mut Vec<Warn>) -> Records {
+fn records(src: &mut dyn Source, pk: &[Pkt], blocks: &[Block], ifaces: &[Interface], warnings: &mut Vec<Warn>) -> Records {
     let mut r = Records::default();
     let (mut n_cap, mut n_snap, mut clamped, mut last_ts) = (0u64, 0u64, 0u64, 0i64);
     let none = Interface { linktype: 0, snaplen: 0, tsresol: 6, tsoffset: 0, fcslen: 0, name: None, section: 0 };
@@ -362,7 +366,7 @@ fn records(data: &[u8], pk: &[Pkt], blocks: &[Block], ifaces: &[Interface], warn
             last_ts // an SPB has no timestamp: the previous timed packet's time (0 before any)
         } else {
             let e = blocks.get(p.block).map_or(Endian { big: false }, |b| b.e);
-            let raw = (u64::from(e.u32(data, p.off + 12).unwrap_or(0)) << 32) | u64::from(e.u32(data, p.off + 16).unwrap_or(0));
+            let raw = (u64::from(src.u32(e, p.off + 12).unwrap_or(0)) << 32) | u64::from(src.u32(e, p.off + 16).unwrap_or(0));
             let (ns, bad) = ts_to_ns(raw, itf);
             clamped += u64::from(bad);
             last_ts = ns;
@@ -374,7 +378,7 @@ fn records(data: &[u8], pk: &[Pkt], blocks: &[Block], ifaces: &[Interface], warn
             cap = cap.min(orig.saturating_sub(fcs));
             orig = orig.saturating_sub(fcs);
         }
-        r.data_off.push((p.off + if p.spb { 12 } else { 28 }) as u64);
+        r.data_off.push(p.off + if p.spb { 12 } else { 28 });
         r.caplen.push(cap as u32);
         r.origlen.push(orig as u32);
         r.ts_ns.push(ts);
@@ -400,6 +404,7 @@ fn records(data: &[u8], pk: &[Pkt], blocks: &[Block], ifaces: &[Interface], warn
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capture::bytes::Mem;
 
     fn block(btype: u32, body: &[u8]) -> Vec<u8> {
         let len = (12 + body.len() + 3) / 4 * 4;
@@ -436,7 +441,7 @@ mod tests {
         let mut d = shb();
         d.extend(idb(&[9, 0, 1, 0, 9, 0, 0, 0, 0, 0, 0, 0])); // if_tsresol 10^-9
         d.extend(epb(0, 1_500_000_001, &[1, 2, 3]));
-        let (r, m) = read(&d, &Limits::default(), &mut Vec::new()).unwrap();
+        let (r, m) = read(&mut Mem(&d), &Limits::default(), &mut Vec::new()).unwrap();
         assert_eq!(r.ts_ns, vec![1_500_000_001]);
         assert_eq!(r.caplen, vec![3]);
         assert!(matches!(m, Meta::Pcapng { sections: 1, blocks: 3, .. }));
@@ -446,7 +451,7 @@ mod tests {
     fn packet_for_a_missing_interface_is_located() {
         let mut d = shb();
         d.extend(epb(0, 0, &[1]));
-        let e = read(&d, &Limits::default(), &mut Vec::new()).unwrap_err();
+        let e = read(&mut Mem(&d), &Limits::default(), &mut Vec::new()).unwrap_err();
         assert_eq!(e.offset, Some(28));
         assert!(e.message.starts_with("block 2: packet for interface 0"));
     }
@@ -459,11 +464,11 @@ mod tests {
         let n = p.len();
         p[n - 4] = 7;
         d.extend(p.clone());
-        let e = read(&d, &Limits::default(), &mut Vec::new()).unwrap_err();
+        let e = read(&mut Mem(&d), &Limits::default(), &mut Vec::new()).unwrap_err();
         assert!(e.message.contains("trailing length 7 differs"));
         d.truncate(d.len() - 6);
         let mut w = Vec::new();
-        read(&d, &Limits::default(), &mut w).unwrap();
+        read(&mut Mem(&d), &Limits::default(), &mut w).unwrap();
         assert_eq!(w[0].code, "W-TRUNCATED");
     }
 

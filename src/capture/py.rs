@@ -1,10 +1,12 @@
 //! The Python face of the capture reader: `tracekit._core.read_capture` and `linktypes`.
 //!
-//! The file's bytes come in through the buffer protocol (bytes or a read-only memory map,
-//! no copy), the reader runs without the GIL, and its columns go out as numpy arrays that
+//! The file comes in as a path (read through a window) or through the buffer protocol (bytes,
+//! no copy); the reader runs without the GIL, and its columns go out as numpy arrays that
 //! own the vectors (no copy, no per-packet Python object).
 
+use super::bytes::{FileSource, Mem};
 use super::{read, Failure, Format, Kind, Limits, Meta, Warn};
+use std::panic::AssertUnwindSafe;
 use numpy::IntoPyArray;
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
@@ -73,16 +75,18 @@ fn failure<'py>(py: Python<'py>, f: &Failure) -> PyResult<Bound<'py, PyDict>> {
     Ok(d)
 }
 
-/// Read a pcap or pcapng file's bytes into decoded rows (see `tracekit.parsers._capture`).
+/// Read a pcap or pcapng file into decoded rows (see `tracekit.parsers._capture`).
 ///
-/// Returns a dict: `error` (kind, message, offset, frame, hint) on failure; else `meta`,
-/// `warnings` [(code, message, count, offset, frame, hint)], `unsupported` link types,
-/// `counts`, `records`, `t0_ns`, `rows` {column: ndarray}, `v6` and `sack` column tuples.
+/// `source` is a path (read through a small window: the file is never resident) or a byte
+/// buffer (decompressed input). Returns a dict: `error` (kind, message, offset, frame, hint)
+/// on failure; else `meta`, `warnings` [(code, message, count, offset, frame, hint)],
+/// `unsupported` link types, `counts`, `records`, `t0_ns`, `rows` {column: ndarray}, and
+/// the `v6` and `sack` column tuples.
 #[pyfunction]
-#[pyo3(signature = (data, format, limits, timeout_text))]
+#[pyo3(signature = (source, format, limits, timeout_text))]
 pub fn read_capture<'py>(
     py: Python<'py>,
-    data: PyBuffer<u8>,
+    source: &Bound<'py, PyAny>,
     format: &str,
     limits: &Bound<'py, PyAny>,
     timeout_text: String,
@@ -93,16 +97,31 @@ pub fn read_capture<'py>(
         _ => return Err(PyValueError::new_err(format!("unknown capture format {format:?}"))),
     };
     let lim = limits_of(limits, timeout_text)?;
-    if !data.is_c_contiguous() || data.item_size() != 1 {
-        return Err(PyValueError::new_err("capture bytes must be a contiguous byte buffer"));
-    }
-    let (ptr, len) = (data.buf_ptr() as usize, data.len_bytes());
-    let got = py.detach(move || {
-        // SAFETY: the buffer export (`data`) outlives this call and is read-only; Python code
-        // cannot run while we read it except other threads, which cannot resize an exported buffer.
-        let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
-        std::panic::catch_unwind(|| read(bytes, fmt, &lim))
-    });
+    let got = if let Ok(path) = source.extract::<std::path::PathBuf>() {
+        let mut file = match FileSource::open(&path) {
+            Ok(f) => f,
+            Err(e) => return failure(py, &Failure::new(Kind::Unknown, format!("cannot read file: {e}"))),
+        };
+        py.detach(move || {
+            let r = std::panic::catch_unwind(AssertUnwindSafe(|| read(&mut file, fmt, &lim)));
+            match file.error {
+                Some(e) => Ok(Err(Failure::new(Kind::Corrupt, format!("read error: {e}")))),
+                None => r,
+            }
+        })
+    } else {
+        let data: PyBuffer<u8> = source.extract()?;
+        if !data.is_c_contiguous() {
+            return Err(PyValueError::new_err("capture bytes must be a contiguous byte buffer"));
+        }
+        let (ptr, len) = (data.buf_ptr() as usize, data.len_bytes());
+        py.detach(move || {
+            // SAFETY: the buffer export (`data`) outlives this call and is read-only (bytes, or
+            // a read-only map); an exported buffer cannot be resized by another thread.
+            let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+            std::panic::catch_unwind(|| read(&mut Mem(bytes), fmt, &lim))
+        })
+    };
     let cap = match got {
         Ok(Ok(c)) => c,
         Ok(Err(f)) => return failure(py, &f),

@@ -20,19 +20,32 @@ pub const MAX_DATAGRAM: i64 = 65535;
 /// (IP version, source, destination, protocol (IPv4 only), identification).
 pub type Key = (u8, u128, u128, u8, u32);
 
-/// Where the offset-0 fragment's transport header is (offsets inside its frame).
+/// The offset-0 fragment's transport header (a copy: the frame itself is gone by the time
+/// the datagram completes) and what the completing row needs from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Head {
-    /// Offset of that fragment's frame in the file.
-    pub frame_off: usize,
-    /// Transport header, relative to the frame.
-    pub l4: usize,
+    /// Its captured bytes from the transport header on, at most a TCP header's 60.
+    bytes: [u8; 60],
+    len: u8,
     /// Bytes of extension headers between the fragment's data and the transport header.
     pub skip: i64,
-    /// One past its last captured data byte, relative to the frame.
-    pub end: usize,
     /// Transport protocol number.
     pub proto: u8,
+}
+
+impl Head {
+    /// The header at `l4` of `captured` (the fragment's captured data).
+    pub fn new(captured: &[u8], l4: usize, skip: i64, proto: u8) -> Head {
+        let mut bytes = [0u8; 60];
+        let src = captured.get(l4..).unwrap_or(&[]);
+        let n = src.len().min(60);
+        bytes[..n].copy_from_slice(&src[..n]);
+        Head { bytes, len: n as u8, skip, proto }
+    }
+    /// The copied header bytes (what the frame had captured of them).
+    pub fn header(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
 }
 
 /// One fragment as the decoder read it.
@@ -265,7 +278,7 @@ mod tests {
             length,
             more,
             hdr: 20,
-            head: Head { frame_off: 100, l4: 34, skip: 0, end: 60, proto: 6 },
+            head: Head::new(&[0u8; 60], 34, 0, 6),
             size: 1514,
             caplen: 100,
         }

@@ -1,7 +1,7 @@
 """What pcap and pcapng reading share: the compiled reader, its warnings and errors, the frame.
 
-The file's bytes (a plain file is memory-mapped read-only; compressed input, bytes and streams
-go through :func:`tracekit._source.load`) are handed to ``tracekit._core.read_capture``, which
+The file (a plain file by its path; compressed input, bytes and streams through
+:func:`tracekit._source.load`) is handed to ``tracekit._core.read_capture``, which
 walks the records, decodes every header and reassembles IP fragments in one pass (Rust,
 ``src/capture/``) and returns numpy columns. Its warnings are replayed into the reader's
 :class:`~tracekit.trace.WarningLog` in the order they arose (strict mode raises the first), its
@@ -12,7 +12,6 @@ through tshark (:func:`fallback`). :func:`finish` is the tshark path's equivalen
 
 from __future__ import annotations
 
-import mmap
 import os
 from collections.abc import Callable
 from typing import Any
@@ -48,11 +47,11 @@ def refuse_unknown(reader: str, options: dict[str, Any]) -> None:
 
 
 def load_capture(source: Any, limits: Limits) -> Loaded:
-    """A capture's bytes: a plain file is memory-mapped (read-only), anything else goes through ``load``.
+    """A capture to read: a plain file stays a path (the compiled reader reads it through a
+    small window, so the file never needs to fit in memory), anything else goes through ``load``.
 
-    Mapping avoids copying a large capture into the heap before parsing it; the compiled
-    reader reads the mapping through the buffer protocol. Compressed files, bytes and streams
-    are loaded by :func:`tracekit._source.load` (with its capped decompression).
+    Compressed files, bytes and streams are loaded by :func:`tracekit._source.load` (with its
+    capped decompression) and handed over as bytes.
 
     Raises:
         TracekitError: as :func:`tracekit._source.load` (missing file, directory, limits).
@@ -63,12 +62,11 @@ def load_capture(source: Any, limits: Limits) -> Loaded:
             size = os.stat(source).st_size
             with open(source, "rb") as fh:
                 head = fh.read(8)
-                if size > limits.max_input_bytes or not head or compression_of(head) is not None:
-                    return load(source, limits)
-                return Loaded(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ), path, None)  # type: ignore[arg-type]
+            if size <= limits.max_input_bytes and head and compression_of(head) is None and os.path.isfile(source):
+                return Loaded(os.fspath(source), path, None)  # type: ignore[arg-type]
         except (OSError, ValueError):
-            return load(source, limits)  # raises the proper TracekitError
-    return load(source, limits)
+            pass
+    return load(source, limits)  # raises the proper TracekitError
 
 
 def check_linktypes(linktypes: list[int], name: str) -> None:
@@ -109,7 +107,7 @@ def fallback(linktypes: list[int], *, source: Any, data: Any, compression: str |
     if not tshark.available():
         check_linktypes(linktypes, path)
     if not (isinstance(source, (str, os.PathLike)) and compression is None):
-        source = NamedBytes(bytes(data), path)
+        source = NamedBytes(data if isinstance(data, bytes) else bytes(data), path)
     return tshark.read(source, limits=limits, strict=strict, name=path, container=container,
                        slow_linktypes=linktypes)
 
