@@ -310,7 +310,7 @@ def test_mergecap_of_two_link_types(tmp_path: Path) -> None:
     assert t.packets.filter(pl.col("proto") == "tcp")["flow"].n_unique() == 2
 
 
-# ---- memory-lean reading: segmented walk, chunked block fields, released pages --------------------
+# ---- mixed sections; a file read through the reader's window ----------------------------------
 
 def _mixed_sections() -> bytes:
     """Two sections of either byte order, several interfaces, every packet block kind, odd blocks."""
@@ -326,33 +326,27 @@ def _mixed_sections() -> bytes:
 
 
 @pytest.mark.parametrize("cut", [0, 7])
-def test_segmented_block_walk_finds_the_same_blocks(cut: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pcapng, "_WALK_SEGMENT", 50)  # shorter than most blocks
-    data = _mixed_sections()
-    data = data[:len(data) - cut]
-    whole = pcapng.walk_blocks(data, 1 << 24)
-    seen: list[int] = []
-    parts = pcapng.walk_blocks(data, 1 << 24, seen.append)
-    assert parts[0].tolist() == whole[0].tolist() and parts[1:] == whole[1:]
-    assert len(seen) > 3 and seen == sorted(seen)
-    starts = set(whole[0].tolist()) | {whole[3]}
-    assert all(u in starts or u > len(data) for u in seen)  # each is where a block starts
-    assert whole[1] == [(0, False), (len(FRAMES) // 2 + 4, True)]
+def test_block_walk_of_mixed_sections(cut: int) -> None:
+    """Both byte orders, every packet block kind and odd blocks: the sections, interfaces and
+    packets are all found; a cut last block is located at its start and the blocks before kept."""
+    full = _mixed_sections()
+    data = full[:len(full) - cut]
+    t = tracekit.read(data, "pcapng")
+    assert t.meta["sections"] == 2 and len(t.meta["interfaces"]) == 3
+    assert [i["section"] for i in t.meta["interfaces"]] == [0, 0, 1]
+    n = len(FRAMES) + 2 - (1 if cut else 0)
+    assert t.meta["counts"]["records"] == n
+    if cut:
+        w = {x["code"]: x for x in t.warnings}["W-TRUNCATED"]
+        assert w["offset"] == len(full) - len(craft.epb(FRAMES[1], ts=US, e=">"))
 
 
-def test_file_read_in_small_pieces_equals_bytes_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A mapped pcapng (walked, gathered and decoded a few blocks at a time, its pages released as
-    it goes) reads exactly as the same bytes in memory."""
-    import tracekit.parsers._decode as decode_mod
-    import tracekit.parsers._pcapng_fields as fields_mod
-
+def test_file_read_equals_bytes_read(tmp_path: Path) -> None:
+    """A pcapng read by its path (through the reader's window) reads exactly as the same bytes in memory."""
     data = _mixed_sections()[:-9]
     p = tmp_path / "mixed.pcapng"
     p.write_bytes(data)
     ref = tracekit.read(NamedBytes(data, str(p)))
-    monkeypatch.setattr(pcapng, "_WALK_SEGMENT", 100)
-    monkeypatch.setattr(fields_mod, "_CHUNK", 3)
-    monkeypatch.setattr(decode_mod, "CHUNK", 5)
     got = tracekit.read(p)
     assert got.packets.equals(ref.packets)
     assert got.warnings == ref.warnings and got.meta == ref.meta
