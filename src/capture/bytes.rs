@@ -39,13 +39,25 @@ pub struct Endian {
 
 impl Endian {
     pub fn u16(self, b: &[u8], at: usize) -> Option<u16> {
-        arr(b, at).map(if self.big { u16::from_be_bytes } else { u16::from_le_bytes })
+        arr(b, at).map(if self.big {
+            u16::from_be_bytes
+        } else {
+            u16::from_le_bytes
+        })
     }
     pub fn u32(self, b: &[u8], at: usize) -> Option<u32> {
-        arr(b, at).map(if self.big { u32::from_be_bytes } else { u32::from_le_bytes })
+        arr(b, at).map(if self.big {
+            u32::from_be_bytes
+        } else {
+            u32::from_le_bytes
+        })
     }
     pub fn i64(self, b: &[u8], at: usize) -> Option<i64> {
-        arr(b, at).map(if self.big { i64::from_be_bytes } else { i64::from_le_bytes })
+        arr(b, at).map(if self.big {
+            i64::from_be_bytes
+        } else {
+            i64::from_le_bytes
+        })
     }
 }
 
@@ -95,7 +107,13 @@ impl FileSource {
     pub fn open(path: &std::path::Path) -> std::io::Result<FileSource> {
         let file = std::fs::File::open(path)?;
         let size = file.metadata()?.len();
-        Ok(FileSource { file, size, start: 0, buf: Vec::new(), error: None })
+        Ok(FileSource {
+            file,
+            size,
+            start: 0,
+            buf: Vec::new(),
+            error: None,
+        })
     }
 }
 
@@ -146,10 +164,24 @@ mod tests {
         std::fs::write(&path, &data).unwrap();
         let mut f = FileSource::open(&path).unwrap();
         let mut m = Mem(&data);
-        for (off, n) in [(0u64, 10usize), (1_048_570, 20), (5, 2_000_000), (2_999_990, 10), (2_999_990, 11), (100, 4)] {
-            assert_eq!(f.get(off, n).map(<[u8]>::to_vec), m.get(off, n).map(<[u8]>::to_vec), "{off} {n}");
+        for (off, n) in [
+            (0u64, 10usize),
+            (1_048_570, 20),
+            (5, 2_000_000),
+            (2_999_990, 10),
+            (2_999_990, 11),
+            (100, 4),
+        ] {
+            assert_eq!(
+                f.get(off, n).map(<[u8]>::to_vec),
+                m.get(off, n).map(<[u8]>::to_vec),
+                "{off} {n}"
+            );
         }
-        assert_eq!(f.u32(Endian { big: true }, 1), m.u32(Endian { big: true }, 1));
+        assert_eq!(
+            f.u32(Endian { big: true }, 1),
+            m.u32(Endian { big: true }, 1)
+        );
         std::fs::remove_file(&path).unwrap();
     }
 }

@@ -46,7 +46,19 @@ pub struct Rows {
     pub sack_right: Vec<i64>,
 }
 
-/// One row before it is appended.
+/// The per-frame part of a row.
+#[derive(Clone, Copy)]
+struct RowHead {
+    frame: u64,
+    time: f64,
+    size: u32,
+    caplen: u32,
+    is4: bool,
+    s4: u32,
+    d4: u32,
+}
+
+/// One row's transport part before it is appended.
 #[derive(Default, Clone, Copy)]
 struct Row {
     proto: u8,
@@ -64,7 +76,16 @@ struct Row {
 }
 
 impl Rows {
-    fn push(&mut self, frame: u64, time: f64, size: u32, caplen: u32, is4: bool, s4: u32, d4: u32, r: &Row) {
+    fn push(&mut self, h: &RowHead, r: &Row) {
+        let RowHead {
+            frame,
+            time,
+            size,
+            caplen,
+            is4,
+            s4,
+            d4,
+        } = *h;
         self.frame.push(frame);
         self.time.push(time);
         self.size.push(size);
@@ -185,10 +206,43 @@ pub fn decode(
             items.push((tl.chunk, k, w));
         }
     };
-    add(0, &t.short, Warn::new("W-MALFORMED", "packets too short for their IP header (skipped)", t.short.n).at(None, Some(t.short.frame)));
-    add(1, &t.impossible, Warn::new("W-MALFORMED", "packets with impossible IP header/total lengths (kept as 'other')", t.impossible.n));
-    add(2, &t.tcp_bad, Warn::new("W-MALFORMED", "TCP segments with a bad data offset or cut before the TCP header (kept as 'other')", t.tcp_bad.n));
-    add(3, &t.wscale, Warn::new("W-WSCALE", "window scale options above 14 (clamped to 14, RFC 7323)", t.wscale.n));
+    add(
+        0,
+        &t.short,
+        Warn::new(
+            "W-MALFORMED",
+            "packets too short for their IP header (skipped)",
+            t.short.n,
+        )
+        .at(None, Some(t.short.frame)),
+    );
+    add(
+        1,
+        &t.impossible,
+        Warn::new(
+            "W-MALFORMED",
+            "packets with impossible IP header/total lengths (kept as 'other')",
+            t.impossible.n,
+        ),
+    );
+    add(
+        2,
+        &t.tcp_bad,
+        Warn::new(
+            "W-MALFORMED",
+            "TCP segments with a bad data offset or cut before the TCP header (kept as 'other')",
+            t.tcp_bad.n,
+        ),
+    );
+    add(
+        3,
+        &t.wscale,
+        Warn::new(
+            "W-WSCALE",
+            "window scale options above 14 (clamped to 14, RFC 7323)",
+            t.wscale.n,
+        ),
+    );
     items.sort_by_key(|(c, k, _)| (*c, *k));
     warnings.extend(items.into_iter().map(|(_, _, w)| w));
     let mut cs: Vec<(usize, usize, &'static str, u64)> = Vec::new();
@@ -250,7 +304,10 @@ fn packet(pkt: &[u8], lt: u32, p: &Packet, ra: &mut Reassembler, t: &mut Tallies
     }
     let l4len = l4len.max(0);
     let seg = head.as_ref().map_or(pkt, |h| h.header());
-    let mut row = Row { proto: 2, ..Row::default() };
+    let mut row = Row {
+        proto: 2,
+        ..Row::default()
+    };
     if !frag && !net.bad {
         if nh == ip_number::TCP.0 {
             if !tcp(seg, l4, l4len, &mut row, rows) {
@@ -261,7 +318,10 @@ fn packet(pkt: &[u8], lt: u32, p: &Packet, ra: &mut Reassembler, t: &mut Tallies
                 row.wscale = Some(14);
             }
         } else if nh == ip_number::UDP.0 {
-            if let Some(u) = seg.get(l4..).and_then(|s| UdpHeaderSlice::from_slice(s).ok()) {
+            if let Some(u) = seg
+                .get(l4..)
+                .and_then(|s| UdpHeaderSlice::from_slice(s).ok())
+            {
                 row.proto = 1;
                 row.ports = true;
                 row.sport = u.source_port().into();
@@ -273,12 +333,30 @@ fn packet(pkt: &[u8], lt: u32, p: &Packet, ra: &mut Reassembler, t: &mut Tallies
     let r = rows.len() as i64;
     if !is4 {
         rows.v6_row.push(r);
-        for (k, v) in [net.src >> 64, net.src, net.dst >> 64, net.dst].into_iter().enumerate() {
+        for (k, v) in [net.src >> 64, net.src, net.dst >> 64, net.dst]
+            .into_iter()
+            .enumerate()
+        {
             rows.v6[k].push(v as u64);
         }
     }
-    let (s4, d4) = if is4 { (net.src as u32, net.dst as u32) } else { (0, 0) };
-    rows.push(p.frame, p.time, size, caplen, is4, s4, d4, &row);
+    let (s4, d4) = if is4 {
+        (net.src as u32, net.dst as u32)
+    } else {
+        (0, 0)
+    };
+    rows.push(
+        &RowHead {
+            frame: p.frame,
+            time: p.time,
+            size,
+            caplen,
+            is4,
+            s4,
+            d4,
+        },
+        &row,
+    );
 }
 
 /// The reassembler's view of a fragment.
@@ -286,9 +364,17 @@ fn fragment(p: &Packet, pkt: &[u8], l3: usize, is4: bool, net: &Net, f: &Frag) -
     let tot = net.l4len + (net.l4 - l3) as i64; // the IP total length, back from l4len
     let dlen = tot - (f.data - l3) as i64;
     // the unfragmentable part counted in the 65,535 limit: IPv4 header; IPv6 extension headers
-    let hdr = if is4 { (f.data - l3) as i64 } else { (f.data - l3) as i64 - 48 };
+    let hdr = if is4 {
+        (f.data - l3) as i64
+    } else {
+        (f.data - l3) as i64 - 48
+    };
     let end = pkt.len().min(f.data.saturating_add(dlen.max(0) as usize));
-    let key = if is4 { (4, net.src, net.dst, net.nh, f.ident) } else { (6, net.src, net.dst, 0, f.ident) };
+    let key = if is4 {
+        (4, net.src, net.dst, net.nh, f.ident)
+    } else {
+        (6, net.src, net.dst, 0, f.ident)
+    };
     Fragment {
         key,
         frame: p.frame,
@@ -297,7 +383,12 @@ fn fragment(p: &Packet, pkt: &[u8], l3: usize, is4: bool, net: &Net, f: &Frag) -
         length: dlen,
         more: f.more,
         hdr,
-        head: Head::new(pkt.get(..end).unwrap_or(pkt), net.l4, net.l4 as i64 - f.data as i64, net.nh),
+        head: Head::new(
+            pkt.get(..end).unwrap_or(pkt),
+            net.l4,
+            net.l4 as i64 - f.data as i64,
+            net.nh,
+        ),
         size: p.size.into(),
         caplen: p.caplen.into(),
     }
@@ -320,7 +411,14 @@ fn ipv4(pkt: &[u8], l3: usize) -> Net {
         nh: u8_at(pkt, l3 + 9).unwrap_or(0),
         // a header shorter than its 20 fixed bytes, or longer than the whole datagram
         bad: ihl < 20 || tot < ihl,
-        frag: Some(Frag { is_frag: offset != 0 || more, unread: false, offset, more, ident, data: l4 }),
+        frag: Some(Frag {
+            is_frag: offset != 0 || more,
+            unread: false,
+            offset,
+            more,
+            ident,
+            data: l4,
+        }),
         src: be32(pkt, l3 + 12).unwrap_or(0).into(),
         dst: be32(pkt, l3 + 16).unwrap_or(0).into(),
     }
@@ -362,9 +460,23 @@ fn ipv6(pkt: &[u8], l3: usize) -> Net {
                     let offset = ((w >> 32) & 0xFFF8) as i64;
                     let more = (w >> 32) & 1 != 0;
                     // an atomic fragment (offset 0, M 0; RFC 6946) is a whole datagram
-                    Frag { is_frag: offset != 0 || more, unread: false, offset, more, ident: w as u32, data: pe + 8 }
+                    Frag {
+                        is_frag: offset != 0 || more,
+                        unread: false,
+                        offset,
+                        more,
+                        ident: w as u32,
+                        data: pe + 8,
+                    }
                 }
-                None => Frag { is_frag: true, unread: true, offset: 0, more: false, ident: 0, data: pe + 8 },
+                None => Frag {
+                    is_frag: true,
+                    unread: true,
+                    offset: 0,
+                    more: false,
+                    ident: 0,
+                    data: pe + 8,
+                },
             };
             // a non-first fragment's data is not a header: the walk stops there
             stop = f.unread || f.offset != 0;
@@ -376,7 +488,15 @@ fn ipv6(pkt: &[u8], l3: usize) -> Net {
         ext = ok && !stop && is_ext(nh);
     }
     let l4len = tot - (l4 - l3) as i64;
-    Net { l4, l4len, nh, bad: l4len < 0, frag, src: addr(l3 + 8), dst: addr(l3 + 24) }
+    Net {
+        l4,
+        l4len,
+        nh,
+        bad: l4len < 0,
+        frag,
+        src: addr(l3 + 8),
+        dst: addr(l3 + 24),
+    }
 }
 
 /// Linux lays out the timestamp option as NOP, NOP, kind 8 length 10 on every segment.
@@ -385,7 +505,9 @@ const TS_PREFIX: u32 = 0x0101_080A;
 /// TCP (RFC 9293 §3.1) into `row`; false when the header is unusable: cut before its 20
 /// fixed bytes, or a data offset below 20 or beyond the segment (Wireshark: "bogus").
 fn tcp(seg: &[u8], b: usize, l4len: i64, row: &mut Row, rows: &mut Rows) -> bool {
-    let (Some(w0), Some(w1)) = (be64(seg, b), be64(seg, b + 8)) else { return false };
+    let (Some(w0), Some(w1)) = (be64(seg, b), be64(seg, b + 8)) else {
+        return false;
+    };
     if b + 20 > seg.len() {
         return false;
     }
@@ -422,15 +544,19 @@ fn options(seg: &[u8], b: usize, he: usize, row: &mut Row, rows: &mut Rows) {
             break;
         }
         let kind = u8_at(seg, pos).unwrap_or(0);
-        let olen = if kind == 1 { 1 } else { usize::from(u8_at(seg, pos + 1).unwrap_or(0)) };
+        let olen = if kind == 1 {
+            1
+        } else {
+            usize::from(u8_at(seg, pos + 1).unwrap_or(0))
+        };
         if kind == 0 || (kind != 1 && (olen < 2 || pos + olen > he)) {
             break;
         }
         match (kind, olen) {
-            (2, 4) => row.mss = be16(seg, pos + 2),               // MSS (RFC 9293 §3.7.1)
-            (3, 3) => row.wscale = u8_at(seg, pos + 2),           // window scale (RFC 7323 §2.2)
+            (2, 4) => row.mss = be16(seg, pos + 2), // MSS (RFC 9293 §3.7.1)
+            (3, 3) => row.wscale = u8_at(seg, pos + 2), // window scale (RFC 7323 §2.2)
             (8, 10) => row.ts = be32(seg, pos + 2).zip(be32(seg, pos + 6)), // RFC 7323 §3.2
-            (5, n) if n >= 10 && (n - 2) % 8 == 0 => {
+            (5, n) if n >= 10 && (n - 2).is_multiple_of(8) => {
                 // SACK (RFC 2018 §3): up to 4 blocks of (left, right) edges
                 let r = rows.len() as i64;
                 for k in 0..((n - 2) / 8).min(4) {

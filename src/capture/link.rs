@@ -99,10 +99,18 @@ fn ethernet(pkt: &[u8]) -> (usize, Ip) {
     let mut et = eth.ether_type();
     let mut pos = 14;
     for _ in 0..MAX_VLAN {
-        if !matches!(et, EtherType::VLAN_TAGGED_FRAME | EtherType::PROVIDER_BRIDGING | EtherType::VLAN_DOUBLE_TAGGED_FRAME) {
+        if !matches!(
+            et,
+            EtherType::VLAN_TAGGED_FRAME
+                | EtherType::PROVIDER_BRIDGING
+                | EtherType::VLAN_DOUBLE_TAGGED_FRAME
+        ) {
             break;
         }
-        match pkt.get(pos..).and_then(|s| SingleVlanHeaderSlice::from_slice(s).ok()) {
+        match pkt
+            .get(pos..)
+            .and_then(|s| SingleVlanHeaderSlice::from_slice(s).ok())
+        {
             Some(tag) => et = tag.ether_type(),
             None => return (pos + 4, Ip::Other), // a tag cut short: not IP
         }
@@ -123,7 +131,11 @@ fn ethernet(pkt: &[u8]) -> (usize, Ip) {
 /// control 0x03 before the protocol field; ns-3 writes the bare 2-byte protocol field.
 /// Protocol 0x0021 is IPv4, 0x0057 IPv6 (RFC 5072).
 fn ppp(pkt: &[u8], at: usize) -> (usize, Ip) {
-    let p = if be16(pkt, at) == Some(0xFF03) { at + 2 } else { at };
+    let p = if be16(pkt, at) == Some(0xFF03) {
+        at + 2
+    } else {
+        at
+    };
     let ip = match be16(pkt, p) {
         Some(0x0021) => Ip::V4,
         Some(0x0057) => Ip::V6,

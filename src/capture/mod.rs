@@ -56,7 +56,14 @@ pub struct Warn {
 
 impl Warn {
     pub fn new(code: &'static str, message: impl Into<String>, count: u64) -> Warn {
-        Warn { code, message: message.into(), count, offset: None, frame: None, hint: None }
+        Warn {
+            code,
+            message: message.into(),
+            count,
+            offset: None,
+            frame: None,
+            hint: None,
+        }
     }
     pub fn at(mut self, offset: Option<u64>, frame: Option<u64>) -> Warn {
         self.offset = offset;
@@ -90,7 +97,14 @@ pub struct Failure {
 
 impl Failure {
     pub fn new(kind: Kind, message: impl Into<String>) -> Failure {
-        Failure { kind, message: message.into(), offset: None, frame: None, hint: None, warnings: Vec::new() }
+        Failure {
+            kind,
+            message: message.into(),
+            offset: None,
+            frame: None,
+            hint: None,
+            warnings: Vec::new(),
+        }
     }
     pub fn corrupt(message: impl Into<String>, offset: u64) -> Failure {
         Failure::new(Kind::Corrupt, message).at(Some(offset), None)
@@ -133,6 +147,9 @@ impl Records {
 /// An option value or name as the file holds it (Python makes it printable).
 pub type Text = Option<Vec<u8>>;
 
+/// The first section header's version, application, OS and hardware.
+pub type Shb = (u16, u16, Text, Text, Text);
+
 /// What an IDB says about one interface.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Interface {
@@ -148,11 +165,16 @@ pub struct Interface {
 /// Container metadata.
 #[derive(Debug)]
 pub enum Meta {
-    Pcap { linktype: u32, snaplen: u32, nanos: bool, version: (u16, u16) },
+    Pcap {
+        linktype: u32,
+        snaplen: u32,
+        nanos: bool,
+        version: (u16, u16),
+    },
     Pcapng {
         sections: usize,
         interfaces: Vec<Interface>,
-        shb: Option<(u16, u16, Text, Text, Text)>,
+        shb: Option<Shb>,
         blocks: u64,
         simple: u64,
         obsolete: u64,
@@ -182,7 +204,11 @@ pub enum Format {
 }
 
 /// Read a whole pcap or pcapng file.
-pub fn read(src: &mut dyn bytes::Source, format: Format, limits: &Limits) -> Result<Capture, Failure> {
+pub fn read(
+    src: &mut dyn bytes::Source,
+    format: Format,
+    limits: &Limits,
+) -> Result<Capture, Failure> {
     let mut warnings = Vec::new();
     let (recs, meta) = match format {
         Format::Pcap => pcap::read(src, limits, &mut warnings),
@@ -196,7 +222,11 @@ pub fn read(src: &mut dyn bytes::Source, format: Format, limits: &Limits) -> Res
         Meta::Pcap { linktype, .. } => vec![*linktype],
         Meta::Pcapng { used, .. } => used.clone(),
     };
-    let unsupported: Vec<u32> = used.iter().copied().filter(|lt| link::name(*lt).is_none()).collect();
+    let unsupported: Vec<u32> = used
+        .iter()
+        .copied()
+        .filter(|lt| link::name(*lt).is_none())
+        .collect();
     if !unsupported.is_empty() {
         return Ok(Capture {
             meta,
@@ -210,19 +240,45 @@ pub fn read(src: &mut dyn bytes::Source, format: Format, limits: &Limits) -> Res
     }
     let n = recs.len() as u64;
     if n > limits.max_packets {
-        let mut f = Failure::new(Kind::Limit, format!("{} packets, over the limit of {}", commas(n), commas(limits.max_packets)))
-            .hint("raise max_packets in [limits] or split the capture (editcap -c)");
+        let mut f = Failure::new(
+            Kind::Limit,
+            format!(
+                "{} packets, over the limit of {}",
+                commas(n),
+                commas(limits.max_packets)
+            ),
+        )
+        .hint("raise max_packets in [limits] or split the capture (editcap -c)");
         f.warnings = warnings;
         return Err(f);
     }
     let t0 = recs.ts_ns.first().copied();
     let back = recs.ts_ns.windows(2).filter(|w| w[1] < w[0]).count() as u64;
     let mut counts = Vec::new();
-    let rows = ip::decode(src, &recs, t0.unwrap_or(0), limits, &mut warnings, &mut counts);
+    let rows = ip::decode(
+        src,
+        &recs,
+        t0.unwrap_or(0),
+        limits,
+        &mut warnings,
+        &mut counts,
+    );
     if back > 0 {
-        warnings.push(Warn::new("W-NONMONOTONIC", "timestamps go backwards (frame order kept)", back));
+        warnings.push(Warn::new(
+            "W-NONMONOTONIC",
+            "timestamps go backwards (frame order kept)",
+            back,
+        ));
     }
-    Ok(Capture { meta, unsupported, rows, warnings, counts, records: n, t0_ns: t0 })
+    Ok(Capture {
+        meta,
+        unsupported,
+        rows,
+        warnings,
+        counts,
+        records: n,
+        t0_ns: t0,
+    })
 }
 
 /// `n` with thousands separators, as Python's `f"{n:,}"`.
@@ -230,7 +286,7 @@ pub fn commas(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

@@ -36,57 +36,111 @@ fn header(data: &[u8], big: bool) -> Option<(u16, u16, u32, u32)> {
     }
     let (_, h) = parse_pcap_header(&head).ok()?;
     debug_assert_eq!(h.is_bigendian(), big);
-    Some((h.version_major, h.version_minor, h.snaplen, h.network.0 as u32))
+    Some((
+        h.version_major,
+        h.version_minor,
+        h.snaplen,
+        h.network.0 as u32,
+    ))
 }
 
 /// Read a pcap file's header and records (not their packets).
-pub fn read(src: &mut dyn Source, limits: &Limits, warnings: &mut Vec<Warn>) -> Result<(Records, Meta), Failure> {
+pub fn read(
+    src: &mut dyn Source,
+    limits: &Limits,
+    warnings: &mut Vec<Warn>,
+) -> Result<(Records, Meta), Failure> {
     let n = usize::try_from(src.size()).unwrap_or(usize::MAX);
     let data = src.get(0, n.min(FILE_HEADER)).unwrap_or(&[]).to_vec();
     let data = data.as_slice();
     if n == 0 {
-        return Err(Failure::new(Kind::Unknown, "empty file (0 bytes)").at(None, None).hint("the capture was not written"));
+        return Err(Failure::new(Kind::Unknown, "empty file (0 bytes)")
+            .at(None, None)
+            .hint("the capture was not written"));
     }
     if n < FILE_HEADER {
         if magic(data).is_some() || n < 4 {
-            return Err(Failure::corrupt(format!("truncated file header: {n} of {FILE_HEADER} bytes"), n as u64)
-                .hint("the file was cut short before the first packet; re-copy it"));
+            return Err(Failure::corrupt(
+                format!("truncated file header: {n} of {FILE_HEADER} bytes"),
+                n as u64,
+            )
+            .hint("the file was cut short before the first packet; re-copy it"));
         }
         return Err(Failure::new(Kind::Unknown, "not a pcap file").at(Some(0), None));
     }
     let Some((big, nanos, rec_len)) = magic(data) else {
         let hex: String = data.iter().take(4).map(|b| format!("{b:02x}")).collect();
-        return Err(Failure::new(Kind::Unknown, format!("not a pcap file (magic {hex})"))
-            .at(Some(0), None)
-            .hint("is it pcapng or a text trace? try without --format"));
+        return Err(
+            Failure::new(Kind::Unknown, format!("not a pcap file (magic {hex})"))
+                .at(Some(0), None)
+                .hint("is it pcapng or a text trace? try without --format"),
+        );
     };
     let (vmaj, vmin, snaplen, lt_field) =
         header(data, big).ok_or_else(|| Failure::corrupt("unreadable file header", 0))?;
     if !matches!((vmaj, vmin), (2, 4) | (2, 3) | (2, 2)) {
         // tshark reads these, libpcap refuses; we read them, as tshark does, and say so.
-        warnings.push(Warn::new("W-VERSION", format!("unusual pcap version {vmaj}.{vmin} (read as 2.4)"), 1).at(Some(4), None));
+        warnings.push(
+            Warn::new(
+                "W-VERSION",
+                format!("unusual pcap version {vmaj}.{vmin} (read as 2.4)"),
+                1,
+            )
+            .at(Some(4), None),
+        );
     }
     if snaplen == 0 {
-        warnings.push(Warn::new("W-SNAPLEN", "snaplen is 0 (pcap forbids it; ignored)", 1).at(Some(16), None));
+        warnings.push(
+            Warn::new("W-SNAPLEN", "snaplen is 0 (pcap forbids it; ignored)", 1).at(Some(16), None),
+        );
     }
     let linktype = lt_field & LT_MASK;
-    let fcs = if lt_field & LT_FCS_PRESENT != 0 { ((lt_field >> 28) & 0xF) * 2 } else { 0 };
-    let meta = Meta::Pcap { linktype, snaplen, nanos, version: (vmaj, vmin) };
+    let fcs = if lt_field & LT_FCS_PRESENT != 0 {
+        ((lt_field >> 28) & 0xF) * 2
+    } else {
+        0
+    };
+    let meta = Meta::Pcap {
+        linktype,
+        snaplen,
+        nanos,
+        version: (vmaj, vmin),
+    };
     if super::link::name(linktype).is_none() {
-        return Ok((Records { linktype, ..Records::default() }, meta)); // tshark reads it
+        return Ok((
+            Records {
+                linktype,
+                ..Records::default()
+            },
+            meta,
+        )); // tshark reads it
     }
     // pcap before 2.3 wrote the original length before the captured length (libpcap swaps them).
     let swapped = (vmaj, vmin) < (2, 3);
     let e = Endian { big };
-    let mut recs = Records { linktype, ..Records::default() };
-    let walk = Walk { e, rec_len, cap_at: if swapped { 12 } else { 8 } };
+    let mut recs = Records {
+        linktype,
+        ..Records::default()
+    };
+    let walk = Walk {
+        e,
+        rec_len,
+        cap_at: if swapped { 12 } else { 8 },
+    };
     let stop = walk.run(src, limits, &mut recs.data_off)?;
     let nrec = recs.data_off.len();
     if let Some((reason, at)) = stop {
         warnings.push(
-            Warn::new("W-TRUNCATED", format!("last record is cut short ({reason}); kept the {} packets before it", commas(nrec as u64)), 1)
-                .at(Some(at), Some(nrec as u64 + 1))
-                .hint("the capture was cut short; rerun without --strict to keep them"),
+            Warn::new(
+                "W-TRUNCATED",
+                format!(
+                    "last record is cut short ({reason}); kept the {} packets before it",
+                    commas(nrec as u64)
+                ),
+                1,
+            )
+            .at(Some(at), Some(nrec as u64 + 1))
+            .hint("the capture was cut short; rerun without --strict to keep them"),
         );
     }
     let tallies = fill(src, &mut recs, e, nanos, swapped, fcs, snaplen, rec_len);
@@ -95,7 +149,11 @@ pub fn read(src: &mut dyn Source, limits: &Limits, warnings: &mut Vec<Warn>) -> 
         "captured length larger than the original length (original length raised)",
         "records longer than the file's snaplen (accepted, as libpcap does)",
     ];
-    for ((code, text), k) in ["W-TIMESTAMP", "W-CAPLEN", "W-SNAPLEN"].into_iter().zip(texts).zip(tallies) {
+    for ((code, text), k) in ["W-TIMESTAMP", "W-CAPLEN", "W-SNAPLEN"]
+        .into_iter()
+        .zip(texts)
+        .zip(tallies)
+    {
         if k > 0 {
             warnings.push(Warn::new(code, text, k));
         }
@@ -116,11 +174,18 @@ struct Walk {
 impl Walk {
     /// Header offsets of the complete records into `offs`; the stop reason and offset when the
     /// file ends inside a record; an error at a captured length over the maximum.
-    fn run(&self, src: &mut dyn Source, limits: &Limits, offs: &mut Vec<u64>) -> Result<Option<(&'static str, u64)>, Failure> {
+    fn run(
+        &self,
+        src: &mut dyn Source,
+        limits: &Limits,
+        offs: &mut Vec<u64>,
+    ) -> Result<Option<(&'static str, u64)>, Failure> {
         let n = src.size();
         let mut p = FILE_HEADER as u64;
         let failed = loop {
-            let Some(cap) = src.u32(self.e, p + self.cap_at as u64) else { break p };
+            let Some(cap) = src.u32(self.e, p + self.cap_at as u64) else {
+                break p;
+            };
             if u64::from(cap) > limits.max_caplen {
                 return Err(Failure::corrupt(
                     format!("record claims a captured length of {} bytes, beyond the maximum of {}", commas(cap.into()), commas(limits.max_caplen)),
@@ -135,7 +200,11 @@ impl Walk {
         if failed > n {
             // the last record runs past the end of the file: its data, or its header
             let last = offs.pop().unwrap_or(0);
-            let reason = if last + self.rec_len as u64 <= n { "truncated-data" } else { "truncated-header" };
+            let reason = if last + self.rec_len as u64 <= n {
+                "truncated-data"
+            } else {
+                "truncated-header"
+            };
             return Ok(Some((reason, last)));
         }
         Ok((failed < n).then_some(("truncated-header", failed)))
@@ -145,7 +214,16 @@ impl Walk {
 /// Timestamps and lengths of every record, from its header; returns the counts of
 /// microsecond fractions >= 10^6, captured > original lengths, captured > snaplen.
 #[allow(clippy::too_many_arguments)]
-fn fill(src: &mut dyn Source, recs: &mut Records, e: Endian, nanos: bool, swapped: bool, fcs: u32, snaplen: u32, rec_len: usize) -> [u64; 3] {
+fn fill(
+    src: &mut dyn Source,
+    recs: &mut Records,
+    e: Endian,
+    nanos: bool,
+    swapped: bool,
+    fcs: u32,
+    snaplen: u32,
+    rec_len: usize,
+) -> [u64; 3] {
     let mut k = [0u64; 3];
     let n = recs.data_off.len();
     recs.ts_ns.reserve(n);
@@ -172,7 +250,8 @@ fn fill(src: &mut dyn Source, recs: &mut Records, e: Endian, nanos: bool, swappe
             orig = (orig - i64::from(fcs)).max(0);
             cap = cap.min(orig);
         }
-        recs.ts_ns.push(sec * 1_000_000_000 + if nanos { frac } else { frac * 1000 });
+        recs.ts_ns
+            .push(sec * 1_000_000_000 + if nanos { frac } else { frac * 1000 });
         recs.caplen.push(cap as u32);
         recs.origlen.push(orig as u32);
         *o += rec_len as u64;
@@ -227,12 +306,20 @@ mod tests {
         let mut d = file(&[(1, 0, &[1])]);
         d[32..36].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
         let e = read(&mut Mem(&d), &Limits::default(), &mut Vec::new()).unwrap_err();
-        assert_eq!((e.kind, e.offset, e.frame), (Kind::Corrupt, Some(24), Some(1)));
+        assert_eq!(
+            (e.kind, e.offset, e.frame),
+            (Kind::Corrupt, Some(24), Some(1))
+        );
     }
 
     #[test]
     fn not_pcap() {
-        let e = read(&mut Mem(b"hello world, this is text"), &Limits::default(), &mut Vec::new()).unwrap_err();
+        let e = read(
+            &mut Mem(b"hello world, this is text"),
+            &Limits::default(),
+            &mut Vec::new(),
+        )
+        .unwrap_err();
         assert_eq!(e.kind, Kind::Unknown);
         assert!(e.message.contains("68656c6c"));
     }

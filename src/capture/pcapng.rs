@@ -8,8 +8,10 @@
 //! walk and checks are ours, so that every refusal names the block number and its offset.
 
 use super::bytes::{Endian, Source};
-use super::{commas, Failure, Interface, Limits, Meta, Records, Text, Warn};
-use pcap_parser::pcapng::{DSB_MAGIC, EPB_MAGIC, IDB_MAGIC, ISB_MAGIC, NRB_MAGIC, SHB_MAGIC, SPB_MAGIC};
+use super::{commas, Failure, Interface, Limits, Meta, Records, Shb, Text, Warn};
+use pcap_parser::pcapng::{
+    DSB_MAGIC, EPB_MAGIC, IDB_MAGIC, ISB_MAGIC, NRB_MAGIC, SHB_MAGIC, SPB_MAGIC,
+};
 
 /// The obsolete Packet Block (pcapng appendix), which pcap-parser does not name.
 const PB_MAGIC: u32 = 2;
@@ -18,7 +20,13 @@ const BT_JOURNAL: u32 = 9;
 /// Blocks that hold no packets and are skipped silently (names, statistics, TLS secrets, journal).
 const QUIET: [u32; 4] = [NRB_MAGIC, ISB_MAGIC, DSB_MAGIC, BT_JOURNAL];
 /// Smallest legal total length of each block type, checked in this order.
-const MIN_LEN: [(u32, u32); 5] = [(EPB_MAGIC, 32), (PB_MAGIC, 32), (SPB_MAGIC, 16), (IDB_MAGIC, 20), (SHB_MAGIC, 28)];
+const MIN_LEN: [(u32, u32); 5] = [
+    (EPB_MAGIC, 32),
+    (PB_MAGIC, 32),
+    (SPB_MAGIC, 16),
+    (IDB_MAGIC, 20),
+    (SHB_MAGIC, 28),
+];
 const OPT_NAME: u16 = 2;
 const OPT_HARDWARE: u16 = 2;
 const OPT_OS: u16 = 3;
@@ -46,26 +54,35 @@ fn corrupt(msg: String, block: usize, offset: u64) -> Failure {
 
 /// The block chain. The SHB type `0A0D0D0A` reads the same in both byte orders, so a section
 /// is recognised before its byte order is known (pcapng §4.1).
-fn walk(src: &mut dyn Source, limits: &Limits, blocks: &mut Vec<Block>) -> Result<(Option<u64>, usize), Failure> {
+fn walk(
+    src: &mut dyn Source,
+    limits: &Limits,
+    blocks: &mut Vec<Block>,
+) -> Result<(Option<u64>, usize), Failure> {
     let n = src.size();
     let mut off = 0u64;
     let mut e = Endian { big: false };
     let mut sections = 0usize;
-    loop {
-        let Some(btype) = src.u32(e, off) else { break };
+    while let Some(btype) = src.u32(e, off) {
         if btype == SHB_MAGIC {
             match src.get(off + 8, 4) {
                 Some([0x4d, 0x3c, 0x2b, 0x1a]) => e = Endian { big: false },
                 Some([0x1a, 0x2b, 0x3c, 0x4d]) => e = Endian { big: true },
                 Some(bom) => {
                     let hex: String = bom.iter().map(|b| format!("{b:02x}")).collect();
-                    return Err(corrupt(format!("section header with a bad byte-order magic {hex}"), blocks.len() + 1, off));
+                    return Err(corrupt(
+                        format!("section header with a bad byte-order magic {hex}"),
+                        blocks.len() + 1,
+                        off,
+                    ));
                 }
                 None => return Ok((Some(off), sections)), // cut inside the section header
             }
             sections += 1;
         }
-        let Some(len) = src.u32(e, off + 4) else { break };
+        let Some(len) = src.u32(e, off + 4) else {
+            break;
+        };
         if len < 12 || len & 3 != 0 || u64::from(len) > limits.max_block_bytes {
             if u64::from(len) > limits.max_block_bytes && len & 3 == 0 {
                 return Err(corrupt(
@@ -75,14 +92,28 @@ fn walk(src: &mut dyn Source, limits: &Limits, blocks: &mut Vec<Block>) -> Resul
                 )
                 .hint("the file is corrupt (libpcap refuses blocks over 16 MiB); raise max_block_bytes in [limits] only if the file is genuine"));
             }
-            let what = if len < 12 { "less than 12" } else { "not a multiple of 4" };
-            return Err(corrupt(format!("block length {} is {what}", commas(len.into())), blocks.len() + 1, off));
+            let what = if len < 12 {
+                "less than 12"
+            } else {
+                "not a multiple of 4"
+            };
+            return Err(corrupt(
+                format!("block length {} is {what}", commas(len.into())),
+                blocks.len() + 1,
+                off,
+            ));
         }
         let end = off + u64::from(len);
         if end > n {
             return Ok((Some(off), sections)); // the last block runs past the end of the file
         }
-        blocks.push(Block { off, btype, len, e, section: sections.saturating_sub(1) });
+        blocks.push(Block {
+            off,
+            btype,
+            len,
+            e,
+            section: sections.saturating_sub(1),
+        });
         off = end;
     }
     Ok(((off != n).then_some(off), sections))
@@ -90,17 +121,24 @@ fn walk(src: &mut dyn Source, limits: &Limits, blocks: &mut Vec<Block>) -> Resul
 
 /// A block's options (first value of each code) and whether they are well formed (pcapng §3.5).
 fn options(src: &mut dyn Source, start: u64, end: u64, e: Endian) -> (Vec<(u16, Vec<u8>)>, bool) {
-    let region = usize::try_from(end.saturating_sub(start)).ok().and_then(|n| src.get(start, n)).unwrap_or(&[]);
+    let region = usize::try_from(end.saturating_sub(start))
+        .ok()
+        .and_then(|n| src.get(start, n))
+        .unwrap_or(&[]);
     let end = region.len();
     let mut out: Vec<(u16, Vec<u8>)> = Vec::new();
     let mut off = 0usize;
     while off + 4 <= end {
-        let (Some(code), Some(len)) = (e.u16(region, off), e.u16(region, off + 2)) else { break };
+        let (Some(code), Some(len)) = (e.u16(region, off), e.u16(region, off + 2)) else {
+            break;
+        };
         if code == 0 {
             return (out, true); // opt_endofopt
         }
         let len = usize::from(len);
-        let Some(v) = region.get(off + 4..off + 4 + len) else { return (out, false) };
+        let Some(v) = region.get(off + 4..off + 4 + len) else {
+            return (out, false);
+        };
         if !out.iter().any(|(c, _)| *c == code) {
             out.push((code, v.to_vec()));
         }
@@ -110,7 +148,9 @@ fn options(src: &mut dyn Source, start: u64, end: u64, e: Endian) -> (Vec<(u16, 
 }
 
 fn opt(opts: &[(u16, Vec<u8>)], code: u16) -> Option<&[u8]> {
-    opts.iter().find(|(c, _)| *c == code).map(|(_, v)| v.as_slice())
+    opts.iter()
+        .find(|(c, _)| *c == code)
+        .map(|(_, v)| v.as_slice())
 }
 
 fn text(v: Option<&[u8]>) -> Text {
@@ -118,41 +158,75 @@ fn text(v: Option<&[u8]>) -> Text {
 }
 
 /// Read a pcapng file's blocks and records (not their packets).
-pub fn read(src: &mut dyn Source, limits: &Limits, warnings: &mut Vec<Warn>) -> Result<(Records, Meta), Failure> {
+pub fn read(
+    src: &mut dyn Source,
+    limits: &Limits,
+    warnings: &mut Vec<Warn>,
+) -> Result<(Records, Meta), Failure> {
     let n = src.size();
     let head = src.get(0, n.min(4) as usize).unwrap_or(&[]).to_vec();
     if head.is_empty() {
-        return Err(Failure::new(super::Kind::Unknown, "empty file (0 bytes)").hint("the capture was not written"));
+        return Err(Failure::new(super::Kind::Unknown, "empty file (0 bytes)")
+            .hint("the capture was not written"));
     }
     if head != [0x0a, 0x0d, 0x0d, 0x0a] {
         let hex: Vec<String> = head.iter().map(|b| format!("{b:02x}")).collect();
-        return Err(Failure::new(super::Kind::Unknown, format!("not a pcapng file (first bytes {})", hex.join(" ")))
-            .at(Some(0), None)
-            .hint("is it a classic pcap or a text trace? try without --format"));
+        return Err(Failure::new(
+            super::Kind::Unknown,
+            format!("not a pcapng file (first bytes {})", hex.join(" ")),
+        )
+        .at(Some(0), None)
+        .hint("is it a classic pcap or a text trace? try without --format"));
     }
     let mut blocks = Vec::new();
     let (cut, sections) = walk(src, limits, &mut blocks)?;
     if sections == 0 || blocks.first().is_none_or(|b| b.btype != SHB_MAGIC) {
-        return Err(Failure::corrupt(format!("truncated section header block: {n} bytes"), n)
-            .hint("the file was cut short before the first packet"));
+        return Err(
+            Failure::corrupt(format!("truncated section header block: {n} bytes"), n)
+                .hint("the file was cut short before the first packet"),
+        );
     }
     let nb = blocks.len();
     if let Some(stop) = cut {
         warnings.push(
-            Warn::new("W-TRUNCATED", format!("last block is cut short; kept the {} blocks before it", commas(nb as u64)), 1)
-                .at(Some(stop as u64), None)
-                .hint("the capture was cut short; rerun without --strict to keep them"),
+            Warn::new(
+                "W-TRUNCATED",
+                format!(
+                    "last block is cut short; kept the {} blocks before it",
+                    commas(nb as u64)
+                ),
+                1,
+            )
+            .at(Some(stop), None)
+            .hint("the capture was cut short; rerun without --strict to keep them"),
         );
     }
     check_blocks(src, &blocks)?;
     let shb = sections_of(src, &blocks)?;
     let ifaces = interfaces(src, &blocks, warnings)?;
     let (recs, used, simple, obsolete) = packets(src, &blocks, &ifaces, limits, warnings)?;
-    let other = blocks.iter().filter(|b| !matches!(b.btype, SHB_MAGIC | IDB_MAGIC | EPB_MAGIC | PB_MAGIC | SPB_MAGIC) && !QUIET.contains(&b.btype));
-    let first_other = blocks.iter().find(|b| !matches!(b.btype, SHB_MAGIC | IDB_MAGIC | EPB_MAGIC | PB_MAGIC | SPB_MAGIC) && !QUIET.contains(&b.btype));
+    let other = blocks.iter().filter(|b| {
+        !matches!(
+            b.btype,
+            SHB_MAGIC | IDB_MAGIC | EPB_MAGIC | PB_MAGIC | SPB_MAGIC
+        ) && !QUIET.contains(&b.btype)
+    });
+    let first_other = blocks.iter().find(|b| {
+        !matches!(
+            b.btype,
+            SHB_MAGIC | IDB_MAGIC | EPB_MAGIC | PB_MAGIC | SPB_MAGIC
+        ) && !QUIET.contains(&b.btype)
+    });
     let n_other = other.count() as u64;
     if n_other > 0 {
-        warnings.push(Warn::new("W-UNKNOWN-BLOCK", "blocks of unknown or custom types skipped", n_other).at(first_other.map(|b| b.off as u64), None));
+        warnings.push(
+            Warn::new(
+                "W-UNKNOWN-BLOCK",
+                "blocks of unknown or custom types skipped",
+                n_other,
+            )
+            .at(first_other.map(|b| b.off), None),
+        );
     }
     if recs.is_empty() {
         warnings.push(Warn::new("W-EMPTY", "the capture holds no packets", 1));
@@ -165,7 +239,15 @@ pub fn read(src: &mut dyn Source, limits: &Limits, warnings: &mut Vec<Warn>) -> 
     } else {
         used
     };
-    let meta = Meta::Pcapng { sections, interfaces: ifaces, shb, blocks: nb as u64, simple, obsolete, used };
+    let meta = Meta::Pcapng {
+        sections,
+        interfaces: ifaces,
+        shb,
+        blocks: nb as u64,
+        simple,
+        obsolete,
+        used,
+    };
     Ok((recs, meta))
 }
 
@@ -175,44 +257,91 @@ fn check_blocks(src: &mut dyn Source, blocks: &[Block]) -> Result<(), Failure> {
         let trailer = src.u32(b.e, b.off + u64::from(b.len) - 4).unwrap_or(0);
         if trailer != b.len {
             return Err(corrupt(
-                format!("trailing length {} differs from the leading length {}", commas(trailer.into()), commas(b.len.into())),
+                format!(
+                    "trailing length {} differs from the leading length {}",
+                    commas(trailer.into()),
+                    commas(b.len.into())
+                ),
                 i + 1,
                 b.off,
             ));
         }
     }
     for (bt, need) in MIN_LEN {
-        if let Some((i, b)) = blocks.iter().enumerate().find(|(_, b)| b.btype == bt && b.len < need) {
-            return Err(corrupt(format!("block of type {bt:#x} has length {}, less than its minimum {need}", b.len), i + 1, b.off));
+        if let Some((i, b)) = blocks
+            .iter()
+            .enumerate()
+            .find(|(_, b)| b.btype == bt && b.len < need)
+        {
+            return Err(corrupt(
+                format!(
+                    "block of type {bt:#x} has length {}, less than its minimum {need}",
+                    b.len
+                ),
+                i + 1,
+                b.off,
+            ));
         }
     }
     Ok(())
 }
 
 /// Section versions (only 1.x exists) and the first section's application/OS/hardware.
-fn sections_of(src: &mut dyn Source, blocks: &[Block]) -> Result<Option<(u16, u16, Text, Text, Text)>, Failure> {
+fn sections_of(src: &mut dyn Source, blocks: &[Block]) -> Result<Option<Shb>, Failure> {
     let mut shb = None;
-    for (i, b) in blocks.iter().enumerate().filter(|(_, b)| b.btype == SHB_MAGIC) {
-        let (major, minor) = (src.u16(b.e, b.off + 12).unwrap_or(0), src.u16(b.e, b.off + 14).unwrap_or(0));
+    for (i, b) in blocks
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.btype == SHB_MAGIC)
+    {
+        let (major, minor) = (
+            src.u16(b.e, b.off + 12).unwrap_or(0),
+            src.u16(b.e, b.off + 14).unwrap_or(0),
+        );
         if major != 1 {
-            return Err(corrupt(format!("section version {major}.{minor} (only 1.x exists)"), i + 1, b.off));
+            return Err(corrupt(
+                format!("section version {major}.{minor} (only 1.x exists)"),
+                i + 1,
+                b.off,
+            ));
         }
         if shb.is_none() {
             let (o, _) = options(src, b.off + 24, b.off + u64::from(b.len) - 4, b.e);
-            shb = Some((major, minor, text(opt(&o, OPT_USERAPPL)), text(opt(&o, OPT_OS)), text(opt(&o, OPT_HARDWARE))));
+            shb = Some((
+                major,
+                minor,
+                text(opt(&o, OPT_USERAPPL)),
+                text(opt(&o, OPT_OS)),
+                text(opt(&o, OPT_HARDWARE)),
+            ));
         }
     }
     Ok(shb)
 }
 
 /// Every IDB's interface.
-fn interfaces(src: &mut dyn Source, blocks: &[Block], warnings: &mut Vec<Warn>) -> Result<Vec<Interface>, Failure> {
+fn interfaces(
+    src: &mut dyn Source,
+    blocks: &[Block],
+    warnings: &mut Vec<Warn>,
+) -> Result<Vec<Interface>, Failure> {
     let mut out = Vec::new();
-    for (i, b) in blocks.iter().enumerate().filter(|(_, b)| b.btype == IDB_MAGIC) {
+    for (i, b) in blocks
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.btype == IDB_MAGIC)
+    {
         let (o, e) = (b.off, b.e);
         let (opts, ok) = options(src, o + 16, o + u64::from(b.len) - 4, e);
         if !ok {
-            warnings.push(Warn::new("W-OPTION", "interface option runs past its block (options after it ignored)", 1).at(Some(o as u64), None));
+            warnings.push(
+                Warn::new(
+                    "W-OPTION",
+                    "interface option runs past its block (options after it ignored)",
+                    1,
+                )
+                .at(Some(o), None),
+            );
         }
         let mut itf = Interface {
             linktype: src.u16(e, o + 8).unwrap_or(0).into(),
@@ -226,9 +355,17 @@ fn interfaces(src: &mut dyn Source, blocks: &[Block], warnings: &mut Vec<Warn>) 
         if let Some(&r) = opt(&opts, OPT_TSRESOL).and_then(|v| v.first()) {
             // 10^-19 s still fits a u64 tick count; finer resolutions (libpcap: "too high") cannot.
             if (r & 0x80 != 0 && (r & 0x7F) > 63) || (r & 0x80 == 0 && r > 19) {
-                let what = if r & 0x80 != 0 { format!("2^-{}", r & 0x7F) } else { format!("10^-{r}") };
-                return Err(corrupt(format!("interface time resolution {what} s is beyond 64-bit timestamps"), i + 1, o)
-                    .hint("the if_tsresol option is corrupt"));
+                let what = if r & 0x80 != 0 {
+                    format!("2^-{}", r & 0x7F)
+                } else {
+                    format!("10^-{r}")
+                };
+                return Err(corrupt(
+                    format!("interface time resolution {what} s is beyond 64-bit timestamps"),
+                    i + 1,
+                    o,
+                )
+                .hint("the if_tsresol option is corrupt"));
             }
             itf.tsresol = r;
         }
@@ -259,12 +396,22 @@ pub fn ts_to_ns(ts: u64, itf: &Interface) -> (i64, bool) {
     } else {
         let unit = 10u64.pow(u32::from(r.min(19)));
         let (sec, frac) = (ts / unit, ts % unit);
-        (sec, if r <= 9 { frac * 10u64.pow(u32::from(9 - r)) } else { frac / 10u64.pow(u32::from(r - 9)) })
+        (
+            sec,
+            if r <= 9 {
+                frac * 10u64.pow(u32::from(9 - r))
+            } else {
+                frac / 10u64.pow(u32::from(r - 9))
+            },
+        )
     };
     let mut bad = sec > MAX_SEC as u64;
     let s = (sec.min(MAX_SEC as u64) as i64).wrapping_add(itf.tsoffset);
     bad |= !(-MAX_SEC..=MAX_SEC).contains(&s);
-    (s.clamp(-MAX_SEC, MAX_SEC) * 1_000_000_000 + frac as i64, bad)
+    (
+        s.clamp(-MAX_SEC, MAX_SEC) * 1_000_000_000 + frac as i64,
+        bad,
+    )
 }
 
 /// One packet block's fixed fields.
@@ -302,7 +449,7 @@ fn packets(
         let local = match b.btype {
             EPB_MAGIC => src.u32(e, o + 8).unwrap_or(0) as usize,
             PB_MAGIC => usize::from(src.u16(e, o + 8).unwrap_or(0)), // then a 16-bit drop count
-            SPB_MAGIC => 0,                                           // SPB: interface 0 (pcapng §4.4)
+            SPB_MAGIC => 0, // SPB: interface 0 (pcapng §4.4)
             _ => continue,
         };
         let known = idb_total - idb_at_section;
@@ -317,14 +464,34 @@ fn packets(
         let spb = b.btype == SPB_MAGIC;
         simple += u64::from(spb);
         obsolete += u64::from(b.btype == PB_MAGIC);
-        let caplen = if spb { 0 } else { src.u32(e, o + 20).unwrap_or(0).into() };
+        let caplen = if spb {
+            0
+        } else {
+            src.u32(e, o + 20).unwrap_or(0).into()
+        };
         let origlen = src.u32(e, o + if spb { 8 } else { 24 }).unwrap_or(0).into();
-        pk.push(Pkt { block: i, off: o, spb, iface: idb_at_section + local, caplen, origlen });
+        pk.push(Pkt {
+            block: i,
+            off: o,
+            spb,
+            iface: idb_at_section + local,
+            caplen,
+            origlen,
+        });
     }
     for p in pk.iter_mut() {
-        let room = u64::from(blocks.get(p.block).map_or(0, |b| b.len)) - if p.spb { 16 } else { 32 };
+        let room =
+            u64::from(blocks.get(p.block).map_or(0, |b| b.len)) - if p.spb { 16 } else { 32 };
         if !p.spb && p.caplen > room {
-            return Err(corrupt(format!("packet claims {} captured bytes but its block holds {}", commas(p.caplen), commas(room)), p.block + 1, p.off));
+            return Err(corrupt(
+                format!(
+                    "packet claims {} captured bytes but its block holds {}",
+                    commas(p.caplen),
+                    commas(room)
+                ),
+                p.block + 1,
+                p.off,
+            ));
         }
         if p.spb {
             // SPB: the captured length is implied by the block length, original length and snaplen.
@@ -334,24 +501,46 @@ fn packets(
     }
     if let Some(p) = pk.iter().find(|p| p.caplen > limits.max_caplen) {
         return Err(corrupt(
-            format!("packet of {} captured bytes, beyond the maximum of {}", commas(p.caplen), commas(limits.max_caplen)),
+            format!(
+                "packet of {} captured bytes, beyond the maximum of {}",
+                commas(p.caplen),
+                commas(limits.max_caplen)
+            ),
             p.block + 1,
             p.off,
         )
         .hint("raise max_caplen in [limits] if the file is genuine"));
     }
     let recs = records(src, &pk, blocks, ifaces, warnings);
-    let mut used: Vec<u32> = pk.iter().filter_map(|p| ifaces.get(p.iface)).map(|f| f.linktype).collect();
+    let mut used: Vec<u32> = pk
+        .iter()
+        .filter_map(|p| ifaces.get(p.iface))
+        .map(|f| f.linktype)
+        .collect();
     used.sort_unstable();
     used.dedup();
     Ok((recs, used, simple, obsolete))
 }
 
 /// Per-record lengths, link types and timestamps, with their warnings.
-fn records(src: &mut dyn Source, pk: &[Pkt], blocks: &[Block], ifaces: &[Interface], warnings: &mut Vec<Warn>) -> Records {
+fn records(
+    src: &mut dyn Source,
+    pk: &[Pkt],
+    blocks: &[Block],
+    ifaces: &[Interface],
+    warnings: &mut Vec<Warn>,
+) -> Records {
     let mut r = Records::default();
     let (mut n_cap, mut n_snap, mut clamped, mut last_ts) = (0u64, 0u64, 0u64, 0i64);
-    let none = Interface { linktype: 0, snaplen: 0, tsresol: 6, tsoffset: 0, fcslen: 0, name: None, section: 0 };
+    let none = Interface {
+        linktype: 0,
+        snaplen: 0,
+        tsresol: 6,
+        tsoffset: 0,
+        fcslen: 0,
+        name: None,
+        section: 0,
+    };
     for p in pk {
         let itf = ifaces.get(p.iface).unwrap_or(&none);
         let (mut cap, mut orig) = (p.caplen, p.origlen);
@@ -366,7 +555,8 @@ fn records(src: &mut dyn Source, pk: &[Pkt], blocks: &[Block], ifaces: &[Interfa
             last_ts // an SPB has no timestamp: the previous timed packet's time (0 before any)
         } else {
             let e = blocks.get(p.block).map_or(Endian { big: false }, |b| b.e);
-            let raw = (u64::from(src.u32(e, p.off + 12).unwrap_or(0)) << 32) | u64::from(src.u32(e, p.off + 16).unwrap_or(0));
+            let raw = (u64::from(src.u32(e, p.off + 12).unwrap_or(0)) << 32)
+                | u64::from(src.u32(e, p.off + 16).unwrap_or(0));
             let (ns, bad) = ts_to_ns(raw, itf);
             clamped += u64::from(bad);
             last_ts = ns;
@@ -385,18 +575,33 @@ fn records(src: &mut dyn Source, pk: &[Pkt], blocks: &[Block], ifaces: &[Interfa
         r.linktypes.push(itf.linktype);
     }
     if n_cap > 0 {
-        warnings.push(Warn::new("W-CAPLEN", "captured length larger than the original length (original length raised)", n_cap));
+        warnings.push(Warn::new(
+            "W-CAPLEN",
+            "captured length larger than the original length (original length raised)",
+            n_cap,
+        ));
     }
     if n_snap > 0 {
-        warnings.push(Warn::new("W-SNAPLEN", "packets longer than their interface's snaplen (accepted, as libpcap does)", n_snap));
+        warnings.push(Warn::new(
+            "W-SNAPLEN",
+            "packets longer than their interface's snaplen (accepted, as libpcap does)",
+            n_snap,
+        ));
     }
     if clamped > 0 {
-        let msg = format!("timestamps beyond ±{} s from the epoch (clamped)", commas(MAX_SEC as u64));
+        let msg = format!(
+            "timestamps beyond ±{} s from the epoch (clamped)",
+            commas(MAX_SEC as u64)
+        );
         warnings.push(Warn::new("W-TIMESTAMP", msg, clamped));
     }
     let simple = pk.iter().filter(|p| p.spb).count() as u64;
     if simple > 0 {
-        warnings.push(Warn::new("W-NO-TIMESTAMP", "simple packet blocks carry no timestamp (previous packet's time used)", simple));
+        warnings.push(Warn::new(
+            "W-NO-TIMESTAMP",
+            "simple packet blocks carry no timestamp (previous packet's time used)",
+            simple,
+        ));
     }
     r
 }
@@ -407,7 +612,7 @@ mod tests {
     use crate::capture::bytes::Mem;
 
     fn block(btype: u32, body: &[u8]) -> Vec<u8> {
-        let len = (12 + body.len() + 3) / 4 * 4;
+        let len = (12 + body.len()).div_ceil(4) * 4;
         let mut b = btype.to_le_bytes().to_vec();
         b.extend_from_slice(&(len as u32).to_le_bytes());
         b.extend_from_slice(body);
@@ -417,7 +622,12 @@ mod tests {
     }
 
     fn shb() -> Vec<u8> {
-        block(SHB_MAGIC, &[0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff])
+        block(
+            SHB_MAGIC,
+            &[
+                0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+            ],
+        )
     }
 
     fn idb(opts: &[u8]) -> Vec<u8> {
@@ -444,7 +654,14 @@ mod tests {
         let (r, m) = read(&mut Mem(&d), &Limits::default(), &mut Vec::new()).unwrap();
         assert_eq!(r.ts_ns, vec![1_500_000_001]);
         assert_eq!(r.caplen, vec![3]);
-        assert!(matches!(m, Meta::Pcapng { sections: 1, blocks: 3, .. }));
+        assert!(matches!(
+            m,
+            Meta::Pcapng {
+                sections: 1,
+                blocks: 3,
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -474,8 +691,19 @@ mod tests {
 
     #[test]
     fn binary_resolution_and_offset() {
-        let itf = Interface { linktype: 1, snaplen: 0, tsresol: 0x80 | 20, tsoffset: 10, fcslen: 0, name: None, section: 0 };
-        assert_eq!(ts_to_ns((3 << 20) | (1 << 19), &itf), (13_500_000_000, false));
+        let itf = Interface {
+            linktype: 1,
+            snaplen: 0,
+            tsresol: 0x80 | 20,
+            tsoffset: 10,
+            fcslen: 0,
+            name: None,
+            section: 0,
+        };
+        assert_eq!(
+            ts_to_ns((3 << 20) | (1 << 19), &itf),
+            (13_500_000_000, false)
+        );
         let far = Interface { tsresol: 0, ..itf };
         assert!(ts_to_ns(u64::MAX, &far).1);
     }

@@ -6,12 +6,12 @@
 
 use super::bytes::{FileSource, Mem};
 use super::{read, Failure, Format, Kind, Limits, Meta, Warn};
-use std::panic::AssertUnwindSafe;
 use numpy::IntoPyArray;
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
+use std::panic::AssertUnwindSafe;
 
 fn limits_of(obj: &Bound<'_, PyAny>, timeout_text: String) -> PyResult<Limits> {
     let get = |k: &str| -> PyResult<Bound<'_, PyAny>> { obj.getattr(k) };
@@ -27,7 +27,19 @@ fn limits_of(obj: &Bound<'_, PyAny>, timeout_text: String) -> PyResult<Limits> {
 }
 
 fn warnings<'py>(py: Python<'py>, ws: &[Warn]) -> PyResult<Bound<'py, PyList>> {
-    let items: Vec<_> = ws.iter().map(|w| (w.code, w.message.as_str(), w.count, w.offset, w.frame, w.hint)).collect();
+    let items: Vec<_> = ws
+        .iter()
+        .map(|w| {
+            (
+                w.code,
+                w.message.as_str(),
+                w.count,
+                w.offset,
+                w.frame,
+                w.hint,
+            )
+        })
+        .collect();
     PyList::new(py, items)
 }
 
@@ -38,17 +50,38 @@ fn text<'py>(py: Python<'py>, t: &Option<Vec<u8>>) -> Option<Bound<'py, PyBytes>
 fn meta<'py>(py: Python<'py>, m: &Meta) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     match m {
-        Meta::Pcap { linktype, snaplen, nanos, version } => {
+        Meta::Pcap {
+            linktype,
+            snaplen,
+            nanos,
+            version,
+        } => {
             d.set_item("linktype", linktype)?;
             d.set_item("snaplen", snaplen)?;
             d.set_item("nanos", nanos)?;
             d.set_item("version", version)?;
         }
-        Meta::Pcapng { sections, interfaces, shb, blocks, simple, obsolete, used } => {
+        Meta::Pcapng {
+            sections,
+            interfaces,
+            shb,
+            blocks,
+            simple,
+            obsolete,
+            used,
+        } => {
             d.set_item("sections", sections)?;
             let l = PyList::empty(py);
             for f in interfaces {
-                l.append((f.linktype, f.snaplen, text(py, &f.name), f.section, f.tsresol, f.tsoffset, f.fcslen))?;
+                l.append((
+                    f.linktype,
+                    f.snaplen,
+                    text(py, &f.name),
+                    f.section,
+                    f.tsresol,
+                    f.tsoffset,
+                    f.fcslen,
+                ))?;
             }
             d.set_item("interfaces", l)?;
             if let Some((ma, mi, app, os, hw)) = shb {
@@ -70,7 +103,16 @@ fn failure<'py>(py: Python<'py>, f: &Failure) -> PyResult<Bound<'py, PyDict>> {
         Kind::Unknown => "unknown",
         Kind::Limit => "limit",
     };
-    d.set_item("error", (kind, f.message.as_str(), f.offset, f.frame, f.hint.as_deref()))?;
+    d.set_item(
+        "error",
+        (
+            kind,
+            f.message.as_str(),
+            f.offset,
+            f.frame,
+            f.hint.as_deref(),
+        ),
+    )?;
     d.set_item("warnings", warnings(py, &f.warnings)?)?;
     Ok(d)
 }
@@ -94,13 +136,22 @@ pub fn read_capture<'py>(
     let fmt = match format {
         "pcap" => Format::Pcap,
         "pcapng" => Format::Pcapng,
-        _ => return Err(PyValueError::new_err(format!("unknown capture format {format:?}"))),
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "unknown capture format {format:?}"
+            )))
+        }
     };
     let lim = limits_of(limits, timeout_text)?;
     let got = if let Ok(path) = source.extract::<std::path::PathBuf>() {
         let mut file = match FileSource::open(&path) {
             Ok(f) => f,
-            Err(e) => return failure(py, &Failure::new(Kind::Unknown, format!("cannot read file: {e}"))),
+            Err(e) => {
+                return failure(
+                    py,
+                    &Failure::new(Kind::Unknown, format!("cannot read file: {e}")),
+                )
+            }
         };
         py.detach(move || {
             let r = std::panic::catch_unwind(AssertUnwindSafe(|| read(&mut file, fmt, &lim)));
@@ -112,7 +163,9 @@ pub fn read_capture<'py>(
     } else {
         let data: PyBuffer<u8> = source.extract()?;
         if !data.is_c_contiguous() {
-            return Err(PyValueError::new_err("capture bytes must be a contiguous byte buffer"));
+            return Err(PyValueError::new_err(
+                "capture bytes must be a contiguous byte buffer",
+            ));
         }
         let (ptr, len) = (data.buf_ptr() as usize, data.len_bytes());
         py.detach(move || {
@@ -126,7 +179,10 @@ pub fn read_capture<'py>(
         Ok(Ok(c)) => c,
         Ok(Err(f)) => return failure(py, &f),
         Err(_) => {
-            let f = Failure::new(Kind::Corrupt, "internal error while decoding (a bug: please report it with the file)");
+            let f = Failure::new(
+                Kind::Corrupt,
+                "internal error while decoding (a bug: please report it with the file)",
+            );
             return failure(py, &f);
         }
     };
@@ -142,12 +198,31 @@ pub fn read_capture<'py>(
     macro_rules! put {
         ($($f:ident),*) => { $( cols.set_item(stringify!($f), r.$f.into_pyarray(py))?; )* };
     }
-    put!(frame, time, proto, size, caplen, payload, ports, sport, dport, is4, s4, d4, seq_raw, ack_raw, flags, win_raw);
+    put!(
+        frame, time, proto, size, caplen, payload, ports, sport, dport, is4, s4, d4, seq_raw,
+        ack_raw, flags, win_raw
+    );
     put!(mss, mss_ok, wscale, wscale_ok, ts_val, ts_ecr, ts_ok);
     d.set_item("rows", cols)?;
     let [a, b, c, e] = r.v6;
-    d.set_item("v6", (r.v6_row.into_pyarray(py), a.into_pyarray(py), b.into_pyarray(py), c.into_pyarray(py), e.into_pyarray(py)))?;
-    d.set_item("sack", (r.sack_row.into_pyarray(py), r.sack_left.into_pyarray(py), r.sack_right.into_pyarray(py)))?;
+    d.set_item(
+        "v6",
+        (
+            r.v6_row.into_pyarray(py),
+            a.into_pyarray(py),
+            b.into_pyarray(py),
+            c.into_pyarray(py),
+            e.into_pyarray(py),
+        ),
+    )?;
+    d.set_item(
+        "sack",
+        (
+            r.sack_row.into_pyarray(py),
+            r.sack_left.into_pyarray(py),
+            r.sack_right.into_pyarray(py),
+        ),
+    )?;
     Ok(d)
 }
 

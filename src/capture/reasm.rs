@@ -40,7 +40,12 @@ impl Head {
         let src = captured.get(l4..).unwrap_or(&[]);
         let n = src.len().min(60);
         bytes[..n].copy_from_slice(&src[..n]);
-        Head { bytes, len: n as u8, skip, proto }
+        Head {
+            bytes,
+            len: n as u8,
+            skip,
+            proto,
+        }
     }
     /// The copied header bytes (what the frame had captured of them).
     pub fn header(&self) -> &[u8] {
@@ -170,12 +175,19 @@ impl Reassembler {
         let lim_bytes = self.limits.max_frag_bytes;
         match self.pending.get(&f.key) {
             None => {
-                if self.pending.len() >= self.limits.max_frag_datagrams || self.held + f.length > lim_bytes {
+                if self.pending.len() >= self.limits.max_frag_datagrams
+                    || self.held + f.length > lim_bytes
+                {
                     self.note(Why::Limit, f.frame, 1);
                     return None;
                 }
                 self.serial += 1;
-                let p = Pending { serial: self.serial, first_time: f.time, first_frame: f.frame, ..Default::default() };
+                let p = Pending {
+                    serial: self.serial,
+                    first_time: f.time,
+                    first_frame: f.frame,
+                    ..Default::default()
+                };
                 self.pending.insert(f.key, p);
                 self.order.push_back((f.key, self.serial));
             }
@@ -218,11 +230,18 @@ impl Reassembler {
             p.head = Some(f.head);
         }
         // disjoint parts inside [0, total) whose lengths add up to total cover it
-        let (Some(total), Some(head)) = (p.total, p.head) else { return None };
+        let (Some(total), Some(head)) = (p.total, p.head) else {
+            return None;
+        };
         if p.held != total {
             return None;
         }
-        let done = Done { head, l4len: total - head.skip, size: p.size, caplen: p.caplen };
+        let done = Done {
+            head,
+            l4len: total - head.skip,
+            size: p.size,
+            caplen: p.caplen,
+        };
         self.drop_key(&f.key);
         self.done += 1;
         Some(done)
@@ -234,7 +253,11 @@ impl Reassembler {
         let left_first = self.pending.values().map(|p| p.first_frame).min();
         let lim = &self.limits;
         let [overlap, oversize, limit, timeout] = self.n;
-        let limit_first = if limit > 0 { self.first[Why::Limit as usize] } else { self.first[Why::Timeout as usize] };
+        let limit_first = if limit > 0 {
+            self.first[Why::Limit as usize]
+        } else {
+            self.first[Why::Timeout as usize]
+        };
         let items = [
             ("W-FRAG-OVERLAP", overlap, self.first[Why::Overlap as usize],
              "IP fragments empty, overlapping others or past the datagram's end (datagram refused, RFC 5722)".to_string()),
@@ -317,7 +340,12 @@ mod tests {
 
     #[test]
     fn timeout_and_limits() {
-        let lim = Limits { max_frag_datagrams: 1, frag_timeout_s: 5.0, frag_timeout_text: "5".into(), ..Limits::default() };
+        let lim = Limits {
+            max_frag_datagrams: 1,
+            frag_timeout_s: 5.0,
+            frag_timeout_text: "5".into(),
+            ..Limits::default()
+        };
         let mut r = Reassembler::new(&lim);
         r.add(&frag(0, 8, true, 1));
         let mut other = frag(0, 8, true, 2);
@@ -330,7 +358,9 @@ mod tests {
         r.finish(&mut w, &mut c);
         assert_eq!(w[0].code, "W-FRAG-LIMIT");
         assert_eq!(w[0].count, 2);
-        assert!(w[0].message.contains("(1 datagrams, 4,194,304 bytes) or older than 5 s"));
+        assert!(w[0]
+            .message
+            .contains("(1 datagrams, 4,194,304 bytes) or older than 5 s"));
         assert_eq!(w[1].code, "W-FRAGMENT");
     }
 }
