@@ -4,6 +4,7 @@ the tshark slow path for link types it does not decode. Captures are crafted in 
 from __future__ import annotations
 
 import struct
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -315,3 +316,28 @@ def test_ipv6_over_null_uses_every_bsd_family_value() -> None:
     frames = [struct.pack("<I", af) + pkt for af in (10, 24, 28, 30)] + [struct.pack("<I", 99) + pkt]
     t = tracekit.read(craft.pcap(frames, linktype=0))
     assert t.packets.height == 4 and t.meta["counts"]["non_ip"] == 1
+
+
+# ---- issue 24 point 5: an IP version nibble that disagrees with the ethertype ---------------------
+
+def test_ip_version_disagreeing_with_the_ethertype_is_malformed_as_in_wireshark(tmp_path: Path) -> None:
+    """An IPv6 header under the IPv4 ethertype is read as IPv6 (Wireshark's dissect_ip hands it
+    over); an IPv4 header under the IPv6 ethertype is "Bogus IP version" there: no TCP, and no
+    row here (W-MALFORMED), where it used to be read as whatever the ethertype said."""
+    tool = need_tool("tshark")
+    seg = TCP(sport=40000, dport=5001, flags="S", seq=1)
+    good = craft.ether(IP(src="10.0.0.1", dst="10.0.0.2") / seg)
+    hdr = good[:12]
+    v6_as_v4 = hdr + struct.pack("!H", 0x0800) + bytes(IPv6(src="fd00::1", dst="fd00::2") / seg)
+    v4_as_v6 = hdr + struct.pack("!H", 0x86DD) + bytes(IP(src="10.0.0.1", dst="10.0.0.2") / seg)
+    path = tmp_path / "bogus.pcap"
+    path.write_bytes(craft.pcap([good, v6_as_v4, v4_as_v6, good]))
+    t = tracekit.read(path)
+    out = subprocess.run([tool, "-n", "-r", str(path), "-T", "fields", "-e", "frame.number", "-e", "tcp.srcport"],
+                         capture_output=True, text=True, check=True, timeout=60).stdout
+    ws_tcp = [int(line.split("\t")[0]) for line in out.splitlines() if line.split("\t")[1]]
+    assert t.packets.filter(pl.col("proto") == "tcp")["frame"].to_list() == ws_tcp == [1, 2, 4]
+    assert t.packets.filter(pl.col("frame") == 2)["src"].cast(pl.String).to_list() == ["fd00::1"]
+    (w,) = t.warnings
+    assert (w["code"], w["count"], w["frame"]) == ("W-MALFORMED", 1, 3)
+    assert t.meta["counts"]["malformed"] == 1

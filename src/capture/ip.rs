@@ -146,6 +146,7 @@ impl Tally {
 struct Tallies {
     non_ip: Tally,
     short: Tally,
+    version: Tally,
     impossible: Tally,
     tcp_bad: Tally,
     wscale: Tally,
@@ -216,6 +217,12 @@ pub fn decode(
         )
         .at(None, Some(t.short.frame)),
     );
+    let msg = "packets whose IP version disagrees with their link layer's type (skipped)";
+    add(
+        1,
+        &t.version,
+        Warn::new("W-MALFORMED", msg, t.version.n).at(None, Some(t.version.frame)),
+    );
     add(
         1,
         &t.impossible,
@@ -249,8 +256,18 @@ pub fn decode(
     if t.non_ip.n > 0 {
         cs.push((t.non_ip.chunk, 0, "non_ip", t.non_ip.n));
     }
-    if t.short.n > 0 {
-        cs.push((t.short.chunk, 1, "malformed", t.short.n));
+    let bad = Tally {
+        n: t.short.n + t.version.n,
+        chunk: t.short.chunk.min(t.version.chunk),
+        frame: 0,
+    };
+    let bad_chunk = match (t.short.n, t.version.n) {
+        (0, _) => t.version.chunk,
+        (_, 0) => t.short.chunk,
+        _ => bad.chunk,
+    };
+    if bad.n > 0 {
+        cs.push((bad_chunk, 1, "malformed", bad.n));
     }
     cs.sort_by_key(|c| (c.0, c.1));
     counts.extend(cs.into_iter().map(|c| (c.2, c.3)));
@@ -273,10 +290,23 @@ fn packet(pkt: &[u8], lt: u32, p: &Packet, ra: &mut Reassembler, t: &mut Tallies
         t.non_ip.add(p.chunk, p.frame);
         return;
     }
+    // Wireshark's packet-ip.c (dissect_ip) hands an IPv6 header under the IPv4 type to IPv6;
+    // any other version nibble that disagrees with the link layer's type is "Bogus IP version"
+    // and decodes nothing (issue 24 point 5). Raw IP link types decide by the nibble.
+    let nibble = u8_at(pkt, l3).map(|b| b >> 4);
+    let ipv = if ipv == 4 && nibble == Some(6) {
+        6
+    } else {
+        ipv
+    };
     // Headers-only captures keep the IP header; a frame cut before its fixed IP header is unusable.
     let need = if ipv == 6 { 40 } else { 20 };
     if l3.saturating_add(need) > pkt.len() {
         t.short.add(p.chunk, p.frame);
+        return;
+    }
+    if nibble != Some(ipv) {
+        t.version.add(p.chunk, p.frame);
         return;
     }
     let is4 = ipv == 4;

@@ -58,6 +58,7 @@ fn walk(
     src: &mut dyn Source,
     limits: &Limits,
     blocks: &mut Vec<Block>,
+    shbs: &mut Vec<u64>,
 ) -> Result<(Option<u64>, usize), Failure> {
     let n = src.size();
     let mut off = 0u64;
@@ -65,6 +66,7 @@ fn walk(
     let mut sections = 0usize;
     while let Some(btype) = src.u32(e, off) {
         if btype == SHB_MAGIC {
+            shbs.push(off);
             match src.get(off + 8, 4) {
                 Some([0x4d, 0x3c, 0x2b, 0x1a]) => e = Endian { big: false },
                 Some([0x1a, 0x2b, 0x3c, 0x4d]) => e = Endian { big: true },
@@ -158,10 +160,70 @@ fn text(v: Option<&[u8]>) -> Text {
 }
 
 /// Read a pcapng file's blocks and records (not their packets).
+///
+/// A damaged later section does not cost the sections before it (issue 24 point 8; Wireshark
+/// shows the packets read before the damage, then its error): the file is read again up to
+/// the damaged section's header block, with a W-SECTION warning.
 pub fn read(
     src: &mut dyn Source,
     limits: &Limits,
     warnings: &mut Vec<Warn>,
+) -> Result<(Records, Meta), Failure> {
+    let mut shbs = Vec::new();
+    let mut first = Vec::new();
+    let f = match read_upto(src, limits, &mut first, &mut shbs) {
+        Ok(r) => {
+            warnings.extend(first);
+            return Ok(r);
+        }
+        Err(f) => f,
+    };
+    let at = f.offset.unwrap_or(0);
+    let start = shbs.iter().copied().filter(|&s| s <= at).max().unwrap_or(0);
+    if f.kind != super::Kind::Corrupt || start == 0 {
+        warnings.extend(first);
+        return Err(f);
+    }
+    let mut part = Limited {
+        inner: src,
+        size: start,
+    };
+    let (recs, meta) = read_upto(&mut part, limits, warnings, &mut Vec::new())?;
+    let msg = format!(
+        "the section starting at byte {} is damaged ({}); kept the {} packets of the sections before it",
+        commas(start),
+        f.message,
+        commas(recs.len() as u64)
+    );
+    let w = Warn::new("W-SECTION", msg, 1).at(f.offset, None);
+    warnings.push(w.hint("a later section of the file is damaged; `editcap -r` can cut it off"));
+    Ok((recs, meta))
+}
+
+/// The first `size` bytes of a source.
+struct Limited<'a> {
+    inner: &'a mut dyn Source,
+    size: u64,
+}
+
+impl Source for Limited<'_> {
+    fn size(&self) -> u64 {
+        self.size
+    }
+    fn get(&mut self, off: u64, n: usize) -> Option<&[u8]> {
+        if off.checked_add(n as u64)? > self.size {
+            return None;
+        }
+        self.inner.get(off, n)
+    }
+}
+
+/// [`read`] without the recovery (`shbs` gets the offset of every section header seen).
+fn read_upto(
+    src: &mut dyn Source,
+    limits: &Limits,
+    warnings: &mut Vec<Warn>,
+    shbs: &mut Vec<u64>,
 ) -> Result<(Records, Meta), Failure> {
     let n = src.size();
     let head = src.get(0, n.min(4) as usize).unwrap_or(&[]).to_vec();
@@ -179,7 +241,7 @@ pub fn read(
         .hint("is it a classic pcap or a text trace? try without --format"));
     }
     let mut blocks = Vec::new();
-    let (cut, sections) = walk(src, limits, &mut blocks)?;
+    let (cut, sections) = walk(src, limits, &mut blocks, shbs)?;
     if sections == 0 || blocks.first().is_none_or(|b| b.btype != SHB_MAGIC) {
         return Err(
             Failure::corrupt(format!("truncated section header block: {n} bytes"), n)
