@@ -240,7 +240,8 @@ def _captures() -> list[Path]:
 def test_every_sample_capture_reads_cleanly(path: Path) -> None:
     t = tracekit.read(path)
     assert t.meta["format"] in ("pcap", "pcapng")
-    assert t.warnings == [] or {w["code"] for w in t.warnings} <= {"W-TRUNCATED"}
+    # W-OFFLOAD: segments captured on a sending host with BIG TCP (samples/linux/offload/)
+    assert t.warnings == [] or {w["code"] for w in t.warnings} <= {"W-TRUNCATED", "W-OFFLOAD"}
     tcp = t.packets.filter(pl.col("proto") == "tcp")
     assert tcp.height >= 20
     # every TCP row belongs to a connection, with a direction and relative numbers

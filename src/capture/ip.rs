@@ -111,6 +111,19 @@ impl Rows {
         self.ts_ecr.push(e);
         self.ts_ok.push(r.ts.is_some());
     }
+    /// Room for `n` rows in every per-row column (one allocation each, no regrowth copies).
+    fn with_capacity(n: usize) -> Rows {
+        let mut r = Rows::default();
+        macro_rules! reserve {
+            ($($f:ident),*) => { $( r.$f.reserve_exact(n); )* };
+        }
+        reserve!(
+            frame, time, proto, size, caplen, payload, ports, sport, dport, is4, s4, d4, seq_raw,
+            ack_raw
+        );
+        reserve!(flags, win_raw, mss, mss_ok, wscale, wscale_ok, ts_val, ts_ecr, ts_ok);
+        r
+    }
     pub fn len(&self) -> usize {
         self.frame.len()
     }
@@ -150,6 +163,7 @@ struct Tallies {
     impossible: Tally,
     tcp_bad: Tally,
     wscale: Tally,
+    offload: Tally,
 }
 
 /// Where the IP header puts the transport header, and the fragment facts.
@@ -162,6 +176,8 @@ struct Net {
     frag: Option<Frag>,
     src: u128,
     dst: u128,
+    /// The length came from the frame or a jumbo option (segmentation offload).
+    offload: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -184,7 +200,7 @@ pub fn decode(
     warnings: &mut Vec<Warn>,
     counts: &mut Vec<(&'static str, u64)>,
 ) -> Rows {
-    let mut rows = Rows::default();
+    let mut rows = Rows::with_capacity(recs.len());
     let mut ra = Reassembler::new(limits);
     let mut t = Tallies::default();
     for i in 0..recs.len() {
@@ -250,6 +266,12 @@ pub fn decode(
             t.wscale.n,
         ),
     );
+    let msg = "IP total length 0 or a jumbo payload (segmentation offload on the capturing host): length taken from the frame";
+    add(
+        4,
+        &t.offload,
+        Warn::new("W-OFFLOAD", msg, t.offload.n).at(None, Some(t.offload.frame)),
+    );
     items.sort_by_key(|(c, k, _)| (*c, *k));
     warnings.extend(items.into_iter().map(|(_, _, w)| w));
     let mut cs: Vec<(usize, usize, &'static str, u64)> = Vec::new();
@@ -310,7 +332,15 @@ fn packet(pkt: &[u8], lt: u32, p: &Packet, ra: &mut Reassembler, t: &mut Tallies
         return;
     }
     let is4 = ipv == 4;
-    let net = if is4 { ipv4(pkt, l3) } else { ipv6(pkt, l3) };
+    let wire = i64::from(p.size) - l3 as i64; // the datagram's bytes on the wire, per the frame
+    let net = if is4 {
+        ipv4(pkt, l3, wire)
+    } else {
+        ipv6(pkt, l3)
+    };
+    if net.offload {
+        t.offload.add(p.chunk, p.frame);
+    }
     let (mut size, mut caplen) = (p.size, p.caplen);
     let (mut l4, mut l4len, mut nh) = (net.l4, net.l4len, net.nh);
     let mut head = None;
@@ -426,10 +456,17 @@ fn fragment(p: &Packet, pkt: &[u8], l3: usize, is4: bool, net: &Net, f: &Frag) -
 
 /// IPv4 (RFC 791 §3.1): the 20 fixed bytes are captured (checked by the caller). The version
 /// nibble is not checked: the link layer said IPv4, as Wireshark's dissector table does.
-fn ipv4(pkt: &[u8], l3: usize) -> Net {
+///
+/// A total length of 0 is what TCP segmentation offload (and Linux BIG TCP) leaves in segments
+/// captured on the sending host: the length is taken from the frame, as Wireshark does with its
+/// default "support packet capture from IP TSO-enabled hardware" (packet-ip.c) and tcpdump
+/// (print-ip.c, "length 0 ... assume TSO"), and counted (issue 24 point 2).
+fn ipv4(pkt: &[u8], l3: usize, wire: i64) -> Net {
     let b0 = u8_at(pkt, l3).unwrap_or(0);
     let ihl = i64::from(b0 & 0x0F) * 4;
     let tot = i64::from(be16(pkt, l3 + 2).unwrap_or(0));
+    let offload = tot == 0 && ihl >= 20 && wire >= ihl;
+    let tot = if offload { wire } else { tot };
     let ident = u32::from(be16(pkt, l3 + 4).unwrap_or(0));
     let ff = be16(pkt, l3 + 6).unwrap_or(0);
     let offset = i64::from(ff & 0x1FFF) * 8; // in 8-byte units
@@ -451,6 +488,7 @@ fn ipv4(pkt: &[u8], l3: usize) -> Net {
         }),
         src: be32(pkt, l3 + 12).unwrap_or(0).into(),
         dst: be32(pkt, l3 + 16).unwrap_or(0).into(),
+        offload,
     }
 }
 
@@ -463,9 +501,20 @@ fn is_ext(nh: u8) -> bool {
 }
 
 /// IPv6 (RFC 8200 §3) and its extension-header chain (the 40 fixed bytes are captured).
+///
+/// A payload length of 0 with a Hop-by-Hop Jumbo Payload option (RFC 2675 §2: type 0xC2,
+/// length 4) takes the option's length (Linux BIG TCP, issue 24 point 2).
 fn ipv6(pkt: &[u8], l3: usize) -> Net {
-    let tot = i64::from(be16(pkt, l3 + 4).unwrap_or(0)) + 40;
+    let mut tot = i64::from(be16(pkt, l3 + 4).unwrap_or(0)) + 40;
     let mut nh = u8_at(pkt, l3 + 6).unwrap_or(0);
+    let jumbo = if tot == 40 && nh == 0 {
+        jumbo_length(pkt, l3 + 40)
+    } else {
+        None
+    };
+    if let Some(j) = jumbo {
+        tot = i64::from(j) + 40;
+    }
     let addr = |at| u128::from_be_bytes(super::bytes::arr(pkt, at).unwrap_or([0; 16]));
     let mut l4 = l3 + 40;
     let mut frag: Option<Frag> = None;
@@ -526,7 +575,22 @@ fn ipv6(pkt: &[u8], l3: usize) -> Net {
         frag,
         src: addr(l3 + 8),
         dst: addr(l3 + 24),
+        offload: jumbo.is_some(),
     }
+}
+
+/// The Jumbo Payload length in the Hop-by-Hop header at `at`, if it has one (RFC 2675 §2).
+fn jumbo_length(pkt: &[u8], at: usize) -> Option<u32> {
+    let end = at + (usize::from(u8_at(pkt, at + 1)?) + 1) * 8;
+    let mut p = at + 2;
+    while p < end {
+        match u8_at(pkt, p)? {
+            0 => p += 1, // Pad1
+            0xC2 if u8_at(pkt, p + 1)? == 4 => return be32(pkt, p + 2),
+            _ => p += 2 + usize::from(u8_at(pkt, p + 1)?),
+        }
+    }
+    None
 }
 
 /// Linux lays out the timestamp option as NOP, NOP, kind 8 length 10 on every segment.
