@@ -217,6 +217,13 @@ pub fn decode(
         };
         packet(pkt, recs.linktype_of(i), &p, &mut ra, &mut t, &mut rows);
     }
+    report(&t, warnings, counts);
+    ra.finish(warnings, counts);
+    rows
+}
+
+/// The decoder's warnings and counts, in the order the reader logged them.
+fn report(t: &Tallies, warnings: &mut Vec<Warn>, counts: &mut Vec<(&'static str, u64)>) {
     let mut items: Vec<(usize, usize, Warn)> = Vec::new();
     let mut add = |k: usize, tl: &Tally, w: Warn| {
         if tl.n > 0 {
@@ -293,8 +300,6 @@ pub fn decode(
     }
     cs.sort_by_key(|c| (c.0, c.1));
     counts.extend(cs.into_iter().map(|c| (c.2, c.3)));
-    ra.finish(warnings, counts);
-    rows
 }
 
 /// Per-record facts of the packet being decoded.
@@ -364,32 +369,64 @@ fn packet(pkt: &[u8], lt: u32, p: &Packet, ra: &mut Reassembler, t: &mut Tallies
     }
     let l4len = l4len.max(0);
     let seg = head.as_ref().map_or(pkt, |h| h.header());
+    let row = if frag || net.bad {
+        Row {
+            proto: 2,
+            ..Row::default()
+        }
+    } else {
+        transport(seg, l4, l4len, nh, p, t, rows)
+    };
+    append(rows, p, &net, is4, (size, caplen), &row);
+}
+
+/// The transport header of a whole datagram (its own frame, or the completing frame's copy).
+fn transport(
+    seg: &[u8],
+    l4: usize,
+    l4len: i64,
+    nh: u8,
+    p: &Packet,
+    t: &mut Tallies,
+    rows: &mut Rows,
+) -> Row {
     let mut row = Row {
         proto: 2,
         ..Row::default()
     };
-    if !frag && !net.bad {
-        if nh == ip_number::TCP.0 {
-            if !tcp(seg, l4, l4len, &mut row, rows) {
-                t.tcp_bad.add(p.chunk, p.frame);
-            } else if row.wscale.is_some_and(|w| w > 14) {
-                // RFC 7323 §2.3: a shift count above 14 is used as 14.
-                t.wscale.add(p.chunk, p.frame);
-                row.wscale = Some(14);
-            }
-        } else if nh == ip_number::UDP.0 {
-            if let Some(u) = seg
-                .get(l4..)
-                .and_then(|s| UdpHeaderSlice::from_slice(s).ok())
-            {
-                row.proto = 1;
-                row.ports = true;
-                row.sport = u.source_port().into();
-                row.dport = u.destination_port().into();
-                row.payload = u32::try_from((l4len - 8).max(0)).unwrap_or(u32::MAX);
-            }
+    if nh == ip_number::TCP.0 {
+        if !tcp(seg, l4, l4len, &mut row, rows) {
+            t.tcp_bad.add(p.chunk, p.frame);
+        } else if row.wscale.is_some_and(|w| w > 14) {
+            // RFC 7323 §2.3: a shift count above 14 is used as 14.
+            t.wscale.add(p.chunk, p.frame);
+            row.wscale = Some(14);
+        }
+    } else if nh == ip_number::UDP.0 {
+        // UDP (RFC 768): the 8-byte header must be captured; the payload length is the IP one's
+        if let Some(u) = seg
+            .get(l4..)
+            .and_then(|s| UdpHeaderSlice::from_slice(s).ok())
+        {
+            row.proto = 1;
+            row.ports = true;
+            row.sport = u.source_port().into();
+            row.dport = u.destination_port().into();
+            row.payload = u32::try_from((l4len - 8).max(0)).unwrap_or(u32::MAX);
         }
     }
+    row
+}
+
+/// Append one row (IPv6 addresses to their own columns).
+fn append(
+    rows: &mut Rows,
+    p: &Packet,
+    net: &Net,
+    is4: bool,
+    (size, caplen): (u32, u32),
+    row: &Row,
+) {
     let r = rows.len() as i64;
     if !is4 {
         rows.v6_row.push(r);
@@ -405,18 +442,16 @@ fn packet(pkt: &[u8], lt: u32, p: &Packet, ra: &mut Reassembler, t: &mut Tallies
     } else {
         (0, 0)
     };
-    rows.push(
-        &RowHead {
-            frame: p.frame,
-            time: p.time,
-            size,
-            caplen,
-            is4,
-            s4,
-            d4,
-        },
-        &row,
-    );
+    let head = RowHead {
+        frame: p.frame,
+        time: p.time,
+        size,
+        caplen,
+        is4,
+        s4,
+        d4,
+    };
+    rows.push(&head, row);
 }
 
 /// The reassembler's view of a fragment.

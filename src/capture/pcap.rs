@@ -50,100 +50,47 @@ pub fn read(
     limits: &Limits,
     warnings: &mut Vec<Warn>,
 ) -> Result<(Records, Meta), Failure> {
-    let n = usize::try_from(src.size()).unwrap_or(usize::MAX);
-    let data = src.get(0, n.min(FILE_HEADER)).unwrap_or(&[]).to_vec();
-    let data = data.as_slice();
-    if n == 0 {
-        return Err(Failure::new(Kind::Unknown, "empty file (0 bytes)")
-            .at(None, None)
-            .hint("the capture was not written"));
-    }
-    if n < FILE_HEADER {
-        if magic(data).is_some() || n < 4 {
-            return Err(Failure::corrupt(
-                format!("truncated file header: {n} of {FILE_HEADER} bytes"),
-                n as u64,
-            )
-            .hint("the file was cut short before the first packet; re-copy it"));
-        }
-        return Err(Failure::new(Kind::Unknown, "not a pcap file").at(Some(0), None));
-    }
-    let Some((big, nanos, rec_len)) = magic(data) else {
-        let hex: String = data.iter().take(4).map(|b| format!("{b:02x}")).collect();
-        return Err(
-            Failure::new(Kind::Unknown, format!("not a pcap file (magic {hex})"))
-                .at(Some(0), None)
-                .hint("is it pcapng or a text trace? try without --format"),
-        );
-    };
-    let (vmaj, vmin, snaplen, lt_field) =
-        header(data, big).ok_or_else(|| Failure::corrupt("unreadable file header", 0))?;
-    if !matches!((vmaj, vmin), (2, 4) | (2, 3) | (2, 2)) {
-        // tshark reads these, libpcap refuses; we read them, as tshark does, and say so.
-        warnings.push(
-            Warn::new(
-                "W-VERSION",
-                format!("unusual pcap version {vmaj}.{vmin} (read as 2.4)"),
-                1,
-            )
-            .at(Some(4), None),
-        );
-    }
-    if snaplen == 0 {
-        warnings.push(
-            Warn::new("W-SNAPLEN", "snaplen is 0 (pcap forbids it; ignored)", 1).at(Some(16), None),
-        );
-    }
-    let linktype = lt_field & LT_MASK;
-    let fcs = if lt_field & LT_FCS_PRESENT != 0 {
-        ((lt_field >> 28) & 0xF) * 2
-    } else {
-        0
-    };
+    let h = file_header(src, warnings)?;
+    let (linktype, big) = (h.lt_field & LT_MASK, h.big);
     let meta = Meta::Pcap {
         linktype,
-        snaplen,
-        nanos,
-        version: (vmaj, vmin),
+        snaplen: h.snaplen,
+        nanos: h.nanos,
+        version: h.version,
     };
-    if super::link::name(linktype).is_none() {
-        return Ok((
-            Records {
-                linktype,
-                ..Records::default()
-            },
-            meta,
-        )); // tshark reads it
-    }
-    // pcap before 2.3 wrote the original length before the captured length (libpcap swaps them).
-    let swapped = (vmaj, vmin) < (2, 3);
-    let e = Endian { big };
     let mut recs = Records {
         linktype,
         ..Records::default()
     };
+    if super::link::name(linktype).is_none() {
+        return Ok((recs, meta)); // tshark reads it
+    }
+    // pcap before 2.3 wrote the original length before the captured length (libpcap swaps them).
+    let swapped = h.version < (2, 3);
     let walk = Walk {
-        e,
-        rec_len,
+        e: Endian { big },
+        rec_len: h.rec_len,
         cap_at: if swapped { 12 } else { 8 },
     };
     let stop = walk.run(src, limits, &mut recs.data_off)?;
-    let nrec = recs.data_off.len();
+    let nrec = recs.data_off.len() as u64;
     if let Some((reason, at)) = stop {
-        warnings.push(
-            Warn::new(
-                "W-TRUNCATED",
-                format!(
-                    "last record is cut short ({reason}); kept the {} packets before it",
-                    commas(nrec as u64)
-                ),
-                1,
-            )
-            .at(Some(at), Some(nrec as u64 + 1))
-            .hint("the capture was cut short; rerun without --strict to keep them"),
+        let msg = format!(
+            "last record is cut short ({reason}); kept the {} packets before it",
+            commas(nrec)
         );
+        let w = Warn::new("W-TRUNCATED", msg, 1).at(Some(at), Some(nrec + 1));
+        warnings.push(w.hint("the capture was cut short; rerun without --strict to keep them"));
     }
-    let tallies = fill(src, &mut recs, e, nanos, swapped, fcs, snaplen, rec_len);
+    // LINKTYPE_EXT: bits 28-31 give the FCS length in 16-bit words when bit 26 is set
+    let fcs = if h.lt_field & LT_FCS_PRESENT != 0 {
+        ((h.lt_field >> 28) & 0xF) * 2
+    } else {
+        0
+    };
+    let tallies = fill(
+        src, &mut recs, walk.e, h.nanos, swapped, fcs, h.snaplen, h.rec_len,
+    );
     let texts = [
         "microsecond fraction >= 1,000,000 (carried into the seconds)",
         "captured length larger than the original length (original length raised)",
@@ -162,6 +109,61 @@ pub fn read(
         warnings.push(Warn::new("W-EMPTY", "the capture holds no packets", 1));
     }
     Ok((recs, meta))
+}
+
+/// What the file header says.
+struct FileHeader {
+    big: bool,
+    nanos: bool,
+    rec_len: usize,
+    version: (u16, u16),
+    snaplen: u32,
+    lt_field: u32,
+}
+
+/// The file header, checked (empty, cut, unknown magic) and with its warnings.
+fn file_header(src: &mut dyn Source, warnings: &mut Vec<Warn>) -> Result<FileHeader, Failure> {
+    let n = usize::try_from(src.size()).unwrap_or(usize::MAX);
+    let data = src.get(0, n.min(FILE_HEADER)).unwrap_or(&[]).to_vec();
+    if n == 0 {
+        return Err(
+            Failure::new(Kind::Unknown, "empty file (0 bytes)").hint("the capture was not written")
+        );
+    }
+    if n < FILE_HEADER {
+        if magic(&data).is_some() || n < 4 {
+            let msg = format!("truncated file header: {n} of {FILE_HEADER} bytes");
+            return Err(Failure::corrupt(msg, n as u64)
+                .hint("the file was cut short before the first packet; re-copy it"));
+        }
+        return Err(Failure::new(Kind::Unknown, "not a pcap file").at(Some(0), None));
+    }
+    let Some((big, nanos, rec_len)) = magic(&data) else {
+        let hex: String = data.iter().take(4).map(|b| format!("{b:02x}")).collect();
+        let f =
+            Failure::new(Kind::Unknown, format!("not a pcap file (magic {hex})")).at(Some(0), None);
+        return Err(f.hint("is it pcapng or a text trace? try without --format"));
+    };
+    let (vmaj, vmin, snaplen, lt_field) =
+        header(&data, big).ok_or_else(|| Failure::corrupt("unreadable file header", 0))?;
+    if !matches!((vmaj, vmin), (2, 4) | (2, 3) | (2, 2)) {
+        // tshark reads these, libpcap refuses; we read them, as tshark does, and say so.
+        let msg = format!("unusual pcap version {vmaj}.{vmin} (read as 2.4)");
+        warnings.push(Warn::new("W-VERSION", msg, 1).at(Some(4), None));
+    }
+    if snaplen == 0 {
+        warnings.push(
+            Warn::new("W-SNAPLEN", "snaplen is 0 (pcap forbids it; ignored)", 1).at(Some(16), None),
+        );
+    }
+    Ok(FileHeader {
+        big,
+        nanos,
+        rec_len,
+        version: (vmaj, vmin),
+        snaplen,
+        lt_field,
+    })
 }
 
 /// The record chain: each header's captured length says where the next one starts.

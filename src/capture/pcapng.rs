@@ -233,79 +233,58 @@ fn read_upto(
     }
     if head != [0x0a, 0x0d, 0x0d, 0x0a] {
         let hex: Vec<String> = head.iter().map(|b| format!("{b:02x}")).collect();
-        return Err(Failure::new(
-            super::Kind::Unknown,
-            format!("not a pcapng file (first bytes {})", hex.join(" ")),
-        )
-        .at(Some(0), None)
-        .hint("is it a classic pcap or a text trace? try without --format"));
+        let msg = format!("not a pcapng file (first bytes {})", hex.join(" "));
+        let f = Failure::new(super::Kind::Unknown, msg).at(Some(0), None);
+        return Err(f.hint("is it a classic pcap or a text trace? try without --format"));
     }
     let mut blocks = Vec::new();
     let (cut, sections) = walk(src, limits, &mut blocks, shbs)?;
     if sections == 0 || blocks.first().is_none_or(|b| b.btype != SHB_MAGIC) {
-        return Err(
-            Failure::corrupt(format!("truncated section header block: {n} bytes"), n)
-                .hint("the file was cut short before the first packet"),
-        );
+        let f = Failure::corrupt(format!("truncated section header block: {n} bytes"), n);
+        return Err(f.hint("the file was cut short before the first packet"));
     }
-    let nb = blocks.len();
+    let nb = blocks.len() as u64;
     if let Some(stop) = cut {
-        warnings.push(
-            Warn::new(
-                "W-TRUNCATED",
-                format!(
-                    "last block is cut short; kept the {} blocks before it",
-                    commas(nb as u64)
-                ),
-                1,
-            )
-            .at(Some(stop), None)
-            .hint("the capture was cut short; rerun without --strict to keep them"),
+        let msg = format!(
+            "last block is cut short; kept the {} blocks before it",
+            commas(nb)
         );
+        let w = Warn::new("W-TRUNCATED", msg, 1).at(Some(stop), None);
+        warnings.push(w.hint("the capture was cut short; rerun without --strict to keep them"));
     }
     check_blocks(src, &blocks)?;
     let shb = sections_of(src, &blocks)?;
     let ifaces = interfaces(src, &blocks, warnings)?;
     let (recs, used, simple, obsolete) = packets(src, &blocks, &ifaces, limits, warnings)?;
-    let other = blocks.iter().filter(|b| {
+    let is_other = |b: &&Block| {
         !matches!(
             b.btype,
             SHB_MAGIC | IDB_MAGIC | EPB_MAGIC | PB_MAGIC | SPB_MAGIC
         ) && !QUIET.contains(&b.btype)
-    });
-    let first_other = blocks.iter().find(|b| {
-        !matches!(
-            b.btype,
-            SHB_MAGIC | IDB_MAGIC | EPB_MAGIC | PB_MAGIC | SPB_MAGIC
-        ) && !QUIET.contains(&b.btype)
-    });
-    let n_other = other.count() as u64;
-    if n_other > 0 {
-        warnings.push(
-            Warn::new(
-                "W-UNKNOWN-BLOCK",
-                "blocks of unknown or custom types skipped",
-                n_other,
-            )
-            .at(first_other.map(|b| b.off), None),
+    };
+    let n_other = blocks.iter().filter(is_other).count() as u64;
+    if let Some(first) = blocks.iter().find(is_other) {
+        let w = Warn::new(
+            "W-UNKNOWN-BLOCK",
+            "blocks of unknown or custom types skipped",
+            n_other,
         );
+        warnings.push(w.at(Some(first.off), None));
     }
     if recs.is_empty() {
         warnings.push(Warn::new("W-EMPTY", "the capture holds no packets", 1));
     }
-    let used = if used.is_empty() {
-        let mut all: Vec<u32> = ifaces.iter().map(|f| f.linktype).collect();
-        all.sort_unstable();
-        all.dedup();
-        all
-    } else {
-        used
-    };
+    let mut used = used;
+    if used.is_empty() {
+        used = ifaces.iter().map(|f| f.linktype).collect();
+        used.sort_unstable();
+        used.dedup();
+    }
     let meta = Meta::Pcapng {
         sections,
         interfaces: ifaces,
         shb,
-        blocks: nb as u64,
+        blocks: nb,
         simple,
         obsolete,
         used,
@@ -486,15 +465,9 @@ struct Pkt {
     origlen: u64,
 }
 
-/// Packet blocks: interface, lengths (checked), timestamps; returns the records, the link
-/// types used, and the counts of simple and obsolete packet blocks.
-fn packets(
-    src: &mut dyn Source,
-    blocks: &[Block],
-    ifaces: &[Interface],
-    limits: &Limits,
-    warnings: &mut Vec<Warn>,
-) -> Result<(Records, Vec<u32>, u64, u64), Failure> {
+/// Every packet block's interface (checked against its section's IDBs) and lengths; the
+/// counts of simple and obsolete packet blocks.
+fn packet_blocks(src: &mut dyn Source, blocks: &[Block]) -> Result<(Vec<Pkt>, u64, u64), Failure> {
     let mut pk: Vec<Pkt> = Vec::new();
     let (mut idb_total, mut idb_at_section, mut section) = (0usize, 0usize, usize::MAX);
     let (mut simple, mut obsolete) = (0u64, 0u64);
@@ -541,6 +514,19 @@ fn packets(
             origlen,
         });
     }
+    Ok((pk, simple, obsolete))
+}
+
+/// Packet blocks: interface, lengths (checked), timestamps; returns the records, the link
+/// types used, and the counts of simple and obsolete packet blocks.
+fn packets(
+    src: &mut dyn Source,
+    blocks: &[Block],
+    ifaces: &[Interface],
+    limits: &Limits,
+    warnings: &mut Vec<Warn>,
+) -> Result<(Records, Vec<u32>, u64, u64), Failure> {
+    let (mut pk, simple, obsolete) = packet_blocks(src, blocks)?;
     for p in pk.iter_mut() {
         let room =
             u64::from(blocks.get(p.block).map_or(0, |b| b.len)) - if p.spb { 16 } else { 32 };
@@ -636,6 +622,14 @@ fn records(
         r.ts_ns.push(ts);
         r.linktypes.push(itf.linktype);
     }
+    let simple = pk.iter().filter(|p| p.spb).count() as u64;
+    record_warnings([n_cap, n_snap, clamped, simple], warnings);
+    r
+}
+
+/// The warnings of the packet records: captured > original length, over the snaplen, clamped
+/// timestamps, simple packet blocks.
+fn record_warnings([n_cap, n_snap, clamped, simple]: [u64; 4], warnings: &mut Vec<Warn>) {
     if n_cap > 0 {
         warnings.push(Warn::new(
             "W-CAPLEN",
@@ -657,7 +651,6 @@ fn records(
         );
         warnings.push(Warn::new("W-TIMESTAMP", msg, clamped));
     }
-    let simple = pk.iter().filter(|p| p.spb).count() as u64;
     if simple > 0 {
         warnings.push(Warn::new(
             "W-NO-TIMESTAMP",
@@ -665,7 +658,6 @@ fn records(
             simple,
         ));
     }
-    r
 }
 
 #[cfg(test)]

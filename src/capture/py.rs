@@ -5,7 +5,7 @@
 //! own the vectors (no copy, no per-packet Python object).
 
 use super::bytes::{FileSource, Mem};
-use super::{read, Failure, Format, Kind, Limits, Meta, Warn};
+use super::{read, Capture, Failure, Format, Kind, Limits, Meta, Warn};
 use numpy::IntoPyArray;
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
@@ -186,6 +186,11 @@ pub fn read_capture<'py>(
             return failure(py, &f);
         }
     };
+    output(py, cap)
+}
+
+/// The dict of a read capture (its columns become numpy arrays that own the vectors).
+fn output(py: Python<'_>, cap: Capture) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("meta", meta(py, &cap.meta)?)?;
     d.set_item("warnings", warnings(py, &cap.warnings)?)?;

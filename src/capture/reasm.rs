@@ -104,6 +104,16 @@ enum Why {
     Timeout,
 }
 
+/// An empty fragment, one overlapping bytes already received, a second end, or bytes past the
+/// end (RFC 5722; Linux drops the whole queue for IPv4 too since 4.19). `i`: where it goes.
+fn refused(p: &Pending, f: &Fragment, i: usize, end: i64) -> bool {
+    f.length <= 0
+        || (i > 0 && p.parts.get(i - 1).is_some_and(|x| x.1 > f.offset))
+        || p.parts.get(i).is_some_and(|x| x.0 < end)
+        || p.total.is_some_and(|t| end > t || (!f.more && end != t))
+        || (!f.more && p.parts.last().is_some_and(|x| x.1 > end))
+}
+
 /// Pending datagrams of one capture, fed in frame order.
 pub struct Reassembler {
     limits: Limits,
@@ -206,12 +216,7 @@ impl Reassembler {
             self.duplicate += 1; // an exact duplicate (a capture on several interfaces): ignored
             return None;
         }
-        let bad = f.length <= 0
-            || (i > 0 && p.parts.get(i - 1).is_some_and(|x| x.1 > f.offset))
-            || p.parts.get(i).is_some_and(|x| x.0 < end)
-            || p.total.is_some_and(|t| end > t || (!f.more && end != t))
-            || (!f.more && p.parts.last().is_some_and(|x| x.1 > end));
-        if bad {
+        if refused(p, f, i, end) {
             let frames = p.frames;
             self.drop_key(&f.key);
             self.note(Why::Overlap, f.frame, frames + 1);
