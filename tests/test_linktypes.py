@@ -11,7 +11,7 @@ from pathlib import Path
 import craft
 import polars as pl
 import pytest
-from conftest import SAMPLES, need_tool
+from conftest import need_tool
 from scapy.layers.inet import IP, TCP, IPOption_NOP
 from scapy.layers.inet6 import IPv6
 

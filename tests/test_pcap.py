@@ -26,7 +26,6 @@ from tracekit.limits import Limits
 from tracekit.parsers._dense import lookup, sorted_unique
 from tracekit.parsers._epochs import pair_groups
 
-
 PKTS, EXPECTED = craft.conversation()
 FRAMES = [craft.ether(p) for p in PKTS]
 GOOD = craft.pcap(FRAMES)
