@@ -369,3 +369,12 @@ def test_port_pairs_are_numbered_by_first_appearance(wide: bool) -> None:
     assert first.tolist() == [seen[k] for k in order]
     ids = {k: j for j, k in enumerate(order)}
     assert pair.tolist() == [ids[k] for k in zip(lo.tolist(), hi.tolist(), strict=False)]
+
+
+@pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
+def test_unknown_reader_options_are_refused(fmt: str) -> None:
+    from tracekit.errors import UsageError
+
+    data = GOOD if fmt == "pcap" else craft.pcapng(FRAMES)
+    with pytest.raises(UsageError, match="snaplen"):
+        tracekit.read(data, fmt, snaplen=96)  # a misspelt or made-up option is not ignored
