@@ -7,6 +7,7 @@
 use pyo3::prelude::*;
 
 mod state;
+pub mod capture;
 
 /// The crate's version, for `tracekit formats --verbose` and bug reports.
 #[pyfunction]
@@ -19,5 +20,7 @@ fn version() -> &'static str {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     state::register(m)?;
+    m.add_function(wrap_pyfunction!(capture::py::read_capture, m)?)?;
+    m.add_function(wrap_pyfunction!(capture::py::linktypes, m)?)?;
     Ok(())
 }

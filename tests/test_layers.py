@@ -43,11 +43,7 @@ MAY_IMPORT = {
     "api": {"base", "contract", "parsers", "analysis", "api"},
 }
 #: Deliberate exceptions, each with its reason.
-ALLOWED = {
-    # the names of pcap link types are the capture decoder's table (LINKTYPE_* of tcpdump.org); the
-    # report prints them beside the numbers in meta["linktypes"]
-    ("tracekit.reports.html", "tracekit.parsers._link"),
-}
+ALLOWED: set[tuple[str, str]] = set()
 #: Import cycles between modules that are known and left alone, each with its reason.
 KNOWN_CYCLES = [
     # the capture reader falls back to tshark, whose reader finishes its rows with the capture's code;

@@ -121,13 +121,17 @@ def test_sections_of_either_byte_order_restart_interface_ids() -> None:
 
 
 def test_interface_ids_are_per_section() -> None:
-    data = b"".join([craft.shb(), craft.idb(1), craft.idb(1), craft.epb(FRAMES[0], iface=1),
-                     craft.shb(), craft.idb(1), craft.epb(FRAMES[1], iface=1)])
-    with pytest.raises(CorruptTraceError) as err:
-        tracekit.read(data)
-    assert err.value.offset == len(b"".join([craft.shb(), craft.idb(1), craft.idb(1), craft.epb(FRAMES[0], iface=1),
-                                             craft.shb(), craft.idb(1)]))
-    assert "block 7" in str(err.value) and "interface 1" in str(err.value)
+    # interface 1 of the second section does not exist (ids restart at every SHB): that section
+    # is damaged; the first one is kept (issue 24 point 8), strict mode refuses the file
+    first = b"".join([craft.shb(), craft.idb(1), craft.idb(1), craft.epb(FRAMES[0], iface=1)])
+    data = first + b"".join([craft.shb(), craft.idb(1), craft.epb(FRAMES[1], iface=1)])
+    t = tracekit.read(data)
+    (w,) = t.warnings
+    assert w["code"] == "W-SECTION" and w["offset"] == len(first + craft.shb() + craft.idb(1))
+    assert "block 7" in w["message"] and "interface 1" in w["message"]
+    assert t.meta["counts"]["records"] == 1
+    with pytest.raises(CorruptTraceError):
+        tracekit.read(data, strict=True)
 
 
 def test_obsolete_packet_blocks() -> None:
@@ -245,7 +249,15 @@ def test_huge_block_is_refused_before_anything_is_allocated() -> None:
 def test_bad_byte_order_magic_in_a_later_section() -> None:
     bad = bytearray(craft.shb())
     bad[8:12] = b"\x11\x22\x33\x44"
-    _refused(HEAD + EPB0 + bytes(bad), 4, len(HEAD + EPB0), "byte-order magic")
+    t = tracekit.read(HEAD + EPB0 + bytes(bad))  # the first section is kept (issue 24 point 8)
+    (w,) = t.warnings
+    assert w["code"] == "W-SECTION" and w["offset"] == len(HEAD + EPB0) and "byte-order magic" in w["message"]
+    assert t.meta["counts"]["records"] == 1
+    bad_first = bytearray(HEAD + EPB0)
+    bad_first[8:12] = b"\x11\x22\x33\x44"
+    with pytest.raises(CorruptTraceError, match="byte-order magic") as err:  # no section before it: refused
+        tracekit.read(bytes(bad_first), "pcapng")
+    assert err.value.offset == 0
 
 
 @pytest.mark.parametrize("cut", [1, 8, 20, len(craft.epb(FRAMES[-1])) - 1])
@@ -310,7 +322,7 @@ def test_mergecap_of_two_link_types(tmp_path: Path) -> None:
     assert t.packets.filter(pl.col("proto") == "tcp")["flow"].n_unique() == 2
 
 
-# ---- memory-lean reading: segmented walk, chunked block fields, released pages --------------------
+# ---- mixed sections; a file read through the reader's window ----------------------------------
 
 def _mixed_sections() -> bytes:
     """Two sections of either byte order, several interfaces, every packet block kind, odd blocks."""
@@ -326,35 +338,65 @@ def _mixed_sections() -> bytes:
 
 
 @pytest.mark.parametrize("cut", [0, 7])
-def test_segmented_block_walk_finds_the_same_blocks(cut: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pcapng, "_WALK_SEGMENT", 50)  # shorter than most blocks
-    data = _mixed_sections()
-    data = data[:len(data) - cut]
-    whole = pcapng.walk_blocks(data, 1 << 24)
-    seen: list[int] = []
-    parts = pcapng.walk_blocks(data, 1 << 24, seen.append)
-    assert parts[0].tolist() == whole[0].tolist() and parts[1:] == whole[1:]
-    assert len(seen) > 3 and seen == sorted(seen)
-    starts = set(whole[0].tolist()) | {whole[3]}
-    assert all(u in starts or u > len(data) for u in seen)  # each is where a block starts
-    assert whole[1] == [(0, False), (len(FRAMES) // 2 + 4, True)]
+def test_block_walk_of_mixed_sections(cut: int) -> None:
+    """Both byte orders, every packet block kind and odd blocks: the sections, interfaces and
+    packets are all found; a cut last block is located at its start and the blocks before kept."""
+    full = _mixed_sections()
+    data = full[:len(full) - cut]
+    t = tracekit.read(data, "pcapng")
+    assert t.meta["sections"] == 2 and len(t.meta["interfaces"]) == 3
+    assert [i["section"] for i in t.meta["interfaces"]] == [0, 0, 1]
+    n = len(FRAMES) + 2 - (1 if cut else 0)
+    assert t.meta["counts"]["records"] == n
+    if cut:
+        w = {x["code"]: x for x in t.warnings}["W-TRUNCATED"]
+        assert w["offset"] == len(full) - len(craft.epb(FRAMES[1], ts=US, e=">"))
 
 
-def test_file_read_in_small_pieces_equals_bytes_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A mapped pcapng (walked, gathered and decoded a few blocks at a time, its pages released as
-    it goes) reads exactly as the same bytes in memory."""
-    import tracekit.parsers._decode as decode_mod
-    import tracekit.parsers._pcapng_fields as fields_mod
-
+def test_file_read_equals_bytes_read(tmp_path: Path) -> None:
+    """A pcapng read by its path (through the reader's window) reads exactly as the same bytes in memory."""
     data = _mixed_sections()[:-9]
     p = tmp_path / "mixed.pcapng"
     p.write_bytes(data)
     ref = tracekit.read(NamedBytes(data, str(p)))
-    monkeypatch.setattr(pcapng, "_WALK_SEGMENT", 100)
-    monkeypatch.setattr(fields_mod, "_CHUNK", 3)
-    monkeypatch.setattr(decode_mod, "CHUNK", 5)
     got = tracekit.read(p)
     assert got.packets.equals(ref.packets)
     assert got.warnings == ref.warnings and got.meta == ref.meta
     assert {"W-TRUNCATED", "W-UNKNOWN-BLOCK", "W-NO-TIMESTAMP"} <= set(_codes(got))
     assert got.meta["counts"]["obsolete_packet_blocks"] > 0 and got.meta["sections"] == 2
+
+
+# ---- issue 24 point 8: a damaged later section keeps the sections before it ----------------------
+
+def test_damaged_later_section_keeps_the_packets_before_it_as_tshark_does(tmp_path: Path) -> None:
+    """Two sections (two editcap -F pcapng files concatenated, as `cat` makes them); a block of
+    the second is damaged. tshark prints the first section's packets, then its error; tracekit
+    keeps the same packets and says where the damage is (W-SECTION). Damage in the first
+    section is still refused."""
+    tool = need_tool("tshark")
+    editcap = need_tool("editcap")
+    one = tmp_path / "one.pcapng"
+    subprocess.run([editcap, "-F", "pcapng", str(sample("linux", "slow_reader.pcap")), str(one)], check=True)
+    first = one.read_bytes()
+    data = bytearray(first + first)
+    # the second section's third block (an EPB): a length that is not a multiple of 4
+    off = len(first)
+    for _ in range(2):
+        off += struct.unpack_from("<I", data, off + 4)[0]
+    struct.pack_into("<I", data, off + 4, 1001)
+    bad = tmp_path / "damaged.pcapng"
+    bad.write_bytes(bytes(data))
+    run = subprocess.run([tool, "-n", "-r", str(bad), "-T", "fields", "-e", "frame.number"], capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode != 0  # tshark reports the damage after the packets it read
+    shown = len(run.stdout.split())
+    t = tracekit.read(bad)
+    assert t.meta["counts"]["records"] == shown == tracekit.read(one).meta["counts"]["records"]
+    (w,) = t.warnings
+    assert w["code"] == "W-SECTION" and w["offset"] == off and "block length 1,001" in w["message"]
+    with pytest.raises(CorruptTraceError):
+        tracekit.read(bad, strict=True)
+    head = bytearray(first)
+    struct.pack_into("<I", head, off - len(first) + 4, 1001)
+    with pytest.raises(CorruptTraceError):
+        tracekit.read(bytes(head), "pcapng")

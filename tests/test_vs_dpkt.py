@@ -160,7 +160,9 @@ def _relative(rows: list[dict[str, Any]]) -> pl.DataFrame:
 
 
 def _captures() -> list[Path]:
-    return sorted(p for p in SAMPLES.glob("**/*.pcap*") if p.is_file())
+    # not offload/: dpkt takes an IPv4 total length of 0 (TSO) as is, and its reader gives no
+    # original length to take the length from (tests/test_offload.py compares it with tshark)
+    return sorted(p for p in SAMPLES.glob("**/*.pcap*") if p.is_file() and p.parent.name != "offload")
 
 
 @pytest.mark.parametrize("path", _captures(), ids=lambda p: str(p.relative_to(SAMPLES)))

@@ -1,15 +1,17 @@
-"""The part of pcap and pcapng reading that is the same for both: decode, time, connections.
+"""What pcap and pcapng reading share: the compiled reader, its warnings and errors, the frame.
 
-Memory: a plain file is memory-mapped, and its pages are released (``MADV_DONTNEED``) behind
-each pass over it (the container's walk, its header gathers, decoding), so that the file never
-stays resident as a whole; and the decoded columns become the frame's columns without a copy.
-On the 158 MB benchmark capture the reader peaks ~175 MB above the interpreter, for a 107 MB
-frame. :func:`finish` is the tshark path's equivalent of :func:`build` (polars columns in).
+The file (a plain file by its path; compressed input, bytes and streams through
+:func:`tracekit._source.load`) is handed to ``tracekit._core.read_capture``, which
+walks the records, decodes every header and reassembles IP fragments in one pass (Rust,
+``src/capture/``) and returns numpy columns. Its warnings are replayed into the reader's
+:class:`~tracekit.trace.WarningLog` in the order they arose (strict mode raises the first), its
+located failures become :class:`~tracekit.errors.TracekitError`. Link types it lacks are read
+through tshark (:func:`fallback`). :func:`finish` is the tshark path's equivalent of
+:func:`build` (polars columns in).
 """
 
 from __future__ import annotations
 
-import mmap
 import os
 from collections.abc import Callable
 from typing import Any
@@ -17,22 +19,39 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tracekit._source import Loaded, NamedBytes, compression_of, describe, load
-from tracekit.errors import LimitError, UnknownFormatError
+from tracekit import _core
+from tracekit._source import Loaded, NamedBytes, Source, compression_of, describe, load
+from tracekit.errors import CorruptTraceError, LimitError, TracekitError, UnknownFormatError, UsageError
 from tracekit.limits import Limits
-from tracekit.parsers._decode import SUPPORTED_LINKTYPES, Packets, decode
+from tracekit.parsers._decode import Rows
 from tracekit.parsers._frame import frame
 from tracekit.parsers._tcp import finish_tcp
 from tracekit.trace import Trace, WarningLog, make_trace
 
+#: Link types the compiled reader decodes (LINKTYPE_* number -> name); others go to tshark.
+SUPPORTED_LINKTYPES: dict[int, str] = _core.linktypes()
+
+_ERRORS: dict[str, type[TracekitError]] = {"corrupt": CorruptTraceError, "unknown": UnknownFormatError,
+                                           "limit": LimitError}
+
+
+def refuse_unknown(reader: str, options: dict[str, Any]) -> None:
+    """Refuse options a reader does not take (a misspelt option must not be ignored).
+
+    Raises:
+        UsageError: naming them.
+    """
+    if options:
+        raise UsageError(f"unknown option(s) for the {reader} reader: {', '.join(sorted(options))}",
+                         hint="it takes limits, strict and name")
+
 
 def load_capture(source: Any, limits: Limits) -> Loaded:
-    """A capture's bytes: a plain file is memory-mapped, anything else goes through ``load``.
+    """A capture to read: a plain file stays a path (the compiled reader reads it through a
+    small window, so the file never needs to fit in memory), anything else goes through ``load``.
 
-    Mapping avoids copying a large capture into memory before parsing it: pages are read
-    when the walk and the gathers touch them, and they stay in the page cache rather than
-    in the process's own heap. Compressed files, bytes and streams are loaded by
-    :func:`tracekit._source.load` (with its capped decompression).
+    Compressed files, bytes and streams are loaded by :func:`tracekit._source.load` (with its
+    capped decompression) and handed over as bytes.
 
     Raises:
         TracekitError: as :func:`tracekit._source.load` (missing file, directory, limits).
@@ -43,16 +62,15 @@ def load_capture(source: Any, limits: Limits) -> Loaded:
             size = os.stat(source).st_size
             with open(source, "rb") as fh:
                 head = fh.read(8)
-                if size > limits.max_input_bytes or not head or compression_of(head) is not None:
-                    return load(source, limits)
-                return Loaded(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ), path, None)  # type: ignore[arg-type]
+            if size <= limits.max_input_bytes and head and compression_of(head) is None and os.path.isfile(source):
+                return Loaded(os.fspath(source), path, None)  # type: ignore[arg-type]
         except (OSError, ValueError):
-            return load(source, limits)  # raises the proper TracekitError
-    return load(source, limits)
+            pass
+    return load(source, limits)  # raises the proper TracekitError
 
 
 def check_linktypes(linktypes: list[int], name: str) -> None:
-    """Refuse link types the fast path cannot decode (with the pyshark hint).
+    """Refuse link types the compiled reader cannot decode (with the pyshark hint).
 
     Raises:
         UnknownFormatError: naming the first unsupported link type.
@@ -66,21 +84,12 @@ def check_linktypes(linktypes: list[int], name: str) -> None:
             )
 
 
-def fallback(
-    linktypes: list[int],
-    *,
-    source: Any,
-    data: bytes,
-    compression: str | None,
-    path: str,
-    limits: Limits,
-    strict: bool,
-    container: str,
-) -> Trace | None:
-    """Read the whole file through tshark when the fast path lacks one of its link types.
+def fallback(linktypes: list[int], *, source: Any, data: Any, compression: str | None, path: str,
+             limits: Limits, strict: bool, container: str) -> Trace:
+    """Read the whole file through tshark when the compiled reader lacks one of its link types.
 
     Args:
-        linktypes: The link types the file's packets use.
+        linktypes: The link types it lacks.
         source: What the reader was given (a path is handed to tshark as is when uncompressed).
         data: The decompressed bytes (handed to tshark through a temporary file otherwise).
         compression: The compression found on the input, if any.
@@ -89,79 +98,59 @@ def fallback(
         strict: Strict mode (a slow-path read is itself a warning, so strict refuses it).
         container: ``"pcap"`` or ``"pcapng"``, kept as ``meta["format"]``.
 
-    Returns:
-        None when the fast path decodes every link type; else the Trace read through tshark.
-
     Raises:
-        UnknownFormatError: when a link type is unsupported and pyshark/tshark are not installed
-            (or tshark does not know the link type either).
+        UnknownFormatError: when pyshark/tshark are not installed (or tshark does not know the
+            link type either).
     """
-    bad = [lt for lt in linktypes if lt not in SUPPORTED_LINKTYPES]
-    if not bad:
-        return None
     from tracekit.parsers import tshark
 
     if not tshark.available():
-        check_linktypes(bad, path)
+        check_linktypes(linktypes, path)
     if not (isinstance(source, (str, os.PathLike)) and compression is None):
-        source = NamedBytes(bytes(data), path)
-    return tshark.read(source, limits=limits, strict=strict, name=path, container=container, slow_linktypes=bad)
+        source = NamedBytes(data if isinstance(data, bytes) else bytes(data), path)
+    return tshark.read(source, limits=limits, strict=strict, name=path, container=container,
+                       slow_linktypes=linktypes)
 
 
-def release(data: Any, upto: int | None = None) -> None:
-    """Drop a memory-mapped capture's pages below ``upto`` (all: None) from this process.
-
-    The pages stay in the page cache (a later access maps them again), so this only stops an
-    already-parsed file from counting in the reader's resident memory. No-op for bytes.
-    """
-    if isinstance(data, mmap.mmap) and hasattr(data, "madvise"):
-        end = len(data) if upto is None else (upto // mmap.PAGESIZE) * mmap.PAGESIZE
-        if end > 0:
-            data.madvise(mmap.MADV_DONTNEED, 0, end)
-
-
-def releaser(data: Any) -> Callable[[int], None] | None:
-    """``release`` bound to ``data`` when it is a memory map (None for bytes: nothing to release)."""
-    if isinstance(data, mmap.mmap):
-        return lambda upto: release(data, upto)
-    return None
-
-
-def build(buf: np.ndarray, pk: Packets, *, meta: dict[str, Any], log: WarningLog, limits: Limits,
-          data: Any = None) -> Trace:
-    """Turn record facts into a validated capture Trace.
+def read(source: Source, container: str, *, limits: Limits, strict: bool, name: str | None,
+         metadata: Callable[[dict[str, Any], str, str | None], dict[str, Any]]) -> Trace:
+    """Read a pcap or pcapng file through the compiled reader.
 
     Args:
-        buf: The (decompressed) file bytes.
-        pk: Per-record facts gathered by the container reader. Its arrays are released (the
-            fields emptied) once decoded, so that they do not outlive their use.
-        meta: Container metadata (format, paths, linktypes, ...).
-        log: The reader's warnings.
-        limits: Resource limits (``max_packets``, ``max_flows``).
-        data: The memory map ``buf`` views, if any: its pages are released as decoding moves on.
+        source: Path, bytes or binary stream.
+        container: ``"pcap"`` or ``"pcapng"``.
+        limits: Resource limits.
+        strict: Turn warnings into errors.
+        name: Name for messages when ``source`` is bytes.
+        metadata: Makes the Trace's ``meta`` from the reader's container facts, the path and
+            the compression.
 
-    Returns:
-        The Trace, ``event == "capture"`` on every row.
+    Raises:
+        TracekitError: located (file, offset and/or frame, hint).
     """
-    nrec = len(pk)
-    if nrec > limits.max_packets:
-        raise LimitError(f"{nrec:,} packets, over the limit of {limits.max_packets:,}",
-                         path=meta["paths"][0], hint="raise max_packets in [limits] or split the capture (editcap -c)")
+    loaded = load_capture(source, limits)
+    data, path = loaded.data, name or loaded.path
+    log = WarningLog(path, strict)
+    out = _core.read_capture(data, container, limits, f"{limits.frag_timeout_s:g}")
+    for code, message, count, offset, frm, hint in out["warnings"]:
+        log.add(code, message, count=count, offset=offset, frame=frm, hint=hint)
+    if "error" in out:
+        kind, message, offset, frm, hint = out["error"]
+        raise _ERRORS[kind](message, path=path, offset=offset, frame=frm, hint=hint)
+    if out["unsupported"]:
+        return fallback(out["unsupported"], source=source, data=data, compression=loaded.compression, path=path,
+                        limits=limits, strict=strict, container=container)
+    meta = metadata(out["meta"], path, loaded.compression)
+    del data, loaded
+    return build(out, meta=meta, log=log, limits=limits)
+
+
+def build(out: dict[str, Any], *, meta: dict[str, Any], log: WarningLog, limits: Limits) -> Trace:
+    """Turn the compiled reader's rows into a validated capture Trace (``event == "capture"``)."""
     counts: dict[str, int] = dict(meta.get("counts", {}))
-    ts = pk.ts_ns
-    t0 = int(ts[0]) if nrec else None
-    back = int(np.count_nonzero(ts[1:] < ts[:-1])) if nrec > 1 else 0
-    del ts
-    # Pages are mapped back as decoding reads them (~12 ms per pass over 160 MB) and released
-    # chunk by chunk behind it, so that the file never stays resident as a whole.
-    release(data)
-    rows = decode(buf, pk, log, counts, done=releaser(data), t0=t0 or 0, limits=limits)
-    release(data)
-    del buf
-    empty = np.empty(0, dtype=np.int64)
-    pk.data_off = pk.caplen = pk.origlen = pk.ts_ns = empty
-    if back:
-        log.add("W-NONMONOTONIC", "timestamps go backwards (frame order kept)", count=back)
+    counts.update(dict(out["counts"]))
+    rows = Rows.from_core(out)
+    del out["rows"]
     cut = rows.caplen < rows.size
     headers_only = bool(np.count_nonzero(cut) * 2 > len(cut)) if cut.any() else None
     del cut
@@ -170,9 +159,9 @@ def build(buf: np.ndarray, pk: Packets, *, meta: dict[str, Any], log: WarningLog
     if df.height and df["flow"].null_count():
         nflows += 1  # as polars' n_unique counts null
     _check_flows(nflows, meta["paths"][0], limits)
-    counts["records"] = nrec
+    counts["records"] = out["records"]
     meta = {**meta, "counts": counts}  # (key order as finish() makes it)
-    meta = {**meta, "t0_ns": t0, "counts": counts, "units": {"time": "s", "size": "bytes"}}
+    meta = {**meta, "t0_ns": out["t0_ns"], "counts": counts, "units": {"time": "s", "size": "bytes"}}
     if headers_only is not None:
         meta["headers_only"] = headers_only
     trace = make_trace(df, None, meta, log)

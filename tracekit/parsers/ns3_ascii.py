@@ -200,7 +200,7 @@ _TCP_FIELDS = ("sport", "dport", "seq_raw", "ack_raw", "flags", "win_raw", "wsca
 
 
 def _reassemble(rows: pl.DataFrame, log: WarningLog, counts: dict[str, int]) -> pl.DataFrame:
-    """IPv4 fragments as the pcap reader treats them (:mod:`tracekit.parsers._reasm`, Wireshark's rule).
+    """IPv4 fragments as the pcap reader treats them (``src/capture/reasm.rs``, Wireshark's rule).
 
     ``Ipv4L3Protocol::DoFragment`` sends each fragment through the device (and the IP-level
     trace) on its own, so each of a datagram's events (``+``, ``-``, ``r``, ``t``...) at one

@@ -66,7 +66,7 @@ FIELDS: dict[str, str] = {
 }
 #: Preferences: raw numbers (tracekit makes them relative), no TCP reassembly (one row per frame,
 #: fields of the frame itself), no sequence analysis (not needed, and the slowest part). IP
-#: reassembly stays on (its default), as the fast path reassembles (tracekit.parsers._reasm).
+#: reassembly stays on (its default), as the fast path reassembles (src/capture/reasm.rs).
 _PREFS = (
     "tcp.relative_sequence_numbers:FALSE",
     "tcp.analyze_sequence_numbers:FALSE",

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracekit._files import write_atomic, write_output
 from tracekit.errors import OutputError
-from tracekit.parsers._link import SUPPORTED_LINKTYPES
+from tracekit._core import linktypes
 from tracekit.reports._chartkit import safe_label, spec
 from tracekit.reports.answers import explain_html, lab_flows, tool_table_html
 from tracekit.reports.figures import FLOW_KINDS, figures, flow_labels
@@ -243,7 +243,8 @@ def _linktypes(m: dict[str, Any]) -> str | None:
     lts = m.get("linktypes")
     if not lts:
         return None
-    return ", ".join(f"{SUPPORTED_LINKTYPES.get(int(lt), 'link type')} ({int(lt)})" for lt in lts)
+    names = linktypes()  # LINKTYPE_* names of tcpdump.org, from the capture decoder's own table
+    return ", ".join(f"{names.get(int(lt), 'link type')} ({int(lt)})" for lt in lts)
 
 
 def _units(m: dict[str, Any]) -> str | None:
