@@ -6,8 +6,8 @@
 
 use pyo3::prelude::*;
 
-mod state;
 pub mod capture;
+mod state;
 
 /// The crate's version, for `tracekit formats --verbose` and bug reports.
 #[pyfunction]

@@ -1,5 +1,7 @@
 """Type stubs of the compiled core (the Rust crate at the repository root, built by maturin)."""
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -17,3 +19,7 @@ def tcp_flight(
     len: npt.NDArray[np.uint32], flags: npt.NDArray[np.uint8], ack: npt.NDArray[np.int64],
     gap: npt.NDArray[np.bool_], stray: npt.NDArray[np.bool_],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]: ...
+
+# src/capture: pcap/pcapng records, link/IP/TCP/UDP decoding, IP reassembly
+def read_capture(source: object, format: str, limits: object, timeout_text: str) -> dict[str, Any]: ...
+def linktypes() -> dict[int, str]: ...

@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tracekit._core import linktypes
 from tracekit._files import write_atomic, write_output
 from tracekit.errors import OutputError
-from tracekit._core import linktypes
 from tracekit.reports._chartkit import safe_label, spec
 from tracekit.reports.answers import explain_html, lab_flows, tool_table_html
 from tracekit.reports.figures import FLOW_KINDS, figures, flow_labels
