@@ -63,6 +63,8 @@ def _modules() -> dict[str, Path]:
 
 
 MODULES = _modules()
+#: Compiled extension modules (no .py source; typed by a .pyi stub): importable names all the same.
+COMPILED = {".".join(p.relative_to(ROOT.parent).with_suffix("").parts) for p in ROOT.glob("*.pyi")}
 
 
 def layer_of(module: str) -> str:
@@ -77,7 +79,7 @@ def layer_of(module: str) -> str:
 
 def _resolve(name: str) -> str:
     """The tracekit module an imported name lives in (``tracekit.reports.html.esc`` -> ``tracekit.reports.html``)."""
-    while name not in MODULES and "." in name:
+    while name not in MODULES and name not in COMPILED and "." in name:
         name = name.rsplit(".", 1)[0]
     return name
 
@@ -102,7 +104,7 @@ def imports(module: str, path: Path) -> list[tuple[str, int]]:
                 base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
             # `from tracekit import schema` imports a module; `from tracekit import read` the package's name;
             # `from tracekit import __version__` a constant, not the public API
-            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES.keys() | COMPILED else base for a in node.names
                      if (base, a.name) != ("tracekit", "__version__")]
         else:
             continue
