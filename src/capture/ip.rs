@@ -7,6 +7,7 @@
 use super::bytes::{be16, be32, be64, u8_at, Source};
 use super::link::link;
 use super::reasm::{Fragment, Head, Reassembler};
+use super::tunnel;
 use super::{Limits, Records, Warn};
 use etherparse::{ip_number, UdpHeaderSlice};
 
@@ -44,6 +45,12 @@ pub struct Rows {
     pub sack_row: Vec<i64>,
     pub sack_left: Vec<i64>,
     pub sack_right: Vec<i64>,
+    /// Tunnelled rows (issue 24 point 4): row, outer IP version, tunnel code (index into
+    /// `tunnel::NAMES`) and the outer source and destination as (high, low) halves.
+    pub outer_row: Vec<i64>,
+    pub outer_is4: Vec<bool>,
+    pub outer_code: Vec<u8>,
+    pub outer: [Vec<u64>; 4],
 }
 
 /// The per-frame part of a row.
@@ -317,6 +324,70 @@ fn packet(pkt: &[u8], lt: u32, p: &Packet, ra: &mut Reassembler, t: &mut Tallies
         t.non_ip.add(p.chunk, p.frame);
         return;
     }
+    let Some((mut net, mut is4)) = network(pkt, l3, ipv, p, t) else {
+        return;
+    };
+    let mut l3 = l3;
+    // Tunnels (issue 24 point 4): the inner packet is the row; the outermost tunnel's name and
+    // endpoints are kept. An inner header that does not decode leaves the outer packet as it is.
+    if net.offload {
+        t.offload.add(p.chunk, p.frame);
+    }
+    let mut outer: Option<Outer> = None;
+    for _ in 0..tunnel::MAX_DEPTH {
+        let whole = !net.bad && !net.frag.is_some_and(|f| f.is_frag);
+        let Some((code, il3, iv)) = whole.then(|| inner_of(pkt, &net)).flatten() else {
+            break;
+        };
+        let mut probe = Tallies::default();
+        let Some((n2, v4)) = network(pkt, il3, iv, p, &mut probe) else {
+            break;
+        };
+        outer.get_or_insert(Outer {
+            code,
+            is4,
+            src: net.src,
+            dst: net.dst,
+        });
+        if n2.offload {
+            t.offload.add(p.chunk, p.frame);
+        }
+        (l3, net, is4) = (il3, n2, v4);
+    }
+    if let Some(o) = outer {
+        rows.outer_row.push(rows.len() as i64);
+        rows.outer_is4.push(o.is4);
+        rows.outer_code.push(o.code);
+        for (k, v) in [o.src >> 64, o.src, o.dst >> 64, o.dst]
+            .into_iter()
+            .enumerate()
+        {
+            rows.outer[k].push(v as u64);
+        }
+    }
+    finish(pkt, l3, is4, net, p, ra, t, rows);
+}
+
+/// The outermost tunnel of a row.
+struct Outer {
+    code: u8,
+    is4: bool,
+    src: u128,
+    dst: u128,
+}
+
+/// The tunnel inside an IP packet's payload (IP protocols, then UDP ports).
+fn inner_of(pkt: &[u8], net: &Net) -> Option<tunnel::Inner> {
+    if net.nh == ip_number::UDP.0 {
+        let (sp, dp) = (be16(pkt, net.l4)?, be16(pkt, net.l4 + 2)?);
+        return tunnel::over_udp(pkt, net.l4 + 8, sp, dp);
+    }
+    tunnel::over_ip(pkt, net.l4, net.nh)
+}
+
+/// The IP header at `l3` (version `ipv` per the link or tunnel); None when the packet is
+/// skipped as malformed (counted in `t`).
+fn network(pkt: &[u8], l3: usize, ipv: u8, p: &Packet, t: &mut Tallies) -> Option<(Net, bool)> {
     // Wireshark's packet-ip.c (dissect_ip) hands an IPv6 header under the IPv4 type to IPv6;
     // any other version nibble that disagrees with the link layer's type is "Bogus IP version"
     // and decodes nothing (issue 24 point 5). Raw IP link types decide by the nibble.
@@ -330,11 +401,11 @@ fn packet(pkt: &[u8], lt: u32, p: &Packet, ra: &mut Reassembler, t: &mut Tallies
     let need = if ipv == 6 { 40 } else { 20 };
     if l3.saturating_add(need) > pkt.len() {
         t.short.add(p.chunk, p.frame);
-        return;
+        return None;
     }
     if nibble != Some(ipv) {
         t.version.add(p.chunk, p.frame);
-        return;
+        return None;
     }
     let is4 = ipv == 4;
     let wire = i64::from(p.size) - l3 as i64; // the datagram's bytes on the wire, per the frame
@@ -343,9 +414,21 @@ fn packet(pkt: &[u8], lt: u32, p: &Packet, ra: &mut Reassembler, t: &mut Tallies
     } else {
         ipv6(pkt, l3)
     };
-    if net.offload {
-        t.offload.add(p.chunk, p.frame);
-    }
+    Some((net, is4))
+}
+
+/// Reassembly, the transport header and the row of the (innermost) IP packet.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    pkt: &[u8],
+    l3: usize,
+    is4: bool,
+    net: Net,
+    p: &Packet,
+    ra: &mut Reassembler,
+    t: &mut Tallies,
+    rows: &mut Rows,
+) {
     let (mut size, mut caplen) = (p.size, p.caplen);
     let (mut l4, mut l4len, mut nh) = (net.l4, net.l4len, net.nh);
     let mut head = None;
@@ -506,13 +589,25 @@ fn ipv4(pkt: &[u8], l3: usize, wire: i64) -> Net {
     let ff = be16(pkt, l3 + 6).unwrap_or(0);
     let offset = i64::from(ff & 0x1FFF) * 8; // in 8-byte units
     let more = ff & 0x2000 != 0; // MF
-    let l4 = l3 + ihl as usize;
+    let mut l4 = l3 + ihl as usize;
+    let mut l4len = tot - ihl;
+    let mut nh = u8_at(pkt, l3 + 9).unwrap_or(0);
+    // AH (RFC 4302 §2; packet-ipsec.c): next header, length in 4-byte units minus 2; the
+    // transport header follows it (transport mode) in an unfragmented datagram.
+    if nh == 51 && offset == 0 && !more {
+        if let (Some(next), Some(len)) = (u8_at(pkt, l4), u8_at(pkt, l4 + 1)) {
+            let ah = (usize::from(len) + 2) * 4;
+            nh = next;
+            l4 += ah;
+            l4len -= ah as i64;
+        }
+    }
     Net {
         l4,
-        l4len: tot - ihl,
-        nh: u8_at(pkt, l3 + 9).unwrap_or(0),
+        l4len,
+        nh,
         // a header shorter than its 20 fixed bytes, or longer than the whole datagram
-        bad: ihl < 20 || tot < ihl,
+        bad: ihl < 20 || tot < ihl || l4len < 0,
         frag: Some(Frag {
             is_frag: offset != 0 || more,
             unread: false,

@@ -13,6 +13,7 @@ pub mod pcap;
 pub mod pcapng;
 pub mod py;
 pub mod reasm;
+pub mod tunnel;
 
 pub use ip::Rows;
 

@@ -220,6 +220,20 @@ fn output(py: Python<'_>, cap: Capture) -> PyResult<Bound<'_, PyDict>> {
             e.into_pyarray(py),
         ),
     )?;
+    let [a, b, c, e] = r.outer;
+    d.set_item(
+        "outer",
+        (
+            r.outer_row.into_pyarray(py),
+            r.outer_is4.into_pyarray(py),
+            r.outer_code.into_pyarray(py),
+            a.into_pyarray(py),
+            b.into_pyarray(py),
+            c.into_pyarray(py),
+            e.into_pyarray(py),
+        ),
+    )?;
+    d.set_item("tunnel_names", super::tunnel::NAMES.to_vec())?;
     d.set_item(
         "sack",
         (
