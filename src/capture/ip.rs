@@ -51,6 +51,9 @@ pub struct Rows {
     pub outer_is4: Vec<bool>,
     pub outer_code: Vec<u8>,
     pub outer: [Vec<u64>; 4],
+    /// TCP rows whose IP length runs beyond the frame's original length: (row, the payload
+    /// the frame can hold); settled by `confirm` once every row is decoded.
+    pub(super) beyond: Vec<(usize, u32)>,
 }
 
 /// The per-frame part of a row.
@@ -171,6 +174,7 @@ struct Tallies {
     tcp_bad: Tally,
     wscale: Tally,
     offload: Tally,
+    beyond: Tally,
 }
 
 /// Where the IP header puts the transport header, and the fragment facts.
@@ -223,6 +227,11 @@ pub fn decode(
             caplen: cap as u32,
         };
         packet(pkt, recs.linktype_of(i), &p, &mut ra, &mut t, &mut rows);
+    }
+    for r in super::iplen::confirm(&mut rows) {
+        let frame = rows.frame.get(r).copied().unwrap_or(0);
+        t.beyond
+            .add(frame.saturating_sub(1) as usize / CHUNK, frame);
     }
     report(&t, warnings, counts);
     ra.finish(warnings, counts);
@@ -285,6 +294,12 @@ fn report(t: &Tallies, warnings: &mut Vec<Warn>, counts: &mut Vec<(&'static str,
         4,
         &t.offload,
         Warn::new("W-OFFLOAD", msg, t.offload.n).at(None, Some(t.offload.frame)),
+    );
+    let msg = "TCP segments whose IP length exceeds the frame and that no later sequence or ACK number confirms: payload limited to what the frame can hold";
+    add(
+        5,
+        &t.beyond,
+        Warn::new("W-IPLEN", msg, t.beyond.n).at(None, Some(t.beyond.frame)),
     );
     items.sort_by_key(|(c, k, _)| (*c, *k));
     warnings.extend(items.into_iter().map(|(_, _, w)| w));
@@ -412,7 +427,7 @@ fn network(pkt: &[u8], l3: usize, ipv: u8, p: &Packet, t: &mut Tallies) -> Optio
     let net = if is4 {
         ipv4(pkt, l3, wire)
     } else {
-        ipv6(pkt, l3)
+        ipv6(pkt, l3, wire)
     };
     Some((net, is4))
 }
@@ -460,6 +475,15 @@ fn finish(
     } else {
         transport(seg, l4, l4len, nh, p, t, rows)
     };
+    if head.is_none() && row.proto == 0 {
+        // the payload the frame's original length can hold after the TCP header (point 3)
+        let doff = l4len - i64::from(row.payload);
+        let room = i64::from(p.size) - l4 as i64 - doff;
+        if i64::from(row.payload) > room {
+            let room = u32::try_from(room.max(0)).unwrap_or(0);
+            rows.beyond.push((rows.len(), room));
+        }
+    }
     append(rows, p, &net, is4, (size, caplen), &row);
 }
 
@@ -634,16 +658,25 @@ fn is_ext(nh: u8) -> bool {
 ///
 /// A payload length of 0 with a Hop-by-Hop Jumbo Payload option (RFC 2675 §2: type 0xC2,
 /// length 4) takes the option's length (Linux BIG TCP, issue 24 point 2).
-fn ipv6(pkt: &[u8], l3: usize) -> Net {
+fn ipv6(pkt: &[u8], l3: usize, wire: i64) -> Net {
     let mut tot = i64::from(be16(pkt, l3 + 4).unwrap_or(0)) + 40;
     let mut nh = u8_at(pkt, l3 + 6).unwrap_or(0);
+    // RFC 2675 §3 wants a jumbo length above 65,535 (Wireshark's ipv6_check_jumbo_plen calls
+    // smaller ones malformed); any length the frame's original length can hold is taken here.
     let jumbo = if tot == 40 && nh == 0 {
-        jumbo_length(pkt, l3 + 40)
+        jumbo_length(pkt, l3 + 40).filter(|&j| i64::from(j) + 40 <= wire)
     } else {
         None
     };
+    // no Hop-by-Hop header at all (with one, a bad jumbo length leaves the packet malformed)
+    let from_frame = tot == 40 && !matches!(nh, 0 | 59) && wire > 40;
     if let Some(j) = jumbo {
         tot = i64::from(j) + 40;
+    } else if from_frame {
+        // Linux >= 6.5 BIG TCP strips the Hop-by-Hop header before the tap and leaves payload
+        // length 0 (issue 24 point 3): like IPv4 length 0, the length comes from the frame, as
+        // tcpdump (print-ip6.c) and Wireshark with ipv6.tso_support do.
+        tot = wire;
     }
     let addr = |at| u128::from_be_bytes(super::bytes::arr(pkt, at).unwrap_or([0; 16]));
     let mut l4 = l3 + 40;
@@ -705,7 +738,7 @@ fn ipv6(pkt: &[u8], l3: usize) -> Net {
         frag,
         src: addr(l3 + 8),
         dst: addr(l3 + 24),
-        offload: jumbo.is_some(),
+        offload: jumbo.is_some() || from_frame,
     }
 }
 

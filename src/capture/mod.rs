@@ -8,6 +8,7 @@
 
 pub mod bytes;
 pub mod ip;
+pub mod iplen;
 pub mod link;
 pub mod pcap;
 pub mod pcapng;
