@@ -175,6 +175,7 @@ struct Tallies {
     wscale: Tally,
     offload: Tally,
     beyond: Tally,
+    protected: Tally,
 }
 
 /// Where the IP header puts the transport header, and the fragment facts.
@@ -301,6 +302,12 @@ fn report(t: &Tallies, warnings: &mut Vec<Warn>, counts: &mut Vec<(&'static str,
         &t.beyond,
         Warn::new("W-IPLEN", msg, t.beyond.n).at(None, Some(t.beyond.frame)),
     );
+    let msg = "protected (encrypted) 802.11 data frames: not decoded (no key), counted as non-IP";
+    add(
+        6,
+        &t.protected,
+        Warn::new("W-ENCRYPTED", msg, t.protected.n).at(None, Some(t.protected.frame)),
+    );
     items.sort_by_key(|(c, k, _)| (*c, *k));
     warnings.extend(items.into_iter().map(|(_, _, w)| w));
     let mut cs: Vec<(usize, usize, &'static str, u64)> = Vec::new();
@@ -337,6 +344,9 @@ fn packet(pkt: &[u8], lt: u32, p: &Packet, ra: &mut Reassembler, t: &mut Tallies
     let (l3, ipv) = link(pkt, lt);
     if ipv == 0 {
         t.non_ip.add(p.chunk, p.frame);
+        if super::linkx::protected(pkt, lt) {
+            t.protected.add(p.chunk, p.frame);
+        }
         return;
     }
     let Some((mut net, mut is4)) = network(pkt, l3, ipv, p, t) else {

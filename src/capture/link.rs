@@ -4,6 +4,7 @@
 //! etherparse does not decode (the LINKTYPE_* numbers of tcpdump.org's link-layer header list).
 
 use super::bytes::{be16, be32, le32, u8_at};
+use super::linkx;
 use etherparse::{EtherType, Ethernet2HeaderSlice, SingleVlanHeaderSlice};
 
 pub const LT_NULL: u32 = 0;
@@ -20,7 +21,7 @@ pub const LT_IPV6: u32 = 229;
 pub const LT_SLL2: u32 = 276;
 
 /// The link types decoded here, with their names (others go to tshark).
-pub const SUPPORTED: [(u32, &str); 12] = [
+pub const SUPPORTED: [(u32, &str); 23] = [
     (LT_NULL, "BSD loopback (NULL)"),
     (LT_ETHERNET, "Ethernet"),
     (LT_PPP, "PPP"),
@@ -33,6 +34,17 @@ pub const SUPPORTED: [(u32, &str); 12] = [
     (LT_IPV4, "raw IPv4"),
     (LT_IPV6, "raw IPv6"),
     (LT_SLL2, "Linux cooked v2 (SLL2)"),
+    (linkx::LT_SLIP, "SLIP (BSD pseudo-header)"),
+    (linkx::LT_FDDI, "FDDI"),
+    (linkx::LT_CHDLC, "Cisco HDLC"),
+    (linkx::LT_WLAN, "IEEE 802.11"),
+    (linkx::LT_FRELAY, "Frame Relay"),
+    (linkx::LT_RADIOTAP, "IEEE 802.11 with radiotap"),
+    (linkx::LT_ARCNET, "ARCNET (Linux)"),
+    (linkx::LT_JUNIPER_ETH, "Juniper Ethernet"),
+    (linkx::LT_PPI, "IEEE 802.11 with PPI"),
+    (linkx::LT_NFLOG, "Linux NFLOG"),
+    (linkx::LT_IPOIB, "IP over InfiniBand"),
 ];
 
 /// The name of a supported link type.
@@ -67,7 +79,7 @@ pub fn link(pkt: &[u8], lt: u32) -> (usize, u8) {
         LT_RAW | LT_RAW_A | LT_RAW_B | LT_IPV4 | LT_IPV6 => (0, Ip::Nibble),
         LT_PPP | LT_PPP_HDLC => ppp(pkt, 0),
         LT_NULL | LT_LOOP => null(pkt, lt == LT_LOOP),
-        _ => (0, Ip::Other),
+        _ => super::linkx::link(pkt, lt).unwrap_or((0, Ip::Other)),
     };
     let code = match ip {
         Ip::V4 => 4,

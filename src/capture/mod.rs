@@ -10,6 +10,7 @@ pub mod bytes;
 pub mod ip;
 pub mod iplen;
 pub mod link;
+pub mod linkx;
 pub mod pcap;
 pub mod pcapng;
 pub mod py;
