@@ -22,7 +22,7 @@ EXPECTED = json.loads((FIELD / "expected.json").read_text())["files"]
 NAMES = sorted(EXPECTED)
 #: capture formats issue 24 point 7 asks for that the reader does not have yet
 NOT_YET = {".snoop", ".erf", ".pkt"}
-#: the tunnel each file is built with (README.md "Files"); null: no outer IP header
+#: the tunnel each file is built with (samples/field/README.md); null: no outer IP header
 TUNNELS = {
     "vxlan.pcap": "vxlan", "geneve.pcap": "geneve", "gre.pcap": "gre", "gre_keyseq.pcap": "gre",
     "gre_teb.pcap": "gre", "erspan2.pcap": "erspan", "erspan3.pcap": "erspan", "wccp.pcap": "wccp",
@@ -49,7 +49,7 @@ def test_connections_endpoints_packets_and_bytes(name: str) -> None:
         pytest.xfail("snoop/ERF/Peek readers (issue 24 point 7) are not built yet")
     pk = tracekit.read(FIELD / name).packets.filter(pl.col("proto") == "tcp")
     got = {}
-    for (flow,), g in pk.group_by("flow"):
+    for _, g in pk.group_by("flow"):
         first = g.sort("frame").row(0, named=True)
         a, b = endpoint(first["src"], first["sport"]), endpoint(first["dst"], first["dport"])
         got[frozenset((a, b))] = (g.height, int(g["payload"].sum()))
