@@ -176,7 +176,7 @@ def read(
     if exe is None:
         raise UnknownFormatError("reading through tshark needs pyshark and tshark, which are not installed",
                                  path=path,
-                                 hint="install the `pyshark` extra (pip install 'tracekit[pyshark]'); apt install tshark")
+                                 hint="pip install 'tracekit[pyshark]' (the pyshark extra); apt install tshark")
     log = WarningLog(path, strict)
     with tempfile.TemporaryDirectory(prefix="tracekit-tshark-") as tmp:
         target, head = _target(source, limits, path, Path(tmp))
