@@ -15,6 +15,7 @@ pub mod pcap;
 pub mod pcapng;
 pub mod py;
 pub mod reasm;
+pub mod snoop;
 pub mod tunnel;
 
 pub use ip::Rows;
@@ -204,6 +205,7 @@ pub struct Capture {
 pub enum Format {
     Pcap,
     Pcapng,
+    Snoop,
 }
 
 /// Read a whole pcap or pcapng file.
@@ -216,6 +218,7 @@ pub fn read(
     let (recs, meta) = match format {
         Format::Pcap => pcap::read(src, limits, &mut warnings),
         Format::Pcapng => pcapng::read(src, limits, &mut warnings),
+        Format::Snoop => snoop::read(src, limits, &mut warnings),
     }
     .map_err(|mut f| {
         f.warnings = std::mem::take(&mut warnings);

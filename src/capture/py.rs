@@ -136,6 +136,7 @@ pub fn read_capture<'py>(
     let fmt = match format {
         "pcap" => Format::Pcap,
         "pcapng" => Format::Pcapng,
+        "snoop" => Format::Snoop,
         _ => {
             return Err(PyValueError::new_err(format!(
                 "unknown capture format {format:?}"

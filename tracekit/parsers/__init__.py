@@ -34,6 +34,7 @@ from tracekit.limits import DEFAULT, Limits
 READERS: dict[str, str] = {
     "pcap": "pcap",
     "pcapng": "pcapng",
+    "snoop": "snoop",
     "flent": "flent",
     "flowmon": "flowmon",
     "ss": "ss",
