@@ -21,7 +21,7 @@ FIELD = SAMPLES / "field"
 EXPECTED = json.loads((FIELD / "expected.json").read_text())["files"]
 NAMES = sorted(EXPECTED)
 #: capture formats issue 24 point 7 asks for that the reader does not have yet
-NOT_YET = {".erf", ".pkt"}
+NOT_YET = {".pkt"}
 #: the tunnel each file is built with (samples/field/README.md); null: no outer IP header
 TUNNELS = {
     "vxlan.pcap": "vxlan", "geneve.pcap": "geneve", "gre.pcap": "gre", "gre_keyseq.pcap": "gre",
@@ -46,7 +46,7 @@ def endpoint(addr: str, port: int) -> str:
 @pytest.mark.parametrize("name", NAMES)
 def test_connections_endpoints_packets_and_bytes(name: str) -> None:
     if any(name.endswith(s) for s in NOT_YET):
-        pytest.xfail("ERF and Peek readers (issue 24 point 7) are not built yet")
+        pytest.xfail("the Peek classic reader (issue 24 point 7) is not built yet")
     pk = tracekit.read(FIELD / name).packets.filter(pl.col("proto") == "tcp")
     got = {}
     for _, g in pk.group_by("flow"):

@@ -7,6 +7,7 @@
 //! input cannot panic (the Python entry point still catches unwinds, as a last guard).
 
 pub mod bytes;
+pub mod erf;
 pub mod ip;
 pub mod iplen;
 pub mod link;
@@ -206,6 +207,7 @@ pub enum Format {
     Pcap,
     Pcapng,
     Snoop,
+    Erf,
 }
 
 /// Read a whole pcap or pcapng file.
@@ -219,6 +221,7 @@ pub fn read(
         Format::Pcap => pcap::read(src, limits, &mut warnings),
         Format::Pcapng => pcapng::read(src, limits, &mut warnings),
         Format::Snoop => snoop::read(src, limits, &mut warnings),
+        Format::Erf => erf::read(src, limits, &mut warnings),
     }
     .map_err(|mut f| {
         f.warnings = std::mem::take(&mut warnings);

@@ -137,6 +137,7 @@ pub fn read_capture<'py>(
         "pcap" => Format::Pcap,
         "pcapng" => Format::Pcapng,
         "snoop" => Format::Snoop,
+        "erf" => Format::Erf,
         _ => {
             return Err(PyValueError::new_err(format!(
                 "unknown capture format {format:?}"
