@@ -14,6 +14,7 @@ pub mod link;
 pub mod linkx;
 pub mod pcap;
 pub mod pcapng;
+pub mod peek;
 pub mod py;
 pub mod reasm;
 pub mod snoop;
@@ -208,6 +209,7 @@ pub enum Format {
     Pcapng,
     Snoop,
     Erf,
+    Peek,
 }
 
 /// Read a whole pcap or pcapng file.
@@ -222,6 +224,7 @@ pub fn read(
         Format::Pcapng => pcapng::read(src, limits, &mut warnings),
         Format::Snoop => snoop::read(src, limits, &mut warnings),
         Format::Erf => erf::read(src, limits, &mut warnings),
+        Format::Peek => peek::read(src, limits, &mut warnings),
     }
     .map_err(|mut f| {
         f.warnings = std::mem::take(&mut warnings);

@@ -138,6 +138,7 @@ pub fn read_capture<'py>(
         "pcapng" => Format::Pcapng,
         "snoop" => Format::Snoop,
         "erf" => Format::Erf,
+        "peekclassic" => Format::Peek,
         _ => {
             return Err(PyValueError::new_err(format!(
                 "unknown capture format {format:?}"

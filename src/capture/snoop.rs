@@ -17,7 +17,7 @@ fn linktype(dl: u32) -> u32 {
     match dl {
         0 | 4 => 1,
         8 => 10,
-        _ => 0x1_0000 + dl,
+        _ => 0x1_0000u32.saturating_add(dl),
     }
 }
 

@@ -46,6 +46,7 @@ READERS: dict[str, str] = {
     "ns3-series": "ns3_series",
     "netsim": "netsim",
     "opnet": "opnet",
+    "peekclassic": "peekclassic",
     "erf": "erf",
     "tshark": "tshark",
 }
