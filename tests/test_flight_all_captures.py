@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import io
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,16 @@ CAPTURES = sorted(
 
 
 @functools.cache
+def peer(rel: str) -> str:
+    """The capture tshark reads for ``rel``: the file itself, or for field samples where tshark is
+    wrong the ``reference`` file of ``samples/field/expected.json`` (same packets, same frames)."""
+    exp = json.loads((ROOT / "samples/field/expected.json").read_text())["files"]
+    p = Path(rel)
+    ref = exp.get(p.name, {}).get("reference", "tshark") if p.parent == Path("samples/field") else "tshark"
+    return rel if ref == "tshark" else str(p.parent / ref)
+
+
+@functools.cache
 def tshark(rel: str) -> pl.DataFrame:
     """Wireshark's frame number, stream, TCP payload and bytes in flight of every TCP frame."""
     tool = need_tool("tshark")
@@ -37,7 +48,10 @@ def tshark(rel: str) -> pl.DataFrame:
     cmd = [tool, "-n", "-r", str(ROOT / rel), "-Y", "tcp", "-T", "fields", "-E", "separator=\t", "-E", "quote=n"]
     for f in fields:
         cmd += ["-e", f]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True).stdout
+    # exit status 2 on a damaged later pcapng section, after printing the packets before it
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False).stdout
+    if not out.strip():  # no TCP frame at all
+        return pl.DataFrame(schema={"frame": pl.UInt64, "stream": pl.Int64, "len": pl.Int64, "bif": pl.Int64})
     df = pl.read_csv(io.StringIO(out), separator="\t", has_header=False, new_columns=fields, quote_char=None,
                      infer_schema=False)
     return df.select(
@@ -50,7 +64,7 @@ def tshark(rel: str) -> pl.DataFrame:
 
 def compare(rel: str) -> tuple[int, int, int, int]:
     """(data frames, agreeing frames, tshark's connections, tracekit's connections) of one capture."""
-    ws = tshark(rel)
+    ws = tshark(peer(rel))
     a = tracekit.analyze(tracekit.read(ROOT / rel))
     data = ws.filter(pl.col("len") > 0)
     # one MSS: the connection's largest segment as tshark saw it

@@ -244,7 +244,26 @@ def test_edge_frames_decode_as_wireshark_does(case: str, tmp_path: Path) -> None
 
 # ---- the slow path: link types only tshark decodes --------------------------------------------------
 
-SLOW = {"ieee802_11_105": (105, craft.dot11), "c_hdlc_104": (104, craft.c_hdlc)}
+def _atm_llc(p: object) -> bytes:
+    """LINKTYPE_ATM_RFC1483 (100): RFC 2684 LLC/SNAP, then IPv4 — not in the fast path."""
+    return b"\xaa\xaa\x03\x00\x00\x00\x08\x00" + bytes(p)  # type: ignore[call-overload]
+
+
+SLOW = {"atm_rfc1483_100": (100, _atm_llc)}
+#: link types the fast reader decodes since issue 24 (they went to tshark before)
+NATIVE = {"ieee802_11_105": (105, craft.dot11), "c_hdlc_104": (104, craft.c_hdlc)}
+
+
+@pytest.mark.parametrize("link", list(NATIVE))
+def test_issue24_link_types_are_read_natively_like_ethernet(link: str) -> None:
+    lt, wrap = NATIVE[link]
+    pkts, expected = CONV
+    t = tracekit.read(craft.pcap([wrap(p) for p in pkts], linktype=lt))
+    assert t.warnings == [] and t.meta["linktypes"] == [lt]
+    _check(t, expected)
+    fast = tracekit.read(craft.pcap([craft.ether(p) for p in pkts]))
+    cols = ["frame", "flow", "dir", "src", "dst", "sport", "dport", "seq", "ack", "flags", "payload", "sack"]
+    assert t.packets.select(cols).equals(fast.packets.select(cols))
 
 
 @pytest.mark.parametrize("link", list(SLOW))
@@ -268,7 +287,7 @@ def test_slow_path_in_pcapng_and_strict_mode() -> None:
     need_tool("tshark")
     pytest.importorskip("pyshark")
     pkts, expected = CONV
-    data = craft.pcapng([craft.dot11(p) for p in pkts], linktype=105)
+    data = craft.pcapng([_atm_llc(p) for p in pkts], linktype=100)
     # the slow path is not damage: strict mode still reads the file
     t = tracekit.read(data, strict=True)
     assert t.meta["format"] == "pcapng" and [w["code"] for w in t.warnings] == ["W-SLOW-PATH"]
@@ -299,8 +318,8 @@ def test_unknown_link_type_without_pyshark_is_refused_with_a_hint(monkeypatch: p
 
     monkeypatch.setattr(tshark, "tshark_path", lambda: None)
     with pytest.raises(UnknownFormatError) as err:
-        tracekit.read(NamedBytes(craft.pcap([craft.dot11(p) for p in CONV[0]], linktype=105), "wifi.pcap"))
-    assert str(err.value).startswith("wifi.pcap: link type 105 is not supported")
+        tracekit.read(NamedBytes(craft.pcap([_atm_llc(p) for p in CONV[0]], linktype=100), "atm.pcap"))
+    assert str(err.value).startswith("atm.pcap: link type 100")
     assert "pyshark" in str(err.value)
 
 

@@ -232,7 +232,8 @@ def test_cli_analyze_on_a_bad_file_exits_1_with_one_line(tmp_path: Path) -> None
 # ---- real captures ------------------------------------------------------------------------------
 
 def _captures() -> list[Path]:
-    return sorted(p for p in SAMPLES.glob("**/*.pcap*") if p.is_file())
+    # samples/field holds deliberately odd captures (damaged, one-way, encrypted): test_field_decode.py
+    return sorted(p for p in SAMPLES.glob("**/*.pcap*") if p.is_file() and "field" not in p.parts)
 
 
 @pytest.mark.parametrize("path", _captures(), ids=lambda p: str(p.relative_to(SAMPLES)))

@@ -96,7 +96,9 @@ def assert_agrees(path: Path, trace: tracekit.Trace | None = None) -> pl.DataFra
 
 
 def _captures() -> list[Path]:
-    return sorted(p for p in SAMPLES.glob("**/*.pcap*") if p.is_file())
+    # samples/field: tshark is wrong on some by design (expected.json's `reference`, docs/analysis.md);
+    # test_field_decode.py and test_flight_all_captures.py compare them with tshark or the reference
+    return sorted(p for p in SAMPLES.glob("**/*.pcap*") if p.is_file() and "field" not in p.parts)
 
 
 @pytest.mark.parametrize("path", _captures(), ids=lambda p: str(p.relative_to(SAMPLES)))

@@ -10,7 +10,7 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     // small reassembly buffers, so that the limits' paths are reached too
     let limits = Limits { max_frag_datagrams: 4, max_frag_bytes: 4096, frag_timeout_s: 1.0, ..Limits::default() };
-    for format in [Format::Pcap, Format::Pcapng] {
+    for format in [Format::Pcap, Format::Pcapng, Format::Snoop, Format::Erf, Format::Peek] {
         if let Ok(c) = read(&mut Mem(data), format, &limits) {
             assert!(c.rows.len() as u64 <= c.records);
         }

@@ -7,6 +7,7 @@
 use super::bytes::{be16, be32, be64, u8_at, Source};
 use super::link::link;
 use super::reasm::{Fragment, Head, Reassembler};
+use super::tunnel;
 use super::{Limits, Records, Warn};
 use etherparse::{ip_number, UdpHeaderSlice};
 
@@ -44,6 +45,15 @@ pub struct Rows {
     pub sack_row: Vec<i64>,
     pub sack_left: Vec<i64>,
     pub sack_right: Vec<i64>,
+    /// Tunnelled rows (issue 24 point 4): row, outer IP version, tunnel code (index into
+    /// `tunnel::NAMES`) and the outer source and destination as (high, low) halves.
+    pub outer_row: Vec<i64>,
+    pub outer_is4: Vec<bool>,
+    pub outer_code: Vec<u8>,
+    pub outer: [Vec<u64>; 4],
+    /// TCP rows whose IP length runs beyond the frame's original length: (row, the payload
+    /// the frame can hold); settled by `confirm` once every row is decoded.
+    pub(super) beyond: Vec<(usize, u32)>,
 }
 
 /// The per-frame part of a row.
@@ -164,6 +174,8 @@ struct Tallies {
     tcp_bad: Tally,
     wscale: Tally,
     offload: Tally,
+    beyond: Tally,
+    protected: Tally,
 }
 
 /// Where the IP header puts the transport header, and the fragment facts.
@@ -216,6 +228,11 @@ pub fn decode(
             caplen: cap as u32,
         };
         packet(pkt, recs.linktype_of(i), &p, &mut ra, &mut t, &mut rows);
+    }
+    for r in super::iplen::confirm(&mut rows) {
+        let frame = rows.frame.get(r).copied().unwrap_or(0);
+        t.beyond
+            .add(frame.saturating_sub(1) as usize / CHUNK, frame);
     }
     report(&t, warnings, counts);
     ra.finish(warnings, counts);
@@ -279,6 +296,18 @@ fn report(t: &Tallies, warnings: &mut Vec<Warn>, counts: &mut Vec<(&'static str,
         &t.offload,
         Warn::new("W-OFFLOAD", msg, t.offload.n).at(None, Some(t.offload.frame)),
     );
+    let msg = "TCP segments whose IP length exceeds the frame and that no later sequence or ACK number confirms: payload limited to what the frame can hold";
+    add(
+        5,
+        &t.beyond,
+        Warn::new("W-IPLEN", msg, t.beyond.n).at(None, Some(t.beyond.frame)),
+    );
+    let msg = "protected (encrypted) 802.11 data frames: not decoded (no key), counted as non-IP";
+    add(
+        6,
+        &t.protected,
+        Warn::new("W-ENCRYPTED", msg, t.protected.n).at(None, Some(t.protected.frame)),
+    );
     items.sort_by_key(|(c, k, _)| (*c, *k));
     warnings.extend(items.into_iter().map(|(_, _, w)| w));
     let mut cs: Vec<(usize, usize, &'static str, u64)> = Vec::new();
@@ -315,8 +344,75 @@ fn packet(pkt: &[u8], lt: u32, p: &Packet, ra: &mut Reassembler, t: &mut Tallies
     let (l3, ipv) = link(pkt, lt);
     if ipv == 0 {
         t.non_ip.add(p.chunk, p.frame);
+        if super::linkx::protected(pkt, lt) {
+            t.protected.add(p.chunk, p.frame);
+        }
         return;
     }
+    let Some((mut net, mut is4)) = network(pkt, l3, ipv, p, t) else {
+        return;
+    };
+    let mut l3 = l3;
+    // Tunnels (issue 24 point 4): the inner packet is the row; the outermost tunnel's name and
+    // endpoints are kept. An inner header that does not decode leaves the outer packet as it is.
+    if net.offload {
+        t.offload.add(p.chunk, p.frame);
+    }
+    let mut outer: Option<Outer> = None;
+    for _ in 0..tunnel::MAX_DEPTH {
+        let whole = !net.bad && !net.frag.is_some_and(|f| f.is_frag);
+        let Some((code, il3, iv)) = whole.then(|| inner_of(pkt, &net)).flatten() else {
+            break;
+        };
+        let mut probe = Tallies::default();
+        let Some((n2, v4)) = network(pkt, il3, iv, p, &mut probe) else {
+            break;
+        };
+        outer.get_or_insert(Outer {
+            code,
+            is4,
+            src: net.src,
+            dst: net.dst,
+        });
+        if n2.offload {
+            t.offload.add(p.chunk, p.frame);
+        }
+        (l3, net, is4) = (il3, n2, v4);
+    }
+    if let Some(o) = outer {
+        rows.outer_row.push(rows.len() as i64);
+        rows.outer_is4.push(o.is4);
+        rows.outer_code.push(o.code);
+        for (k, v) in [o.src >> 64, o.src, o.dst >> 64, o.dst]
+            .into_iter()
+            .enumerate()
+        {
+            rows.outer[k].push(v as u64);
+        }
+    }
+    finish(pkt, l3, is4, net, p, ra, t, rows);
+}
+
+/// The outermost tunnel of a row.
+struct Outer {
+    code: u8,
+    is4: bool,
+    src: u128,
+    dst: u128,
+}
+
+/// The tunnel inside an IP packet's payload (IP protocols, then UDP ports).
+fn inner_of(pkt: &[u8], net: &Net) -> Option<tunnel::Inner> {
+    if net.nh == ip_number::UDP.0 {
+        let (sp, dp) = (be16(pkt, net.l4)?, be16(pkt, net.l4 + 2)?);
+        return tunnel::over_udp(pkt, net.l4 + 8, sp, dp);
+    }
+    tunnel::over_ip(pkt, net.l4, net.nh)
+}
+
+/// The IP header at `l3` (version `ipv` per the link or tunnel); None when the packet is
+/// skipped as malformed (counted in `t`).
+fn network(pkt: &[u8], l3: usize, ipv: u8, p: &Packet, t: &mut Tallies) -> Option<(Net, bool)> {
     // Wireshark's packet-ip.c (dissect_ip) hands an IPv6 header under the IPv4 type to IPv6;
     // any other version nibble that disagrees with the link layer's type is "Bogus IP version"
     // and decodes nothing (issue 24 point 5). Raw IP link types decide by the nibble.
@@ -330,22 +426,34 @@ fn packet(pkt: &[u8], lt: u32, p: &Packet, ra: &mut Reassembler, t: &mut Tallies
     let need = if ipv == 6 { 40 } else { 20 };
     if l3.saturating_add(need) > pkt.len() {
         t.short.add(p.chunk, p.frame);
-        return;
+        return None;
     }
     if nibble != Some(ipv) {
         t.version.add(p.chunk, p.frame);
-        return;
+        return None;
     }
     let is4 = ipv == 4;
     let wire = i64::from(p.size) - l3 as i64; // the datagram's bytes on the wire, per the frame
     let net = if is4 {
         ipv4(pkt, l3, wire)
     } else {
-        ipv6(pkt, l3)
+        ipv6(pkt, l3, wire)
     };
-    if net.offload {
-        t.offload.add(p.chunk, p.frame);
-    }
+    Some((net, is4))
+}
+
+/// Reassembly, the transport header and the row of the (innermost) IP packet.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    pkt: &[u8],
+    l3: usize,
+    is4: bool,
+    net: Net,
+    p: &Packet,
+    ra: &mut Reassembler,
+    t: &mut Tallies,
+    rows: &mut Rows,
+) {
     let (mut size, mut caplen) = (p.size, p.caplen);
     let (mut l4, mut l4len, mut nh) = (net.l4, net.l4len, net.nh);
     let mut head = None;
@@ -377,6 +485,15 @@ fn packet(pkt: &[u8], lt: u32, p: &Packet, ra: &mut Reassembler, t: &mut Tallies
     } else {
         transport(seg, l4, l4len, nh, p, t, rows)
     };
+    if head.is_none() && row.proto == 0 {
+        // the payload the frame's original length can hold after the TCP header (point 3)
+        let doff = l4len - i64::from(row.payload);
+        let room = i64::from(p.size) - l4 as i64 - doff;
+        if i64::from(row.payload) > room {
+            let room = u32::try_from(room.max(0)).unwrap_or(0);
+            rows.beyond.push((rows.len(), room));
+        }
+    }
     append(rows, p, &net, is4, (size, caplen), &row);
 }
 
@@ -506,13 +623,25 @@ fn ipv4(pkt: &[u8], l3: usize, wire: i64) -> Net {
     let ff = be16(pkt, l3 + 6).unwrap_or(0);
     let offset = i64::from(ff & 0x1FFF) * 8; // in 8-byte units
     let more = ff & 0x2000 != 0; // MF
-    let l4 = l3 + ihl as usize;
+    let mut l4 = l3 + ihl as usize;
+    let mut l4len = tot - ihl;
+    let mut nh = u8_at(pkt, l3 + 9).unwrap_or(0);
+    // AH (RFC 4302 §2; packet-ipsec.c): next header, length in 4-byte units minus 2; the
+    // transport header follows it (transport mode) in an unfragmented datagram.
+    if nh == 51 && offset == 0 && !more {
+        if let (Some(next), Some(len)) = (u8_at(pkt, l4), u8_at(pkt, l4 + 1)) {
+            let ah = (usize::from(len) + 2) * 4;
+            nh = next;
+            l4 += ah;
+            l4len -= ah as i64;
+        }
+    }
     Net {
         l4,
-        l4len: tot - ihl,
-        nh: u8_at(pkt, l3 + 9).unwrap_or(0),
+        l4len,
+        nh,
         // a header shorter than its 20 fixed bytes, or longer than the whole datagram
-        bad: ihl < 20 || tot < ihl,
+        bad: ihl < 20 || tot < ihl || l4len < 0,
         frag: Some(Frag {
             is_frag: offset != 0 || more,
             unread: false,
@@ -539,16 +668,25 @@ fn is_ext(nh: u8) -> bool {
 ///
 /// A payload length of 0 with a Hop-by-Hop Jumbo Payload option (RFC 2675 §2: type 0xC2,
 /// length 4) takes the option's length (Linux BIG TCP, issue 24 point 2).
-fn ipv6(pkt: &[u8], l3: usize) -> Net {
+fn ipv6(pkt: &[u8], l3: usize, wire: i64) -> Net {
     let mut tot = i64::from(be16(pkt, l3 + 4).unwrap_or(0)) + 40;
     let mut nh = u8_at(pkt, l3 + 6).unwrap_or(0);
+    // RFC 2675 §3 wants a jumbo length above 65,535 (Wireshark's ipv6_check_jumbo_plen calls
+    // smaller ones malformed); any length the frame's original length can hold is taken here.
     let jumbo = if tot == 40 && nh == 0 {
-        jumbo_length(pkt, l3 + 40)
+        jumbo_length(pkt, l3 + 40).filter(|&j| i64::from(j) + 40 <= wire)
     } else {
         None
     };
+    // no Hop-by-Hop header at all (with one, a bad jumbo length leaves the packet malformed)
+    let from_frame = tot == 40 && !matches!(nh, 0 | 59) && wire > 40;
     if let Some(j) = jumbo {
         tot = i64::from(j) + 40;
+    } else if from_frame {
+        // Linux >= 6.5 BIG TCP strips the Hop-by-Hop header before the tap and leaves payload
+        // length 0 (issue 24 point 3): like IPv4 length 0, the length comes from the frame, as
+        // tcpdump (print-ip6.c) and Wireshark with ipv6.tso_support do.
+        tot = wire;
     }
     let addr = |at| u128::from_be_bytes(super::bytes::arr(pkt, at).unwrap_or([0; 16]));
     let mut l4 = l3 + 40;
@@ -610,7 +748,7 @@ fn ipv6(pkt: &[u8], l3: usize) -> Net {
         frag,
         src: addr(l3 + 8),
         dst: addr(l3 + 24),
-        offload: jumbo.is_some(),
+        offload: jumbo.is_some() || from_frame,
     }
 }
 
@@ -704,121 +842,5 @@ fn options(seg: &[u8], b: usize, he: usize, row: &mut Row, rows: &mut Rows) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::capture::bytes::Mem;
-
-    /// Ethernet + IPv4 (total length `tot`) + a TCP header with `opts`, `payload` bytes after it.
-    fn v4_tcp(tot: Option<u16>, opts: &[u8], payload: usize) -> Vec<u8> {
-        let doff = 20 + opts.len();
-        let len = 20 + doff + payload;
-        let mut p = vec![0u8; 12];
-        p.extend_from_slice(&[0x08, 0x00, 0x45, 0]);
-        p.extend_from_slice(&tot.unwrap_or(len as u16).to_be_bytes());
-        p.extend_from_slice(&[0, 1, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
-        p.extend_from_slice(&[0x9c, 0x40, 0x13, 0x89, 0, 0, 0, 1, 0, 0, 0, 0]);
-        p.extend_from_slice(&[((doff / 4) as u8) << 4, 0x02, 0xff, 0xff, 0, 0, 0, 0]);
-        p.extend_from_slice(opts);
-        p.resize(14 + len, b'x');
-        p
-    }
-
-    fn decode_frames(frames: &[Vec<u8>]) -> (Rows, Vec<Warn>, Vec<(&'static str, u64)>) {
-        let mut data = Vec::new();
-        let mut recs = Records {
-            linktype: 1,
-            ..Records::default()
-        };
-        for f in frames {
-            recs.data_off.push(data.len() as u64);
-            recs.caplen.push(f.len() as u32);
-            recs.origlen.push(f.len() as u32);
-            recs.ts_ns.push(0);
-            data.extend_from_slice(f);
-        }
-        let (mut w, mut c) = (Vec::new(), Vec::new());
-        let rows = decode(
-            &mut Mem(&data),
-            &recs,
-            0,
-            &Limits::default(),
-            &mut w,
-            &mut c,
-        );
-        (rows, w, c)
-    }
-
-    #[test]
-    fn tcp_options_mss_wscale_sack_and_the_wscale_clamp() {
-        // MSS 1460, NOP, window scale 15, SACK one block (1, 2), NOP NOP
-        let opts = [
-            2, 4, 5, 180, 1, 3, 3, 15, 5, 10, 0, 0, 0, 1, 0, 0, 0, 2, 1, 1,
-        ];
-        let (r, w, _) = decode_frames(&[v4_tcp(None, &opts, 10)]);
-        assert_eq!(
-            (r.proto[0], r.payload[0], r.sport[0], r.dport[0]),
-            (0, 10, 40000, 5001)
-        );
-        assert_eq!((r.mss[0], r.mss_ok[0]), (1460, true));
-        assert_eq!((r.wscale[0], r.wscale_ok[0]), (14, true)); // RFC 7323 §2.3
-        assert_eq!(
-            (
-                r.sack_row.clone(),
-                r.sack_left.clone(),
-                r.sack_right.clone()
-            ),
-            (vec![0], vec![1], vec![2])
-        );
-        assert_eq!(w[0].code, "W-WSCALE");
-    }
-
-    #[test]
-    fn zero_length_option_stops_the_walk() {
-        let opts = [8, 0, 2, 4, 5, 180, 0, 0];
-        let (r, _, _) = decode_frames(&[v4_tcp(None, &opts, 0)]);
-        assert!(!r.mss_ok[0] && !r.ts_ok[0]);
-    }
-
-    #[test]
-    fn total_length_zero_is_taken_from_the_frame() {
-        let (r, w, _) = decode_frames(&[v4_tcp(Some(0), &[], 1000)]);
-        assert_eq!((r.proto[0], r.payload[0]), (0, 1000));
-        assert_eq!((w[0].code, w[0].count), ("W-OFFLOAD", 1));
-    }
-
-    #[test]
-    fn impossible_lengths_and_bad_data_offsets_are_kept_as_other() {
-        let mut bad_doff = v4_tcp(None, &[], 0);
-        bad_doff[46] = 0x40; // data offset 16 bytes
-        let (r, w, _) = decode_frames(&[v4_tcp(Some(10), &[], 0), bad_doff]);
-        assert_eq!(r.proto, vec![2, 2]);
-        let codes: Vec<_> = w.iter().map(|x| (x.code, x.count)).collect();
-        assert_eq!(codes, vec![("W-MALFORMED", 1), ("W-MALFORMED", 1)]); // the log adds them up per code
-    }
-
-    #[test]
-    fn ipv4_header_under_the_ipv6_ethertype_is_malformed() {
-        let mut f = v4_tcp(None, &[], 30);
-        f[12..14].copy_from_slice(&[0x86, 0xdd]);
-        let (r, w, c) = decode_frames(&[f]);
-        assert!(r.is_empty());
-        assert!(w[0].message.contains("version disagrees"));
-        assert_eq!(c, vec![("malformed", 1)]);
-    }
-
-    #[test]
-    fn ipv6_extension_headers_and_jumbo_payload() {
-        // IPv6, payload length 0, Hop-by-Hop with a Jumbo Payload option of 28 bytes, then TCP
-        let mut p = vec![0u8; 12];
-        p.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0, 0, 0, 0, 64]);
-        p.extend_from_slice(&[0xfd; 32]);
-        p.extend_from_slice(&[6, 0, 0xC2, 4, 0, 0, 0, 28]);
-        p.extend_from_slice(&[
-            0x9c, 0x40, 0x13, 0x89, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x10, 0xff, 0xff, 0, 0, 0, 0,
-        ]);
-        let (r, w, _) = decode_frames(&[p]);
-        assert_eq!((r.proto[0], r.is4[0], r.payload[0]), (0, false, 0)); // 28 - 8 (HBH) - 20 (TCP)
-        assert_eq!(r.v6_row, vec![0]);
-        assert_eq!(w[0].code, "W-OFFLOAD");
-    }
-}
+#[path = "ip_tests.rs"]
+mod tests;

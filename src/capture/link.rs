@@ -4,6 +4,7 @@
 //! etherparse does not decode (the LINKTYPE_* numbers of tcpdump.org's link-layer header list).
 
 use super::bytes::{be16, be32, le32, u8_at};
+use super::linkx;
 use etherparse::{EtherType, Ethernet2HeaderSlice, SingleVlanHeaderSlice};
 
 pub const LT_NULL: u32 = 0;
@@ -20,7 +21,7 @@ pub const LT_IPV6: u32 = 229;
 pub const LT_SLL2: u32 = 276;
 
 /// The link types decoded here, with their names (others go to tshark).
-pub const SUPPORTED: [(u32, &str); 12] = [
+pub const SUPPORTED: [(u32, &str); 23] = [
     (LT_NULL, "BSD loopback (NULL)"),
     (LT_ETHERNET, "Ethernet"),
     (LT_PPP, "PPP"),
@@ -33,6 +34,17 @@ pub const SUPPORTED: [(u32, &str); 12] = [
     (LT_IPV4, "raw IPv4"),
     (LT_IPV6, "raw IPv6"),
     (LT_SLL2, "Linux cooked v2 (SLL2)"),
+    (linkx::LT_SLIP, "SLIP (BSD pseudo-header)"),
+    (linkx::LT_FDDI, "FDDI"),
+    (linkx::LT_CHDLC, "Cisco HDLC"),
+    (linkx::LT_WLAN, "IEEE 802.11"),
+    (linkx::LT_FRELAY, "Frame Relay"),
+    (linkx::LT_RADIOTAP, "IEEE 802.11 with radiotap"),
+    (linkx::LT_ARCNET, "ARCNET (Linux)"),
+    (linkx::LT_JUNIPER_ETH, "Juniper Ethernet"),
+    (linkx::LT_PPI, "IEEE 802.11 with PPI"),
+    (linkx::LT_NFLOG, "Linux NFLOG"),
+    (linkx::LT_IPOIB, "IP over InfiniBand"),
 ];
 
 /// The name of a supported link type.
@@ -67,7 +79,7 @@ pub fn link(pkt: &[u8], lt: u32) -> (usize, u8) {
         LT_RAW | LT_RAW_A | LT_RAW_B | LT_IPV4 | LT_IPV6 => (0, Ip::Nibble),
         LT_PPP | LT_PPP_HDLC => ppp(pkt, 0),
         LT_NULL | LT_LOOP => null(pkt, lt == LT_LOOP),
-        _ => (0, Ip::Other),
+        _ => super::linkx::link(pkt, lt).unwrap_or((0, Ip::Other)),
     };
     let code = match ip {
         Ip::V4 => 4,
@@ -116,6 +128,9 @@ fn ethernet(pkt: &[u8]) -> (usize, Ip) {
         }
         pos += 4;
     }
+    if et.0 == 0x8847 || et.0 == 0x8848 {
+        return mpls(pkt, pos);
+    }
     if et.0 == ETH_PPPOE_SESSION {
         let ip = match be16(pkt, pos + 6) {
             Some(0x0021) => Ip::V4,
@@ -127,10 +142,34 @@ fn ethernet(pkt: &[u8]) -> (usize, Ip) {
     (pos, ethertype(Some(et.0)))
 }
 
+/// Labels of an MPLS stack followed at most.
+const MAX_LABELS: usize = 8;
+
+/// MPLS label stacks (RFC 3032 §2.1; packet-mpls.c): 4-byte entries until the bottom-of-stack
+/// bit; the payload has no type field, so its first nibble decides (4, 6; 0 is a pseudowire
+/// control word followed by an Ethernet frame, RFC 4448 §3, not followed here).
+fn mpls(pkt: &[u8], mut pos: usize) -> (usize, Ip) {
+    for _ in 0..MAX_LABELS {
+        let Some(e) = be32(pkt, pos) else {
+            return (pos, Ip::Other);
+        };
+        pos += 4;
+        if e & 0x100 != 0 {
+            return (pos, Ip::Nibble);
+        }
+    }
+    (pos, Ip::Other)
+}
+
 /// PPP (RFC 1661) and PPP in HDLC-like framing (RFC 1662): real links put address 0xff and
 /// control 0x03 before the protocol field; ns-3 writes the bare 2-byte protocol field.
 /// Protocol 0x0021 is IPv4, 0x0057 IPv6 (RFC 5072).
 fn ppp(pkt: &[u8], at: usize) -> (usize, Ip) {
+    // Cisco HDLC framing on a PPP link type (address 0x0F unicast / 0x8F broadcast, control 0,
+    // then an ethertype): packet-ppp.c's dissect_ppp_hdlc hands it to packet-chdlc.c.
+    if matches!(u8_at(pkt, at), Some(0x0F | 0x8F)) && u8_at(pkt, at + 1) == Some(0) {
+        return (at + 4, ethertype(be16(pkt, at + 2)));
+    }
     let p = if be16(pkt, at) == Some(0xFF03) {
         at + 2
     } else {
@@ -184,6 +223,10 @@ mod tests {
         assert_eq!(link(&eth(&[0x88A8, 0x8100, 0x0800]), LT_ETHERNET), (22, 4));
         assert_eq!(link(&eth(&[0x0806]), LT_ETHERNET).1, 0); // ARP
         assert_eq!(link(&[0u8; 13], LT_ETHERNET).1, 0);
+        let mut m = eth(&[0x8847]);
+        m.truncate(14);
+        m.extend([0, 0x0C, 0x80, 64, 0, 0x06, 0x41, 64, 0x45]); // labels 200, 100 (S)
+        assert_eq!(link(&m, LT_ETHERNET), (22, 4));
     }
 
     #[test]
@@ -199,6 +242,7 @@ mod tests {
         assert_eq!(link(&[0xff, 0x03, 0x00, 0x21, 0x45], LT_PPP), (4, 4));
         assert_eq!(link(&[0x00, 0x57, 0x60], LT_PPP), (2, 6));
         assert_eq!(link(&[0xc0, 0x21], LT_PPP_HDLC).1, 0); // LCP
+        assert_eq!(link(&[0x0f, 0x00, 0x08, 0x00, 0x45], LT_PPP), (4, 4)); // Cisco HDLC
     }
 
     #[test]

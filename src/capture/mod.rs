@@ -7,12 +7,18 @@
 //! input cannot panic (the Python entry point still catches unwinds, as a last guard).
 
 pub mod bytes;
+pub mod erf;
 pub mod ip;
+pub mod iplen;
 pub mod link;
+pub mod linkx;
 pub mod pcap;
 pub mod pcapng;
+pub mod peek;
 pub mod py;
 pub mod reasm;
+pub mod snoop;
+pub mod tunnel;
 
 pub use ip::Rows;
 
@@ -201,6 +207,9 @@ pub struct Capture {
 pub enum Format {
     Pcap,
     Pcapng,
+    Snoop,
+    Erf,
+    Peek,
 }
 
 /// Read a whole pcap or pcapng file.
@@ -213,6 +222,9 @@ pub fn read(
     let (recs, meta) = match format {
         Format::Pcap => pcap::read(src, limits, &mut warnings),
         Format::Pcapng => pcapng::read(src, limits, &mut warnings),
+        Format::Snoop => snoop::read(src, limits, &mut warnings),
+        Format::Erf => erf::read(src, limits, &mut warnings),
+        Format::Peek => peek::read(src, limits, &mut warnings),
     }
     .map_err(|mut f| {
         f.warnings = std::mem::take(&mut warnings);

@@ -136,6 +136,9 @@ pub fn read_capture<'py>(
     let fmt = match format {
         "pcap" => Format::Pcap,
         "pcapng" => Format::Pcapng,
+        "snoop" => Format::Snoop,
+        "erf" => Format::Erf,
+        "peekclassic" => Format::Peek,
         _ => {
             return Err(PyValueError::new_err(format!(
                 "unknown capture format {format:?}"
@@ -220,6 +223,20 @@ fn output(py: Python<'_>, cap: Capture) -> PyResult<Bound<'_, PyDict>> {
             e.into_pyarray(py),
         ),
     )?;
+    let [a, b, c, e] = r.outer;
+    d.set_item(
+        "outer",
+        (
+            r.outer_row.into_pyarray(py),
+            r.outer_is4.into_pyarray(py),
+            r.outer_code.into_pyarray(py),
+            a.into_pyarray(py),
+            b.into_pyarray(py),
+            c.into_pyarray(py),
+            e.into_pyarray(py),
+        ),
+    )?;
+    d.set_item("tunnel_names", super::tunnel::NAMES.to_vec())?;
     d.set_item(
         "sack",
         (

@@ -34,6 +34,7 @@ from tracekit.limits import DEFAULT, Limits
 READERS: dict[str, str] = {
     "pcap": "pcap",
     "pcapng": "pcapng",
+    "snoop": "snoop",
     "flent": "flent",
     "flowmon": "flowmon",
     "ss": "ss",
@@ -45,6 +46,8 @@ READERS: dict[str, str] = {
     "ns3-series": "ns3_series",
     "netsim": "netsim",
     "opnet": "opnet",
+    "peekclassic": "peekclassic",
+    "erf": "erf",
     "tshark": "tshark",
 }
 

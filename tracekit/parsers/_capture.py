@@ -78,9 +78,11 @@ def check_linktypes(linktypes: list[int], name: str) -> None:
     for lt in linktypes:
         if lt not in SUPPORTED_LINKTYPES:
             raise UnknownFormatError(
-                f"link type {lt} is not supported by the fast reader",
+                f"link type {lt} (LINKTYPE_* number, tcpdump.org link-layer header types) is not supported"
+                " by the fast reader",
                 path=name,
-                hint="install pyshark + tshark and pass --format tshark to read it slowly through Wireshark",
+                hint="its fallback through tshark needs the `pyshark` extra (pip install 'tracekit[pyshark]')"
+                " and tshark; then pass --format tshark to read it slowly through Wireshark",
             )
 
 

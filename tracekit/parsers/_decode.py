@@ -50,6 +50,10 @@ class Rows:
     v6: list[tuple[np.ndarray, ...]] = field(default_factory=list)
     #: SACK blocks: (row, left, right) raw 32-bit edges, in option order within a row
     sack: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+    #: tunnelled rows: (row, outer is IPv4, tunnel code, src hi, src lo, dst hi, dst lo)
+    outer: list[tuple[np.ndarray, ...]] = field(default_factory=list)
+    #: tunnel names by code (``outer``'s third array)
+    tunnel_names: list[str] = field(default_factory=list)
 
     @classmethod
     def from_core(cls, out: dict[str, Any]) -> Rows:
@@ -58,6 +62,9 @@ class Rows:
         v6, sack = out["v6"], out["sack"]
         rows.v6 = [tuple(v6)] if len(v6[0]) else []
         rows.sack = [tuple(sack)] if len(sack[0]) else []
+        outer = out.get("outer")
+        rows.outer = [tuple(outer)] if outer is not None and len(outer[0]) else []
+        rows.tunnel_names = list(out.get("tunnel_names", []))
         return rows
 
     def columns(self) -> list[str]:

@@ -118,7 +118,26 @@ def frame(rows: Rows) -> tuple[pl.DataFrame, int]:
     cols["ts_ecr"] = masked(rows.ts_ecr, rows.ts_ok, pl.UInt32)
     cols["sack"] = sack
     cols["caplen"] = pl.Series(rows.caplen)
+    cols["tunnel"], cols["outer_src"], cols["outer_dst"] = _tunnels(n, rows)
     return pl.DataFrame([s.alias(k) for k, s in cols.items()]), nflows
+
+
+def _tunnels(n: int, rows: Rows) -> tuple[pl.Series, pl.Series, pl.Series]:
+    """The ``tunnel``, ``outer_src`` and ``outer_dst`` columns (null on rows without a tunnel)."""
+    if not rows.outer:
+        return _nulls(n, pl.Categorical), _nulls(n, pl.Categorical), _nulls(n, pl.Categorical)
+    r, is4, code, s_hi, s_lo, d_hi, d_lo = (np.concatenate(c) for c in zip(*rows.outer, strict=False))
+
+    def text(is_v4: bool, hi: int, lo: int) -> str:
+        v = (hi << 64) | lo
+        return str(ipaddress.IPv4Address(v & 0xFFFFFFFF) if is_v4 else ipaddress.IPv6Address(v))
+
+    out: list[list[str | None]] = [[None] * n for _ in range(3)]
+    for i, row in enumerate(r.tolist()):
+        out[0][row] = rows.tunnel_names[int(code[i])]
+        out[1][row] = text(bool(is4[i]), int(s_hi[i]), int(s_lo[i]))
+        out[2][row] = text(bool(is4[i]), int(d_hi[i]), int(d_lo[i]))
+    return tuple(pl.Series(c, dtype=pl.String).cast(pl.Categorical) for c in out)  # type: ignore[return-value]
 
 
 def _nulls(n: int, dtype: pl.DataType | type[pl.DataType]) -> pl.Series:

@@ -121,7 +121,8 @@ def connections(src: np.ndarray, dst: np.ndarray, sport: np.ndarray, dport: np.n
         mark[first[all_rows]] = True
         rank = np.cumsum(mark, dtype=np.int64)
         rank -= 1
-        flow = rank[np.maximum(first, 0)].astype(np.uint32)
+        # rows without ports (first -1) may come before any connection: rank -1, masked later
+        flow = np.maximum(rank[np.maximum(first, 0)], 0).astype(np.uint32)
         del rank, first, all_rows
         firsts = np.nonzero(mark)[0]
     nflows = len(firsts)

@@ -175,7 +175,8 @@ def read(
     path = name or describe(source)
     if exe is None:
         raise UnknownFormatError("reading through tshark needs pyshark and tshark, which are not installed",
-                                 path=path, hint="pip install pyshark; apt install tshark")
+                                 path=path,
+                                 hint="pip install 'tracekit[pyshark]' (the pyshark extra); apt install tshark")
     log = WarningLog(path, strict)
     with tempfile.TemporaryDirectory(prefix="tracekit-tshark-") as tmp:
         target, head = _target(source, limits, path, Path(tmp))
