@@ -21,7 +21,7 @@ import polars as pl
 
 from tracekit import _core
 from tracekit._source import Loaded, NamedBytes, Source, compression_of, describe, load
-from tracekit.errors import CorruptTraceError, LimitError, TracekitError, UnknownFormatError, UsageError
+from tracekit.errors import CorruptTraceError, LimitError, TracekitError, UnknownFormatError
 from tracekit.limits import Limits
 from tracekit.parsers._decode import Rows
 from tracekit.parsers._frame import frame
@@ -33,17 +33,6 @@ SUPPORTED_LINKTYPES: dict[int, str] = _core.linktypes()
 
 _ERRORS: dict[str, type[TracekitError]] = {"corrupt": CorruptTraceError, "unknown": UnknownFormatError,
                                            "limit": LimitError}
-
-
-def refuse_unknown(reader: str, options: dict[str, Any]) -> None:
-    """Refuse options a reader does not take (a misspelt option must not be ignored).
-
-    Raises:
-        UsageError: naming them.
-    """
-    if options:
-        raise UsageError(f"unknown option(s) for the {reader} reader: {', '.join(sorted(options))}",
-                         hint="it takes limits, strict and name")
 
 
 def load_capture(source: Any, limits: Limits) -> Loaded:

@@ -58,7 +58,6 @@ def read(
     limits: Limits = DEFAULT,
     strict: bool = False,
     name: str | None = None,
-    **unknown: Any,
 ) -> Trace:
     """Read an ERF file.
 
@@ -67,7 +66,6 @@ def read(
         limits: Resource limits (caplen, packets, fragments, decompressed size).
         strict: Turn warnings (truncated last record, ...) into errors.
         name: Name for messages when ``source`` is bytes.
-        **unknown: Refused (UsageError): the reader takes only the options above.
 
     Returns:
         The capture as a Trace.
@@ -75,7 +73,5 @@ def read(
     Raises:
         UnknownFormatError: not an ERF file.
         CorruptTraceError: an impossible record length or an undecoded record type.
-        UsageError: an unknown option.
     """
-    _capture.refuse_unknown(NAME, unknown)
     return _capture.read(source, NAME, limits=limits, strict=strict, name=name, metadata=_meta)

@@ -61,7 +61,6 @@ def read(
     limits: Limits = DEFAULT,
     strict: bool = False,
     name: str | None = None,
-    **unknown: Any,
 ) -> Trace:
     """Read a pcap file.
 
@@ -70,7 +69,6 @@ def read(
         limits: Resource limits (caplen, packets, fragments, decompressed size).
         strict: Turn warnings (truncated last record, ...) into errors.
         name: Name for messages when ``source`` is bytes.
-        **unknown: Refused (UsageError): the reader takes only the options above.
 
     Returns:
         The capture as a Trace.
@@ -78,7 +76,5 @@ def read(
     Raises:
         UnknownFormatError: not a pcap file, or an unsupported link type without tshark.
         CorruptTraceError: damaged header or an impossible record length.
-        UsageError: an unknown option.
     """
-    _capture.refuse_unknown(NAME, unknown)
     return _capture.read(source, NAME, limits=limits, strict=strict, name=name, metadata=_meta)

@@ -83,7 +83,6 @@ def read(
     limits: Limits = DEFAULT,
     strict: bool = False,
     name: str | None = None,
-    **unknown: Any,
 ) -> Trace:
     """Read a pcapng file.
 
@@ -92,7 +91,6 @@ def read(
         limits: Resource limits (``max_block_bytes``, ``max_caplen``, ``max_packets``, ...).
         strict: Turn warnings (truncated last block, unknown blocks, ...) into errors.
         name: Name for messages when ``source`` is bytes.
-        **unknown: Refused (UsageError): the reader takes only the options above.
 
     Returns:
         The capture as a Trace (``meta["interfaces"]`` describes every IDB).
@@ -101,7 +99,5 @@ def read(
         UnknownFormatError: not a pcapng file, or a link type neither the reader nor tshark reads.
         CorruptTraceError: a damaged block (bad length, trailer, interface id, time resolution),
             naming the block number and its byte offset.
-        UsageError: an unknown option.
     """
-    _capture.refuse_unknown(NAME, unknown)
     return _capture.read(source, NAME, limits=limits, strict=strict, name=name, metadata=_meta)

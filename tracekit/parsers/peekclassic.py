@@ -53,7 +53,6 @@ def read(
     limits: Limits = DEFAULT,
     strict: bool = False,
     name: str | None = None,
-    **unknown: Any,
 ) -> Trace:
     """Read a Peek classic file.
 
@@ -62,7 +61,6 @@ def read(
         limits: Resource limits (caplen, packets, fragments, decompressed size).
         strict: Turn warnings (truncated last record, ...) into errors.
         name: Name for messages when ``source`` is bytes.
-        **unknown: Refused (UsageError): the reader takes only the options above.
 
     Returns:
         The capture as a Trace.
@@ -70,7 +68,5 @@ def read(
     Raises:
         UnknownFormatError: not a Peek classic file.
         CorruptTraceError: damaged header or an impossible record length.
-        UsageError: an unknown option.
     """
-    _capture.refuse_unknown(NAME, unknown)
     return _capture.read(source, NAME, limits=limits, strict=strict, name=name, metadata=_meta)

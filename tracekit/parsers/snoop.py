@@ -51,7 +51,6 @@ def read(
     limits: Limits = DEFAULT,
     strict: bool = False,
     name: str | None = None,
-    **unknown: Any,
 ) -> Trace:
     """Read a snoop file.
 
@@ -60,7 +59,6 @@ def read(
         limits: Resource limits (caplen, packets, fragments, decompressed size).
         strict: Turn warnings (truncated last record, ...) into errors.
         name: Name for messages when ``source`` is bytes.
-        **unknown: Refused (UsageError): the reader takes only the options above.
 
     Returns:
         The capture as a Trace.
@@ -68,7 +66,5 @@ def read(
     Raises:
         UnknownFormatError: not a snoop file, or an unsupported datalink type without tshark.
         CorruptTraceError: damaged header or an impossible record length.
-        UsageError: an unknown option.
     """
-    _capture.refuse_unknown(NAME, unknown)
     return _capture.read(source, NAME, limits=limits, strict=strict, name=name, metadata=_meta)

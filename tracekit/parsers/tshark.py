@@ -21,7 +21,6 @@ import struct
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import polars as pl
@@ -150,7 +149,6 @@ def read(
     name: str | None = None,
     container: str | None = None,
     slow_linktypes: list[int] | None = None,
-    **_: Any,
 ) -> Trace:
     """Read a capture through tshark.
 
