@@ -276,7 +276,7 @@ run_tk "$res/version.txt" --version  # the baseline diff
 run_tk "$res/analyze.json" analyze /in/bulk_lossy.pcap --json
 run_tk "$res/batch.txt" batch /in/batch -o /data/batch --no-progress
 run_tk "$res/grade.txt" grade --rubric /in/grading/rubric.toml --submissions /in/grading/submissions -o /data/grades
-run_tk "$res/fallback.json" analyze /in/fallback/c_hdlc.pcap --json
+run_tk "$res/fallback.json" analyze /in/fallback/atm_llc.pcap --json
 run_tk "$res/fast.json" analyze /in/fallback/ethernet.pcap --json
 pm image inspect --format '{{.Config.User}}' "$image" >"$res/user.txt"
 entry=python run_tk "$res/image.json" -c "$image_probe"

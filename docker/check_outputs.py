@@ -1,7 +1,7 @@
 """Inputs for docker/build-test.sh's in-container checks, and the checks of what the container wrote.
 
     python3 docker/check_outputs.py prepare TREE IN     copy samples from TREE (a clean git archive)
-                                                        into IN and craft the broken and C-HDLC files
+                                                        into IN and craft the broken and ATM LLC files
     python3 docker/check_outputs.py check RESULTS OUT   check the containers' stdout (RESULTS) and
                                                         their output folder (OUT); exit 1 on a failure
 
@@ -20,7 +20,7 @@ import struct
 import sys
 from pathlib import Path
 
-FRAMES_KEPT = 300  # packets of bulk_lossy.pcap re-framed as Cisco HDLC (well past the handshake)
+FRAMES_KEPT = 300  # packets of bulk_lossy.pcap re-framed as ATM RFC 1483 LLC/SNAP (well past the handshake)
 BATCH = {"bulk_lossy.pcap", "any_sll.pcap", "lab_tahoe", "broken.pcap"}
 # the grading submissions and the items each must fail (samples/ns2/README.md: what each one changed)
 FAILS = {
@@ -32,29 +32,29 @@ FAILS = {
 }
 
 
-def c_hdlc(src: Path, dst_hdlc: Path, dst_eth: Path) -> None:
-    """The first FRAMES_KEPT Ethernet frames of ``src`` as link type 104 (Cisco HDLC), and as is.
+def atm_llc(src: Path, dst_atm: Path, dst_eth: Path) -> None:
+    """The first FRAMES_KEPT Ethernet frames of ``src`` as link type 100 (ATM RFC 1483), and as is.
 
-    Cisco HDLC (tcpdump's LINKTYPE_C_HDLC, Wireshark's chdlc dissector): address 0x0f (unicast),
-    control 0x00, then the EtherType -- 4 bytes where Ethernet has 14. The fast path does not decode
-    it, so tracekit reads it through tshark (pyshark); the Ethernet copy is the reference.
+    LINKTYPE_ATM_RFC1483 (RFC 2684 LLC encapsulation, Wireshark's llc dissector): LLC AA AA 03, SNAP
+    OUI 00 00 00, then the EtherType -- 8 bytes where Ethernet has 14. The compiled reader does not
+    decode it, so tracekit reads it through tshark (pyshark); the Ethernet copy is the reference.
     """
     data = src.read_bytes()
     magic = data[:4]
     endian = "<" if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
     linktype = struct.unpack(endian + "I", data[20:24])[0]
     assert linktype == 1, f"{src} is not Ethernet"
-    hdlc, eth, off = [], [], 24
+    atm, eth, off = [], [], 24
     while off + 16 <= len(data) and len(eth) < FRAMES_KEPT:
         sec, frac, caplen, wirelen = struct.unpack(endian + "IIII", data[off:off + 16])
         frame = data[off + 16:off + 16 + caplen]
         eth.append(data[off:off + 16 + caplen])
-        body = b"\x0f\x00" + frame[12:14] + frame[14:]
-        hdlc.append(struct.pack(endian + "IIII", sec, frac, len(body), wirelen - 10) + body)
+        body = b"\xaa\xaa\x03\x00\x00\x00" + frame[12:14] + frame[14:]
+        atm.append(struct.pack(endian + "IIII", sec, frac, len(body), wirelen - 6) + body)
         off += 16 + caplen
     header = data[:20]
     dst_eth.write_bytes(header + struct.pack(endian + "I", 1) + b"".join(eth))
-    dst_hdlc.write_bytes(header + struct.pack(endian + "I", 104) + b"".join(hdlc))
+    dst_atm.write_bytes(header + struct.pack(endian + "I", 100) + b"".join(atm))
 
 
 def prepare(tree: Path, into: Path) -> None:
@@ -67,7 +67,7 @@ def prepare(tree: Path, into: Path) -> None:
     shutil.copytree(samples / "ns2/lab_tahoe", into / "batch/lab_tahoe")
     (into / "batch/broken.pcap").write_bytes((samples / "linux/slow_reader.pcap").read_bytes()[:10])
     shutil.copytree(samples / "ns2/grading", into / "grading")
-    c_hdlc(samples / "linux/bulk_lossy.pcap", into / "fallback/c_hdlc.pcap", into / "fallback/ethernet.pcap")
+    atm_llc(samples / "linux/bulk_lossy.pcap", into / "fallback/atm_llc.pcap", into / "fallback/ethernet.pcap")
     for p in into.rglob("*"):
         p.chmod(0o755 if p.is_dir() else 0o644)
 
@@ -144,18 +144,18 @@ class Checks:
         print(f"   | flow 0: unique_bytes {slow['flows'][0]['unique_bytes']}, retrans_packets "
               f"{slow['flows'][0]['retrans_packets']}, rtt_p50_s {slow['flows'][0]['rtt_p50_s']}")
         self.expect(self.rc("fallback.json") == 0 and self.rc("fast.json") == 0, "both analyses exit 0")
-        self.expect(t["linktypes"] == [104] and [w["code"] for w in t["warnings"]] == ["W-SLOW-PATH"],
-                    "link type 104 read through tshark (W-SLOW-PATH)")
+        self.expect(t["linktypes"] == [100] and [w["code"] for w in t["warnings"]] == ["W-SLOW-PATH"],
+                    "link type 100 read through tshark (W-SLOW-PATH)")
         self.expect(t["packets"] == FRAMES_KEPT == fast["trace"]["packets"], f"{FRAMES_KEPT} packets")
-        # every number equal but those counting link-layer bytes (Ethernet's header is 10 bytes
+        # every number equal but those counting link-layer bytes (Ethernet's header is 6 bytes
         # longer) and the columns naming the capture file each row came from
         link = {"wire_bytes", "throughput_bps", "capture", "goodput_capture"}
         same = [{k: v for k, v in f.items() if k not in link} for f in slow["flows"]]
         self.expect(same == [{k: v for k, v in f.items() if k not in link} for f in fast["flows"]],
                     "its flows equal the fast path's on the Ethernet copy (but wire_bytes, throughput_bps)")
-        self.expect(all(e["wire_bytes"] - s["wire_bytes"] == 10 * s["packets"]
+        self.expect(all(e["wire_bytes"] - s["wire_bytes"] == 6 * s["packets"]
                         for s, e in zip(slow["flows"], fast["flows"], strict=False)),
-                    "wire_bytes: 10 bytes fewer per packet than with Ethernet (4-byte C-HDLC header)")
+                    "wire_bytes: 6 bytes fewer per packet than with Ethernet (8-byte LLC/SNAP header)")
 
     def image(self) -> None:
         probe = json.loads(self.show("image.json", 1))

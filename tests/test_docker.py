@@ -152,7 +152,7 @@ def _check_outputs():
 
 
 def test_container_fallback_check_passes_on_real_outputs_and_fails_on_wrong_ones(tmp_path: Path) -> None:
-    """The C-HDLC capture build-test.sh crafts is read through tshark; its check compares it with the
+    """The ATM LLC/SNAP capture build-test.sh crafts is read through tshark; its check compares it with the
     fast path on the Ethernet copy, and fails when that reference is another capture."""
     need_tool("tshark")
     pytest.importorskip("pyshark")
@@ -168,7 +168,7 @@ def test_container_fallback_check_passes_on_real_outputs_and_fails_on_wrong_ones
         (res / f"{name}.err").write_text(run.stderr)
         (res / f"{name}.rc").write_text(str(run.returncode))
 
-    analyze("fallback.json", tmp_path / "in/fallback/c_hdlc.pcap")
+    analyze("fallback.json", tmp_path / "in/fallback/atm_llc.pcap")
     analyze("fast.json", tmp_path / "in/fallback/ethernet.pcap")
     checks = co.Checks(res, tmp_path)
     checks.fallback()

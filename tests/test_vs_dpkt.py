@@ -162,7 +162,9 @@ def _relative(rows: list[dict[str, Any]]) -> pl.DataFrame:
 def _captures() -> list[Path]:
     # not offload/: dpkt takes an IPv4 total length of 0 (TSO) as is, and its reader gives no
     # original length to take the length from (tests/test_offload.py compares it with tshark)
-    return sorted(p for p in SAMPLES.glob("**/*.pcap*") if p.is_file() and p.parent.name != "offload")
+    # samples/field: tunnels, link types and damaged lengths dpkt does not decode the same way, on
+    # purpose; tests/test_field_decode.py compares them with tshark
+    return sorted(p for p in SAMPLES.glob("**/*.pcap*") if p.is_file() and p.parent.name not in ("offload", "field"))
 
 
 @pytest.mark.parametrize("path", _captures(), ids=lambda p: str(p.relative_to(SAMPLES)))
