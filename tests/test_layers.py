@@ -46,8 +46,8 @@ MAY_IMPORT = {
 ALLOWED: set[tuple[str, str]] = set()
 #: Import cycles between modules that are known and left alone, each with its reason.
 KNOWN_CYCLES = [
-    # the capture reader falls back to tshark, whose reader finishes its rows with the capture's code;
-    # both modules are being rewritten with the compiled core
+    # the capture reader falls back to tshark for link types the compiled reader lacks, and the tshark
+    # reader finishes its rows with the capture reader's code (connections, relative numbers)
     {"tracekit.parsers._capture", "tracekit.parsers.tshark"},
 ]
 
