@@ -23,3 +23,11 @@ def tcp_flight(
 # src/capture: pcap/pcapng records, link/IP/TCP/UDP decoding, IP reassembly
 def read_capture(source: object, format: str, limits: object, timeout_text: str) -> dict[str, Any]: ...
 def linktypes() -> dict[int, str]: ...
+
+# src/state/rtt.rs: RTT samples (seq with Karn's rule, TCP timestamps)
+def tcp_rtt(
+    g: npt.NDArray[np.uint32], time: npt.NDArray[np.float64], seq: npt.NDArray[np.int64],
+    len: npt.NDArray[np.int64], flags: npt.NDArray[np.uint8], ack: npt.NDArray[np.int64],
+    ts_val: npt.NDArray[np.int64], ts_ecr: npt.NDArray[np.uint32], bits: npt.NDArray[np.uint8],
+    nxt: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64], npt.NDArray[np.uint32], npt.NDArray[np.float64]]: ...

@@ -5,6 +5,7 @@
 //! turn every input problem into a Python `ValueError` (never a panic across the boundary).
 
 pub mod flight;
+pub mod rtt;
 pub mod seq;
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
@@ -116,5 +117,6 @@ const MISSING_WIN: i64 = seq::MISSING;
 /// Adds this module's functions to `tracekit._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tcp_state, m)?)?;
+    rtt::register(m)?;
     m.add_function(wrap_pyfunction!(tcp_flight, m)?)
 }

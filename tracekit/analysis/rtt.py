@@ -1,7 +1,8 @@
 """Round-trip time samples: the ``rtt`` frame (:data:`tracekit.schema.RTT`).
 
-Two methods, both sorted look-ups per direction (no loop over packets); ``dir`` is the direction whose data
-(or timestamps) the sample measures, ``frame``/``time`` are those of the ACK that closed it:
+Two methods, both run by the compiled core in one pass per connection (``src/state/rtt.rs``:
+each rule cites its RFC section); ``dir`` is the direction whose data (or timestamps) the sample
+measures, ``frame``/``time`` are those of the ACK that closed it:
 
 * ``seq`` — as Wireshark's ``tcp.analysis.ack_rtt``: an ACK that raises the cumulative
   ACK to exactly the end of a segment (SYN and FIN count one byte) closes a sample,
@@ -22,140 +23,49 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from tracekit.analysis._groups import MISSING, Segments
-from tracekit.analysis._state import Ints, at, pick, prepare, row_index, segments, take
+from tracekit import _core
+from tracekit.analysis._groups import MISSING
+from tracekit.analysis._state import Ints, at, pick, prepare, segments
 from tracekit.schema import RTT, empty
 
-TWO32 = 1 << 32
-HALF = 1 << 31
 #: RFC 6298 gains for the smoothed RTT and its variation.
 ALPHA, BETA = 1 / 8, 1 / 4
 _SCHEMA = {"_i": pl.UInt32(), **RTT}
 
 
-def _by_direction(sg: Segments, acks: pl.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per direction the ACKs of ``acks`` (a ``g`` column) are about: (its rows in packet order, those ACKs'
-    indices)."""
-    ag = acks["g"].to_numpy()
-    out = []
-    for h in np.unique(ag).tolist():
-        j = sg.find(int(h) ^ 1)
-        if j is not None:
-            out.append((sg.rows(j), np.flatnonzero(ag == h)))
-    return out
-
-
-def _seq_samples(st: pl.DataFrame, sg: Segments) -> pl.DataFrame:
-    acks = pick(st, pl.col("new_ack"), "_i", "g", "frame", "time", "ack")
-    av = acks["ack"].to_numpy()
-    s_i = np.full(acks.height, -1, dtype=np.int64)
-    adv = (st["adv"] & ~st["keepalive"]).to_numpy()
-    dend = st["dend"].to_numpy()
-    sf = st.select(pl.arg_where(pl.col("syn") | pl.col("fin")))[:, 0].to_numpy()
-    for rows, q in _by_direction(sg, acks):
-        # the first transmission of every end (``adv`` rows: strictly increasing ends per direction)
-        rows = rows[adv[rows]]
-        end = dend[rows].astype(np.int64)
-        k = np.searchsorted(rows, sf)
-        hit = k < len(rows)
-        hit[hit] = rows[k[hit]] == sf[hit]
-        end[k[hit]] += 1  # SYN and FIN occupy one sequence number
-        k = np.searchsorted(end, av[q], side="left")
-        ok = k < len(end)
-        ok[ok] = end[k[ok]] == av[q[ok]]
-        s_i[q[ok]] = rows[k[ok]]
-    ok = s_i >= 0
-    s_i = s_i[ok]
-    # (a first transmission that partly re-sends bytes sent before is ambiguous too: Karn)
-    s_re = st["seq"].to_numpy()[s_i] < take(st, "nxt", s_i)
-    m = acks.filter(pl.Series(ok)).with_columns(
-        s_i=pl.Series(s_i.astype(np.uint32)), s_time=pl.Series(st["time"].to_numpy()[s_i]), s_re=pl.Series(s_re),
-    ).filter((pl.col("s_i") < pl.col("_i")) & ~pl.col("s_re"))
-    # Karn: another transmission ending there before the ACK
-    re = pick(st, pl.col("is_seg") & ~pl.col("adv") & ~pl.col("keepalive") & ~pl.col("zwp"), "g", "_i",
-              end=pl.col("dend") + (pl.col("syn") | pl.col("fin")).cast(pl.Int64)
-              ).group_by("g", "end").agg(pl.col("_i").min().alias("r_first"))
-    m = m.with_columns(dg=(pl.col("g") ^ 1)).join(re, left_on=["dg", "ack"], right_on=["g", "end"], how="left")
-    m = m.filter(pl.col("r_first").is_null() | (pl.col("r_first") > pl.col("_i")))
-    return m.select(
-        "_i", (pl.col("dg") // 2).cast(pl.UInt32).alias("flow"), (pl.col("dg") % 2).cast(pl.Int8).alias("dir"),
-        "frame", "time", (pl.col("time") - pl.col("s_time")).alias("rtt_s"), method=pl.lit("seq"),
+def _core_columns(st: pl.DataFrame) -> tuple[np.ndarray, ...]:
+    """The columns :func:`tracekit._core.tcp_rtt` reads: the packets' and their state bits (``src/state/seq.rs``)."""
+    bits = np.zeros(st.height, dtype=np.uint8)
+    for name, bit in (("keepalive", 1), ("zwp", 2), ("new_ack", 5), ("adv", 6), ("stray_syn", 7)):
+        bits |= st[name].to_numpy().view(np.uint8) << np.uint8(bit)
+    flags = st["fin"].to_numpy().view(np.uint8) | (st["syn"].to_numpy().view(np.uint8) << np.uint8(1))
+    i64 = pl.Int64
+    return (
+        st["g"].to_numpy(), st["time"].to_numpy(), st["seq"].cast(i64).to_numpy(), st["len"].cast(i64).to_numpy(),
+        flags, st["ack"].cast(i64).fill_null(MISSING).to_numpy(), st["ts_val"].cast(i64).fill_null(MISSING).to_numpy(),
+        st["ts_ecr"].cast(pl.UInt32).fill_null(0).to_numpy(), bits, Ints(st, "nxt").at(slice(None)),
     )
 
 
-def _unwrap(v: np.ndarray) -> np.ndarray:
-    """One direction's TSvals (in order) unwrapped: a drop by more than 2^31 is a wrap."""
-    if not len(v) or int(v.max()) - int(v.min()) <= HALF:
-        return v  # no two of them are 2^31 apart: no step anywhere
-    d = v[1:] - v[:-1]
-    step = (d < -HALF).astype(np.int64) - (d > HALF)
-    out: np.ndarray = v + np.r_[0, np.cumsum(step)] * TWO32  # (np.r_ is typed as returning Any)
-    return out
-
-
-def _ts_samples(st: pl.DataFrame, sg: Segments) -> pl.DataFrame:
-    ts = st["ts_val"]
-    if ts.null_count() == st.height:
-        return pl.DataFrame(schema=_SCHEMA)
-    acks = pick(st, pl.col("new_ack") & pl.col("ts_ecr").is_not_null() & (pl.col("ts_ecr") != 0),
-                "_i", "g", "frame", "time", "r_i", ecr=pl.col("ts_ecr").cast(pl.Int64))
-    r_i = row_index(acks["r_i"])
-    ecr_raw = acks["ecr"].to_numpy()
-    t_i = np.full(acks.height, -1, dtype=np.int64)
-    has_all = ts.is_not_null().to_numpy() if ts.null_count() else None
-    v_all = ts.fill_null(0).to_numpy() if ts.null_count() else ts.to_numpy()
-    for rows, q in _by_direction(sg, acks):
-        v = v_all[rows]
-        has = None if has_all is None else has_all[rows]
-        if has is not None and has.all():
-            has = None
-        if has is None and (not len(v) or int(v.max()) - int(v.min()) <= HALF):
-            tsv = v  # every packet has a TSval and none wraps: stay 32-bit
-        else:
-            tsv = np.full(len(rows), MISSING, dtype=np.int64)
-            valid = slice(None) if has is None else has
-            tsv[valid] = _unwrap(v[valid].astype(np.int64))
-        del v
-        hi = np.maximum.accumulate(tsv)
-        # first packet sending this TSval: above every earlier one (MISSING: no TSval)
-        first = np.empty(len(rows), dtype=bool)
-        first[:1] = True if has is None else has[:1]
-        np.greater(tsv[1:], hi[:-1], out=first[1:])
-        if has is not None:
-            first &= has
-        f_rows, f_v = rows[first], tsv[first].astype(np.int64)  # (f_v strictly increasing)
-        del tsv, first
-        # place each TSecr in the 2^32 epoch nearest to the latest TSval sent before it (the ACK's r_i)
-        r = r_i[q]
-        p = np.searchsorted(rows, r)
-        ref = np.where(r >= 0, hi[np.minimum(p, len(rows) - 1)], MISSING)
-        ecr = ecr_raw[q]
-        ecr = np.where(ref != MISSING, ecr + np.floor_divide(ref - ecr + HALF, TWO32) * TWO32, ecr)
-        k = np.searchsorted(f_v, ecr, side="left")
-        ok = k < len(f_v)
-        ok[ok] = f_v[k[ok]] == ecr[ok]
-        t_i[q[ok]] = f_rows[k[ok]]
-    ok = t_i >= 0
-    t_i = t_i[ok]
-    m = acks.filter(pl.Series(ok)).with_columns(
-        t_sent=pl.Series(st["time"].to_numpy()[t_i]), t_i=pl.Series(t_i), dg=pl.col("g") ^ 1,
-    ).filter(pl.col("t_i") < pl.col("_i"))
-    return m.select(
-        "_i", (pl.col("dg") // 2).cast(pl.UInt32).alias("flow"), (pl.col("dg") % 2).cast(pl.Int8).alias("dir"),
-        "frame", "time", (pl.col("time") - pl.col("t_sent")).alias("rtt_s"), method=pl.lit("ts"),
-    )
+def _frame(st: pl.DataFrame, rows: np.ndarray, rtt_s: np.ndarray, method: str) -> pl.DataFrame:
+    """The samples closed at ACK rows ``rows`` (ascending): they time the other direction's packets."""
+    at_ack = st.select(pl.col("flow", "dir", "frame", "time").gather(pl.Series(rows, dtype=pl.UInt32)))
+    return at_ack.select(
+        pl.Series("_i", rows, dtype=pl.UInt32), "flow", (1 - pl.col("dir")).alias("dir"), "frame", "time",
+        pl.Series("rtt_s", rtt_s, dtype=pl.Float64), pl.lit(method).alias("method"),
+    ).cast(_SCHEMA)  # type: ignore[arg-type]
 
 
 def samples(st: pl.DataFrame) -> pl.DataFrame:
-    """RTT samples with the closing ACK's row ``_i`` (the ``rtt`` frame plus ``_i``), sorted by method and ``_i``."""
+    """RTT samples with the closing ACK's row ``_i`` (the ``rtt`` frame plus ``_i``), sorted by method and ``_i``.
+
+    Both methods run in the compiled core (``tracekit._core.tcp_rtt``, Rust ``src/state/rtt.rs``):
+    one pass per connection over its packets in order.
+    """
     if st.is_empty():
         return pl.DataFrame(schema=_SCHEMA)
-    sg = segments(st)
-    parts = [p for p in (_seq_samples(st, sg), _ts_samples(st, sg)) if p.height]
-    if not parts:
-        return pl.DataFrame(schema=_SCHEMA)
-    out = pl.concat([p.select(list(_SCHEMA)).cast(_SCHEMA) for p in parts])  # type: ignore[arg-type]
-    return out.filter(pl.col("rtt_s") >= 0).sort("method", "_i")
+    seq_rows, seq_rtt, ts_rows, ts_rtt = _core.tcp_rtt(*_core_columns(st))
+    return pl.concat([_frame(st, seq_rows, seq_rtt, "seq"), _frame(st, ts_rows, ts_rtt, "ts")])
 
 
 def smoothed(rs: pl.DataFrame) -> pl.DataFrame:

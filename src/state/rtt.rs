@@ -1,0 +1,361 @@
+//! Round-trip time samples, one streaming pass per connection.
+//!
+//! Two methods; a sample belongs to the direction whose data (or timestamps) it times and sits
+//! on the ACK that closed it (the other direction's packet):
+//!
+//! - `seq` (Wireshark's `tcp.analysis.ack_rtt`, packet-tcp.c): an ACK that raises the
+//!   cumulative ACK to exactly the end of a segment closes a sample, RTT = ACK time - that
+//!   segment's time. Unlike Wireshark (which then times the *first* transmission), Karn's rule
+//!   applies (RFC 6298 §3): no sample when bytes ending there were sent again before the ACK.
+//! - `ts` (RFC 7323 §4.1): an ACK that raises the cumulative ACK and echoes TSecr = v closes a
+//!   sample from the first packet of the other direction that carried TSval = v.
+//!
+//! Each direction keeps its first transmissions not yet acknowledged (their ends strictly
+//! increase) and the first packet of each TSval (strictly increasing once unwrapped); an ACK
+//! looks its value up there. Memory per direction: the unacknowledged segments, plus one
+//! entry per timestamp clock tick within the last 2^31 ticks.
+
+use super::seq::{Groups, ADV, FIN, KEEPALIVE, MISSING, NEW_ACK, STRAY, SYN, ZWP};
+use super::{guard, slice};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use pyo3::prelude::*;
+use rayon::prelude::*;
+use std::collections::VecDeque;
+
+const TWO32: i64 = 1 << 32;
+const HALF: i64 = 1 << 31;
+
+/// One packet as the RTT rules see it: its columns and its sequence state (`seq::State`).
+#[derive(Clone, Copy, Debug)]
+pub struct Packet {
+    pub row: u32,
+    /// 0 or 1.
+    pub dir: usize,
+    /// Seconds.
+    pub time: f64,
+    pub seq: i64,
+    /// Payload bytes.
+    pub len: i64,
+    /// TCP flags (only SYN and FIN are read).
+    pub flags: u8,
+    /// [`MISSING`]: none.
+    pub ack: i64,
+    /// [`MISSING`]: no timestamp option.
+    pub ts_val: i64,
+    /// [`MISSING`] or 0: no echo.
+    pub ts_ecr: i64,
+    /// The state bits of `seq` ([`ADV`], [`KEEPALIVE`], [`ZWP`], [`NEW_ACK`], [`STRAY`] are read).
+    pub bits: u8,
+    /// Highest end sent by this direction before the packet ([`MISSING`]: none).
+    pub nxt: i64,
+}
+
+/// A sample: the closing ACK's row, the timed packet's row and the RTT in seconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sample {
+    pub ack_row: u32,
+    pub sent_row: u32,
+    pub rtt: f64,
+}
+
+/// A first transmission not acknowledged yet.
+struct Pending {
+    end: i64,
+    row: u32,
+    time: f64,
+    /// Karn: it re-sent bytes sent before, or bytes ending at `end` were sent again since.
+    ambiguous: bool,
+}
+
+/// The first packet of one (unwrapped) TSval.
+struct First {
+    tsv: i64,
+    row: u32,
+    time: f64,
+}
+
+/// One direction as a sender: what its peer's ACKs can close.
+#[derive(Default)]
+struct Sender {
+    pending: VecDeque<Pending>,
+    firsts: VecDeque<First>,
+    /// The previous TSval as sent (32-bit) and the 2^32 epoch of the latest one.
+    prev_ts: Option<i64>,
+    epoch: i64,
+    /// Highest unwrapped TSval sent so far.
+    hi_ts: Option<i64>,
+}
+
+impl Sender {
+    fn on_segment(&mut self, p: &Packet) {
+        let syn_fin = p.flags & (SYN | FIN) != 0;
+        let is_seg = (p.len > 0 || syn_fin) && p.bits & STRAY == 0;
+        if !is_seg {
+            return;
+        }
+        // SYN and FIN occupy one sequence number each (RFC 9293 §3.4)
+        let end = p.seq + p.len + i64::from(syn_fin);
+        let ka = p.bits & KEEPALIVE != 0;
+        if p.bits & ADV != 0 {
+            if !ka {
+                // the first transmission of this end (`seq::ADV`: ends strictly increase);
+                // Karn: a first transmission that also re-sends bytes sent before is ambiguous
+                self.pending.push_back(Pending {
+                    end,
+                    row: p.row,
+                    time: p.time,
+                    ambiguous: p.nxt != MISSING && p.seq < p.nxt,
+                });
+            }
+        } else if !ka && p.bits & ZWP == 0 {
+            // Karn: another transmission ending there (keep-alives and zero-window probes,
+            // which Wireshark tells apart, are not re-sent data)
+            if let Ok(k) = self.pending.binary_search_by_key(&end, |s| s.end) {
+                self.pending[k].ambiguous = true;
+            }
+        }
+    }
+
+    fn on_timestamp(&mut self, p: &Packet) {
+        let v = p.ts_val;
+        if v == MISSING {
+            return;
+        }
+        // 32-bit wrap: a drop by more than 2^31 from the previous TSval starts the next
+        // epoch, a rise by more than 2^31 goes back one (RFC 7323 §5.2's modular order)
+        if let Some(prev) = self.prev_ts {
+            let d = v - prev;
+            if d < -HALF {
+                self.epoch += 1;
+            } else if d > HALF {
+                self.epoch -= 1;
+            }
+        }
+        self.prev_ts = Some(v);
+        let tsv = v + self.epoch * TWO32;
+        if self.hi_ts.is_none_or(|h| tsv > h) {
+            self.hi_ts = Some(tsv);
+            // an echo is placed within 2^31 of the highest TSval (see `on_ack`), so firsts
+            // that far below it can never match again
+            while self.firsts.front().is_some_and(|f| f.tsv <= tsv - HALF) {
+                self.firsts.pop_front();
+            }
+            self.firsts.push_back(First {
+                tsv,
+                row: p.row,
+                time: p.time,
+            });
+        }
+    }
+
+    /// A new cumulative ACK from the peer: the `seq` sample it closes, if any. Segments it
+    /// reaches leave (later ACKs are higher: none of them can end there).
+    fn seq_sample(&mut self, ack: i64, row: u32, time: f64) -> Option<Sample> {
+        while self.pending.front().is_some_and(|s| s.end < ack) {
+            self.pending.pop_front();
+        }
+        let s = self.pending.front().filter(|s| s.end == ack)?;
+        let out = (!s.ambiguous).then(|| Sample {
+            ack_row: row,
+            sent_row: s.row,
+            rtt: time - s.time,
+        });
+        self.pending.pop_front();
+        out
+    }
+
+    /// The `ts` sample of an ACK echoing `ecr` (32-bit): placed in the 2^32 epoch nearest to
+    /// the highest TSval sent so far, then looked up among the first packets of each TSval.
+    fn ts_sample(&self, ecr: i64, row: u32, time: f64) -> Option<Sample> {
+        let ecr = match self.hi_ts {
+            Some(h) => ecr + (h - ecr + HALF).div_euclid(TWO32) * TWO32,
+            None => ecr,
+        };
+        let k = self.firsts.binary_search_by_key(&ecr, |f| f.tsv).ok()?;
+        let f = &self.firsts[k];
+        Some(Sample {
+            ack_row: row,
+            sent_row: f.row,
+            rtt: time - f.time,
+        })
+    }
+}
+
+/// One connection's RTT state: its two directions as senders.
+#[derive(Default)]
+pub struct Connection {
+    side: [Sender; 2],
+}
+
+impl Connection {
+    /// Feeds one packet (in capture order): the `seq` and `ts` samples it closes as an ACK
+    /// for the other direction. Samples with a negative RTT (time going back) are dropped.
+    pub fn on_packet(&mut self, p: &Packet) -> (Option<Sample>, Option<Sample>) {
+        let d = p.dir & 1;
+        self.side[d].on_segment(p);
+        self.side[d].on_timestamp(p);
+        // only an ACK that raises the highest ACK this direction has sent (Wireshark's
+        // lastack) closes a sample: duplicates would time the same segment again
+        if p.bits & NEW_ACK == 0 || p.ack == MISSING {
+            return (None, None);
+        }
+        let peer = &mut self.side[1 - d];
+        let s = peer.seq_sample(p.ack, p.row, p.time);
+        let t = if p.ts_ecr != MISSING && p.ts_ecr != 0 {
+            peer.ts_sample(p.ts_ecr, p.row, p.time)
+        } else {
+            None
+        };
+        let ok = |x: Option<Sample>| x.filter(|x| x.rtt >= 0.0);
+        (ok(s), ok(t))
+    }
+}
+
+/// The packet columns (one entry per packet, capture order), see [`Packet`]; `g` is the
+/// direction id `2·flow + dir`.
+pub struct Columns<'a> {
+    pub g: &'a [u32],
+    pub time: &'a [f64],
+    pub seq: &'a [i64],
+    pub len: &'a [i64],
+    pub flags: &'a [u8],
+    pub ack: &'a [i64],
+    pub ts_val: &'a [i64],
+    /// 0: no echo (or none).
+    pub ts_ecr: &'a [u32],
+    pub bits: &'a [u8],
+    pub nxt: &'a [i64],
+}
+
+impl Columns<'_> {
+    fn validate(&self) -> Result<usize, String> {
+        let n = self.g.len();
+        let lens = [
+            ("time", self.time.len()),
+            ("seq", self.seq.len()),
+            ("len", self.len.len()),
+            ("flags", self.flags.len()),
+            ("ack", self.ack.len()),
+            ("ts_val", self.ts_val.len()),
+            ("ts_ecr", self.ts_ecr.len()),
+            ("bits", self.bits.len()),
+            ("nxt", self.nxt.len()),
+        ];
+        for (name, l) in lens {
+            if l != n {
+                return Err(format!("column {name} has {l} values, g has {n}"));
+            }
+        }
+        if n >= u32::MAX as usize {
+            return Err(format!("{n} packets: at most 2^32 - 2 per call"));
+        }
+        Ok(n)
+    }
+
+    fn packet(&self, row: u32) -> Packet {
+        let i = row as usize;
+        Packet {
+            row,
+            dir: (self.g[i] & 1) as usize,
+            time: self.time[i],
+            seq: self.seq[i],
+            len: self.len[i],
+            flags: self.flags[i],
+            ack: self.ack[i],
+            ts_val: self.ts_val[i],
+            ts_ecr: i64::from(self.ts_ecr[i]),
+            bits: self.bits[i],
+            nxt: self.nxt[i],
+        }
+    }
+}
+
+/// Every sample of each method, sorted by the ACK's row: `(seq, ts)`.
+pub fn samples(c: &Columns) -> Result<(Vec<Sample>, Vec<Sample>), String> {
+    c.validate()?;
+    let flows: Vec<u64> = c.g.iter().map(|&g| u64::from(g >> 1)).collect();
+    let gr: Groups = super::seq::group_keys(&flows);
+    drop(flows);
+    let bounds: Vec<(usize, usize)> = gr.starts.windows(2).map(|w| (w[0], w[1])).collect();
+    let per: Vec<(Vec<Sample>, Vec<Sample>)> = bounds
+        .par_iter()
+        .map(|&(s, e)| {
+            let mut conn = Connection::default();
+            let (mut sq, mut ts) = (Vec::new(), Vec::new());
+            for &row in &gr.order[s..e] {
+                let (a, b) = conn.on_packet(&c.packet(row));
+                sq.extend(a);
+                ts.extend(b);
+            }
+            (sq, ts)
+        })
+        .collect();
+    let (mut sq, mut ts): (Vec<Sample>, Vec<Sample>) = (Vec::new(), Vec::new());
+    for (a, b) in per {
+        sq.extend(a);
+        ts.extend(b);
+    }
+    // one sample per ACK row and method: the order by row is unique
+    sq.par_sort_unstable_by_key(|s| s.ack_row);
+    ts.par_sort_unstable_by_key(|s| s.ack_row);
+    Ok((sq, ts))
+}
+
+type SampleArrays<'py> = (
+    Bound<'py, PyArray1<u32>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<u32>>,
+    Bound<'py, PyArray1<f64>>,
+);
+
+/// RTT samples of every connection (see the module docs): `(seq_rows, seq_rtt, ts_rows,
+/// ts_rtt)`, the closing ACKs' rows (ascending) and the RTTs in seconds.
+///
+/// `g` is `2·flow + dir`; `flags` the TCP flags; `bits` the state bits of `tcp_state`; `ack`,
+/// `ts_val` and `nxt` carry -2^62 where the packet has none; `ts_ecr` 0.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn tcp_rtt<'py>(
+    py: Python<'py>,
+    g: PyReadonlyArray1<'py, u32>,
+    time: PyReadonlyArray1<'py, f64>,
+    seq: PyReadonlyArray1<'py, i64>,
+    len: PyReadonlyArray1<'py, i64>,
+    flags: PyReadonlyArray1<'py, u8>,
+    ack: PyReadonlyArray1<'py, i64>,
+    ts_val: PyReadonlyArray1<'py, i64>,
+    ts_ecr: PyReadonlyArray1<'py, u32>,
+    bits: PyReadonlyArray1<'py, u8>,
+    nxt: PyReadonlyArray1<'py, i64>,
+) -> PyResult<SampleArrays<'py>> {
+    let c = Columns {
+        g: slice(&g, "g")?,
+        time: slice(&time, "time")?,
+        seq: slice(&seq, "seq")?,
+        len: slice(&len, "len")?,
+        flags: slice(&flags, "flags")?,
+        ack: slice(&ack, "ack")?,
+        ts_val: slice(&ts_val, "ts_val")?,
+        ts_ecr: slice(&ts_ecr, "ts_ecr")?,
+        bits: slice(&bits, "bits")?,
+        nxt: slice(&nxt, "nxt")?,
+    };
+    let (sq, ts) = py.detach(|| guard(|| samples(&c)))?;
+    let split =
+        |v: Vec<Sample>| -> (Vec<u32>, Vec<f64>) { v.iter().map(|s| (s.ack_row, s.rtt)).unzip() };
+    let ((a, b), (c, d)) = (split(sq), split(ts));
+    Ok((
+        a.into_pyarray(py),
+        b.into_pyarray(py),
+        c.into_pyarray(py),
+        d.into_pyarray(py),
+    ))
+}
+
+/// Adds this module's functions to `tracekit._core`.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(tcp_rtt, m)?)
+}
+
+#[cfg(test)]
+mod tests;

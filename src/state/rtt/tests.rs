@@ -1,0 +1,252 @@
+//! Hand-checked sequences for the RTT samples.
+
+use super::*;
+use crate::state::seq::{analyze, Packets, ACK};
+
+const A: u8 = ACK;
+const S: u8 = SYN;
+const M: i64 = MISSING;
+
+/// One packet: (flow, dir, time, seq, len, flags, ack, ts_val, ts_ecr); ts_val M: none.
+type Pk = (u32, i8, f64, i64, u32, u8, i64, i64, u32);
+
+/// The `(seq, ts)` samples of some packets as (ACK row, timed row, RTT).
+fn run(pk: &[Pk]) -> (Vec<(u32, u32, f64)>, Vec<(u32, u32, f64)>) {
+    let flow: Vec<u32> = pk.iter().map(|p| p.0).collect();
+    let dir: Vec<i8> = pk.iter().map(|p| p.1).collect();
+    let seq: Vec<i64> = pk.iter().map(|p| p.3).collect();
+    let len: Vec<u32> = pk.iter().map(|p| p.4).collect();
+    let flags: Vec<u8> = pk.iter().map(|p| p.5).collect();
+    let ack: Vec<i64> = pk.iter().map(|p| p.6).collect();
+    let win = vec![65535i64; pk.len()];
+    let p = Packets {
+        flow: &flow,
+        dir: &dir,
+        seq: &seq,
+        len: &len,
+        flags: &flags,
+        ack: &ack,
+        win: &win,
+    };
+    let st = analyze(&p).expect("valid");
+    let g: Vec<u32> = pk.iter().map(|p| 2 * p.0 + u32::from(p.1 == 1)).collect();
+    let time: Vec<f64> = pk.iter().map(|p| p.2).collect();
+    let len64: Vec<i64> = len.iter().map(|&l| i64::from(l)).collect();
+    let ts_val: Vec<i64> = pk.iter().map(|p| p.7).collect();
+    let ts_ecr: Vec<u32> = pk.iter().map(|p| p.8).collect();
+    let c = Columns {
+        g: &g,
+        time: &time,
+        seq: &seq,
+        len: &len64,
+        flags: &flags,
+        ack: &ack,
+        ts_val: &ts_val,
+        ts_ecr: &ts_ecr,
+        bits: &st.bits,
+        nxt: &st.nxt,
+    };
+    let (sq, ts) = samples(&c).expect("valid");
+    let f = |v: Vec<Sample>| v.iter().map(|s| (s.ack_row, s.sent_row, s.rtt)).collect();
+    (f(sq), f(ts))
+}
+
+/// A handshake at times 0, 1, 2 (ISNs 0; data then starts at sequence 1).
+fn hs() -> Vec<Pk> {
+    vec![
+        (0, 0, 0.0, 0, 0, S, M, M, 0),
+        (0, 1, 1.0, 0, 0, S | A, 1, M, 0),
+        (0, 0, 2.0, 1, 0, A, 1, M, 0),
+    ]
+}
+
+fn with(mut a: Vec<Pk>, b: &[Pk]) -> Vec<Pk> {
+    a.extend_from_slice(b);
+    a
+}
+
+#[test]
+fn the_ack_of_a_segment_end_closes_a_sample() {
+    // the SYN (SYN-ACK 1 s later: the SYN counts one byte), the SYN-ACK (ACK 1 s later) and
+    // the segment (ACK 3 s later)
+    let (sq, ts) = run(&with(
+        hs(),
+        &[
+            (0, 0, 3.0, 1, 100, A, 1, M, 0),
+            (0, 1, 6.0, 1, 0, A, 101, M, 0),
+        ],
+    ));
+    assert_eq!(sq, vec![(1, 0, 1.0), (2, 1, 1.0), (4, 3, 3.0)]);
+    assert!(ts.is_empty());
+}
+
+#[test]
+fn an_ack_inside_a_segment_or_repeated_gives_none_and_a_delayed_ack_times_the_last() {
+    let (sq, _) = run(&with(
+        hs(),
+        &[
+            (0, 0, 3.0, 1, 200, A, 1, M, 0),
+            (0, 1, 4.0, 1, 0, A, 101, M, 0),   // inside the segment
+            (0, 1, 5.0, 1, 0, A, 201, M, 0),   // its end
+            (0, 1, 6.0, 1, 0, A, 201, M, 0),   // again: not a new ACK
+            (0, 0, 7.0, 201, 100, A, 1, M, 0), // two segments, one delayed ACK
+            (0, 0, 8.0, 301, 100, A, 1, M, 0),
+            (0, 1, 10.0, 1, 0, A, 401, M, 0),
+        ],
+    ));
+    assert_eq!(&sq[2..], &[(5, 3, 2.0), (9, 8, 2.0)]);
+}
+
+#[test]
+fn karn_a_retransmitted_segment_gives_no_sample() {
+    let (sq, _) = run(&with(
+        hs(),
+        &[
+            (0, 0, 3.0, 1, 100, A, 1, M, 0),
+            (0, 0, 6.0, 1, 100, A, 1, M, 0), // retransmission of the same bytes
+            (0, 1, 7.0, 1, 0, A, 101, M, 0), // ambiguous: no sample
+            (0, 0, 8.0, 101, 100, A, 1, M, 0),
+            (0, 1, 9.0, 1, 0, A, 201, M, 0), // sent once: a sample
+        ],
+    ));
+    assert_eq!(&sq[2..], &[(7, 6, 1.0)]);
+}
+
+#[test]
+fn karn_a_first_transmission_that_resends_bytes_is_ambiguous() {
+    // the second segment re-sends bytes 51..101 and adds 101..151 (a repacketised retransmission)
+    let (sq, _) = run(&with(
+        hs(),
+        &[
+            (0, 0, 3.0, 1, 100, A, 1, M, 0),
+            (0, 0, 4.0, 51, 100, A, 1, M, 0),
+            (0, 1, 5.0, 1, 0, A, 101, M, 0), // the first segment, sent once: a sample
+            (0, 1, 6.0, 1, 0, A, 151, M, 0), // the second: no sample
+        ],
+    ));
+    assert_eq!(&sq[2..], &[(5, 3, 2.0)]);
+}
+
+#[test]
+fn a_retransmission_after_the_ack_does_not_undo_its_sample() {
+    let (sq, _) = run(&with(
+        hs(),
+        &[
+            (0, 0, 3.0, 1, 100, A, 1, M, 0),
+            (0, 1, 5.0, 1, 0, A, 101, M, 0),
+            (0, 0, 6.0, 1, 100, A, 1, M, 0), // spurious, after the ACK
+        ],
+    ));
+    assert_eq!(&sq[2..], &[(4, 3, 2.0)]);
+}
+
+#[test]
+fn an_ack_before_its_segment_or_backwards_in_time_gives_none() {
+    // the ACK is seen before the segment it acknowledges (a capture point past the
+    // receiver); then a segment whose ACK carries an earlier time stamp
+    let (sq, _) = run(&with(
+        hs(),
+        &[
+            (0, 1, 3.0, 1, 0, A, 101, M, 0),
+            (0, 0, 4.0, 1, 100, A, 1, M, 0),
+            (0, 0, 5.0, 101, 100, A, 1, M, 0),
+            (0, 1, 4.5, 1, 0, A, 201, M, 0),
+        ],
+    ));
+    assert_eq!(sq.len(), 2);
+}
+
+#[test]
+fn a_timestamp_echo_times_the_first_segment_with_that_tsval() {
+    let (_, ts) = run(&[
+        (0, 0, 0.0, 1, 100, A, 1, 100, 7),
+        (0, 0, 1.0, 101, 100, A, 1, 100, 7), // same TSval: not the first
+        (0, 0, 2.0, 201, 100, A, 1, 110, 7),
+        (0, 1, 4.0, 1, 0, A, 201, 9, 100), // echoes 100: from the first packet
+        (0, 1, 6.0, 1, 0, A, 301, 9, 110),
+        (0, 1, 7.0, 1, 0, A, 301, 9, 110), // not a new ACK: no sample
+        (0, 1, 8.0, 1, 0, A, 302, 9, 123), // a TSval never sent: no sample
+        (0, 1, 9.0, 1, 0, A, 303, 9, 0),   // no echo
+    ]);
+    assert_eq!(ts, vec![(3, 0, 4.0), (4, 2, 4.0)]);
+}
+
+#[test]
+fn timestamps_across_the_32_bit_wrap() {
+    let top = (1i64 << 32) - 2;
+    let (_, ts) = run(&[
+        (0, 0, 0.0, 1, 100, A, 1, top, 1),
+        (0, 0, 1.0, 101, 100, A, 1, top + 1, 1),
+        (0, 0, 2.0, 201, 100, A, 1, 3, 1), // wrapped: top + 5
+        (0, 0, 2.5, 301, 100, A, 1, M, 1), // no timestamp option
+        (0, 1, 3.0, 1, 0, A, 101, 2, top as u32),
+        (0, 1, 4.5, 1, 0, A, 301, 2, 3),
+    ]);
+    assert_eq!(ts, vec![(4, 0, 3.0), (5, 2, 2.5)]);
+}
+
+#[test]
+fn a_lower_tsval_is_no_first_packet() {
+    // a TSval below the highest sent (a reordered packet) times nothing; its echo finds the
+    // first packet that carried it, if any
+    let (_, ts) = run(&[
+        (0, 0, 0.0, 1, 100, A, 1, 50, 1),
+        (0, 0, 1.0, 101, 100, A, 1, 60, 1),
+        (0, 0, 2.0, 201, 100, A, 1, 55, 1),
+        (0, 1, 3.0, 1, 0, A, 301, 2, 55),
+        (0, 1, 4.0, 1, 0, A, 302, 2, 50),
+    ]);
+    assert_eq!(ts, vec![(4, 0, 4.0)]);
+}
+
+#[test]
+fn connections_are_separate_and_samples_come_in_row_order() {
+    let (sq, ts) = run(&[
+        (0, 0, 0.0, 1, 100, A, 1, 10, 1),
+        (1, 0, 0.5, 1, 100, A, 1, 10, 1),
+        (1, 1, 1.0, 1, 0, A, 101, 5, 10),
+        (0, 1, 2.0, 1, 0, A, 101, 5, 10),
+    ]);
+    assert_eq!(sq, vec![(2, 1, 0.5), (3, 0, 2.0)]);
+    assert_eq!(ts, sq);
+}
+
+#[test]
+fn the_state_machine_alone_gives_the_same_samples() {
+    // fed packet by packet, as a streaming driver would
+    let mut c = Connection::default();
+    let p = |row, dir, time, seq, len, bits, ack, nxt| Packet {
+        row,
+        dir,
+        time,
+        seq,
+        len,
+        flags: A,
+        ack,
+        ts_val: MISSING,
+        ts_ecr: 0,
+        bits,
+        nxt,
+    };
+    assert_eq!(c.on_packet(&p(0, 0, 0.0, 1, 100, ADV, 1, M)), (None, None));
+    let (s, t) = c.on_packet(&p(1, 1, 0.25, 1, 0, NEW_ACK, 101, M));
+    assert_eq!(s.map(|s| (s.sent_row, s.rtt)), Some((0, 0.25)));
+    assert_eq!(t, None);
+}
+
+#[test]
+fn columns_of_unequal_length_are_an_error() {
+    let c = Columns {
+        g: &[0, 1],
+        time: &[0.0],
+        seq: &[0, 0],
+        len: &[0, 0],
+        flags: &[0, 0],
+        ack: &[M, M],
+        ts_val: &[M, M],
+        ts_ecr: &[0, 0],
+        bits: &[0, 0],
+        nxt: &[M, M],
+    };
+    assert!(samples(&c).is_err());
+}
