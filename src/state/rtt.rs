@@ -15,12 +15,11 @@
 //! looks its value up there. Memory per direction: the unacknowledged segments, plus one
 //! entry per timestamp clock tick within the last 2^31 ticks.
 
-use super::seq::{Groups, ADV, FIN, KEEPALIVE, MISSING, NEW_ACK, STRAY, SYN, ZWP};
+use super::seq::{ADV, FIN, KEEPALIVE, MISSING, NEW_ACK, STRAY, SYN, ZWP};
 use super::{guard, slice};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
-use rayon::prelude::*;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 const TWO32: i64 = 1 << 32;
 const HALF: i64 = 1 << 31;
@@ -78,7 +77,9 @@ struct First {
 #[derive(Default)]
 struct Sender {
     pending: VecDeque<Pending>,
-    firsts: VecDeque<First>,
+    /// Strictly increasing `tsv`; those before `firsts_from` are dropped (see `on_timestamp`).
+    firsts: Vec<First>,
+    firsts_from: usize,
     /// The previous TSval as sent (32-bit) and the 2^32 epoch of the latest one.
     prev_ts: Option<i64>,
     epoch: i64,
@@ -137,10 +138,18 @@ impl Sender {
             self.hi_ts = Some(tsv);
             // an echo is placed within 2^31 of the highest TSval (see `on_ack`), so firsts
             // that far below it can never match again
-            while self.firsts.front().is_some_and(|f| f.tsv <= tsv - HALF) {
-                self.firsts.pop_front();
+            while self
+                .firsts
+                .get(self.firsts_from)
+                .is_some_and(|f| f.tsv <= tsv - HALF)
+            {
+                self.firsts_from += 1;
             }
-            self.firsts.push_back(First {
+            if self.firsts_from > 1024 && self.firsts_from * 2 > self.firsts.len() {
+                self.firsts.drain(..self.firsts_from);
+                self.firsts_from = 0;
+            }
+            self.firsts.push(First {
                 tsv,
                 row: p.row,
                 time: p.time,
@@ -155,7 +164,7 @@ impl Sender {
             self.pending.pop_front();
         }
         let s = self.pending.front().filter(|s| s.end == ack)?;
-        let out = (!s.ambiguous).then(|| Sample {
+        let out = (!s.ambiguous).then_some(Sample {
             ack_row: row,
             sent_row: s.row,
             rtt: time - s.time,
@@ -171,14 +180,33 @@ impl Sender {
             Some(h) => ecr + (h - ecr + HALF).div_euclid(TWO32) * TWO32,
             None => ecr,
         };
-        let k = self.firsts.binary_search_by_key(&ecr, |f| f.tsv).ok()?;
-        let f = &self.firsts[k];
+        let f = find_recent(&self.firsts[self.firsts_from..], ecr)?;
         Some(Sample {
             ack_row: row,
             sent_row: f.row,
             rtt: time - f.time,
         })
     }
+}
+
+/// The entry of `firsts` with `tsv` = `v`. The echo is usually about one round trip old, near
+/// the end: a search galloping back from there touches few entries of a long list.
+fn find_recent(firsts: &[First], v: i64) -> Option<&First> {
+    let mut hi = firsts.len();
+    let mut step = 1;
+    let lo = loop {
+        if step > hi {
+            break 0;
+        }
+        let i = hi - step;
+        if firsts[i].tsv <= v {
+            break i;
+        }
+        hi = i;
+        step *= 2;
+    };
+    let k = firsts[lo..hi].binary_search_by_key(&v, |f| f.tsv).ok()?;
+    Some(&firsts[lo + k])
 }
 
 /// One connection's RTT state: its two directions as senders.
@@ -270,34 +298,32 @@ impl Columns<'_> {
     }
 }
 
-/// Every sample of each method, sorted by the ACK's row: `(seq, ts)`.
+/// Every sample of each method, in the ACK's row order: `(seq, ts)`.
+///
+/// One pass over the packets in capture order, each fed to its connection's state: the
+/// columns are read once, front to back (a pass per connection would read every cache line of
+/// every column once per connection when flows interleave), and the samples come out sorted.
 pub fn samples(c: &Columns) -> Result<(Vec<Sample>, Vec<Sample>), String> {
-    c.validate()?;
-    let flows: Vec<u64> = c.g.iter().map(|&g| u64::from(g >> 1)).collect();
-    let gr: Groups = super::seq::group_keys(&flows);
-    drop(flows);
-    let bounds: Vec<(usize, usize)> = gr.starts.windows(2).map(|w| (w[0], w[1])).collect();
-    let per: Vec<(Vec<Sample>, Vec<Sample>)> = bounds
-        .par_iter()
-        .map(|&(s, e)| {
-            let mut conn = Connection::default();
-            let (mut sq, mut ts) = (Vec::new(), Vec::new());
-            for &row in &gr.order[s..e] {
-                let (a, b) = conn.on_packet(&c.packet(row));
-                sq.extend(a);
-                ts.extend(b);
-            }
-            (sq, ts)
-        })
-        .collect();
-    let (mut sq, mut ts): (Vec<Sample>, Vec<Sample>) = (Vec::new(), Vec::new());
-    for (a, b) in per {
+    let n = c.validate()?;
+    let top = c.g.iter().map(|&g| g >> 1).max().unwrap_or(0) as usize;
+    // flow ids are dense (the readers number them from 0): a table, else a map
+    let mut table: Vec<Connection> = Vec::new();
+    let mut map: HashMap<u32, Connection> = HashMap::new();
+    if top < 4 * n + 1024 {
+        table.resize_with(top + 1, Connection::default);
+    }
+    let (mut sq, mut ts) = (Vec::new(), Vec::new());
+    for row in 0..n as u32 {
+        let p = c.packet(row);
+        let flow = c.g[row as usize] >> 1;
+        let conn = match table.get_mut(flow as usize) {
+            Some(conn) => conn,
+            None => map.entry(flow).or_default(),
+        };
+        let (a, b) = conn.on_packet(&p);
         sq.extend(a);
         ts.extend(b);
     }
-    // one sample per ACK row and method: the order by row is unique
-    sq.par_sort_unstable_by_key(|s| s.ack_row);
-    ts.par_sort_unstable_by_key(|s| s.ack_row);
     Ok((sq, ts))
 }
 

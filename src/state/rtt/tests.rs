@@ -10,8 +10,11 @@ const M: i64 = MISSING;
 /// One packet: (flow, dir, time, seq, len, flags, ack, ts_val, ts_ecr); ts_val M: none.
 type Pk = (u32, i8, f64, i64, u32, u8, i64, i64, u32);
 
-/// The `(seq, ts)` samples of some packets as (ACK row, timed row, RTT).
-fn run(pk: &[Pk]) -> (Vec<(u32, u32, f64)>, Vec<(u32, u32, f64)>) {
+/// A sample as (ACK row, timed row, RTT).
+type Got = Vec<(u32, u32, f64)>;
+
+/// The `(seq, ts)` samples of some packets.
+fn run(pk: &[Pk]) -> (Got, Got) {
     let flow: Vec<u32> = pk.iter().map(|p| p.0).collect();
     let dir: Vec<i8> = pk.iter().map(|p| p.1).collect();
     let seq: Vec<i64> = pk.iter().map(|p| p.3).collect();
@@ -249,4 +252,46 @@ fn columns_of_unequal_length_are_an_error() {
         nxt: &[M, M],
     };
     assert!(samples(&c).is_err());
+}
+
+#[test]
+fn the_galloping_search_finds_exactly_the_entries_present() {
+    for n in 0..40u32 {
+        let firsts: Vec<First> = (0..n)
+            .map(|i| First {
+                tsv: 2 * i64::from(i),
+                row: i,
+                time: 0.0,
+            })
+            .collect();
+        for v in -1..=2 * i64::from(n) + 1 {
+            let want = (v >= 0 && v % 2 == 0 && v < 2 * i64::from(n)).then_some((v / 2) as u32);
+            assert_eq!(find_recent(&firsts, v).map(|f| f.row), want, "n {n} v {v}");
+        }
+    }
+}
+
+#[test]
+fn a_long_run_of_timestamps_keeps_the_last_2_31_ticks() {
+    // 5000 segments, TSval stepping by 2^20 (wrapping every 4096), then ACKs echoing three of them
+    let step = 1i64 << 20;
+    let mut pk: Vec<Pk> = (0..5000i64)
+        .map(|i| (0, 0, i as f64, 1 + i, 1, A, 1, (i * step) % (1 << 32), 1))
+        .collect();
+    for (k, &i) in [4990i64, 3000, 100].iter().enumerate() {
+        let ecr = ((i * step) % (1 << 32)) as u32;
+        pk.push((0, 1, 6000.0 + k as f64, 1, 0, A, 2 + k as i64, 7, ecr));
+    }
+    let (_, ts) = run(&pk);
+    // 4990 and 3000 are within 2^31 ticks of the highest TSval; 100 is 4899·2^20 behind (its
+    // entry was dropped): its 32-bit value is read in the epoch nearest the highest TSval,
+    // where segment 4196 (= 100 + 4096) carried it
+    assert_eq!(
+        ts,
+        vec![
+            (5000, 4990, 1010.0),
+            (5001, 3000, 3001.0),
+            (5002, 4196, 1806.0)
+        ]
+    );
 }
