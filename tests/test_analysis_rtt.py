@@ -53,6 +53,26 @@ def test_karn_no_sample_for_retransmitted_segments() -> None:
     assert data["rtt_s"].round(6).to_list() == [0.010, 0.030]
 
 
+def test_karn_no_sample_for_a_first_transmission_that_resends_bytes() -> None:
+    # the second segment re-sends 501..1001 and adds 1001..1501 (a repacketised retransmission)
+    r = _seq(*handshake(), P(0.020, 0, 1, MSS, 1), P(0.300, 0, 501, MSS, 1), P(0.320, 1, 1, 0, 1001),
+             P(0.330, 1, 1, 0, 1501))
+    data = r.filter(pl.col("dir") == 0)
+    assert data["frame"].to_list() == [2, 6]  # the SYN and the first segment: not the ACK of the second
+    assert data["rtt_s"].round(6).to_list() == [0.010, 0.300]
+
+
+def test_timestamps_skip_packets_without_the_option_and_unknown_echoes() -> None:
+    r = rtt(conv(
+        P(0.000, 0, 1, MSS, 1),  # no timestamp option
+        P(0.010, 0, 1001, MSS, 1, tsv=200, tse=7),
+        P(0.030, 1, 1, 0, 1001, tsv=9, tse=150),  # echoes a TSval never seen: no sample
+        P(0.045, 1, 1, 0, 2001, tsv=9, tse=200),
+    )).filter(pl.col("method") == "ts")
+    assert r["frame"].to_list() == [4]
+    assert r["rtt_s"].round(6).to_list() == [0.035]
+
+
 def test_timestamps_time_from_the_first_packet_with_the_echoed_value() -> None:
     r = rtt(conv(
         P(0.000, 0, 1, MSS, 1, tsv=100, tse=7),

@@ -1,4 +1,4 @@
-//! Round-trip time samples, one streaming pass per connection.
+//! Round-trip time samples: one streaming pass over the packets, a state machine per connection.
 //!
 //! Two methods; a sample belongs to the direction whose data (or timestamps) it times and sits
 //! on the ACK that closed it (the other direction's packet):

@@ -1,6 +1,6 @@
 """Round-trip time samples: the ``rtt`` frame (:data:`tracekit.schema.RTT`).
 
-Two methods, both run by the compiled core in one pass per connection (``src/state/rtt.rs``:
+Two methods, both run by the compiled core in one pass over the packets (``src/state/rtt.rs``:
 each rule cites its RFC section); ``dir`` is the direction whose data (or timestamps) the sample
 measures, ``frame``/``time`` are those of the ACK that closed it:
 
@@ -60,7 +60,7 @@ def samples(st: pl.DataFrame) -> pl.DataFrame:
     """RTT samples with the closing ACK's row ``_i`` (the ``rtt`` frame plus ``_i``), sorted by method and ``_i``.
 
     Both methods run in the compiled core (``tracekit._core.tcp_rtt``, Rust ``src/state/rtt.rs``):
-    one pass per connection over its packets in order.
+    one pass over the packets in capture order, a state machine per connection.
     """
     if st.is_empty():
         return pl.DataFrame(schema=_SCHEMA)
