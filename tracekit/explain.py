@@ -174,13 +174,24 @@ class _Fmt:
         return f"{n:,} segment{'' if n == 1 else 's'}"
 
 
+def _at_losses(s: _Series) -> np.ndarray:
+    """True on the rows whose time is a loss event's (the rows are in time order: a search per event)."""
+    if np.isnan(s.t).any():  # null times (sorted first): no order to search in
+        return np.isin(s.t, s.losses)
+    lt = s.losses[~np.isnan(s.losses)]
+    mark = np.zeros(s.t.size + 1, dtype=np.int64)
+    np.add.at(mark, np.searchsorted(s.t, lt, side="left"), 1)
+    np.add.at(mark, np.searchsorted(s.t, lt, side="right"), -1)
+    return np.cumsum(mark[:-1]) > 0
+
+
 def slow_starts(s: _Series, f: _Fmt, flow: int, d: int) -> list[Sentence]:
     """One sentence per slow-start run that grew cwnd (runs end at a loss or a phase change)."""
     if s.empty:
         return []
     t, v, n = s.t, s.v, s.t.size
     # runs of consecutive slow-start rows, a loss starting a new one
-    ss, cut = s.phase == SLOW_START, np.isin(t, s.losses)
+    ss, cut = s.phase == SLOW_START, _at_losses(s)
     first = np.flatnonzero(ss & np.r_[True, ~ss[:-1] | cut[1:]])
     last = np.flatnonzero(ss & np.r_[~ss[1:] | cut[1:], True])
     if not first.size:
