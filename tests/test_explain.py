@@ -99,7 +99,7 @@ def test_ns2_tahoe_slow_starts_are_window_tr_runs() -> None:
     runs = [(0, k, k), (k, ca, ca)]  # (first sample, end, where the run's sentence says it ended)
     told = [s for s in _story(run) if s.kind.startswith("slow_start")]
     assert [s.kind for s in told] == ["slow_start_loss", "slow_start_ca"]
-    for s, (a, b, end) in zip(told, runs):
+    for s, (a, b, end) in zip(told, runs, strict=True):
         top = max(range(a, b), key=lambda i: (win[i][1], -i))  # the first sample at the run's peak
         assert s.values["from_cwnd_bytes"] == win[a][1] * 500
         assert s.values["cwnd_bytes"] == win[top][1] * 500

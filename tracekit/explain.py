@@ -86,9 +86,10 @@ class _Parts:
 
     def get(self, name: str, flow: int, d: int) -> pl.DataFrame:
         if name not in self._split:
+            df: pl.DataFrame
             if name == "drops":  # a simulator's drop events (captures have none)
-                df = self.an.trace.packets.lazy().filter(pl.col("event") == "drop").select("flow", "dir", "time")
-                df = df.collect()
+                df = self.an.trace.packets.lazy().filter(pl.col("event") == "drop").select(
+                    "flow", "dir", "time").collect()
             elif name == "zero_windows":  # advertisements of a zero window, RFC 9293 §3.8.6.1 (not SYN/RST)
                 df = _fr(self.an, "packets").lazy().filter(pl.col("win") == 0, (pl.col("flags") & 0x06) == 0).select(
                     "flow", "dir", "time").collect()
@@ -125,7 +126,7 @@ def _split_series(an: Analysis) -> dict[tuple[int, int], _Series]:
     t, v, phase = cols["time"].to_numpy(), cols["cwnd_bytes"].to_numpy(), cols["phase"].to_numpy()
     starts = np.flatnonzero(np.r_[True, (f[1:] != f[:-1]) | (d[1:] != d[:-1])])
     out = {}
-    for a, b in zip(starts.tolist(), [*starts[1:].tolist(), f.size]):
+    for a, b in zip(starts.tolist(), [*starts[1:].tolist(), f.size], strict=True):
         key = (int(f[a]), int(d[a]))
         out[key] = _Series(t[a:b], v[a:b], phase[a:b], cols["source"][a], times.get(key, np.zeros(0)))
     return out
@@ -200,7 +201,7 @@ def slow_starts(s: _Series, f: _Fmt, flow: int, d: int) -> list[Sentence]:
     # only a run whose largest is above its first sample can have grown
     grew = np.fmax.reduceat(np.where(ss, v, np.nan), first) > v[first]
     out: list[Sentence] = []
-    for i, j in zip(first[grew].tolist(), last[grew].tolist()):
+    for i, j in zip(first[grew].tolist(), last[grew].tolist(), strict=True):
         if len(out) >= _MAX_EACH:
             break
         seg = v[i:j + 1]

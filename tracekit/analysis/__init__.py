@@ -244,6 +244,7 @@ def _with_flow_ids(an: Analysis, trace: Trace, ids: pl.Series) -> Analysis:
         trace=replace(an.trace, packets=trace.packets, samples=trace.samples), packets=fix(an.packets),
         flows=fix(an.flows), flight=fix(an.flight), cwnd=fix(an.cwnd), rtt=fix(an.rtt),
         retransmissions=fix(an.retransmissions), stalls=fix(an.stalls), queue=fix(an.queue),
-        fairness=fix(an.fairness), views=fix(an.views), reductions=None if an.reductions is None else fix(an.reductions),
+        fairness=fix(an.fairness), views=fix(an.views),
+        reductions=None if an.reductions is None else fix(an.reductions),
         _throughput={k: fix(v) for k, v in an._throughput.items()},
     )
