@@ -388,3 +388,26 @@ def test_loss_events_and_stats_do_not_depend_on_row_order() -> None:
         shuffled = frame.sample(fraction=1.0, shuffle=True, seed=seed)
         assert_frame_equal(loss_events(shuffled).sort(ref_events.columns), ref_events.sort(ref_events.columns))
         assert_frame_equal(flow_stats(shuffled), stats)
+
+
+def test_reductions_kept_on_the_analysis_mark_the_loss_events() -> None:
+    """ns-2 sweep/win8 drops nothing (no ``d`` line in out.tr), yet Window.tr falls once, after the
+    last data, when the idle agent restarts from one segment (RFC 5681 §4.1): one reduction, no
+    loss event. lab_lossy: every reduction has its drops, and the flows count the marked ones."""
+    from anb_data import SAMPLES
+
+    t, an = ns2_run("sweep/win8")
+    assert not [ln for ln in (SAMPLES / "ns2" / "sweep" / "win8" / "out.tr").read_text().splitlines()
+                if ln.startswith("d ")]
+    win = [tuple(map(float, ln.split()[:2])) for ln in (SAMPLES / "ns2" / "sweep" / "win8" / "Window.tr")
+           .read_text().splitlines() if ln.strip()]
+    falls = [win[i][0] for i in range(1, len(win)) if win[i][1] < win[i - 1][1]]
+    red = an.reductions
+    assert red is not None and red.schema == pl.Schema(schema.REDUCTIONS)
+    assert red["time"].to_list() == pytest.approx(falls, abs=1e-9) and len(falls) == 1
+    assert red["loss_event"].to_list() == [False] and falls[0] > an.flows["end"].max()
+    assert an.flows["loss_events"].to_list() == [0]
+    _, lossy = ns2_run("lab_lossy")
+    marked = lossy.reductions.filter("loss_event").group_by("flow", "dir").len().sort("flow", "dir")
+    assert marked["len"].to_list() == lossy.flows.filter(pl.col("loss_events") > 0)["loss_events"].to_list()
+    assert lossy.reductions.height >= 10  # the 2 %-loss run's falls (docs/analysis.md: 12 / 12)

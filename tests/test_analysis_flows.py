@@ -29,13 +29,14 @@ def lossy() -> Analysis:
 def test_analysis_is_frozen_with_every_frame(lossy: Analysis) -> None:
     names = {f.name for f in dataclasses.fields(Analysis) if not f.name.startswith("_")}
     # views: every capture's flow rows (issue 17 point 3: flows keeps one row per connection)
+    # reductions: the cwnd reductions behind flows' loss_events, kept for the account in words
     assert names == {"trace", "packets", "flows", "flight", "cwnd", "rtt", "retransmissions", "stalls", "queue",
-                     "fairness", "views"}
+                     "fairness", "views", "reductions"}
     with pytest.raises(dataclasses.FrozenInstanceError):
         lossy.flows = pl.DataFrame()  # type: ignore[misc]
     for name, cols in [("flight", schema.FLIGHT), ("rtt", schema.RTT), ("retransmissions", schema.RETRANSMISSIONS),
                        ("stalls", schema.STALLS), ("cwnd", schema.CWND), ("queue", schema.QUEUE),
-                       ("fairness", schema.FAIRNESS)]:
+                       ("fairness", schema.FAIRNESS), ("reductions", schema.REDUCTIONS)]:
         assert getattr(lossy, name).schema == pl.Schema(cols), name
     assert set(lossy.frames()) == {"flows", "flight", "cwnd", "rtt", "retransmissions", "stalls", "queue",
                                    "fairness", "throughput", "views"}

@@ -3,10 +3,12 @@ the capture script's own notes (stall_cut.json), tshark's expert analysis, ns-2'
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
 import subprocess
+import types
 from pathlib import Path
 
 import pytest
@@ -84,6 +86,36 @@ def test_ns2_tahoe_restarts_reno_recovers_fast(variant: str) -> None:
     assert first.values["cwnd_after_bytes"] == pytest.approx(after * 500)
     dropped = sum(1 for ln in _lines(run) if ln.startswith("d "))
     assert first.values["drops"] == dropped  # every drop of the run came before this first event
+
+
+def test_ns2_tahoe_slow_starts_are_window_tr_runs() -> None:
+    """lab_tahoe's slow starts, from Window.tr (ns-2's own cwnd, in packets of 500 B): up from one
+    packet to the peak before the first fall (a loss ends the run), then again from the fall up to
+    ssthresh = int(window / 2) (ns-2 Tahoe), where congestion avoidance begins."""
+    run = sample("ns2", "lab_tahoe")
+    win = _window_tr(run / "Window.tr")
+    k = next(i for i in range(1, len(win)) if win[i][1] < win[i - 1][1])
+    ca = next(i for i in range(k, len(win)) if win[i][1] >= int(win[k - 1][1] / 2))
+    runs = [(0, k, k), (k, ca, ca)]  # (first sample, end, where the run's sentence says it ended)
+    told = [s for s in _story(run) if s.kind.startswith("slow_start")]
+    assert [s.kind for s in told] == ["slow_start_loss", "slow_start_ca"]
+    for s, (a, b, end) in zip(told, runs, strict=True):
+        top = max(range(a, b), key=lambda i: (win[i][1], -i))  # the first sample at the run's peak
+        assert s.values["from_cwnd_bytes"] == win[a][1] * 500
+        assert s.values["cwnd_bytes"] == win[top][1] * 500
+        assert s.values["time"] == pytest.approx(win[top][0], abs=1e-9)
+        assert s.values["end"] == pytest.approx(win[end][0], abs=1e-9)
+
+
+def test_account_of_an_analysis_without_kept_reductions() -> None:
+    """A stand-in analysis without ``reductions`` (as reports build them) gets the same account:
+    the reductions are found from its cwnd frame."""
+    an = tracekit.analyze(tracekit.read(str(sample("ns2", "lab_reno"))))
+    bare = types.SimpleNamespace(**{f.name: getattr(an, f.name) for f in dataclasses.fields(an)
+                                    if f.name != "reductions"})
+    told = [s.to_dict() for s in explain(an)]
+    assert any(s["kind"].startswith("loss_") for s in told)
+    assert [s.to_dict() for s in explain(bare)] == told  # type: ignore[arg-type]
 
 
 def _lines(run: Path) -> list[str]:

@@ -285,9 +285,9 @@ def test_sweep_has_one_transfer_time() -> None:
 
 
 def test_evidence_check_does_not_depend_on_row_order() -> None:
-    """The numpy path (frames as ``cwnd`` returns them) and the sorted fallback count the same events."""
+    """Frames as ``cwnd`` returns them (used as they are) and shuffled ones (sorted first) count the same events."""
     from tracekit.analysis import _loss_evidence
-    from tracekit.analysis.cwnd import confirmed, flow_stats
+    from tracekit.analysis.cwnd import flow_stats, reductions
 
     for run in ("dumbbell", "sweep/win32"):
         a = _analysis("ns2", *run.split("/"))
@@ -296,9 +296,12 @@ def test_evidence_check_does_not_depend_on_row_order() -> None:
         ref = flow_stats(a.cwnd, ev, w)
         assert ref.select("flow", "loss_events").rows() == a.flows.select("flow", "loss_events").rows()
         assert flow_stats(a.cwnd).height == ref.height
-        # the polars-side search of the chosen series' events (frames the numpy path refuses)
-        slow = confirmed(a.cwnd.sample(fraction=1.0, shuffle=True, seed=3), flow_stats(a.cwnd), ev, w)
-        assert slow.sort("flow", "dir")["loss_events"].to_list() == ref["loss_events"].to_list()
+        # the reductions kept on the analysis are the ones the count comes from
+        assert a.reductions is not None and a.reductions.equals(reductions(a.cwnd, ev, w))
+        counted = a.reductions.filter("loss_event").group_by("flow", "dir").len().sort("flow", "dir")
+        assert counted["len"].to_list() == ref.filter(pl.col("loss_events") > 0)["loss_events"].to_list()
+        slow = reductions(a.cwnd.sample(fraction=1.0, shuffle=True, seed=3), ev, w)
+        assert slow.equals(a.reductions)
         for seed in (1, 2):
             shuffled = a.cwnd.sample(fraction=1.0, shuffle=True, seed=seed)
             assert flow_stats(shuffled, ev, w).sort("flow", "dir").equals(ref)

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
 from tracekit import numfmt, schema
-from tracekit.analysis.cwnd import loss_events
+from tracekit.analysis.cwnd import chosen, reductions
 from tracekit.phrases import CLAUSES, TEMPLATES, Sentence, say
 
 __all__ = ["CLAUSES", "TEMPLATES", "Sentence", "cwnd_reductions", "explain", "rate_from_text", "say", "summaries"]
@@ -43,6 +44,36 @@ def _fr(an: Analysis, name: str) -> pl.DataFrame:
     return schema.empty(getattr(schema, _SCHEMAS[name]))
 
 
+#: ``_Series.phase`` codes.
+SLOW_START, CONGESTION_AVOIDANCE, RECOVERY = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class _Series:
+    """A direction's chosen cwnd series (:func:`tracekit.analysis.cwnd.chosen`) in time order, as arrays.
+
+    Attributes:
+        t: Times (s).
+        v: cwnd (bytes).
+        phase: :data:`SLOW_START`, :data:`CONGESTION_AVOIDANCE`, :data:`RECOVERY` (-1: none).
+        source: ``trace`` or ``estimate`` (None: no series).
+        losses: Times of the series' reductions (:func:`tracekit.analysis.cwnd.reductions`), ascending.
+    """
+
+    t: np.ndarray
+    v: np.ndarray
+    phase: np.ndarray
+    source: str | None
+    losses: np.ndarray
+
+    @property
+    def empty(self) -> bool:
+        return self.t.size == 0
+
+
+_NO_SERIES = _Series(np.zeros(0), np.zeros(0), np.zeros(0, np.int8), None, np.zeros(0))
+
+
 class _Parts:
     """The frames an account reads, split once by (flow, dir): reading them flow by flow with a
     filter would cost a pass over the whole frame per direction (thousands in a busy capture)."""
@@ -51,18 +82,54 @@ class _Parts:
         self.an = an
         self._split: dict[str, dict[Any, pl.DataFrame]] = {}
         self._empty: dict[str, pl.DataFrame] = {}
+        self._series: dict[tuple[int, int], _Series] | None = None
 
     def get(self, name: str, flow: int, d: int) -> pl.DataFrame:
         if name not in self._split:
+            df: pl.DataFrame
             if name == "drops":  # a simulator's drop events (captures have none)
-                df = self.an.trace.packets.filter(pl.col("event") == "drop")
+                df = self.an.trace.packets.lazy().filter(pl.col("event") == "drop").select(
+                    "flow", "dir", "time").collect()
             elif name == "zero_windows":  # advertisements of a zero window, RFC 9293 §3.8.6.1 (not SYN/RST)
-                df = _fr(self.an, "packets").filter(pl.col("win") == 0, (pl.col("flags") & 0x06) == 0)
+                df = _fr(self.an, "packets").lazy().filter(pl.col("win") == 0, (pl.col("flags") & 0x06) == 0).select(
+                    "flow", "dir", "time").collect()
             else:
                 df = _fr(self.an, name)
             self._empty[name] = df.clear()
             self._split[name] = df.partition_by("flow", "dir", as_dict=True) if df.height else {}
         return self._split[name].get((flow, d), self._empty[name])
+
+    def series(self, flow: int, d: int) -> _Series:
+        """The direction's cwnd series from the tool when it wrote one, else tracekit's estimate."""
+        if self._series is None:
+            self._series = _split_series(self.an)
+        return self._series.get((flow, d), _NO_SERIES)
+
+
+def _split_series(an: Analysis) -> dict[tuple[int, int], _Series]:
+    """Every direction's :class:`_Series`: one pass over the cwnd frame, each direction a slice of it."""
+    cw = _fr(an, "cwnd")
+    if cw.is_empty():
+        return {}
+    red = getattr(an, "reductions", None)
+    red = reductions(cw) if red is None else red  # an analysis built by hand: found here
+    times = {k: g["time"].to_numpy() for k, g in red.partition_by("flow", "dir", as_dict=True).items()}
+    ph = pl.col("phase")
+    cols = chosen(cw).select(
+        pl.col("flow").cast(pl.Int64).fill_null(-1), pl.col("dir").cast(pl.Int64).fill_null(-1), "time",
+        pl.col("cwnd_bytes").cast(pl.Float64), pl.col("source").cast(pl.String),
+        pl.when(ph == "slow_start").then(SLOW_START).when(ph == "congestion_avoidance").then(CONGESTION_AVOIDANCE)
+        .when(ph == "recovery").then(RECOVERY).otherwise(-1).cast(pl.Int8).alias("phase"))
+    if cols.is_empty():
+        return {}
+    f, d = cols["flow"].to_numpy(), cols["dir"].to_numpy()
+    t, v, phase = cols["time"].to_numpy(), cols["cwnd_bytes"].to_numpy(), cols["phase"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, (f[1:] != f[:-1]) | (d[1:] != d[:-1])])
+    out = {}
+    for a, b in zip(starts.tolist(), [*starts[1:].tolist(), f.size], strict=True):
+        key = (int(f[a]), int(d[a]))
+        out[key] = _Series(t[a:b], v[a:b], phase[a:b], cols["source"][a], times.get(key, np.zeros(0)))
+    return out
 
 
 def rate_from_text(text: str) -> float | None:
@@ -108,54 +175,51 @@ class _Fmt:
         return f"{n:,} segment{'' if n == 1 else 's'}"
 
 
-def _cwnd_rows(parts: _Parts, flow: int, d: int) -> pl.DataFrame:
-    """The direction's cwnd series from the tool when it wrote one, else tracekit's estimate."""
-    cw = parts.get("cwnd", flow, d)
-    if cw.is_empty():
-        return cw
-    src = "trace" if (cw["source"].cast(pl.String) == "trace").any() else "estimate"
-    return cw.filter(pl.col("source").cast(pl.String) == src).sort("time", maintain_order=True)
+def _at_losses(s: _Series) -> np.ndarray:
+    """True on the rows whose time is a loss event's (the rows are in time order: a search per event)."""
+    if np.isnan(s.t).any():  # null times (sorted first): no order to search in
+        return np.isin(s.t, s.losses)
+    lt = s.losses[~np.isnan(s.losses)]
+    mark = np.zeros(s.t.size + 1, dtype=np.int64)
+    np.add.at(mark, np.searchsorted(s.t, lt, side="left"), 1)
+    np.add.at(mark, np.searchsorted(s.t, lt, side="right"), -1)
+    return np.cumsum(mark[:-1]) > 0
 
 
-def _loss_times(cw: pl.DataFrame) -> np.ndarray:
-    if cw.is_empty():
-        return np.zeros(0)
-    return loss_events(cw)["time"].to_numpy()
-
-
-def slow_starts(cw: pl.DataFrame, losses: np.ndarray, f: _Fmt, flow: int, d: int) -> list[Sentence]:
+def slow_starts(s: _Series, f: _Fmt, flow: int, d: int) -> list[Sentence]:
     """One sentence per slow-start run that grew cwnd (runs end at a loss or a phase change)."""
-    if cw.is_empty():
+    if s.empty:
         return []
-    t = cw["time"].to_numpy()
-    v = cw["cwnd_bytes"].to_numpy().astype(float)
-    ss = (cw["phase"].cast(pl.String) == "slow_start").to_numpy()
-    cut = np.isin(t, losses)
+    t, v, n = s.t, s.v, s.t.size
+    # runs of consecutive slow-start rows, a loss starting a new one
+    ss, cut = s.phase == SLOW_START, _at_losses(s)
+    first = np.flatnonzero(ss & np.r_[True, ~ss[:-1] | cut[1:]])
+    last = np.flatnonzero(ss & np.r_[~ss[1:] | cut[1:], True])
+    if not first.size:
+        return []
+    # the largest cwnd of each run (NaN skipped; rows between runs are not slow start, left out):
+    # only a run whose largest is above its first sample can have grown
+    grew = np.fmax.reduceat(np.where(ss, v, np.nan), first) > v[first]
     out: list[Sentence] = []
-    i, n = 0, t.size
-    while i < n and len(out) < _MAX_EACH:
-        if not ss[i]:
-            i += 1
-            continue
-        j = i
-        while j + 1 < n and ss[j + 1] and not cut[j + 1]:
-            j += 1
+    for i, j in zip(first[grew].tolist(), last[grew].tolist(), strict=True):
+        if len(out) >= _MAX_EACH:
+            break
         seg = v[i:j + 1]
         top = int(np.nanargmax(seg)) if np.isfinite(seg).any() else 0
-        if seg[top] > seg[0]:
-            if j + 1 >= n:
-                kind, end = "slow_start_open", t[j]
-            elif cut[j + 1]:
-                kind, end = "slow_start_loss", t[j + 1]
-            else:
-                kind, end = "slow_start_ca", t[j + 1]
-            vals = {"from_cwnd_bytes": seg[0], "cwnd_bytes": seg[top], "time": t[i + top], "end": end}
-            if f.seg:
-                vals["cwnd_packets"] = seg[top] / f.seg
-            shown = {"from_cwnd": f.window(seg[0]), "cwnd": f.window(seg[top]), "time": numfmt.at(t[i + top]),
-                     "end": numfmt.at(end)}
-            out.append(say(kind, shown, vals, time=t[i + top], flow=flow, dir=d))
-        i = j + 1
+        if not seg[top] > seg[0]:
+            continue
+        if j + 1 >= n:
+            kind, end = "slow_start_open", t[j]
+        elif cut[j + 1]:
+            kind, end = "slow_start_loss", t[j + 1]
+        else:
+            kind, end = "slow_start_ca", t[j + 1]
+        vals = {"from_cwnd_bytes": seg[0], "cwnd_bytes": seg[top], "time": t[i + top], "end": end}
+        if f.seg:
+            vals["cwnd_packets"] = seg[top] / f.seg
+        shown = {"from_cwnd": f.window(seg[0]), "cwnd": f.window(seg[top]), "time": numfmt.at(t[i + top]),
+                 "end": numfmt.at(end)}
+        out.append(say(kind, shown, vals, time=t[i + top], flow=flow, dir=d))
     return out
 
 
@@ -167,13 +231,12 @@ def _after(v: np.ndarray, k: int) -> float:
     return float(v[j])
 
 
-def losses(parts: _Parts, cw: pl.DataFrame, times: np.ndarray, f: _Fmt, flow: int, d: int) -> list[Sentence]:
+def losses(parts: _Parts, s: _Series, f: _Fmt, flow: int, d: int) -> list[Sentence]:
     """One sentence per loss event: what was retransmitted (and dropped) and how the sender recovered."""
-    if times.size == 0 or cw.is_empty():
+    times = s.losses
+    if times.size == 0 or s.empty:
         return []
-    t = cw["time"].to_numpy()
-    v = cw["cwnd_bytes"].to_numpy().astype(float)
-    phase = cw["phase"].cast(pl.String).to_numpy()
+    t, v, phase = s.t, s.v, s.phase
     rt = parts.get("retransmissions", flow, d).sort("time")
     rtt_t, rt_kind = rt["time"].to_numpy(), rt["kind"].to_numpy()
     drops = parts.get("drops", flow, d)["time"].to_numpy()
@@ -191,7 +254,7 @@ def losses(parts: _Parts, cw: pl.DataFrame, times: np.ndarray, f: _Fmt, flow: in
         small = after <= max(2.0 * (f.seg or 0), 0.3 * before)
         if first == "rto" and small:
             kind = "loss_timeout"
-        elif phase[k] == "recovery" or (first == "fast" and not small):
+        elif phase[k] == RECOVERY or (first == "fast" and not small):
             kind = "loss_fast_recovery"
         elif first == "fast" and small:
             kind = "loss_tahoe"
@@ -218,9 +281,9 @@ def losses(parts: _Parts, cw: pl.DataFrame, times: np.ndarray, f: _Fmt, flow: in
 _FAR = {"middle": "in the middle of the path", "receiver": "at the receiver"}
 
 
-def _far(row: dict[str, Any], cw: pl.DataFrame) -> bool:
+def _far(row: dict[str, Any], s: _Series) -> bool:
     """True when the cwnd would be an estimate made away from the sender (not the sender's window)."""
-    est = cw.is_empty() or (cw["source"].cast(pl.String) == "estimate").all()
+    est = s.empty or s.source == "estimate"
     return est and row.get("vantage_point") in _FAR
 
 
@@ -343,12 +406,14 @@ def warnings(an: Analysis) -> list[Sentence]:
                        {"count": other, "end": end}, time=end))
     pk = _fr(an, "packets")
     if "caplen" in pk.columns and pk["caplen"].null_count() < pk.height:
-        data = pk.filter(pl.col("payload") > 0)
-        cut = data.filter(pl.col("caplen") < pl.col("size"))
-        if data.height and cut.height / data.height > 0.5:
-            t = float(cut["time"].min())  # type: ignore[arg-type]
-            out.append(say("warn_headers_only", {"share": numfmt.pct(cut.height / data.height), "time": numfmt.at(t)},
-                           {"share": cut.height / data.height, "time": t}, time=t))
+        data = pl.col("payload") > 0
+        cut = data & (pl.col("caplen") < pl.col("size"))
+        n_data, n_cut, first = pk.lazy().select(data.sum(), cut.sum().alias("_c"),
+                                                pl.col("time").filter(cut).min()).collect().row(0)
+        if n_data and n_cut / n_data > 0.5:
+            t = float(first)
+            out.append(say("warn_headers_only", {"share": numfmt.pct(n_cut / n_data), "time": numfmt.at(t)},
+                           {"share": n_cut / n_data, "time": t}, time=t))
     vp = an.flows["vantage_point"].drop_nulls().unique().to_list() if "vantage_point" in an.flows.columns else []
     if an.trace.meta.get("vantage_point") == "mixed" or len(vp) > 1:
         out.append(say("warn_vantage", {"count": f"{max(len(vp), 2):,}"}, {"count": max(len(vp), 2)}))
@@ -362,12 +427,13 @@ def _data_rows(an: Analysis) -> list[dict[str, Any]]:
     return fl.filter(pl.col("unique_bytes").fill_null(0) > 0).sort("flow", "dir").to_dicts()
 
 
-def explain(an: Analysis, *, link_bps: float | None = None) -> list[Sentence]:
+def explain(an: Analysis, *, link_bps: float | None = None, parts: _Parts | None = None) -> list[Sentence]:
     """The account of a whole trace: warnings first, then per data direction in flow order.
 
     Args:
         an: The analysis.
         link_bps: The bottleneck's rate in bit/s, when known (``--link-rate``, run.json).
+        parts: ``an``'s frames split by direction, when the caller shares them (``analyze --json``).
 
     Returns:
         The sentences, in reading order.
@@ -378,7 +444,7 @@ def explain(an: Analysis, *, link_bps: float | None = None) -> list[Sentence]:
         out.append(say("no_data", {"packets": f"{an.trace.packets.height:,}"}, {"packets": an.trace.packets.height}))
         return out + fairness(an, rows)
     f = _Fmt(an.trace.meta.get("segment_size"))
-    parts = _Parts(an)
+    parts = _Parts(an) if parts is None else parts
     for row in rows:
         flow, d = int(row["flow"]), int(row["dir"])
         out.append(say("overview", {"flow": str(flow), "dir": str(d), "bytes": numfmt.nbytes(row["unique_bytes"]),
@@ -390,12 +456,11 @@ def explain(an: Analysis, *, link_bps: float | None = None) -> list[Sentence]:
         first = opening(row, flow, d)
         if first is not None:
             out.append(first)
-        cw = _cwnd_rows(parts, flow, d)
-        if _far(row, cw):
+        s = parts.series(flow, d)
+        if _far(row, s):
             body = far_losses(parts, row, flow, d) + stalls(parts, flow, d)
         else:
-            times = _loss_times(cw)
-            body = slow_starts(cw, times, f, flow, d) + losses(parts, cw, times, f, flow, d) + stalls(parts, flow, d)
+            body = slow_starts(s, f, flow, d) + losses(parts, s, f, flow, d) + stalls(parts, flow, d)
         out += sorted(body, key=lambda s: (s.time if s.time is not None else math.inf))
         lim = limit(row, flow, d)
         if lim is not None:
@@ -479,13 +544,12 @@ def cwnd_reductions(an: Analysis, flow: int, d: int, end: float | None = None,
     begins, after that recovery. Reductions after the last data segment (ns-2 restarts an idle
     sender's window) are not oscillation and are left out. None when the direction has no cwnd series.
     """
-    cw = _cwnd_rows(parts if parts is not None else _Parts(an), flow, d)
-    if cw.is_empty():
+    s = (parts if parts is not None else _Parts(an)).series(flow, d)
+    if s.empty:
         return None
-    times = _loss_times(cw)
-    ca = cw.filter(pl.col("phase").cast(pl.String) == "congestion_avoidance")["time"]
-    if ca.len() == 0:
+    ca = s.t[s.phase == CONGESTION_AVOIDANCE]
+    if ca.size == 0:
         return 0
-    start = float(ca.min())  # type: ignore[arg-type]
+    start = float(np.fmin.reduce(ca))  # (NaN skipped, as polars' min does)
     stop = math.inf if end is None else end
-    return int(((times > start) & (times <= stop)).sum())
+    return int(((s.losses > start) & (s.losses <= stop)).sum())

@@ -113,6 +113,17 @@ CWND: dict[str, pl.DataType] = {
     "phase": PHASE,  # slow_start, congestion_avoidance, recovery
 }
 
+#: The cwnd reductions of each direction's chosen series (``tracekit.analysis.cwnd.reductions``).
+REDUCTIONS: dict[str, pl.DataType] = {
+    "flow": pl.UInt32(),
+    "dir": pl.Int8(),
+    "source": CWND_SOURCE,  # the series it is in: the tool's ("trace") when it wrote one, else "estimate"
+    "time": pl.Float64(),  # the first sample of the reduction
+    "cwnd_bytes": pl.Float64(),
+    "ssthresh_bytes": pl.Float64(),
+    "loss_event": pl.Boolean(),  # loss evidence backs it: counted in the flows' loss_events
+}
+
 RTT: dict[str, pl.DataType] = {
     "flow": pl.UInt32(),
     "dir": pl.Int8(),

@@ -77,6 +77,8 @@ class Analysis:
         views: Every capture's flow rows, when a run directory sees a connection from several
             captures (:mod:`tracekit.analysis.connections`); ``flows`` has one row per
             connection direction, from the capture nearest the sender.
+        reductions: The cwnd reductions of each direction's chosen series, those counted as
+            loss events marked (:data:`tracekit.schema.REDUCTIONS`); None when not computed.
     """
 
     trace: Trace
@@ -90,6 +92,7 @@ class Analysis:
     queue: pl.DataFrame
     fairness: pl.DataFrame
     views: pl.DataFrame = field(default_factory=pl.DataFrame)
+    reductions: pl.DataFrame | None = None
     _throughput: dict[float, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -173,13 +176,15 @@ def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | No
     del st, rs, rt, est, hs
     cw = _cwnd.cwnd(pk, trace.samples, fl, retrans_df, trace.meta)
     if has_state:
-        stats = _cwnd.flow_stats(cw, _loss_evidence(trace.packets, retrans_df), flows_df.select(
+        red = _cwnd.reductions(cw, _loss_evidence(trace.packets, retrans_df), flows_df.select(
             "flow", "dir", tol_s=pl.col("rtt_min_s")))
-        flows_df = with_cwnd_stats(flows_df, stats, inputs)
+        flows_df = with_cwnd_stats(flows_df, _cwnd.flow_stats(cw, events=red), inputs)
         if trace.meta.get("kernel"):  # ss samples beside the capture: the estimate's error against them
             from tracekit.kernel import with_kernel_columns
 
             flows_df = with_kernel_columns(flows_df, cw, trace)
+    else:
+        red = _cwnd.reductions(cw)
     qu = _queue.queue(trace.packets)
     flows_df, views = _connections.one_per_connection(flows_df, pk, trace.meta)
     points = [v for v in flows_df["vantage_point"].unique().to_list() if v is not None]
@@ -188,7 +193,7 @@ def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | No
         trace=trace.with_meta(vantage_point=where, rto_floor_s=floor_s, rto_floor_from=floor_from),
         packets=pk, flows=flows_df, flight=fl, cwnd=cw, rtt=rtt_df, retransmissions=retrans_df, stalls=sl, queue=qu,
         fairness=_fairness.fairness(tp.join(_connections.goodput_rows(views), on=["flow", "dir"], how="semi")),
-        views=views, _throughput={b: tp},
+        views=views, reductions=red, _throughput={b: tp},
     )
 
 
@@ -239,5 +244,7 @@ def _with_flow_ids(an: Analysis, trace: Trace, ids: pl.Series) -> Analysis:
         trace=replace(an.trace, packets=trace.packets, samples=trace.samples), packets=fix(an.packets),
         flows=fix(an.flows), flight=fix(an.flight), cwnd=fix(an.cwnd), rtt=fix(an.rtt),
         retransmissions=fix(an.retransmissions), stalls=fix(an.stalls), queue=fix(an.queue),
-        fairness=fix(an.fairness), views=fix(an.views), _throughput={k: fix(v) for k, v in an._throughput.items()},
+        fairness=fix(an.fairness), views=fix(an.views),
+        reductions=None if an.reductions is None else fix(an.reductions),
+        _throughput={k: fix(v) for k, v in an._throughput.items()},
     )

@@ -21,7 +21,6 @@ import math
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import polars as pl
 
 from tracekit import schema
@@ -294,6 +293,8 @@ def loss_events(cwnd_df: pl.DataFrame) -> pl.DataFrame:
       Back-to-back timeouts that find cwnd and ssthresh already at their floor show
       nowhere in the series and count once.
 
+    Every series of the frame (both sources); :func:`reductions` keeps each direction's chosen one.
+
     Args:
         cwnd_df: A :data:`tracekit.schema.CWND` frame.
 
@@ -302,63 +303,70 @@ def loss_events(cwnd_df: pl.DataFrame) -> pl.DataFrame:
     """
     if cwnd_df.is_empty():
         return pl.DataFrame(schema=_EVENTS)
-    return loss_events_of(cwnd_df, list(_EVENTS))
-
-
-def loss_events_of(cwnd_df: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
-    """:func:`loss_events` with the given columns of the event rows (``source`` as String)."""
     keys = ["_kf", "_kd", "source"]
-    df = _as_strings(cwnd_df).with_columns(
-        _kf=pl.col("flow").cast(pl.Int64).fill_null(-1), _kd=pl.col("dir").cast(pl.Int64).fill_null(-1)
-    ).sort(*keys, "time", maintain_order=True)
-    df = df.with_columns(_dec=_decreases(df, "cwnd_bytes", keys), _first=_series_start(keys))
+    df = cwnd_df.with_columns(_kf=pl.col("flow").cast(pl.Int64).fill_null(-1),
+                              _kd=pl.col("dir").cast(pl.Int64).fill_null(-1)).sort(*keys, "time", maintain_order=True)
+    ev = _events(df, keys).with_columns(pl.col("source").cast(pl.String))
+    return ev.select(list(_EVENTS)).sort("flow", "dir", "source", "time", nulls_last=True)
+
+
+def _events(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """The rows of ``df`` where a loss event starts (:func:`loss_events`' rule), with ``_prev``: the time
+    of the series' sample before (its own time on a series' first row).
+
+    ``df``'s series (rows with equal ``keys``) must be contiguous, each in time order.
+    """
+    cols = dict.fromkeys([*KEYS, "source", "time", "cwnd_bytes", "ssthresh_bytes", "phase", *keys])
+    df = df.select(*cols, _first=_series_start(keys))
     st, prev_st = pl.col("ssthresh_bytes"), _before(pl.col("ssthresh_bytes"))
-    prev_phase = _before(pl.col("phase")).fill_null("")
+    not_after_rec = ~_before(pl.col("phase") == "recovery").fill_null(False)
     est_ev = (
         (st.is_not_null() & (prev_st.is_null() | (st != prev_st)))
-        | ((pl.col("phase") == "recovery") & (prev_phase != "recovery"))
-        | ((pl.col("cwnd_bytes") <= 0.5 * _before(pl.col("cwnd_bytes"))) & (prev_phase != "recovery"))
+        | ((pl.col("phase") == "recovery") & not_after_rec)
+        | ((pl.col("cwnd_bytes") <= 0.5 * _before(pl.col("cwnd_bytes"))) & not_after_rec)
     ).fill_null(False)
-    ev = pl.when(pl.col("source") == "trace").then(pl.col("_dec")).otherwise(est_ev)
-    return df.filter(ev).select(columns).sort([c for c in ("flow", "dir", "source", "time") if c in columns],
-                                              nulls_last=True)
+    is_trace = (pl.col("source") == "trace").fill_null(False)
+    if df.select(is_trace.any()).item():  # a tool's series: its decreases (found for the traced rows only)
+        df = df.with_columns(_dec=_decreases(df, "cwnd_bytes", keys))
+        ev = pl.when(is_trace).then(pl.col("_dec")).otherwise(est_ev)
+    else:
+        ev = est_ev
+    prev = pl.when(~pl.col("_first")).then(pl.col("time").shift(1)).otherwise(pl.col("time"))
+    return df.with_columns(_prev=prev).filter(ev).select(*KEYS, "source", "time", "cwnd_bytes", "ssthresh_bytes",
+                                                         "_prev")
 
 
-def flow_stats(cwnd_df: pl.DataFrame, evidence: pl.DataFrame | None = None,
-               windows: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Per data direction: the largest cwnd, which source it comes from, and the loss events.
+def chosen(cwnd_df: pl.DataFrame) -> pl.DataFrame:
+    """Each direction's chosen series: the tool's (``trace`` rows) when it wrote one, else the estimate.
 
-    The tool's own series is preferred when the trace has one (``cwnd_source = "trace"``).
-    With ``evidence``, a reduction is a loss event only when loss evidence lies next to it
-    (:func:`confirmed`): a sender also lowers cwnd without a loss — ns-2's agent restarts
-    from one segment after an idle RTO once the FTP has finished (RFC 5681 §4.1's restart
-    window), which a count of every reduction would take for a loss.
-
-    Args:
-        cwnd_df: A :data:`tracekit.schema.CWND` frame.
-        evidence: ``flow, dir, time`` of the retransmissions and simulator drops; None: every
-            reduction counts.
-        windows: ``flow, dir, tol_s``: the directions whose packets were seen (their reductions
-            need evidence; others, e.g. a tool's series without packets, keep every one) and
-            how far from a reduction the evidence may lie.
-
-    Returns:
-        ``flow, dir, max_cwnd_bytes, cwnd_source, loss_events, first_loss_s``.
+    Rows by direction (each one contiguous) and time, in the frame's order where times tie; the
+    frame itself (no copy) when it is made of estimate rows already in that order, as :func:`cwnd`
+    returns a capture's.
     """
-    if cwnd_df.is_empty():
-        return pl.DataFrame(schema=_STATS)
-    if evidence is None or windows is None or windows.is_empty():
-        return _flow_stats(cwnd_df)
-    events = _chosen_events(cwnd_df)  # found once: counted as they are, and checked against the evidence
-    out = _flow_stats(cwnd_df, events)
-    ev = _confirmed(events, out, evidence, windows)
-    return out.drop("loss_events", "first_loss_s").join(ev, on=KEYS, how="left", nulls_equal=True).with_columns(
-        pl.col("loss_events").fill_null(0)).select([pl.col(c).cast(t) for c, t in _STATS.items()])
+    src = pl.col("source")
+    if cwnd_df.is_empty() or cwnd_df.select((src == "estimate").fill_null(False).all()).item():
+        df = cwnd_df
+    else:
+        has_trace = (src == "trace").fill_null(False).any().over(KEYS)
+        df = cwnd_df.filter(pl.when(has_trace).then(src == "trace").otherwise(src == "estimate").fill_null(False))
+    if df.height < 2:
+        return df
+    f = df["flow"].cast(pl.Int64).fill_null(-1).to_numpy()
+    d = df["dir"].cast(pl.Int64).fill_null(-129).to_numpy()
+    t = df["time"].to_numpy()
+    new = (f[1:] != f[:-1]) | (d[1:] != d[:-1])
+    runs = np.flatnonzero(np.r_[True, new])
+    k = f[runs] * 512 + d[runs]
+    ordered = (not np.isnan(t).any() and not np.any(~new & (t[1:] < t[:-1]))
+               and np.unique(k).size == k.size)  # every direction one run, each in time order
+    if ordered:
+        return df
+    return df.sort("flow", "dir", "time", maintain_order=True, nulls_last=[True, True, False])
 
 
-def confirmed(cwnd_df: pl.DataFrame, stats: pl.DataFrame, evidence: pl.DataFrame,
-              windows: pl.DataFrame) -> pl.DataFrame:
-    """Loss events of each direction's chosen series that loss evidence backs.
+def reductions(cwnd_df: pl.DataFrame, evidence: pl.DataFrame | None = None,
+               windows: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The loss events of each direction's chosen series (:func:`chosen`), and which loss evidence backs.
 
     A reduction whose first falling sample is at ``t`` (the sample before it at ``t_prev``)
     is a loss event when the direction retransmitted, or a simulator dropped one of its
@@ -369,79 +377,69 @@ def confirmed(cwnd_df: pl.DataFrame, stats: pl.DataFrame, evidence: pl.DataFrame
     idles after the FTP ends — is not a loss: an idle restart follows at least one RTO of
     silence, longer than ``tol``, so no retransmission can lie that close to it.
 
+    Args:
+        cwnd_df: A :data:`tracekit.schema.CWND` frame.
+        evidence: ``flow, dir, time`` of the retransmissions and simulator drops; None: every
+            reduction is a loss event.
+        windows: ``flow, dir, tol_s``: the directions whose packets were seen (their reductions
+            need evidence; others, e.g. a tool's series without packets, keep every one) and
+            how far from a reduction the evidence may lie.
+
     Returns:
-        ``flow, dir, loss_events, first_loss_s`` for the directions of ``windows``; other
-        directions keep their count from ``stats``.
+        A :data:`tracekit.schema.REDUCTIONS` frame, rows by flow, dir and time.
     """
-    return _confirmed(_chosen_events(cwnd_df), stats, evidence, windows)
+    if cwnd_df.is_empty():
+        return schema.empty(schema.REDUCTIONS)
+    ev = _events(chosen(cwnd_df), KEYS)
+    ev = ev.with_columns(loss_event=_backed(ev, evidence, windows))
+    return schema.conform(ev, schema.REDUCTIONS).sort("flow", "dir", "time", maintain_order=True, nulls_last=True)
 
 
-def _confirmed(ev: pl.DataFrame, stats: pl.DataFrame, evidence: pl.DataFrame, windows: pl.DataFrame
-               ) -> pl.DataFrame:
-    """:func:`confirmed` for the chosen series' events ``ev`` (:func:`_chosen_events`)."""
+def _backed(ev: pl.DataFrame, evidence: pl.DataFrame | None, windows: pl.DataFrame | None) -> pl.Series:
+    """For each reduction of ``ev`` (with ``_prev``): whether it is a loss event (:func:`reductions`)."""
+    if evidence is None or windows is None or windows.is_empty() or ev.is_empty():
+        return pl.Series("loss_event", [True] * ev.height, dtype=pl.Boolean)
     w = windows.select(pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8),
                        pl.col("tol_s").cast(pl.Float64).fill_null(0.0))
-    ev = ev.join(w, on=KEYS, how="inner").with_columns(
-        _lo=pl.coalesce("_prev", "time") - pl.col("tol_s"), _hi=pl.col("time") + pl.col("tol_s")).sort("_lo")
     e = evidence.select(pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8),
                         pl.col("time").cast(pl.Float64).alias("_e")).drop_nulls().sort("_e")
-    ev = ev.join_asof(e, left_on="_lo", right_on="_e", by=KEYS, strategy="forward", check_sortedness=False)
-    ok = ev.filter(pl.col("_e").is_not_null() & (pl.col("_e") <= pl.col("_hi")))
-    got = ok.group_by(KEYS).agg(pl.len().alias("loss_events"), pl.col("time").min().alias("first_loss_s"))
-    kept = stats.join(w, on=KEYS, how="anti").select(*KEYS, "loss_events", "first_loss_s")
-    seen = w.select(*KEYS).join(got, on=KEYS, how="left").with_columns(pl.col("loss_events").fill_null(0))
-    return pl.concat([kept.cast({"loss_events": pl.UInt32}), seen.cast({"loss_events": pl.UInt32})])
+    checked = ev.select(*KEYS, "time", "_prev").with_row_index("_r").join(w, on=KEYS, how="inner").with_columns(
+        _lo=pl.coalesce("_prev", "time") - pl.col("tol_s"), _hi=pl.col("time") + pl.col("tol_s")).sort("_lo")
+    checked = checked.join_asof(e, left_on="_lo", right_on="_e", by=KEYS, strategy="forward", check_sortedness=False)
+    ok = checked.select("_r", _ok=(pl.col("_e") <= pl.col("_hi")).fill_null(False))
+    got = np.ones(ev.height, dtype=bool)  # directions without a window: unchecked
+    got[ok["_r"].to_numpy()] = ok["_ok"].to_numpy()
+    return pl.Series("loss_event", got, dtype=pl.Boolean)
 
 
-def _key(df: pl.DataFrame) -> np.ndarray:
-    """``flow``/``dir`` as one int64 per row (nulls as -1), for cheap comparisons."""
-    f: npt.NDArray[np.int64] = df["flow"].cast(pl.Int64).fill_null(-1).to_numpy()
-    d: npt.NDArray[np.int64] = df["dir"].cast(pl.Int64).fill_null(-1).to_numpy()
-    return f * 4 + (d & 1) + np.where(d < 0, 2, 0)
+def flow_stats(cwnd_df: pl.DataFrame, evidence: pl.DataFrame | None = None,
+               windows: pl.DataFrame | None = None, *, events: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per data direction: the largest cwnd, which source it comes from, and the loss events.
 
+    The tool's own series is preferred when the trace has one (``cwnd_source = "trace"``).
+    With ``evidence``, a reduction is a loss event only when loss evidence lies next to it
+    (:func:`reductions`): a sender also lowers cwnd without a loss — ns-2's agent restarts
+    from one segment after an idle RTO once the FTP has finished (RFC 5681 §4.1's restart
+    window), which a count of every reduction would take for a loss.
 
-def _chosen_events(cwnd_df: pl.DataFrame) -> pl.DataFrame:
-    """Loss events of each direction's chosen series (the tool's when it has one) with ``_prev``,
-    the time of the series' sample before the event's first row (its own time for a first row).
+    Args:
+        cwnd_df: A :data:`tracekit.schema.CWND` frame.
+        evidence: ``flow, dir, time`` of the retransmissions and simulator drops (:func:`reductions`).
+        windows: ``flow, dir, tol_s`` (:func:`reductions`).
+        events: ``reductions(cwnd_df, evidence, windows)`` when already at hand.
 
-    Numpy over the frame as :func:`cwnd` returns it (rows by flow, dir, source, time); any other
-    order is sorted once.
+    Returns:
+        ``flow, dir, max_cwnd_bytes, cwnd_source, loss_events, first_loss_s``.
     """
-    is_trace = (cwnd_df["source"] == "trace").fill_null(False).to_numpy()
-    key = _key(cwnd_df)
-    keep = ~np.isin(key, np.unique(key[is_trace])) | is_trace if is_trace.any() else None
-    chosen = cwnd_df if keep is None else cwnd_df.filter(pl.Series(keep))
-    k = key if keep is None else key[keep]
-    t = chosen["time"].to_numpy()
-    if k.size > 1 and (np.any(k[1:] < k[:-1]) or np.any((k[1:] == k[:-1]) & (t[1:] < t[:-1]))):
-        order = np.lexsort((t, k))
-        chosen, k, t = chosen[order], k[order], t[order]
-    ev = loss_events_of(chosen.with_row_index("_r"), [*KEYS, "time", "_r"])
-    r = ev["_r"].cast(pl.Int64).to_numpy()
-    p = np.maximum(r - 1, 0)
-    same = (r > 0) & (k[p] == k[r])
-    return ev.drop("_r").with_columns(_prev=pl.Series(np.where(same, t[p], t[r]), dtype=pl.Float64))
-
-
-def _flow_stats(cwnd_df: pl.DataFrame, events: pl.DataFrame | None = None) -> pl.DataFrame:
-    """:func:`flow_stats` counting every reduction of the chosen series (``events``: those
-    reductions, ``flow, dir, time``, if already found)."""
-    cwnd_df = _as_strings(cwnd_df)
-    pick = cwnd_df.group_by(KEYS).agg(
-        pl.when((pl.col("source") == "trace").any()).then(pl.lit("trace")).otherwise(pl.lit("estimate"))
-        .alias("cwnd_source"))
-    chosen = cwnd_df.join(pick, left_on=[*KEYS, "source"], right_on=[*KEYS, "cwnd_source"], nulls_equal=True)
-    ev = (
-        (loss_events(chosen) if events is None else events)
-        .group_by(KEYS)
-        .agg(pl.len().alias("loss_events"), pl.col("time").min().alias("first_loss_s"))
-    )
-    stats = chosen.group_by(KEYS).agg(pl.col("cwnd_bytes").max().alias("max_cwnd_bytes"),
-                                      pl.col("source").first().alias("cwnd_source"))
-    out = stats.join(ev, on=KEYS, how="left", nulls_equal=True).with_columns(pl.col("loss_events").fill_null(0))
+    if cwnd_df.is_empty():
+        return pl.DataFrame(schema=_STATS)
+    ev = reductions(cwnd_df, evidence, windows) if events is None else events
+    per = cwnd_df.group_by(*KEYS, "source").agg(pl.col("cwnd_bytes").max().alias("max_cwnd_bytes")).with_columns(
+        cwnd_source=pl.col("source").cast(pl.String)).filter(pl.col("cwnd_source").is_in(["trace", "estimate"]))
+    # one row per direction: the traced series' when there is one ("trace" sorts after "estimate")
+    stats = per.sort(*KEYS, "cwnd_source", descending=[False, False, True], nulls_last=True).unique(
+        KEYS, keep="first", maintain_order=True)
+    counts = ev.filter(pl.col("loss_event")).group_by(KEYS).agg(pl.len().alias("loss_events"),
+                                                              pl.col("time").min().alias("first_loss_s"))
+    out = stats.join(counts, on=KEYS, how="left", nulls_equal=True).with_columns(pl.col("loss_events").fill_null(0))
     return out.select([pl.col(c).cast(t) for c, t in _STATS.items()]).sort(KEYS, nulls_last=True)
-
-
-def _as_strings(cwnd_df: pl.DataFrame) -> pl.DataFrame:
-    """``source`` and ``phase`` as String (compared and joined with literals)."""
-    return cwnd_df.with_columns(pl.col(c).cast(pl.String) for c in ("source", "phase") if c in cwnd_df.columns)

@@ -31,7 +31,7 @@ Definitions (docs/analysis.md has the full list):
 * ``flight_max_bytes``/``flight_mean_bytes``: over the ``flight_bytes`` of the data segments;
 * ``max_cwnd_bytes``, ``cwnd_source``, ``loss_events``: from the cwnd analysis; a reduction
   counts as a loss event only with a retransmission or drop next to it
-  (:func:`tracekit.analysis.cwnd.confirmed`);
+  (:func:`tracekit.analysis.cwnd.reductions`);
 * ``stall_count``/``stall_time_s``: the ``stalls`` frame;
 * ``limited_rwnd_share``/``limited_cwnd_share``/``limited_app_share``: each data segment
   stands for the time until the next one; it is *rwnd-limited* when the data outstanding
