@@ -216,7 +216,7 @@ def _packet_trace(headers: list[str], table: pl.DataFrame, h: int, path: str, lo
     assert time_key is not None  # else it is in ``missing``
     tscale = _TIME_UNIT[re.search(r"\((\w+)\)$", time_key).group(1)]  # type: ignore[union-attr]
     df = _clean_rows(_packet_rows(table, col, time_key, tscale, h), table, log)
-    statuses = df.group_by("_status").len().to_dicts()
+    statuses = df.group_by("_status", maintain_order=True).len().to_dicts()  # first-seen order: stable output
     # NetSim has no ports: connections are address pairs, keyed with placeholder ports for finish_tcp.
     l4 = pl.col("proto").is_in(["tcp", "udp"])
     df = finish_tcp(df.with_columns(sport=pl.when(l4).then(pl.lit(0)), dport=pl.when(l4).then(pl.lit(0))))
