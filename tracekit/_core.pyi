@@ -23,3 +23,12 @@ def tcp_flight(
 # src/capture: pcap/pcapng records, link/IP/TCP/UDP decoding, IP reassembly
 def read_capture(source: object, format: str, limits: object, timeout_text: str) -> dict[str, Any]: ...
 def linktypes() -> dict[int, str]: ...
+
+# src/state/sack.rs: the flight frame's columns per data packet (Wireshark's list and SACK
+# correction, RFC 6675 pipe without loss marking, outstanding data)
+def tcp_flight_sack(
+    flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int8], seq: npt.NDArray[np.int64],
+    len: npt.NDArray[np.uint32], flags: npt.NDArray[np.uint8], ack: npt.NDArray[np.int64],
+    bits: npt.NDArray[np.uint8], block_row: npt.NDArray[np.int64], block_left: npt.NDArray[np.int64],
+    block_right: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
