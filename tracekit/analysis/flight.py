@@ -70,6 +70,6 @@ def flight(pk: pl.DataFrame, *, state: pl.DataFrame | None = None) -> pl.DataFra
         st["len"].cast(pl.UInt32).to_numpy(), flags, st["ack"].cast(i64).fill_null(MISSING).to_numpy(), bits,
         *(np.ascontiguousarray(a) for a in (owner, left, right)))
     keys = pick(st, pl.col("len") > 0, "flow", "dir", "frame", "time")
-    some = {c: pl.when(pl.col(c) != MISSING).then(pl.col(c)) for c in ("flight_bytes", "flight_sack_bytes", "unacked_bytes")}
-    return keys.hstack(pl.DataFrame({"flight_bytes": fb, "flight_sack_bytes": sb, "unacked_bytes": ub})).with_columns(
-        **some, flight_sender_only=pl.Series(only))
+    vals = pl.DataFrame({"flight_bytes": fb, "flight_sack_bytes": sb, "unacked_bytes": ub})
+    return keys.hstack(vals).with_columns(  # -2^62 from the core: no value
+        **{c: pl.when(pl.col(c) != MISSING).then(pl.col(c)) for c in vals.columns}, flight_sender_only=pl.Series(only))
