@@ -32,3 +32,12 @@ def tcp_flight_sack(
     bits: npt.NDArray[np.uint8], block_row: npt.NDArray[np.int64], block_left: npt.NDArray[np.int64],
     block_right: npt.NDArray[np.int64],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+
+# src/state/bins.rs: throughput bins (refused, then per direction flow, dir, first bin, bins;
+# per bin wire bytes, new payload bytes, packets)
+def throughput_bins(
+    flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int8], time: npt.NDArray[np.float64],
+    frame: npt.NDArray[np.uint64], size: npt.NDArray[np.uint32], payload: npt.NDArray[np.uint32],
+    seq: npt.NDArray[np.int64], k: npt.NDArray[np.int64], max_bins: int,
+) -> tuple[int, npt.NDArray[np.uint32], npt.NDArray[np.int8], npt.NDArray[np.int64], npt.NDArray[np.int64],
+           npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]]: ...
