@@ -86,48 +86,68 @@ pub enum Refused {
     TooMany(i128),
 }
 
-/// Row order by (time, frame), stable, NaN times last (numpy's `lexsort`); None when the rows
-/// already are in it (the usual case).
-fn time_order(p: &Packets) -> Option<Vec<u32>> {
-    let sorted = p.time.windows(2).zip(p.frame.windows(2)).all(|(t, f)| {
-        t[1] > t[0] || (t[1] == t[0] && (f[1] as i64).wrapping_sub(f[0] as i64) >= 0)
+/// Capture order (time, then frame; NaN times last, ties in row order as numpy's stable
+/// `lexsort`) of one direction's rows, which come in row order: kept when already in it (the
+/// usual case), else sorted.
+fn capture_order(p: &Packets, rows: &mut [u32]) {
+    let at = |r: u32| (p.time[r as usize], p.frame[r as usize]);
+    let sorted = rows.windows(2).all(|w| {
+        let ((t0, f0), (t1, f1)) = (at(w[0]), at(w[1]));
+        t1 > t0 || (t1 == t0 && (f1 as i64).wrapping_sub(f0 as i64) >= 0)
     });
     if sorted {
-        return None;
+        return;
     }
     let cmp_t = |a: f64, b: f64| match (a.is_nan(), b.is_nan()) {
         (false, false) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
         (x, y) => x.cmp(&y),
     };
-    let mut order: Vec<u32> = (0..p.time.len() as u32).collect();
-    order.sort_by(|&a, &b| {
-        let (a, b) = (a as usize, b as usize);
-        cmp_t(p.time[a], p.time[b]).then(p.frame[a].cmp(&p.frame[b]))
+    rows.sort_by(|&a, &b| {
+        let ((ta, fa), (tb, fb)) = (at(a), at(b));
+        cmp_t(ta, tb).then(fa.cmp(&fb))
     });
-    Some(order)
 }
 
-/// One direction (`rows` in capture order): its first bin, last bin and each row's new payload.
-fn direction(p: &Packets, rows: &[u32]) -> (i64, i64, Vec<i64>) {
-    let low = rows
-        .iter()
-        .map(|&r| r as usize)
-        .filter(|&i| p.payload[i] > 0 && p.seq[i] != MISSING)
-        .map(|i| p.seq[i])
-        .min()
-        .unwrap_or(i64::MAX);
-    let mut np = NewPayload::new(low);
-    let mut new = Vec::with_capacity(rows.len());
-    let (mut kmin, mut kmax) = (i64::MAX, i64::MIN);
+/// One direction (`rows` in capture order): its lowest data sequence number and its first
+/// and last bin ([`MISSING`] last bin: every time absurd).
+fn extent(p: &Packets, rows: &[u32]) -> (i64, i64, i64) {
+    let (mut low, mut kmin, mut kmax) = (i64::MAX, i64::MAX, i64::MIN);
     for &r in rows {
         let i = r as usize;
-        new.push(np.on_packet(p.seq[i], i64::from(p.payload[i])));
+        if p.payload[i] > 0 && p.seq[i] != MISSING {
+            low = low.min(p.seq[i]);
+        }
         kmax = kmax.max(p.k[i]); // (MISSING, an absurd time, is below every bin)
         if p.k[i] != MISSING {
             kmin = kmin.min(p.k[i]);
         }
     }
-    (kmin, kmax, new)
+    (low, kmin, kmax)
+}
+
+/// One direction's bins `kmin ..= kmin + nbins - 1`: wire bytes, new payload bytes, packets.
+fn direction(
+    p: &Packets,
+    rows: &[u32],
+    low: i64,
+    kmin: i64,
+    nbins: usize,
+) -> (Vec<u64>, Vec<i64>, Vec<i64>) {
+    let (mut bytes, mut good, mut packets) =
+        (vec![0u64; nbins], vec![0i64; nbins], vec![0i64; nbins]);
+    let mut np = NewPayload::new(low);
+    for &r in rows {
+        let i = r as usize;
+        let new = np.on_packet(p.seq[i], i64::from(p.payload[i]));
+        if p.k[i] == MISSING {
+            continue; // an absurd time: in no bin
+        }
+        let slot = (p.k[i] - kmin) as usize;
+        bytes[slot] += u64::from(p.size[i]);
+        good[slot] += new;
+        packets[slot] += 1;
+    }
+    (bytes, good, packets)
 }
 
 /// The bins of every direction (see the module docs), or why none are made.
@@ -149,66 +169,57 @@ pub fn bins(p: &Packets, max_bins: i64) -> Result<Result<Bins, Refused>, String>
     if n >= u32::MAX as usize {
         return Err(format!("{n} packets: at most 2^32 - 2 per call"));
     }
-    let order = time_order(p);
-    let at = |j: usize| order.as_ref().map_or(j, |o| o[j] as usize);
     // (flow, dir) as one key that sorts like the pair (dir is an Int8)
     let keys: Vec<u64> = (0..n)
-        .map(|j| {
-            let i = at(j);
-            (u64::from(p.flow[i]) << 8) | (i16::from(p.dir[i]) + 128) as u64
-        })
+        .map(|i| (u64::from(p.flow[i]) << 8) | (i16::from(p.dir[i]) + 128) as u64)
         .collect();
     let mut gr = super::seq::group_keys(&keys);
-    for r in gr.order.iter_mut() {
-        *r = at(*r as usize) as u32; // grouped positions -> packet rows
+    drop(keys);
+    let mut parts: Vec<&mut [u32]> = Vec::with_capacity(gr.keys.len());
+    let mut rest = gr.order.as_mut_slice();
+    for w in gr.starts.windows(2) {
+        let (head, tail) = rest.split_at_mut(w[1] - w[0]);
+        parts.push(head);
+        rest = tail;
     }
-    let dirs: Vec<(i64, i64, Vec<i64>)> = gr
-        .starts
-        .par_windows(2)
-        .map(|w| direction(p, &gr.order[w[0]..w[1]]))
+    let ext: Vec<(i64, i64, i64)> = parts
+        .par_iter_mut()
+        .map(|rows| {
+            capture_order(p, rows);
+            extent(p, rows)
+        })
         .collect();
-    if dirs.iter().all(|d| d.1 == MISSING) {
+    if ext.iter().all(|e| e.2 == MISSING) {
         return Ok(Err(Refused::NoBins));
     }
-    let widest = dirs
+    let widest = ext
         .iter()
-        .filter(|d| d.1 != MISSING)
-        .map(|d| i128::from(d.1) - i128::from(d.0))
+        .filter(|e| e.2 != MISSING)
+        .map(|e| i128::from(e.2) - i128::from(e.1))
         .max()
         .unwrap_or(0);
     if widest > i128::from(max_bins) {
         return Ok(Err(Refused::TooMany(widest)));
     }
     let mut out = Bins::default();
-    for (g, d) in dirs.iter().enumerate() {
-        let key = gr.keys[g];
+    for (&key, e) in gr.keys.iter().zip(&ext) {
         out.flow.push((key >> 8) as u32);
         out.dir.push(((key & 0xff) as i16 - 128) as i8);
-        let present = d.1 != MISSING;
-        out.kmin.push(if present { d.0 } else { 0 });
-        out.nbins.push(if present { d.1 - d.0 + 1 } else { 0 });
+        let present = e.2 != MISSING;
+        out.kmin.push(if present { e.1 } else { 0 });
+        out.nbins.push(if present { e.2 - e.1 + 1 } else { 0 });
     }
-    let total: i64 = out.nbins.iter().sum();
-    let total = total as usize;
-    let (mut bytes, mut good) = (vec![0u64; total], vec![0i64; total]);
-    out.packets = vec![0i64; total];
-    let mut base = 0usize;
-    for (g, (kmin, _, new)) in dirs.iter().enumerate() {
-        for (&r, &nw) in gr.order[gr.starts[g]..gr.starts[g + 1]].iter().zip(new) {
-            let i = r as usize;
-            if p.k[i] == MISSING {
-                continue;
-            }
-            let slot = base + (p.k[i] - kmin) as usize;
-            bytes[slot] += u64::from(p.size[i]);
-            good[slot] += nw;
-            out.packets[slot] += 1;
-        }
-        base += out.nbins[g] as usize;
-    }
+    let per: Vec<(Vec<u64>, Vec<i64>, Vec<i64>)> = parts
+        .par_iter()
+        .enumerate()
+        .map(|(g, rows)| direction(p, rows, ext[g].0, out.kmin[g], out.nbins[g] as usize))
+        .collect();
     // integer sums, exact in f64 below 2^53 bytes per bin (numpy's float sums of the same)
-    out.bytes = bytes.into_iter().map(|x| x as f64).collect();
-    out.good = good.into_iter().map(|x| x as f64).collect();
+    for (bytes, good, packets) in per {
+        out.bytes.extend(bytes.into_iter().map(|x| x as f64));
+        out.good.extend(good.into_iter().map(|x| x as f64));
+        out.packets.extend(packets);
+    }
     Ok(Ok(out))
 }
 

@@ -210,7 +210,7 @@ type Out = (u32, i64, bool, i64, i64);
 fn connection(p: &Packets, b: &Bits, bl: &Blocks, rows: &[u32], blocks: &[u32]) -> Vec<Out> {
     let mut list = ListFlight::default();
     let mut board = Scoreboard::default();
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(rows.len());
     let mut k = 0;
     let mut mine = Vec::new();
     for &row in rows {
