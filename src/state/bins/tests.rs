@@ -4,11 +4,12 @@ use super::*;
 
 const M: i64 = MISSING;
 
+/// (flow, dir, time, size, payload, seq, k)
+type Row = (u32, i8, f64, u32, u32, i64, i64);
+
 /// Rows as (flow, dir, time, size, payload, seq, k): the bins with at most `max` per direction.
-fn run(rows: &[(u32, i8, f64, u32, u32, i64, i64)], max: i64) -> Result<Bins, Refused> {
-    let col = |f: &dyn Fn(&(u32, i8, f64, u32, u32, i64, i64)) -> i64| {
-        rows.iter().map(f).collect::<Vec<i64>>()
-    };
+fn run(rows: &[Row], max: i64) -> Result<Bins, Refused> {
+    let col = |f: &dyn Fn(&Row) -> i64| rows.iter().map(f).collect::<Vec<i64>>();
     let flow: Vec<u32> = rows.iter().map(|r| r.0).collect();
     let dir: Vec<i8> = rows.iter().map(|r| r.1).collect();
     let time: Vec<f64> = rows.iter().map(|r| r.2).collect();

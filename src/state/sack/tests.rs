@@ -6,8 +6,11 @@ use crate::state::seq::{analyze, ACK, GAP, NEW, NEW_ACK, STRAY};
 const A: u8 = ACK;
 const M: i64 = MISSING;
 
+/// (dir, seq, len, flags, ack, SACK blocks)
+type Pk<'a> = (i8, i64, u32, u8, i64, &'a [(i64, i64)]);
+
 /// Packets of one flow as (dir, seq, len, flags, ack, SACK blocks): the flight columns.
-fn run(pk: &[(i8, i64, u32, u8, i64, &[(i64, i64)])]) -> FlightColumns {
+fn run(pk: &[Pk]) -> FlightColumns {
     let flow = vec![0u32; pk.len()];
     let dir: Vec<i8> = pk.iter().map(|p| p.0).collect();
     let seq: Vec<i64> = pk.iter().map(|p| p.1).collect();
@@ -54,8 +57,7 @@ const NO: &[(i64, i64)] = &[];
 #[test]
 fn latest_blocks_are_subtracted_and_the_scoreboard_keeps_all() {
     // 1..1001 and 3001..4001 lost; the receiver reports 1001..3001, then 4001..7001 only
-    let mut pk: Vec<(i8, i64, u32, u8, i64, &[(i64, i64)])> =
-        (0..7).map(|k| (0, 1 + 1000 * k, 1000, A, 1, NO)).collect();
+    let mut pk: Vec<Pk> = (0..7).map(|k| (0, 1 + 1000 * k, 1000, A, 1, NO)).collect();
     pk.push((1, 1, 0, A, 1, &[(1001, 3001)]));
     pk.push((1, 1, 0, A, 1, &[(4001, 7001)]));
     pk.push((0, 7001, 1000, A, 1, NO));
