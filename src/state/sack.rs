@@ -386,6 +386,13 @@ fn tcp_flight_sack<'py>(
     };
     let out = py.detach(|| {
         super::guard(|| {
+            if bits.len() != p.flow.len() {
+                return Err(format!(
+                    "column bits has {} values, flow has {}",
+                    bits.len(),
+                    p.flow.len()
+                ));
+            }
             let col = |k: u8| {
                 bits.iter()
                     .map(|&x| x & (1 << k) != 0)
