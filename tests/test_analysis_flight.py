@@ -205,3 +205,19 @@ def test_every_code_path_of_the_state_gives_the_same_frames(name: str, monkeypat
     if name == "zero_window":  # the three probes, the keep-alive and the two duplicate ACKs were seen
         st = _state.prepare(pk)
         assert (st["zwp"].sum(), st["keepalive"].sum(), st["dup"].sum()) == (3, 1, 2)
+
+
+def test_core_refuses_bad_sack_blocks_with_an_error() -> None:
+    """SACK blocks on rows that do not exist or out of row order: a ValueError, never a crash."""
+    from tracekit import _core
+
+    n = 2
+    cols = (np.zeros(n, np.uint32), np.zeros(n, np.int8), np.zeros(n, np.int64), np.ones(n, np.uint32),
+            np.zeros(n, np.uint8), np.zeros(n, np.int64), np.zeros(n, np.uint8))
+    one = np.ones(1, np.int64)
+    with pytest.raises(ValueError, match="SACK block rows"):
+        _core.tcp_flight_sack(*cols, np.array([5], np.int64), one, one)
+    with pytest.raises(ValueError, match="SACK block rows"):
+        _core.tcp_flight_sack(*cols, np.array([1, 0], np.int64), np.ones(2, np.int64), np.ones(2, np.int64))
+    with pytest.raises(ValueError, match="column bits"):
+        _core.tcp_flight_sack(*cols[:6], np.zeros(3, np.uint8), one[:0], one[:0], one[:0])

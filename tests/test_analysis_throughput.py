@@ -12,7 +12,7 @@ from tracekit import schema
 from tracekit.analysis import analyze, default_bin
 from tracekit.analysis.fairness import fairness
 from tracekit.analysis.throughput import throughput
-from tracekit.errors import UsageError
+from tracekit.errors import LimitError, UsageError
 
 
 def _totals(tp: pl.DataFrame) -> pl.DataFrame:
@@ -100,6 +100,20 @@ def test_default_bin_and_bad_bins() -> None:
             throughput(pk, bad)
     assert throughput(schema.empty(schema.PACKETS)).schema == pl.Schema(schema.THROUGHPUT)
 
+
+
+def test_capture_order_and_the_bin_limit() -> None:
+    """Rows listed out of time order are binned in capture order (time, then frame), as the
+    sorted trace is; a bin grid over the limit, or no bin time at all, is refused."""
+    pk = analyze(tracekit.read(sample("linux", "bulk_lossy.pcap"))).packets
+    shuffled = pk.sample(fraction=1.0, shuffle=True, seed=7)
+    assert throughput(shuffled, 0.05).equals(throughput(pk, 0.05))
+    two = make_events(time=[0.0, 20.0], seq=[1, 1449], payload=[1448, 1448])
+    with pytest.raises(LimitError, match="20000000 throughput bins"):
+        throughput(two, 1e-6)
+    absurd = make_events(time=[1e300, 2e300], seq=[1, 1449], payload=[1448, 1448])
+    with pytest.raises(LimitError, match="unbounded"):
+        throughput(absurd, 1.0)
 
 # ---- fairness ----------------------------------------------------------------------------------
 

@@ -31,3 +31,21 @@ def tcp_rtt(
     ts_val: npt.NDArray[np.int64], ts_ecr: npt.NDArray[np.uint32], bits: npt.NDArray[np.uint8],
     nxt: npt.NDArray[np.int64],
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64], npt.NDArray[np.uint32], npt.NDArray[np.float64]]: ...
+
+# src/state/sack.rs: the flight frame's columns per data packet (Wireshark's list and SACK
+# correction, RFC 6675 pipe without loss marking, outstanding data)
+def tcp_flight_sack(
+    flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int8], seq: npt.NDArray[np.int64],
+    len: npt.NDArray[np.uint32], flags: npt.NDArray[np.uint8], ack: npt.NDArray[np.int64],
+    bits: npt.NDArray[np.uint8], block_row: npt.NDArray[np.int64], block_left: npt.NDArray[np.int64],
+    block_right: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+
+# src/state/bins.rs: throughput bins (refused, then per direction flow, dir, first bin, bins;
+# per bin wire bytes, new payload bytes, packets)
+def throughput_bins(
+    flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int8], time: npt.NDArray[np.float64],
+    frame: npt.NDArray[np.uint64], size: npt.NDArray[np.uint32], payload: npt.NDArray[np.uint32],
+    seq: npt.NDArray[np.int64], k: npt.NDArray[np.int64], max_bins: int,
+) -> tuple[int, npt.NDArray[np.uint32], npt.NDArray[np.int8], npt.NDArray[np.int64], npt.NDArray[np.int64],
+           npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]]: ...

@@ -108,14 +108,65 @@ pub struct Flight {
     pub sender_only: Vec<bool>,
 }
 
-/// One connection's packets (`rows`, packet order): (row, raw value, sender only) per data packet.
 /// One data packet's result: its row, the raw value and whether it is from the sender's side only.
 type Row = (u32, i64, bool);
 
+/// One connection's Wireshark bytes-in-flight state (both directions), fed packet by packet.
+#[derive(Default)]
+pub struct ListFlight {
+    list: [Unacked; 2],
+    /// Bytes in flight are valid in this direction (cleared by a lost segment).
+    invalid: [bool; 2],
+    /// The other direction has sent an ACK.
+    acked: [bool; 2],
+}
+
+impl ListFlight {
+    /// One packet of direction `d` (0 or 1; never a stray SYN: `seq::STRAY` packets lie
+    /// outside the connection's sequence space and are not fed). Returns, for a data packet,
+    /// the raw bytes in flight ([`MISSING`] when Wireshark gives none) and whether the other
+    /// direction had sent no ACK yet.
+    pub fn on_packet(
+        &mut self,
+        d: usize,
+        seq: i64,
+        len: i64,
+        fl: u8,
+        ack: i64,
+        gap: bool,
+    ) -> Option<(i64, bool)> {
+        let end = seq + len + i64::from(fl & (SYN | FIN) != 0);
+        // an ACK re-enables the other direction's bytes in flight
+        if fl & ACK != 0 {
+            self.invalid[1 - d] = false;
+        }
+        // lost segment (`seq::State`'s GAP: above nextseq, no RST): disabled until the other
+        // side ACKs
+        if gap {
+            self.invalid[d] = true;
+        }
+        if (len > 0 || fl & (SYN | FIN) != 0) && self.list[d].len() < MAX_UNACKED {
+            self.list[d].add(seq, end);
+        }
+        if ack != MISSING && fl & ACK != 0 {
+            self.list[1 - d].ack(ack);
+            self.acked[1 - d] = true;
+        }
+        if len == 0 {
+            return None;
+        }
+        let raw = if self.invalid[d] {
+            MISSING
+        } else {
+            self.list[d].span().unwrap_or(MISSING)
+        };
+        Some((raw, !self.acked[d]))
+    }
+}
+
+/// One connection's packets (`rows`, packet order): (row, raw value, sender only) per data packet.
 fn connection(p: &Packets, gap: &[bool], stray: &[bool], rows: &[u32]) -> Vec<Row> {
-    let mut list = [Unacked::default(), Unacked::default()];
-    let mut valid = [true, true];
-    let mut acked = [false, false];
+    let mut st = ListFlight::default();
     let mut out = Vec::new();
     for &row in rows {
         let i = row as usize;
@@ -123,31 +174,9 @@ fn connection(p: &Packets, gap: &[bool], stray: &[bool], rows: &[u32]) -> Vec<Ro
             continue; // a stray SYN (`seq::STRAY`): outside the connection's sequence space
         }
         let d = usize::from(p.dir[i] == 1);
-        let (seq, len, fl, ack) = (p.seq[i], i64::from(p.len[i]), p.flags[i], p.ack[i]);
-        let end = seq + len + i64::from(fl & (SYN | FIN) != 0);
-        // an ACK re-enables the other direction's bytes in flight
-        if fl & ACK != 0 {
-            valid[1 - d] = true;
-        }
-        // lost segment (`seq::State`'s GAP: above nextseq, no RST): disabled until the other
-        // side ACKs
-        if gap[i] {
-            valid[d] = false;
-        }
-        if (len > 0 || fl & (SYN | FIN) != 0) && list[d].len() < MAX_UNACKED {
-            list[d].add(seq, end);
-        }
-        if ack != MISSING && fl & ACK != 0 {
-            list[1 - d].ack(ack);
-            acked[1 - d] = true;
-        }
-        if len > 0 {
-            let raw = if valid[d] {
-                list[d].span().unwrap_or(MISSING)
-            } else {
-                MISSING
-            };
-            out.push((row, raw, !acked[d]));
+        let (seq, len) = (p.seq[i], i64::from(p.len[i]));
+        if let Some((raw, only)) = st.on_packet(d, seq, len, p.flags[i], p.ack[i], gap[i]) {
+            out.push((row, raw, only));
         }
     }
     out

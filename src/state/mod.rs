@@ -4,8 +4,10 @@
 //! NetSim: they all become the same columns), run the state machines without the GIL, and
 //! turn every input problem into a Python `ValueError` (never a panic across the boundary).
 
+pub mod bins;
 pub mod flight;
 pub mod rtt;
+pub mod sack;
 pub mod seq;
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
@@ -116,6 +118,8 @@ const MISSING_WIN: i64 = seq::MISSING;
 
 /// Adds this module's functions to `tracekit._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    bins::register(m)?;
+    sack::register(m)?;
     m.add_function(wrap_pyfunction!(tcp_state, m)?)?;
     rtt::register(m)?;
     m.add_function(wrap_pyfunction!(tcp_flight, m)?)

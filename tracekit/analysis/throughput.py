@@ -16,6 +16,9 @@ Definitions (docs/analysis.md):
   vantage point this is new data *sent*; give the receiver's view to measure delivery;
 * ``packets_per_s``: packets ÷ ``bin_s``. Packets without a sequence number (UDP) count
   their whole payload as new.
+
+The per-packet pass (capture order per direction, new payload, the sums per bin) runs in the
+compiled core (``src/state/bins.rs``); this module computes the bin numbers and builds the frame.
 """
 
 from __future__ import annotations
@@ -23,11 +26,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import numpy.typing as npt
 import polars as pl
 
-from tracekit import schema
-from tracekit.analysis._groups import MISSING, Segments
+from tracekit import _core, schema
+from tracekit.analysis._groups import MISSING
 from tracekit.errors import LimitError, UsageError
 
 KEYS = ["flow", "dir"]
@@ -65,35 +67,22 @@ def throughput(pk: pl.DataFrame, bin_s: float | None = None, *, origin: float = 
         raise UsageError(f"throughput bin must be a positive number of seconds, not {bin_s!r}")
     b = float(bin_s)
     cols = _columns(pk, b, origin, keyed, every_row=n == pk.height)
-    flow, dirs = cols["flow"].to_numpy(), cols["dir"].to_numpy()
-    sg, rows = _groups(cols, flow, dirs)
-    lengths = sg.ends - sg.starts
-    seq = cols["seq"].to_numpy()[rows]
-    pay = cols["payload"].to_numpy()[rows].astype(np.int64)
-    new = _new_payload(sg, seq, pay, lengths)
-    del seq, pay
-    k = cols["k"].to_numpy()[rows]
-    kmin, length = _bin_ranges(sg, k, b)
-    base = np.concatenate([[0], np.cumsum(length)[:-1]])
-    # each row's slot in the output grid: its group's first bin + its bin's offset
-    slot = k - np.repeat(kmin - base, lengths)
-    keep = k != MISSING
-    del k
-    if not keep.all():
-        slot, new = slot[keep], new[keep]
-    total = int(length.sum())
-    size = cols["size"].to_numpy()[rows]
-    nbytes = np.bincount(slot, weights=size if keep.all() else size[keep], minlength=total)
-    del size
-    good = np.bincount(slot, weights=new, minlength=total)
-    npk = np.bincount(slot, minlength=total)
-    first = rows[sg.starts]  # frame row of each group's first packet
-    grid_g = np.repeat(np.arange(len(lengths)), length)
-    grid_k = np.arange(total) - np.repeat(base, length) + np.repeat(np.where(length > 0, kmin, 0), length)
+    c = {name: cols[name].to_numpy() for name in cols.columns}
+    refused, flow, dirs, kmin, nbins, nbytes, good, npk = _core.throughput_bins(
+        c["flow"], c["dir"], c["time"], c["frame"], c["size"], c["payload"], c["seq"], c["k"], MAX_BINS)
+    del c
+    if refused:
+        # a tiny bin over a long trace: refuse rather than allocate
+        what = "unbounded" if refused < 0 else str(refused)
+        raise LimitError(f"{what} throughput bins of {b:g} s in one flow, over the limit of {MAX_BINS:,}",
+                         hint="choose a larger bin, or check the trace's times")
+    grid_g = np.repeat(np.arange(len(nbins)), nbins)
+    base = np.cumsum(nbins) - nbins
+    grid_k = np.arange(len(npk)) - np.repeat(base, nbins) + np.repeat(kmin, nbins)
     out = pl.DataFrame({
-        "flow": flow[first][grid_g], "dir": dirs[first][grid_g],
+        "flow": flow[grid_g], "dir": dirs[grid_g],
         "time": origin + grid_k.astype(np.float64) * b,
-        "bin_s": np.full(total, b),
+        "bin_s": np.full(len(npk), b),
         "throughput_bps": nbytes * 8.0 / b,
         "goodput_bps": good * 8.0 / b,
         "packets_per_s": npk.astype(np.float64) / b,
@@ -107,9 +96,10 @@ def _columns(pk: pl.DataFrame, b: float, origin: float, keyed: pl.Expr, every_ro
     Args:
         every_row: Every row of ``pk`` has a flow and dir.
     """
-    wanted = [
-        "flow", "dir", "time", "frame",
-        pl.col("size").fill_null(0), pl.col("payload").fill_null(0), pl.col("seq").fill_null(MISSING),
+    wanted = [  # in the dtypes of the core's throughput_bins
+        pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8), pl.col("time").cast(pl.Float64),
+        pl.col("frame").cast(pl.UInt64), pl.col("size").fill_null(0).cast(pl.UInt32),
+        pl.col("payload").fill_null(0).cast(pl.UInt32), pl.col("seq").fill_null(MISSING).cast(pl.Int64),
         # round before floor: a packet stamped exactly on a bin edge (1.1 with origin 0.1)
         # must not fall into the previous bin through binary rounding; an absurd time
         # (a damaged trace's 1e179 s) becomes null and is left out
@@ -120,91 +110,6 @@ def _columns(pk: pl.DataFrame, b: float, origin: float, keyed: pl.Expr, every_ro
     # dozen chunks, and each column's to_numpy then copies them into one array (~50 MB of fresh
     # memory and ~10 ms on a million packets).
     return pk.select(wanted) if every_row else pk.lazy().filter(keyed).select(wanted).collect()
-
-
-def _groups(cols: pl.DataFrame, flow: np.ndarray, dirs: np.ndarray) -> tuple[Segments, np.ndarray]:
-    """The rows grouped by direction, each group in capture order (time, then frame).
-
-    Returns:
-        (the groups, the frame row of every grouped row).
-    """
-    key = flow.astype(np.int64)
-    key *= 256
-    key += dirs
-    key += 128  # dir is an Int8
-    key = _dense(key)
-    order = _time_order(cols["time"].to_numpy(), cols["frame"].to_numpy())
-    if order is not None:
-        key = key[order]
-    sg = Segments(key)
-    del key
-    return sg, (sg.order if order is None else order[sg.order])
-
-
-def _bin_ranges(sg: Segments, k: np.ndarray, b: float) -> tuple[np.ndarray, np.ndarray]:
-    """Each group's first bin and number of bins (0: every time was absurd), within :data:`MAX_BINS`.
-
-    Raises:
-        LimitError: if a group spans more than :data:`MAX_BINS` bins, or none has a bin.
-    """
-    kmin = np.minimum.reduceat(np.where(k == MISSING, np.iinfo(np.int64).max, k), sg.starts)
-    kmax = np.maximum.reduceat(k, sg.starts)  # MISSING (absurd times) is below every bin
-    present = kmax != MISSING  # a group whose every time was absurd has no bins
-    if not present.any():
-        raise LimitError(f"unbounded throughput bins of {b:g} s in one flow, over the limit of {MAX_BINS:,}",
-                         hint="choose a larger bin, or check the trace's times")
-    nbins = int((kmax - kmin)[present].max())
-    if nbins > MAX_BINS:
-        # a tiny bin over a long trace: refuse rather than allocate
-        raise LimitError(f"{nbins} throughput bins of {b:g} s in one flow, over the limit of {MAX_BINS:,}",
-                         hint="choose a larger bin, or check the trace's times")
-    return kmin, np.where(present, kmax - kmin + 1, 0)
-
-
-def _dense(key: np.ndarray) -> np.ndarray:
-    """Dense ranks 0..n-1 of ``key`` preserving its order (a group id that sorts like the key)."""
-    lo = int(key.min())
-    if int(key.max()) - lo < (1 << 22):  # counting, linear time
-        seen = np.zeros(int(key.max()) - lo + 1, dtype=np.int64)
-        at: npt.NDArray[np.int64] = key - lo
-        seen[at] = 1
-        return (np.cumsum(seen) - 1)[at]
-    return np.unique(key, return_inverse=True)[1].reshape(-1)
-
-
-def _time_order(time: np.ndarray, frame: np.ndarray) -> np.ndarray | None:
-    """Row order by (time, frame), stable; None when the rows are already in it (the usual case)."""
-    n = len(time)
-    if n < 2:
-        return None
-    dt = np.diff(time)
-    if (dt > 0).all() or ((dt > 0) | ((dt == 0) & (np.diff(frame.astype(np.int64)) >= 0))).all():
-        return None
-    return np.lexsort((frame, time))
-
-
-def _new_payload(sg: Segments, seq: np.ndarray, payload: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """New payload bytes of every row (grouped order): the part above the highest end seen before it.
-
-    A direction's first data segment counts from the direction's lowest data sequence number;
-    a row without ``seq`` (UDP) counts its whole payload; pure ACKs count 0 and do not reset
-    the running highest end.
-    """
-    # in place where possible: each full-length temporary is ~9 MB of fresh pages per 1M rows
-    nodata = payload <= 0
-    nodata |= seq == MISSING
-    end: npt.NDArray[np.int64] = seq + payload
-    np.putmask(end, nodata, MISSING)
-    low = np.minimum.reduceat(np.where(nodata, np.iinfo(np.int64).max, seq), sg.starts)
-    prev = sg.cummax(end, shift=True)  # MISSING (below every end) where nothing was sent before
-    # a direction's first data row (the only data row with nothing before it) counts from its lowest seq
-    first = np.flatnonzero((prev == MISSING) & ~nodata)
-    prev[first] = low[np.searchsorted(sg.starts, first, side="right") - 1]
-    np.subtract(end, prev, out=end)  # no overflow: both are MISSING or real ends (< 2^62) here
-    np.maximum(end, 0, out=end)
-    np.putmask(end, nodata, 0)
-    np.copyto(end, payload, where=seq == MISSING)
-    return end.astype(np.float64)
 
 
 def default_bin(duration_s: float) -> float:

@@ -1,0 +1,172 @@
+//! Hand-checked sequences for the SACK scoreboard and the flight columns.
+
+use super::*;
+use crate::state::seq::{analyze, ACK, GAP, NEW, NEW_ACK, STRAY};
+
+const A: u8 = ACK;
+const M: i64 = MISSING;
+
+/// (dir, seq, len, flags, ack, SACK blocks)
+type Pk<'a> = (i8, i64, u32, u8, i64, &'a [(i64, i64)]);
+
+/// Packets of one flow as (dir, seq, len, flags, ack, SACK blocks): the flight columns.
+fn run(pk: &[Pk]) -> FlightColumns {
+    let flow = vec![0u32; pk.len()];
+    let dir: Vec<i8> = pk.iter().map(|p| p.0).collect();
+    let seq: Vec<i64> = pk.iter().map(|p| p.1).collect();
+    let len: Vec<u32> = pk.iter().map(|p| p.2).collect();
+    let flags: Vec<u8> = pk.iter().map(|p| p.3).collect();
+    let ack: Vec<i64> = pk.iter().map(|p| p.4).collect();
+    let win = vec![1000i64; pk.len()];
+    let p = Packets {
+        flow: &flow,
+        dir: &dir,
+        seq: &seq,
+        len: &len,
+        flags: &flags,
+        ack: &ack,
+        win: &win,
+    };
+    let bits = analyze(&p).expect("valid").bits;
+    let col = |b: u8| bits.iter().map(|x| x & b != 0).collect::<Vec<bool>>();
+    let (gap, stray, new, new_ack) = (col(GAP), col(STRAY), col(NEW), col(NEW_ACK));
+    let (mut row, mut left, mut right) = (vec![], vec![], vec![]);
+    for (i, p) in pk.iter().enumerate() {
+        for &(l, r) in p.5 {
+            row.push(i as i64);
+            left.push(l);
+            right.push(r);
+        }
+    }
+    let b = Bits {
+        gap: &gap,
+        stray: &stray,
+        new: &new,
+        new_ack: &new_ack,
+    };
+    let bl = Blocks {
+        row: &row,
+        left: &left,
+        right: &right,
+    };
+    flight_columns(&p, &b, &bl).expect("valid")
+}
+
+const NO: &[(i64, i64)] = &[];
+
+#[test]
+fn latest_blocks_are_subtracted_and_the_scoreboard_keeps_all() {
+    // 1..1001 and 3001..4001 lost; the receiver reports 1001..3001, then 4001..7001 only
+    let mut pk: Vec<Pk> = (0..7).map(|k| (0, 1 + 1000 * k, 1000, A, 1, NO)).collect();
+    pk.push((1, 1, 0, A, 1, &[(1001, 3001)]));
+    pk.push((1, 1, 0, A, 1, &[(4001, 7001)]));
+    pk.push((0, 7001, 1000, A, 1, NO));
+    let c = run(&pk);
+    assert_eq!(c.unacked[7], 8000);
+    assert_eq!(c.flight[7], 8000 - 3000); // Wireshark: only the latest ACK's block
+    assert_eq!(c.pipe[7], 8000 - 5000); // both blocks
+    assert_eq!(c.unacked[0], M); // no ACK from the peer yet
+}
+
+#[test]
+fn no_ack_from_the_peer_gives_no_outstanding_data() {
+    let c = run(&[(0, 1, 100, A, 1, NO), (0, 101, 100, A, 1, NO)]);
+    assert_eq!(c.unacked, vec![M, M]);
+    assert_eq!(c.pipe, vec![M, M]);
+    assert_eq!(c.flight, vec![100, 200]);
+    assert_eq!(c.sender_only, vec![true, true]);
+}
+
+#[test]
+fn a_growing_block_counts_each_segment_once_and_the_ack_removes_them() {
+    let c = run(&[
+        (1, 1, 0, A, 1, NO),
+        (0, 1, 100, A, 1, NO),
+        (0, 101, 100, A, 1, NO),
+        (0, 201, 100, A, 1, NO),
+        (0, 301, 100, A, 1, NO),
+        (1, 1, 0, A, 1, &[(101, 201)]),
+        (1, 1, 0, A, 1, &[(101, 301)]), // the same hole: only 201..301 is new
+        (0, 401, 100, A, 1, NO),        // 500 outstanding, 200 SACKed
+        (1, 1, 0, A, 401, NO),          // the hole filled: everything below 401 leaves
+        (0, 501, 100, A, 1, NO),
+    ]);
+    assert_eq!(c.unacked, vec![100, 200, 300, 400, 500, 200]);
+    assert_eq!(c.pipe, vec![100, 200, 300, 400, 300, 200]);
+    // Wireshark: list 1..501 minus the latest ACK's 200 block bytes
+    assert_eq!(c.flight[4], 300);
+}
+
+#[test]
+fn dsack_and_partial_blocks_mark_nothing() {
+    let c = run(&[
+        (1, 1, 0, A, 1, NO),
+        (0, 1, 100, A, 1, NO),
+        (0, 101, 100, A, 1, NO),
+        (0, 201, 100, A, 1, NO),
+        // a D-SACK below the ACK and a block ending inside a segment
+        (1, 1, 0, A, 101, &[(1, 101), (151, 251)]),
+        (0, 301, 100, A, 1, NO),
+    ]);
+    assert_eq!(c.unacked[3], 300);
+    assert_eq!(c.pipe[3], 300); // 101..201 and 201..301 are not covered whole
+    assert_eq!(c.flight[3], 300 - 200); // Wireshark subtracts both blocks' bytes
+}
+
+#[test]
+fn a_segment_acked_before_it_is_sacked_is_never_counted() {
+    let c = run(&[
+        (1, 1, 0, A, 1, NO),
+        (0, 1, 100, A, 1, NO),
+        (0, 101, 100, A, 1, NO),
+        // the ACK covers 1..201 and its block repeats 101..201: no SACKed bytes
+        (1, 1, 0, A, 201, &[(101, 201), (301, 401)]),
+        (0, 201, 100, A, 1, NO),
+    ]);
+    assert_eq!(c.unacked[2], 100);
+    assert_eq!(c.pipe[2], 100);
+}
+
+#[test]
+fn syn_fin_byte_and_the_range_wireshark_keeps() {
+    let c = run(&[
+        (1, 1, 0, A, 1, NO),
+        (0, 1, 100, A | FIN, 1, NO), // data with FIN: the virtual byte is not in flight
+    ]);
+    assert_eq!(c.flight, vec![100]);
+    // blocks larger than the list: Wireshark then shows nothing
+    let c = run(&[
+        (0, 1, 100, A, 1, NO),
+        (1, 1, 0, A, 1, &[(1001, 5001)]),
+        (0, 101, 100, A, 1, NO),
+    ]);
+    assert_eq!(c.flight, vec![100, M]);
+    assert_eq!(c.sender_only, vec![true, false]);
+}
+
+#[test]
+fn bad_block_rows_are_an_error() {
+    let flow = [0u32];
+    let p = Packets {
+        flow: &flow,
+        dir: &[0],
+        seq: &[1],
+        len: &[10],
+        flags: &[A],
+        ack: &[1],
+        win: &[M],
+    };
+    let f = [false];
+    let b = Bits {
+        gap: &f,
+        stray: &f,
+        new: &f,
+        new_ack: &f,
+    };
+    let bl = Blocks {
+        row: &[3],
+        left: &[1],
+        right: &[2],
+    };
+    assert!(flight_columns(&p, &b, &bl).is_err());
+}
