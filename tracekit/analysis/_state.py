@@ -277,8 +277,8 @@ def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     raw = {"len": ln_s, "g": pl.Series(g), "dend": (src["seq"].cast(i64) + ln_s).cast(it)}
     raw["nxt"], raw["hi_dend"] = _narrowed(nxt, it), _narrowed(hi_dend, it)
     del nxt, hi_dend
-    # r_i: -1 where the other direction has not sent yet
-    raw["r_i"] = pl.select(pl.when(pl.lit(r_i) >= 0).then(pl.lit(r_i)).cast(pl.UInt32)).to_series()
+    # r_i: -1 where the other direction has not sent yet (rows < 2^32: only -1 becomes null)
+    raw["r_i"] = pl.Series(r_i).cast(pl.UInt32, strict=False)
     del r_i
     raw["r_hi_ack"], raw["r_win"] = _narrowed(r_hi_ack, it), _narrowed(r_win, it)
     del r_hi_ack, r_win
@@ -295,13 +295,16 @@ def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     ).drop("_f", "_b")
 
 
-def _narrowed(x: np.ndarray, it: pl.DataType | type[pl.DataType]) -> pl.Series:
+def _narrowed(x: np.ndarray, it: type[pl.DataType]) -> pl.Series:
     """An int64 state column of the core (:data:`MISSING` for none) as a nullable column of dtype ``it``.
 
-    One polars pass (compare, mask, cast) over the core's array, which polars reads without copying.
+    Polars reads the core's array without copying; to Int32 a non-strict cast is the whole
+    step (only :data:`MISSING` lies outside the range :func:`_narrow` checked, and it becomes null).
     """
-    v = pl.lit(pl.Series(x))
-    return pl.select(pl.when(v != MISSING).then(v).cast(it)).to_series()
+    s = pl.Series(x)
+    if it == pl.Int32:
+        return s.cast(pl.Int32, strict=False)
+    return pl.select(pl.when(pl.lit(s) != MISSING).then(pl.lit(s))).to_series()
 
 
 def holes(st: pl.DataFrame) -> pl.DataFrame:
