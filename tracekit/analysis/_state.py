@@ -224,8 +224,8 @@ def _empty(st: pl.DataFrame) -> pl.DataFrame:
     return st.select("_i", *_PACKET_COLS).with_columns(pl.lit(None, t).alias(c) for c, t in types.items())
 
 
-def _narrow(src: pl.DataFrame, ln: pl.Series) -> type[pl.DataType]:
-    """The integer dtype for sequence state: Int32 when every value fits, else Int64.
+def _narrow(src: pl.DataFrame, ln: pl.Series) -> tuple[type, int]:
+    """The integer dtype for sequence state and its "missing" stand-in: int32 when every value fits.
 
     Sequence numbers are relative, so within a few hundred MB per direction they fit in 32
     bits; half-width arrays halve the memory traffic of the scans. Kept to +-2^30 so that sums
@@ -236,8 +236,8 @@ def _narrow(src: pl.DataFrame, ln: pl.Series) -> type[pl.DataType]:
     hi = max((src["seq"].max() or 0) + (ln.max() or 0) + 1, src["ack"].max() or 0,  # type: ignore[operator]
              src["win"].max() or 0)
     if -lim < lo and hi < lim:  # type: ignore[operator]
-        return pl.Int32
-    return pl.Int64
+        return np.int32, -(1 << 31)
+    return np.int64, MISSING
 
 
 def prepare(pk: pl.DataFrame) -> pl.DataFrame:
@@ -262,7 +262,7 @@ def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     base = src.drop("payload", "flags").with_row_index("_i")
     if base.is_empty():
         return _empty(base)
-    it = _narrow(src, ln_s)
+    it: type[pl.DataType] = pl.Int32 if _narrow(src, ln_s)[0] is np.int32 else pl.Int64
     flags = src["flags"].fill_null(0).cast(pl.UInt8).to_numpy()
     flow = src["flow"].cast(pl.UInt32).to_numpy()
     i64 = pl.Int64
