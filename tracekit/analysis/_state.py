@@ -240,26 +240,6 @@ def _narrow(src: pl.DataFrame, ln: pl.Series) -> tuple[type, int]:
     return np.int64, MISSING
 
 
-def _as(s: pl.Series, it: type, miss: int) -> np.ndarray:
-    """An integer column as numpy of dtype ``it`` (:func:`_narrow` checked that its values fit), ``miss`` for null.
-
-    The narrowing is numpy's ``astype`` (vectorised, no per-value overflow check: the range
-    is known), not a polars cast.
-    """
-    if s.null_count():
-        s = s.fill_null(miss)
-    return s.to_numpy().astype(it, copy=False)
-
-
-def _fill(x: np.ndarray, it: type, miss: int) -> np.ndarray:
-    """An int64 state column of the core (:data:`MISSING` for none) in the dtype :func:`_narrow` chose."""
-    if it is np.int64:
-        return x
-    out: np.ndarray = x.astype(it)
-    out[x == MISSING] = miss
-    return out
-
-
 def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     """Build the per-packet sequence state of every TCP connection (see the module docstring).
 
@@ -282,7 +262,7 @@ def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     base = src.drop("payload", "flags").with_row_index("_i")
     if base.is_empty():
         return _empty(base)
-    it, miss = _narrow(src, ln_s)
+    it: type[pl.DataType] = pl.Int32 if _narrow(src, ln_s)[0] is np.int32 else pl.Int64
     flags = src["flags"].fill_null(0).cast(pl.UInt8).to_numpy()
     flow = src["flow"].cast(pl.UInt32).to_numpy()
     i64 = pl.Int64
@@ -292,23 +272,39 @@ def prepare(pk: pl.DataFrame) -> pl.DataFrame:
         src["ack"].cast(i64).fill_null(MISSING).to_numpy(), src["win"].cast(i64).fill_null(MISSING).to_numpy())
     g = flow * np.uint32(2)
     np.add(g, src["dir"].to_numpy(), out=g, casting="unsafe")
-    seq, ln = _as(src["seq"], it, miss), _as(ln_s, it, miss)
-    none = (1 << 32) - 1  # r_i = -1 as UInt32
-    raw = pl.DataFrame({
-        "len": ln_s, "g": g, "dend": np.add(seq, ln), "nxt": _fill(nxt, it, miss),
-        "hi_dend": _fill(hi_dend, it, miss), "r_i": r_i.astype(np.uint32), "r_hi_ack": _fill(r_hi_ack, it, miss),
-        "r_win": _fill(r_win, it, miss), "_go": order, "_f": flags, "_b": bits,
-    })
-    del nxt, hi_dend, bits, r_i, r_hi_ack, r_win, order
+    # the core's int64 columns (MISSING: none) become nullable columns of the chosen width in one
+    # step each, and each int64 array goes as soon as it is read: no narrowed numpy copy between
+    raw = {"len": ln_s, "g": pl.Series(g), "dend": (src["seq"].cast(i64) + ln_s).cast(it)}
+    raw["nxt"], raw["hi_dend"] = _narrowed(nxt, it), _narrowed(hi_dend, it)
+    del nxt, hi_dend
+    # r_i: -1 where the other direction has not sent yet (rows < 2^32: only -1 becomes null)
+    raw["r_i"] = pl.Series(r_i).cast(pl.UInt32, strict=False)
+    del r_i
+    raw["r_hi_ack"], raw["r_win"] = _narrowed(r_hi_ack, it), _narrowed(r_win, it)
+    del r_hi_ack, r_win
+    raw["_go"], raw["_f"], raw["_b"] = pl.Series(order), pl.Series(flags), pl.Series(bits)
+    del order, bits, flags
     f, b = pl.col("_f"), pl.col("_b")
-    return pl.concat([base, raw], how="horizontal").with_columns(
+    state = pl.DataFrame([v.alias(k) for k, v in raw.items()])
+    del raw
+    return pl.concat([base, state], how="horizontal").with_columns(
         syn=(f & SYN) != 0, fin=(f & FIN) != 0, rst=(f & RST) != 0,
         has_ack=((f & ACK) != 0) & pl.col("ack").is_not_null(),
         is_seg=((pl.col("len") > 0) | ((f & (SYN | FIN)) != 0)) & ((b & 128) == 0),
         **{name: (b & (1 << k)) != 0 for k, name in enumerate(_BITS)},
-        **{c: pl.when(pl.col(c) != miss).then(pl.col(c)) for c in ("nxt", "hi_dend", "r_hi_ack", "r_win")},
-        r_i=pl.when(pl.col("r_i") != none).then(pl.col("r_i")),
     ).drop("_f", "_b")
+
+
+def _narrowed(x: np.ndarray, it: type[pl.DataType]) -> pl.Series:
+    """An int64 state column of the core (:data:`MISSING` for none) as a nullable column of dtype ``it``.
+
+    Polars reads the core's array without copying; to Int32 a non-strict cast is the whole
+    step (only :data:`MISSING` lies outside the range :func:`_narrow` checked, and it becomes null).
+    """
+    s = pl.Series(x)
+    if it == pl.Int32:
+        return s.cast(pl.Int32, strict=False)
+    return pl.select(pl.when(pl.lit(s) != MISSING).then(pl.lit(s))).to_series()
 
 
 def holes(st: pl.DataFrame) -> pl.DataFrame:
