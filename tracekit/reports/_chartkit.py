@@ -6,11 +6,14 @@ Kept apart from :mod:`tracekit.reports.charts` (time charts of one flow) and
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Any, TypeGuard, TypeVar
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeGuard, TypeVar
 
 import altair as alt
 import polars as pl
+from altair.utils.schemapi import debug_mode
 
 from tracekit.reports.downsample import MAX_MARKERS, cap
 
@@ -18,6 +21,8 @@ from tracekit.reports.downsample import MAX_MARKERS, cap
 _Chart = TypeVar("_Chart", bound=alt.TopLevelMixin)
 #: A top-level chart (:func:`with_notes` keeps its class).
 _TopLevel = TypeVar("_TopLevel", bound=alt.TopLevelMixin)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 WIDTH = 760
 HEIGHT = 260
@@ -42,6 +47,23 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
            "#bcbd22", "#17becf")
 #: Headroom above the largest value drawn, so the top of a series does not touch the frame.
 HEADROOM = 1.1
+
+
+def unchecked(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Build a chart without altair's validation of every object as it is made.
+
+    altair (``DEBUG_MODE``, on by default) turns each schema object into a dict and checks it
+    against the Vega-Lite schema when it is created, again at each copy: a chart of a few layers
+    costs 0.1-0.3 s that way, most of a report's time. The finished chart is the same object;
+    ``chart.to_dict()`` still validates it as a whole (the tests do, on every sample).
+    """
+
+    @functools.wraps(fn)
+    def build(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with debug_mode(False):
+            return fn(*args, **kwargs)
+
+    return build
 
 
 class NoData(Exception):  # noqa: N818 - a signal, not an error: caught by tracekit.reports.figures
@@ -125,11 +147,13 @@ def spec(chart: Any) -> dict[str, Any]:
     kwds = getattr(chart, "_kwds", None)
     datasets = kwds.get("datasets", alt.Undefined) if isinstance(kwds, dict) else alt.Undefined
     if not isinstance(kwds, dict) or not isinstance(datasets, dict):
-        whole: dict[str, Any] = chart.to_dict(validate=False)  # (chart is Any: any altair chart)
+        with debug_mode(False):
+            whole: dict[str, Any] = chart.to_dict(validate=False)  # (chart is Any: any altair chart)
         return whole
     kwds["datasets"] = alt.Undefined
     try:
-        out: dict[str, Any] = chart.to_dict(validate=False)
+        with debug_mode(False):
+            out: dict[str, Any] = chart.to_dict(validate=False)
     finally:
         kwds["datasets"] = datasets
     out["datasets"] = {**out.get("datasets", {}), **datasets}
@@ -199,7 +223,7 @@ def stall_layer(stalls: pl.DataFrame | None, flow: int | None, dir: int | None, 
     bands: alt.Chart = (
         alt.Chart(bag(records(data)), name=f"{name}_stalls")
         .mark_rect(opacity=0.18)
-        .encode(x=alt.X("t:Q"), x2="t2:Q", color=alt.Color("s:N"),
+        .encode(x=alt.X("t:Q"), x2=alt.X2("t2:Q"), color=alt.Color("s:N"),
                 tooltip=[alt.Tooltip("t:Q", title="stall from (s)"), alt.Tooltip("t2:Q", title="to (s)"),
                          alt.Tooltip("cause:N", title="cause")])
     )

@@ -51,6 +51,7 @@ from tracekit.reports._chartkit import (
     safe_label_expr,
     spec,
     stall_layer,
+    unchecked,
     with_notes,
     zoom,
 )
@@ -91,6 +92,7 @@ def _phase_bands(cw: pl.DataFrame) -> pl.DataFrame:
         "t", "t2", pl.col("phase").alias("s"))
 
 
+@unchecked
 def cwnd(
     cwnd: pl.DataFrame,
     flow: int,
@@ -140,12 +142,12 @@ def cwnd(
             bands, _ = cap(bands)
             if bands.height:
                 layers.append(alt.Chart(bag(records(bands)), name=f"{name}_phases")
-                              .mark_rect(opacity=0.25).encode(x=alt.X("t:Q", title="time (s)"), x2="t2:Q"))
+                              .mark_rect(opacity=0.25).encode(x=alt.X("t:Q", title="time (s)"), x2=alt.X2("t2:Q")))
         lines = minmax(cw.select("time", "s", "cwnd_bytes"), "time", "cwnd_bytes", by=["s"])
         layers.append(alt.Chart(bag(records(lines.select(
             pl.col("time").alias("t"), pl.col("cwnd_bytes").alias("y"), "s"), {"y": 0})), name=f"{name}_cwnd")
             .mark_line(interpolate="step-after", strokeWidth=1.5)
-            .encode(**axes("time (s)", y_title), detail="s:N"))
+            .encode(**axes("time (s)", y_title), detail=alt.Detail("s:N")))
         if "ssthresh_bytes" in cw.columns:
             # An "infinite" initial ssthresh (ns-3 4294967295, Linux 2^31-1) would flatten the
             # chart: values far above every window seen are not drawn.
@@ -160,7 +162,7 @@ def cwnd(
                     pl.col("time").alias("t"), pl.col("ssthresh_bytes").alias("y"), pl.lit(label).alias("s"))
                 layers.append(alt.Chart(bag(records(ss, {"y": 0})), name=f"{name}_ssthresh")
                               .mark_line(interpolate="step-after", strokeDash=[6, 3], strokeWidth=1)
-                              .encode(x="t:Q", y="y:Q"))
+                              .encode(x=alt.X("t:Q"), y=alt.Y("y:Q")))
     if fl is not None and fl.height:
         rows = minmax(fl.select("time", "flight_bytes"), "time", "flight_bytes").select(
             pl.col("time").alias("t"), pl.col("flight_bytes").alias("y"), pl.lit("in flight").alias("s"))
@@ -176,6 +178,7 @@ def cwnd(
 # ---- throughput -----------------------------------------------------------------------------------
 
 
+@unchecked
 def throughput(
     tput: pl.DataFrame,
     flow: int,
@@ -228,7 +231,7 @@ def throughput(
         alt.Chart(bag(records(long.select(pl.col("time").alias("t"), "y", "s"), {"y": 0})),
                   name=f"{name}_series")
         .mark_line(interpolate="step-after", strokeWidth=1.5, clip=True)
-        .encode(**axes("time (s)", "bit/s", fmt="~s", top=top), detail="s:N")
+        .encode(**axes("time (s)", "bit/s", fmt="~s", top=top), detail=alt.Detail("s:N"))
     ]
     refs = [(label, float(v)) for col, label in MODEL_COLUMNS.items()
             if (v := (models or {}).get(col)) is not None and math.isfinite(v) and v > 0]
@@ -238,7 +241,7 @@ def throughput(
     if inside:
         layers.append(alt.Chart(bag(inside), name=f"{name}_models")
                       .mark_rule(strokeDash=[6, 3], strokeWidth=1.5)
-                      .encode(y="y:Q", tooltip=[alt.Tooltip("s:N", title="reference"),
+                      .encode(y=alt.Y("y:Q"), tooltip=[alt.Tooltip("s:N", title="reference"),
                                                 alt.Tooltip("y:Q", title="bit/s", format="~s")]))
     # one line of text each, stacked down from the top edge
     above = [{"s": label, "y": top * (1 - 0.08 * i), "text": f"{label}: {numfmt.rate(v)} (above the scale)"}
@@ -246,7 +249,7 @@ def throughput(
     if above:
         layers.append(alt.Chart(bag(above), name=f"{name}_offscale")
                       .mark_text(align="right", baseline="top", dx=-4, fontSize=11)
-                      .encode(y="y:Q", x=alt.value(WIDTH), text="text:N"))
+                      .encode(y=alt.Y("y:Q"), x=alt.XValue(WIDTH), text=alt.Text("text:N")))
     st = stall_layer(stalls, flow, dir, name, bag)
     if st is not None:
         layers.append(st)
@@ -256,6 +259,7 @@ def throughput(
 # ---- RTT ------------------------------------------------------------------------------------------
 
 
+@unchecked
 def rtt(
     rtt: pl.DataFrame,
     flow: int,
@@ -306,6 +310,7 @@ def rtt(
 # ---- queue ----------------------------------------------------------------------------------------
 
 
+@unchecked
 def queue(q: pl.DataFrame, *, title: str = "", name: str = "queue") -> alt.LayerChart:
     """Queue length (packets) per link over time, drops marked where the cumulative count rises.
 
@@ -343,7 +348,7 @@ def queue(q: pl.DataFrame, *, title: str = "", name: str = "queue") -> alt.Layer
         if inc.height:
             layers.append(alt.Chart(bag(records(inc)), name=f"{name}_drops")
                           .mark_point(shape="triangle-down", size=50, filled=True, color="#d62728")
-                          .encode(x="t:Q", y="y:Q", tooltip=[alt.Tooltip("s:N", title="link"),
+                          .encode(x=alt.X("t:Q"), y=alt.Y("y:Q"), tooltip=[alt.Tooltip("s:N", title="link"),
                                                              alt.Tooltip("t:Q", title="time (s)"),
                                                              alt.Tooltip("total:Q", title="drops so far")]))
     first = layers[0].add_params(zoom(name))
@@ -355,6 +360,7 @@ def queue(q: pl.DataFrame, *, title: str = "", name: str = "queue") -> alt.Layer
 # ---- tool-reported series -------------------------------------------------------------------------
 
 
+@unchecked
 def samples(smp: pl.DataFrame, metric: str, unit: str, *, title: str = "", name: str = "samples") -> alt.LayerChart:
     """One metric the tool reported itself (``trace.samples``: ns-2 Window.tr, OPNET, ns-3 ...), per series.
 

@@ -26,6 +26,7 @@ from tracekit.reports._chartkit import (
     records,
     safe_label,
     safe_label_expr,
+    unchecked,
 )
 from tracekit.reports.downsample import MAX_POINTS, cap, minmax
 
@@ -39,6 +40,7 @@ def jain(values: list[float]) -> float | None:
     return (sum(xs) ** 2) / (len(xs) * sq) if xs and sq > 0 else None
 
 
+@unchecked
 def flows_bar(
     flows: pl.DataFrame,
     *,
@@ -161,6 +163,7 @@ def sample_ellipse_points(smp: pl.DataFrame) -> pl.DataFrame:
     return pairs.drop_nulls("rtt_s").sort("label", "time").select("label", "rtt_s", "throughput_bps")
 
 
+@unchecked
 def ellipse(points: pl.DataFrame, *, title: str = "", name: str = "ellipse",
             order: list[str] | None = None) -> alt.LayerChart:
     """Flent-style throughput–delay plot: each group's mean and one-standard-deviation ellipse.
@@ -211,10 +214,10 @@ def ellipse(points: pl.DataFrame, *, title: str = "", name: str = "ellipse",
             x=alt.X("x:Q", **from_zero("RTT (s)")),
             y=alt.Y("y:Q", **from_zero("throughput (bit/s)", "~s")), color=color),
         alt.Chart(bag(records(pl.DataFrame(outline), rnd)), name=f"{name}_ring")
-        .mark_line(strokeWidth=2).encode(x="x:Q", y="y:Q", order="i:Q", color=color, detail="label:N"),
+        .mark_line(strokeWidth=2).encode(x=alt.X("x:Q"), y=alt.Y("y:Q"), order=alt.Order("i:Q"), color=color, detail=alt.Detail("label:N")),
         alt.Chart(bag(records(pl.DataFrame(means), rnd)), name=f"{name}_mean")
         .mark_point(shape="cross", size=120, filled=True).encode(
-            x="x:Q", y="y:Q", color=color,
+            x=alt.X("x:Q"), y=alt.Y("y:Q"), color=color,
             tooltip=[alt.Tooltip("label:N", title="flow"), alt.Tooltip("x:Q", title="mean RTT (s)", format=".4f"),
                      alt.Tooltip("y:Q", title="mean bit/s", format="~s"), alt.Tooltip("n:Q", title="samples")]),
     ]
@@ -226,6 +229,7 @@ def ellipse(points: pl.DataFrame, *, title: str = "", name: str = "ellipse",
 # ---- several runs ---------------------------------------------------------------------------------
 
 
+@unchecked
 def overlay(
     df: pl.DataFrame,
     *,
@@ -273,12 +277,13 @@ def overlay(
     y_enc = (alt.Y("y:Q", **from_zero(y_title, y_format)) if y_from_zero
              else alt.Y("y:Q", title=y_title, axis=alt.Axis(format=y_format) if y_format else alt.Axis()))
     chart = drawn.encode(x=alt.X("t:Q", **from_zero(x_title)), y=y_enc,
-                         color=color, detail="label:N").add_params(
+                         color=color, detail=alt.Detail("label:N")).add_params(
         alt.selection_interval(bind="scales", encodings=["x"], name=f"{name}_zoom"))
     return bag.attach(layer(chart).properties(width=WIDTH, height=HEIGHT,
                                                   title=safe_label(title) if title else ""))
 
 
+@unchecked
 def sweep_chart(
     df: pl.DataFrame,
     *,
@@ -330,7 +335,7 @@ def sweep_chart(
     if "path" in data.columns:
         tips.append(alt.Tooltip("path:N", title="run"))
     chart = layer(
-        base.mark_line(strokeWidth=1.5).encode(x=x_enc, y=y_enc, color=color, detail="group:N"),
+        base.mark_line(strokeWidth=1.5).encode(x=x_enc, y=y_enc, color=color, detail=alt.Detail("group:N")),
         base.mark_point(size=50, filled=True).encode(x=x_enc, y=y_enc, color=color, tooltip=tips),
     )
     return bag.attach(chart.properties(width=WIDTH // 2 + 20, height=HEIGHT,
