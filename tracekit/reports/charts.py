@@ -46,6 +46,7 @@ from tracekit.reports._chartkit import (
     layered,
     notes_of,
     one_flow,
+    props,
     records,
     safe_label,
     safe_label_expr,
@@ -352,7 +353,7 @@ def queue(q: pl.DataFrame, *, title: str = "", name: str = "queue") -> alt.Layer
                                                              alt.Tooltip("t:Q", title="time (s)"),
                                                              alt.Tooltip("total:Q", title="drops so far")]))
     first = layers[0].add_params(zoom(name))
-    chart = layer(first, *layers[1:]).properties(
+    chart = props(layer(first, *layers[1:]),
         width=WIDTH, height=HEIGHT, title=safe_label(title) if title else "queue length and drops (▼)")
     return bag.attach(with_notes(chart, notes))
 
@@ -405,5 +406,5 @@ def samples(smp: pl.DataFrame, metric: str, unit: str, *, title: str = "", name:
          else alt.Y("y:Q", title=safe_label(f"{metric} ({unit})"), axis=alt.Axis(format=fmt) if fmt else alt.Axis()))
     chart = mark.encode(x=alt.X("t:Q", **from_zero("time (s)")), y=y,
                         color=alt.Color("s:N", title=None, legend=alt.Legend(orient="top", labelLimit=300)))
-    return bag.attach(layer(chart.add_params(zoom(name))).properties(
+    return bag.attach(props(layer(chart.add_params(zoom(name))),
         width=WIDTH, height=HEIGHT - 60, title=safe_label(title) if title else safe_label(metric)))

@@ -23,6 +23,7 @@ from tracekit.reports._chartkit import (
     has,
     label_color,
     layer,
+    props,
     records,
     safe_label,
     safe_label_expr,
@@ -104,7 +105,7 @@ def flows_bar(
                 .properties(width=WIDTH // 2 - 40, height=max(60, 22 * fl.height))
             )
             chart = alt.hconcat(bars, box, spacing=10)
-    return bag.attach(chart.properties(title=head))
+    return bag.attach(props(chart, title=head))
 
 
 def ellipse_points(rtt_df: pl.DataFrame, tput: pl.DataFrame, keys: pl.DataFrame) -> pl.DataFrame:
@@ -214,14 +215,15 @@ def ellipse(points: pl.DataFrame, *, title: str = "", name: str = "ellipse",
             x=alt.X("x:Q", **from_zero("RTT (s)")),
             y=alt.Y("y:Q", **from_zero("throughput (bit/s)", "~s")), color=color),
         alt.Chart(bag(records(pl.DataFrame(outline), rnd)), name=f"{name}_ring")
-        .mark_line(strokeWidth=2).encode(x=alt.X("x:Q"), y=alt.Y("y:Q"), order=alt.Order("i:Q"), color=color, detail=alt.Detail("label:N")),
+        .mark_line(strokeWidth=2).encode(x=alt.X("x:Q"), y=alt.Y("y:Q"), order=alt.Order("i:Q"), color=color,
+                                          detail=alt.Detail("label:N")),
         alt.Chart(bag(records(pl.DataFrame(means), rnd)), name=f"{name}_mean")
         .mark_point(shape="cross", size=120, filled=True).encode(
             x=alt.X("x:Q"), y=alt.Y("y:Q"), color=color,
             tooltip=[alt.Tooltip("label:N", title="flow"), alt.Tooltip("x:Q", title="mean RTT (s)", format=".4f"),
                      alt.Tooltip("y:Q", title="mean bit/s", format="~s"), alt.Tooltip("n:Q", title="samples")]),
     ]
-    return bag.attach(layer(*layers).properties(
+    return bag.attach(props(layer(*layers),
         width=WIDTH // 2 + 100, height=HEIGHT + 40,
         title=safe_label(title) if title else "throughput vs RTT: mean and 1-σ ellipse"))
 
@@ -279,7 +281,7 @@ def overlay(
     chart = drawn.encode(x=alt.X("t:Q", **from_zero(x_title)), y=y_enc,
                          color=color, detail=alt.Detail("label:N")).add_params(
         alt.selection_interval(bind="scales", encodings=["x"], name=f"{name}_zoom"))
-    return bag.attach(layer(chart).properties(width=WIDTH, height=HEIGHT,
+    return bag.attach(props(layer(chart), width=WIDTH, height=HEIGHT,
                                                   title=safe_label(title) if title else ""))
 
 
@@ -338,5 +340,5 @@ def sweep_chart(
         base.mark_line(strokeWidth=1.5).encode(x=x_enc, y=y_enc, color=color, detail=alt.Detail("group:N")),
         base.mark_point(size=50, filled=True).encode(x=x_enc, y=y_enc, color=color, tooltip=tips),
     )
-    return bag.attach(chart.properties(width=WIDTH // 2 + 20, height=HEIGHT,
+    return bag.attach(props(chart, width=WIDTH // 2 + 20, height=HEIGHT,
                                        title=safe_label(title) if title else ""))

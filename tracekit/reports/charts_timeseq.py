@@ -129,7 +129,8 @@ def _ack_layers(pk: pl.DataFrame, dir: int, name: str, bag: Bag, notes: list[str
             notes.append(f"{left:,} SACK blocks not drawn")
         if blocks.height:
             layers.append(alt.Chart(bag(records(blocks)), name=f"{name}_sack")
-                          .mark_rule(strokeWidth=3, opacity=0.6).encode(x=alt.X("t:Q"), y=alt.Y("y:Q"), y2=alt.Y2("y2:Q")))
+                          .mark_rule(strokeWidth=3, opacity=0.6)
+                          .encode(x=alt.X("t:Q"), y=alt.Y("y:Q"), y2=alt.Y2("y2:Q")))
     return layers
 
 
