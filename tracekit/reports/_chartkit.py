@@ -272,15 +272,36 @@ def props(chart: _Chart, **values: Any) -> _Chart:
 
 
 def axes(x_title: str, y_title: str, y: str = "y", fmt: str | None = None, top: float | None = None,
-         y_from_zero: bool = True) -> dict[str, Any]:
+         y_from_zero: bool = True, x_from_zero: bool = True) -> dict[str, Any]:
     """x (time, from 0) and y encodings; ``top`` fixes the y scale's end (otherwise it fits the data from 0).
 
     ``y_from_zero=False`` leaves the y scale to Vega (relative sequence numbers may be negative in a
-    capture that starts mid-connection).
+    capture that starts mid-connection); ``x_from_zero=False`` fits the time axis to the data
+    (a connection that starts late, :func:`starts_late`).
     """
     y_enc = (alt.Y(f"{y}:Q", **from_zero(y_title, fmt, top)) if y_from_zero
              else alt.Y(f"{y}:Q", title=y_title, axis=alt.Axis(format=fmt) if fmt else alt.Axis()))
-    return {"x": alt.X("t:Q", **from_zero(x_title)), "y": y_enc}
+    x_enc = (alt.X("t:Q", **from_zero(x_title)) if x_from_zero
+             else alt.X("t:Q", title=x_title, scale=alt.Scale(zero=False), axis=alt.Axis()))
+    return {"x": x_enc, "y": y_enc}
+
+
+def starts_late(first: float | None, last: float | None) -> bool:
+    """True for a connection that begins after a silence longer than itself (7 ms of TCP at 0.98 s
+    of a capture): its time axis then fits its own times; from 0 it would be a sliver at the right edge."""
+    return first is not None and last is not None and first > 0 and first > last - first
+
+
+def axis_from_zero(given: bool | None, *times: pl.Series | None) -> bool:
+    """The chart's choice of a time axis from 0: ``given`` (the page decides per connection), else
+    from the chart's own ``times`` (:func:`starts_late`)."""
+    if given is not None:
+        return given
+    ends = [(float(t.min()), float(t.max())) for t in times  # type: ignore[arg-type]
+            if t is not None and t.len() and t.null_count() < t.len()]
+    if not ends:
+        return True
+    return not starts_late(min(lo for lo, _ in ends), max(hi for _, hi in ends))
 
 
 def with_notes(chart: _TopLevel, notes: list[str]) -> _TopLevel:

@@ -40,6 +40,7 @@ from tracekit.reports._chartkit import (
     Bag,
     NoData,
     axes,
+    axis_from_zero,
     from_zero,
     has,
     layer,
@@ -104,6 +105,7 @@ def cwnd(
     title: str = "",
     name: str = "cwnd",
     traced: str = "trace",
+    time_from_zero: bool | None = None,
 ) -> alt.LayerChart:
     """Congestion window (traced and/or estimated), ssthresh, phases shaded, bytes in flight.
 
@@ -117,6 +119,8 @@ def cwnd(
         name: View-name prefix.
         traced: Legend name of the tool's own series: ``"kernel"`` for ss samples beside a
             capture, whose ssthresh is then drawn (the kernel's is exact; else the first series').
+        time_from_zero: Start the time axis at 0 (None: unless the series starts late,
+            :func:`~tracekit.reports._chartkit.starts_late`).
 
     Returns:
         The layered chart.
@@ -131,6 +135,7 @@ def cwnd(
         raise NoData("no congestion-window samples or estimate, and no bytes-in-flight series")
     layers: list[alt.Chart] = []
     y_title = "bytes"
+    x0 = axis_from_zero(time_from_zero, *(f["time"] for f in (cw, fl) if f is not None))
     if cw is not None and cw.height:
         src = pl.col("source").cast(pl.String) if "source" in cw.columns else pl.lit("trace")
         src = src.fill_null("trace").replace("trace", traced)
@@ -148,7 +153,7 @@ def cwnd(
         layers.append(alt.Chart(bag(records(lines.select(
             pl.col("time").alias("t"), pl.col("cwnd_bytes").alias("y"), "s"), {"y": 0})), name=f"{name}_cwnd")
             .mark_line(interpolate="step-after", strokeWidth=1.5)
-            .encode(**axes("time (s)", y_title), detail=alt.Detail("s:N")))
+            .encode(**axes("time (s)", y_title, x_from_zero=x0), detail=alt.Detail("s:N")))
         if "ssthresh_bytes" in cw.columns:
             # An "infinite" initial ssthresh (ns-3 4294967295, Linux 2^31-1) would flatten the
             # chart: values far above every window seen are not drawn.
@@ -169,7 +174,7 @@ def cwnd(
             pl.col("time").alias("t"), pl.col("flight_bytes").alias("y"), pl.lit("in flight").alias("s"))
         layers.append(alt.Chart(bag(records(rows)), name=f"{name}_flight")
                       .mark_line(interpolate="step-after", strokeWidth=1, opacity=0.8)
-                      .encode(**axes("time (s)", y_title)))
+                      .encode(**axes("time (s)", y_title, x_from_zero=x0)))
     st = stall_layer(stalls, flow, dir, name, bag)
     if st is not None:
         layers.append(st)
@@ -190,6 +195,7 @@ def throughput(
     stalls: pl.DataFrame | None = None,
     title: str = "",
     name: str = "tput",
+    time_from_zero: bool | None = None,
 ) -> alt.LayerChart:
     """Throughput and goodput per time bin, the link rate and the models as horizontal reference lines.
 
@@ -208,6 +214,7 @@ def throughput(
         stalls: :data:`~tracekit.schema.STALLS`, shaded.
         title: Chart title.
         name: View-name prefix.
+        time_from_zero: Start the time axis at 0 (None: unless the bins start late).
 
     Returns:
         The layered chart.
@@ -232,7 +239,8 @@ def throughput(
         alt.Chart(bag(records(long.select(pl.col("time").alias("t"), "y", "s"), {"y": 0})),
                   name=f"{name}_series")
         .mark_line(interpolate="step-after", strokeWidth=1.5, clip=True)
-        .encode(**axes("time (s)", "bit/s", fmt="~s", top=top), detail=alt.Detail("s:N"))
+        .encode(**axes("time (s)", "bit/s", fmt="~s", top=top, x_from_zero=axis_from_zero(time_from_zero, tp["time"])),
+                detail=alt.Detail("s:N"))
     ]
     refs = [(label, float(v)) for col, label in MODEL_COLUMNS.items()
             if (v := (models or {}).get(col)) is not None and math.isfinite(v) and v > 0]
@@ -269,6 +277,7 @@ def rtt(
     stalls: pl.DataFrame | None = None,
     title: str = "",
     name: str = "rtt",
+    time_from_zero: bool | None = None,
 ) -> alt.LayerChart:
     """RTT samples over time, one colour per method (sequence/ACK matching, timestamps).
 
@@ -279,6 +288,7 @@ def rtt(
         stalls: :data:`~tracekit.schema.STALLS`, shaded.
         title: Chart title.
         name: View-name prefix.
+        time_from_zero: Start the time axis at 0 (None: unless the samples start late).
 
     Returns:
         The layered chart.
@@ -300,7 +310,7 @@ def rtt(
         alt.Chart(bag(records(rt.select(pl.col("time").alias("t"), pl.col("rtt_s").alias("y"), "s"))),
                   name=f"{name}_samples")
         .mark_point(size=8, filled=True, opacity=0.7)
-        .encode(**axes("time (s)", "RTT (s)"))
+        .encode(**axes("time (s)", "RTT (s)", x_from_zero=axis_from_zero(time_from_zero, rt["time"])))
     ]
     st = stall_layer(stalls, flow, dir, name, bag)
     if st is not None:

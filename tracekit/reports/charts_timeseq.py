@@ -16,6 +16,7 @@ from tracekit.reports._chartkit import (
     Bag,
     NoData,
     axes,
+    axis_from_zero,
     has,
     layered,
     one_flow,
@@ -46,6 +47,7 @@ def time_sequence(
     stalls: pl.DataFrame | None = None,
     title: str = "",
     name: str = "timeseq",
+    time_from_zero: bool | None = None,
 ) -> alt.LayerChart:
     """Stevens/tcptrace time–sequence graph of one connection direction.
 
@@ -63,6 +65,8 @@ def time_sequence(
         stalls: :data:`~tracekit.schema.STALLS`, shaded.
         title: Chart title (untrusted text is cleaned).
         name: View-name prefix (keeps specs deterministic and unique in a page).
+        time_from_zero: Start the time axis at 0 (None: unless the data starts late,
+            :func:`~tracekit.reports._chartkit.starts_late`).
 
     Returns:
         The layered chart.
@@ -80,13 +84,14 @@ def time_sequence(
     if data.is_empty():
         raise NoData("this direction carried no data segments with sequence numbers")
     layers: list[alt.Chart] = []
+    x0 = axis_from_zero(time_from_zero, data["time"])
     segs = minmax(data.select("time", "seq", (pl.col("seq") + pl.col("payload").cast(pl.Int64)).alias("end")),
                   "time", "end", max_points=MAX_POINTS)
     seg_rows = segs.select(pl.col("time").alias("t"), pl.col("seq").alias("y"), pl.col("end").alias("y2"),
                            pl.lit("data").alias("s"))
     layers.append(alt.Chart(bag(records(seg_rows)), name=f"{name}_data")
                   .mark_rule(strokeWidth=1.5).encode(**axes("time (s)", "relative sequence number (bytes)",
-                                                                             y_from_zero=False),
+                                                                             y_from_zero=False, x_from_zero=x0),
                                                      y2=alt.Y2("y2:Q")))
     notes: list[str] = []
     layers += _ack_layers(pk, dir, name, bag, notes)
