@@ -7,11 +7,13 @@ the assertions read the Vega-Lite specs, not the Python that made them.
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
-from conftest import sample
+from conftest import need_tool, sample
 
 import tracekit
 from tracekit import pipeline
@@ -33,8 +35,8 @@ NON_NEGATIVE = re.compile(r"time|RTT|rtt|bit/s|goodput|throughput|cwnd|queue|byt
 def drawn(request: pytest.FixtureRequest) -> tuple[Any, float | None, list[dict[str, Any]]]:
     analysis = tracekit.analyze(tracekit.read(sample(*request.param)))
     link = pipeline.link_rate(analysis)  # the run's run.json, as the report reads it
-    return analysis, link, [charts.spec(f.chart) | {"_kind": f.kind} for f in figures(analysis, link_rate_bps=link)
-                      if f.present]
+    return analysis, link, [charts.spec(f.chart) | {"_kind": f.kind, "_flow": f.flow, "_dir": f.dir}
+                            for f in figures(analysis, link_rate_bps=link) if f.present]
 
 
 def _layers(spec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -69,29 +71,72 @@ def test_throughput_scale_fits_the_data_and_link(drawn: tuple[Any, float | None,
         assert seen, "a sample with data flows draws a throughput chart"
 
 
-def _check_axis(spec: dict[str, Any], layer: dict[str, Any], channel: str) -> None:
+def _starts_late(analysis: Any, spec: dict[str, Any]) -> bool:
+    """The chart's connection began after a silence longer than itself (its row of the flows table)."""
+    if spec.get("_flow") is None:
+        return False
+    row = analysis.flows.filter((pl.col("flow") == spec["_flow"]) & (pl.col("dir") == spec["_dir"]))
+    start, end = row["start"][0], row["end"][0]
+    return bool(start > end - start)
+
+
+def _check_axis(spec: dict[str, Any], layer: dict[str, Any], channel: str, late: bool = False) -> None:
     enc = layer.get("encoding", {}).get(channel)
     if not isinstance(enc, dict) or not NON_NEGATIVE.search(str(enc.get("title", ""))):
         return
     scale = enc.get("scale", {})
-    assert scale.get("zero") is not False, (enc["title"], scale)
-    low = scale.get("domainMin", scale.get("domain", [0])[0])
-    assert low == 0, (enc["title"], scale)
+    if late and channel == "x" and enc.get("title") == "time (s)":
+        # a connection that starts late: its time axis fits its own times (test_late_connection_*)
+        assert scale.get("zero") is False, scale
+    else:
+        assert scale.get("zero") is not False, (enc["title"], scale)
+        low = scale.get("domainMin", scale.get("domain", [0])[0])
+        assert low == 0, (enc["title"], scale)
     field = enc.get("field")
     values = [r.get(field) for r in _rows(spec, layer)]
     assert all(v is None or v >= 0 for v in values), enc["title"]
 
 
 def test_time_rate_and_rtt_axes_start_at_zero(drawn: tuple[Any, float | None, list[dict[str, Any]]]) -> None:
-    """Every time, rate, RTT and window axis starts at 0, and no value drawn on it is negative."""
-    _analysis, _link, specs = drawn
+    """Every time, rate, RTT and window axis starts at 0, and no value drawn on it is negative; only the
+    time axis of a connection that starts after a silence longer than itself fits its own times."""
+    analysis, _link, specs = drawn
     checked = 0
     for spec in specs:
+        late = _starts_late(analysis, spec)
         for layer in _layers(spec):
             for channel in ("x", "y"):
-                _check_axis(spec, layer, channel)
+                _check_axis(spec, layer, channel, late)
                 checked += 1
     assert checked or not specs
+
+
+def test_late_connection_has_its_own_time_axis_and_throughput_bins() -> None:
+    """7 ms of TCP at 0.98 s of a VXLAN capture: the charts' time axes and throughput bins fit the
+    connection (times from tshark), not the capture, so the throughput chart draws a line."""
+    need_tool("tshark")
+    path = sample("field", "vxlan.pcap")
+    out = subprocess.run(["tshark", "-r", str(path), "-Y", "tcp", "-T", "fields", "-e", "frame.time_relative"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    first, last = float(out[0]), float(out[-1])
+    assert first > last - first  # the premise: the connection starts after a longer silence
+    analysis = tracekit.analyze(tracekit.read(path))
+    figs = [f for f in figures(analysis) if f.present and f.flow is not None]
+    assert {f.kind for f in figs} == {"timeseq", "cwnd", "throughput", "rtt"}
+    for fig in figs:
+        spec = charts.spec(fig.chart)
+        scales = [x["scale"] for la in _layers(spec) if "scale" in (x := la.get("encoding", {}).get("x", {}))]
+        assert scales and all(sc.get("zero") is False and "domainMin" not in sc for sc in scales), (fig.kind, scales)
+        if fig.kind == "throughput":
+            rows = _rows(spec, next(la for la in _layers(spec) if la.get("name", "").endswith("_series")))
+            times = sorted({r["t"] for r in rows if r["s"] == "throughput"})
+            assert len(times) >= 3, times  # several bins: a line, not one point
+            step = times[1] - times[0]
+            assert step <= (last - first) / 3
+            assert first - step <= times[0] and times[-1] <= last
+        else:
+            drawn_t = [r["t"] for rows in spec["datasets"].values() for r in rows if "t" in r]
+            assert drawn_t and all(first - 1e-6 <= t <= last + 1e-6 for t in drawn_t), fig.kind
 
 
 def _colors(spec: dict[str, Any]) -> list[tuple[list[str], list[str]]]:

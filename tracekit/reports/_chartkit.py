@@ -6,11 +6,14 @@ Kept apart from :mod:`tracekit.reports.charts` (time charts of one flow) and
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Any, TypeGuard, TypeVar
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeGuard, TypeVar
 
 import altair as alt
 import polars as pl
+from altair.utils.schemapi import debug_mode
 
 from tracekit.reports.downsample import MAX_MARKERS, cap
 
@@ -18,6 +21,8 @@ from tracekit.reports.downsample import MAX_MARKERS, cap
 _Chart = TypeVar("_Chart", bound=alt.TopLevelMixin)
 #: A top-level chart (:func:`with_notes` keeps its class).
 _TopLevel = TypeVar("_TopLevel", bound=alt.TopLevelMixin)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 WIDTH = 760
 HEIGHT = 260
@@ -42,6 +47,23 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
            "#bcbd22", "#17becf")
 #: Headroom above the largest value drawn, so the top of a series does not touch the frame.
 HEADROOM = 1.1
+
+
+def unchecked(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Build a chart without altair's validation of every object as it is made.
+
+    altair (``DEBUG_MODE``, on by default) turns each schema object into a dict and checks it
+    against the Vega-Lite schema when it is created, again at each copy: a chart of a few layers
+    costs 0.1-0.3 s that way, most of a report's time. The finished chart is the same object;
+    ``chart.to_dict()`` still validates it as a whole (the tests do, on every sample).
+    """
+
+    @functools.wraps(fn)
+    def build(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with debug_mode(False):
+            return fn(*args, **kwargs)
+
+    return build
 
 
 class NoData(Exception):  # noqa: N818 - a signal, not an error: caught by tracekit.reports.figures
@@ -125,11 +147,13 @@ def spec(chart: Any) -> dict[str, Any]:
     kwds = getattr(chart, "_kwds", None)
     datasets = kwds.get("datasets", alt.Undefined) if isinstance(kwds, dict) else alt.Undefined
     if not isinstance(kwds, dict) or not isinstance(datasets, dict):
-        whole: dict[str, Any] = chart.to_dict(validate=False)  # (chart is Any: any altair chart)
+        with debug_mode(False):
+            whole: dict[str, Any] = chart.to_dict(validate=False)  # (chart is Any: any altair chart)
         return whole
     kwds["datasets"] = alt.Undefined
     try:
-        out: dict[str, Any] = chart.to_dict(validate=False)
+        with debug_mode(False):
+            out: dict[str, Any] = chart.to_dict(validate=False)
     finally:
         kwds["datasets"] = datasets
     out["datasets"] = {**out.get("datasets", {}), **datasets}
@@ -199,7 +223,7 @@ def stall_layer(stalls: pl.DataFrame | None, flow: int | None, dir: int | None, 
     bands: alt.Chart = (
         alt.Chart(bag(records(data)), name=f"{name}_stalls")
         .mark_rect(opacity=0.18)
-        .encode(x=alt.X("t:Q"), x2="t2:Q", color=alt.Color("s:N"),
+        .encode(x=alt.X("t:Q"), x2=alt.X2("t2:Q"), color=alt.Color("s:N"),
                 tooltip=[alt.Tooltip("t:Q", title="stall from (s)"), alt.Tooltip("t2:Q", title="to (s)"),
                          alt.Tooltip("cause:N", title="cause")])
     )
@@ -227,38 +251,68 @@ def layered(layers: list[alt.Chart], name: str, title: str, colors: dict[str, st
     shown.update({k: "#8c8c8c" for k in sorted(seen - set(colors))})
     shown = shown or colors
     first = layers[0].add_params(zoom(name))
-    chart = layer(first, *layers[1:]).encode(color=color_scale(shown))
-    # altair types encode()/configure_*() as returning Any; each step returns the LayerChart it was called on
-    out: alt.LayerChart = chart.properties(
-        width=WIDTH, height=HEIGHT, title=safe_label(title) if title else ""
-    ).configure_axis(
-        labelFontSize=11, titleFontSize=12
-    ).configure_legend(labelLimit=200).properties(
-        usermeta={"tracekit": {"chart": name, "x": x_title, "y": y_title}}
-    )
-    return out
+    chart = layer(first, *layers[1:])
+    chart.encoding = alt.FacetedEncoding(color=color_scale(shown))  # what LayerChart.encode(color=...) sets
+    return props(chart, width=WIDTH, height=HEIGHT, title=safe_label(title) if title else "",
+                 config=alt.Config(axis=alt.AxisConfig(labelFontSize=11, titleFontSize=12),
+                                   legend=alt.LegendConfig(labelLimit=200)),
+                 usermeta={"tracekit": {"chart": name, "x": x_title, "y": y_title}})
+
+
+def props(chart: _Chart, **values: Any) -> _Chart:
+    """Set top-level properties on a chart just built here, in place; returns it.
+
+    The same spec as altair's ``properties()`` / ``configure_*()``, without their cost: each of
+    those rebuilds a LayerChart, and its constructor deep-copies every layer twice (the
+    objects are mostly ``Undefined`` slots: ~3,000 per layer), ~0.1 s per step and chart.
+    """
+    for key, value in values.items():
+        chart[key] = value  # type: ignore[index]  # SchemaBase.__setitem__ (TopLevelMixin does not declare it)
+    return chart
 
 
 def axes(x_title: str, y_title: str, y: str = "y", fmt: str | None = None, top: float | None = None,
-         y_from_zero: bool = True) -> dict[str, Any]:
+         y_from_zero: bool = True, x_from_zero: bool = True) -> dict[str, Any]:
     """x (time, from 0) and y encodings; ``top`` fixes the y scale's end (otherwise it fits the data from 0).
 
     ``y_from_zero=False`` leaves the y scale to Vega (relative sequence numbers may be negative in a
-    capture that starts mid-connection).
+    capture that starts mid-connection); ``x_from_zero=False`` fits the time axis to the data
+    (a connection that starts late, :func:`starts_late`).
     """
     y_enc = (alt.Y(f"{y}:Q", **from_zero(y_title, fmt, top)) if y_from_zero
              else alt.Y(f"{y}:Q", title=y_title, axis=alt.Axis(format=fmt) if fmt else alt.Axis()))
-    return {"x": alt.X("t:Q", **from_zero(x_title)), "y": y_enc}
+    x_enc = (alt.X("t:Q", **from_zero(x_title)) if x_from_zero
+             else alt.X("t:Q", title=x_title, scale=alt.Scale(zero=False), axis=alt.Axis()))
+    return {"x": x_enc, "y": y_enc}
+
+
+def starts_late(first: float | None, last: float | None) -> bool:
+    """True for a connection that begins after a silence longer than itself (7 ms of TCP at 0.98 s
+    of a capture): its time axis then fits its own times; from 0 it would be a sliver at the right edge."""
+    return first is not None and last is not None and first > 0 and first > last - first
+
+
+def axis_from_zero(given: bool | None, *times: pl.Series | None) -> bool:
+    """The chart's choice of a time axis from 0: ``given`` (the page decides per connection), else
+    from the chart's own ``times`` (:func:`starts_late`)."""
+    if given is not None:
+        return given
+    ends = [(float(t.min()), float(t.max())) for t in times  # type: ignore[arg-type]
+            if t is not None and t.len() and t.null_count() < t.len()]
+    if not ends:
+        return True
+    return not starts_late(min(lo for lo, _ in ends), max(hi for _, hi in ends))
 
 
 def with_notes(chart: _TopLevel, notes: list[str]) -> _TopLevel:
-    """The chart with ``notes`` (e.g. markers left out by the cap) in its ``usermeta``, for :func:`notes_of`."""
+    """The chart with ``notes`` (e.g. markers left out by the cap) in its ``usermeta`` (set in place), for
+    :func:`notes_of`."""
     if notes:
         # usermeta is a property of every top-level chart class; TopLevelMixin does not declare it
         meta = dict(chart.usermeta) if chart.usermeta is not alt.Undefined else {}  # type: ignore[attr-defined]
         tk = dict(meta.get("tracekit", {}))
         tk["notes"] = notes
-        chart = chart.properties(usermeta={**meta, "tracekit": tk})
+        props(chart, usermeta={**meta, "tracekit": tk})
     return chart
 
 

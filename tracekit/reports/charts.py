@@ -40,17 +40,20 @@ from tracekit.reports._chartkit import (
     Bag,
     NoData,
     axes,
+    axis_from_zero,
     from_zero,
     has,
     layer,
     layered,
     notes_of,
     one_flow,
+    props,
     records,
     safe_label,
     safe_label_expr,
     spec,
     stall_layer,
+    unchecked,
     with_notes,
     zoom,
 )
@@ -91,6 +94,7 @@ def _phase_bands(cw: pl.DataFrame) -> pl.DataFrame:
         "t", "t2", pl.col("phase").alias("s"))
 
 
+@unchecked
 def cwnd(
     cwnd: pl.DataFrame,
     flow: int,
@@ -101,6 +105,7 @@ def cwnd(
     title: str = "",
     name: str = "cwnd",
     traced: str = "trace",
+    time_from_zero: bool | None = None,
 ) -> alt.LayerChart:
     """Congestion window (traced and/or estimated), ssthresh, phases shaded, bytes in flight.
 
@@ -114,6 +119,8 @@ def cwnd(
         name: View-name prefix.
         traced: Legend name of the tool's own series: ``"kernel"`` for ss samples beside a
             capture, whose ssthresh is then drawn (the kernel's is exact; else the first series').
+        time_from_zero: Start the time axis at 0 (None: unless the series starts late,
+            :func:`~tracekit.reports._chartkit.starts_late`).
 
     Returns:
         The layered chart.
@@ -128,6 +135,7 @@ def cwnd(
         raise NoData("no congestion-window samples or estimate, and no bytes-in-flight series")
     layers: list[alt.Chart] = []
     y_title = "bytes"
+    x0 = axis_from_zero(time_from_zero, *(f["time"] for f in (cw, fl) if f is not None))
     if cw is not None and cw.height:
         src = pl.col("source").cast(pl.String) if "source" in cw.columns else pl.lit("trace")
         src = src.fill_null("trace").replace("trace", traced)
@@ -140,12 +148,12 @@ def cwnd(
             bands, _ = cap(bands)
             if bands.height:
                 layers.append(alt.Chart(bag(records(bands)), name=f"{name}_phases")
-                              .mark_rect(opacity=0.25).encode(x=alt.X("t:Q", title="time (s)"), x2="t2:Q"))
+                              .mark_rect(opacity=0.25).encode(x=alt.X("t:Q", title="time (s)"), x2=alt.X2("t2:Q")))
         lines = minmax(cw.select("time", "s", "cwnd_bytes"), "time", "cwnd_bytes", by=["s"])
         layers.append(alt.Chart(bag(records(lines.select(
             pl.col("time").alias("t"), pl.col("cwnd_bytes").alias("y"), "s"), {"y": 0})), name=f"{name}_cwnd")
             .mark_line(interpolate="step-after", strokeWidth=1.5)
-            .encode(**axes("time (s)", y_title), detail="s:N"))
+            .encode(**axes("time (s)", y_title, x_from_zero=x0), detail=alt.Detail("s:N")))
         if "ssthresh_bytes" in cw.columns:
             # An "infinite" initial ssthresh (ns-3 4294967295, Linux 2^31-1) would flatten the
             # chart: values far above every window seen are not drawn.
@@ -160,13 +168,13 @@ def cwnd(
                     pl.col("time").alias("t"), pl.col("ssthresh_bytes").alias("y"), pl.lit(label).alias("s"))
                 layers.append(alt.Chart(bag(records(ss, {"y": 0})), name=f"{name}_ssthresh")
                               .mark_line(interpolate="step-after", strokeDash=[6, 3], strokeWidth=1)
-                              .encode(x="t:Q", y="y:Q"))
+                              .encode(x=alt.X("t:Q"), y=alt.Y("y:Q")))
     if fl is not None and fl.height:
         rows = minmax(fl.select("time", "flight_bytes"), "time", "flight_bytes").select(
             pl.col("time").alias("t"), pl.col("flight_bytes").alias("y"), pl.lit("in flight").alias("s"))
         layers.append(alt.Chart(bag(records(rows)), name=f"{name}_flight")
                       .mark_line(interpolate="step-after", strokeWidth=1, opacity=0.8)
-                      .encode(**axes("time (s)", y_title)))
+                      .encode(**axes("time (s)", y_title, x_from_zero=x0)))
     st = stall_layer(stalls, flow, dir, name, bag)
     if st is not None:
         layers.append(st)
@@ -176,6 +184,7 @@ def cwnd(
 # ---- throughput -----------------------------------------------------------------------------------
 
 
+@unchecked
 def throughput(
     tput: pl.DataFrame,
     flow: int,
@@ -186,6 +195,7 @@ def throughput(
     stalls: pl.DataFrame | None = None,
     title: str = "",
     name: str = "tput",
+    time_from_zero: bool | None = None,
 ) -> alt.LayerChart:
     """Throughput and goodput per time bin, the link rate and the models as horizontal reference lines.
 
@@ -204,6 +214,7 @@ def throughput(
         stalls: :data:`~tracekit.schema.STALLS`, shaded.
         title: Chart title.
         name: View-name prefix.
+        time_from_zero: Start the time axis at 0 (None: unless the bins start late).
 
     Returns:
         The layered chart.
@@ -228,7 +239,8 @@ def throughput(
         alt.Chart(bag(records(long.select(pl.col("time").alias("t"), "y", "s"), {"y": 0})),
                   name=f"{name}_series")
         .mark_line(interpolate="step-after", strokeWidth=1.5, clip=True)
-        .encode(**axes("time (s)", "bit/s", fmt="~s", top=top), detail="s:N")
+        .encode(**axes("time (s)", "bit/s", fmt="~s", top=top, x_from_zero=axis_from_zero(time_from_zero, tp["time"])),
+                detail=alt.Detail("s:N"))
     ]
     refs = [(label, float(v)) for col, label in MODEL_COLUMNS.items()
             if (v := (models or {}).get(col)) is not None and math.isfinite(v) and v > 0]
@@ -238,7 +250,7 @@ def throughput(
     if inside:
         layers.append(alt.Chart(bag(inside), name=f"{name}_models")
                       .mark_rule(strokeDash=[6, 3], strokeWidth=1.5)
-                      .encode(y="y:Q", tooltip=[alt.Tooltip("s:N", title="reference"),
+                      .encode(y=alt.Y("y:Q"), tooltip=[alt.Tooltip("s:N", title="reference"),
                                                 alt.Tooltip("y:Q", title="bit/s", format="~s")]))
     # one line of text each, stacked down from the top edge
     above = [{"s": label, "y": top * (1 - 0.08 * i), "text": f"{label}: {numfmt.rate(v)} (above the scale)"}
@@ -246,7 +258,7 @@ def throughput(
     if above:
         layers.append(alt.Chart(bag(above), name=f"{name}_offscale")
                       .mark_text(align="right", baseline="top", dx=-4, fontSize=11)
-                      .encode(y="y:Q", x=alt.value(WIDTH), text="text:N"))
+                      .encode(y=alt.Y("y:Q"), x=alt.XValue(WIDTH), text=alt.Text("text:N")))
     st = stall_layer(stalls, flow, dir, name, bag)
     if st is not None:
         layers.append(st)
@@ -256,6 +268,7 @@ def throughput(
 # ---- RTT ------------------------------------------------------------------------------------------
 
 
+@unchecked
 def rtt(
     rtt: pl.DataFrame,
     flow: int,
@@ -264,6 +277,7 @@ def rtt(
     stalls: pl.DataFrame | None = None,
     title: str = "",
     name: str = "rtt",
+    time_from_zero: bool | None = None,
 ) -> alt.LayerChart:
     """RTT samples over time, one colour per method (sequence/ACK matching, timestamps).
 
@@ -274,6 +288,7 @@ def rtt(
         stalls: :data:`~tracekit.schema.STALLS`, shaded.
         title: Chart title.
         name: View-name prefix.
+        time_from_zero: Start the time axis at 0 (None: unless the samples start late).
 
     Returns:
         The layered chart.
@@ -295,7 +310,7 @@ def rtt(
         alt.Chart(bag(records(rt.select(pl.col("time").alias("t"), pl.col("rtt_s").alias("y"), "s"))),
                   name=f"{name}_samples")
         .mark_point(size=8, filled=True, opacity=0.7)
-        .encode(**axes("time (s)", "RTT (s)"))
+        .encode(**axes("time (s)", "RTT (s)", x_from_zero=axis_from_zero(time_from_zero, rt["time"])))
     ]
     st = stall_layer(stalls, flow, dir, name, bag)
     if st is not None:
@@ -306,6 +321,7 @@ def rtt(
 # ---- queue ----------------------------------------------------------------------------------------
 
 
+@unchecked
 def queue(q: pl.DataFrame, *, title: str = "", name: str = "queue") -> alt.LayerChart:
     """Queue length (packets) per link over time, drops marked where the cumulative count rises.
 
@@ -343,11 +359,11 @@ def queue(q: pl.DataFrame, *, title: str = "", name: str = "queue") -> alt.Layer
         if inc.height:
             layers.append(alt.Chart(bag(records(inc)), name=f"{name}_drops")
                           .mark_point(shape="triangle-down", size=50, filled=True, color="#d62728")
-                          .encode(x="t:Q", y="y:Q", tooltip=[alt.Tooltip("s:N", title="link"),
+                          .encode(x=alt.X("t:Q"), y=alt.Y("y:Q"), tooltip=[alt.Tooltip("s:N", title="link"),
                                                              alt.Tooltip("t:Q", title="time (s)"),
                                                              alt.Tooltip("total:Q", title="drops so far")]))
     first = layers[0].add_params(zoom(name))
-    chart = layer(first, *layers[1:]).properties(
+    chart = props(layer(first, *layers[1:]),
         width=WIDTH, height=HEIGHT, title=safe_label(title) if title else "queue length and drops (▼)")
     return bag.attach(with_notes(chart, notes))
 
@@ -355,6 +371,7 @@ def queue(q: pl.DataFrame, *, title: str = "", name: str = "queue") -> alt.Layer
 # ---- tool-reported series -------------------------------------------------------------------------
 
 
+@unchecked
 def samples(smp: pl.DataFrame, metric: str, unit: str, *, title: str = "", name: str = "samples") -> alt.LayerChart:
     """One metric the tool reported itself (``trace.samples``: ns-2 Window.tr, OPNET, ns-3 ...), per series.
 
@@ -399,5 +416,5 @@ def samples(smp: pl.DataFrame, metric: str, unit: str, *, title: str = "", name:
          else alt.Y("y:Q", title=safe_label(f"{metric} ({unit})"), axis=alt.Axis(format=fmt) if fmt else alt.Axis()))
     chart = mark.encode(x=alt.X("t:Q", **from_zero("time (s)")), y=y,
                         color=alt.Color("s:N", title=None, legend=alt.Legend(orient="top", labelLimit=300)))
-    return bag.attach(layer(chart.add_params(zoom(name))).properties(
+    return bag.attach(props(layer(chart.add_params(zoom(name))),
         width=WIDTH, height=HEIGHT - 60, title=safe_label(title) if title else safe_label(metric)))

@@ -23,9 +23,11 @@ from tracekit.reports._chartkit import (
     has,
     label_color,
     layer,
+    props,
     records,
     safe_label,
     safe_label_expr,
+    unchecked,
 )
 from tracekit.reports.downsample import MAX_POINTS, cap, minmax
 
@@ -39,6 +41,7 @@ def jain(values: list[float]) -> float | None:
     return (sum(xs) ** 2) / (len(xs) * sq) if xs and sq > 0 else None
 
 
+@unchecked
 def flows_bar(
     flows: pl.DataFrame,
     *,
@@ -102,7 +105,7 @@ def flows_bar(
                 .properties(width=WIDTH // 2 - 40, height=max(60, 22 * fl.height))
             )
             chart = alt.hconcat(bars, box, spacing=10)
-    return bag.attach(chart.properties(title=head))
+    return bag.attach(props(chart, title=head))
 
 
 def ellipse_points(rtt_df: pl.DataFrame, tput: pl.DataFrame, keys: pl.DataFrame) -> pl.DataFrame:
@@ -161,6 +164,7 @@ def sample_ellipse_points(smp: pl.DataFrame) -> pl.DataFrame:
     return pairs.drop_nulls("rtt_s").sort("label", "time").select("label", "rtt_s", "throughput_bps")
 
 
+@unchecked
 def ellipse(points: pl.DataFrame, *, title: str = "", name: str = "ellipse",
             order: list[str] | None = None) -> alt.LayerChart:
     """Flent-style throughput–delay plot: each group's mean and one-standard-deviation ellipse.
@@ -211,14 +215,15 @@ def ellipse(points: pl.DataFrame, *, title: str = "", name: str = "ellipse",
             x=alt.X("x:Q", **from_zero("RTT (s)")),
             y=alt.Y("y:Q", **from_zero("throughput (bit/s)", "~s")), color=color),
         alt.Chart(bag(records(pl.DataFrame(outline), rnd)), name=f"{name}_ring")
-        .mark_line(strokeWidth=2).encode(x="x:Q", y="y:Q", order="i:Q", color=color, detail="label:N"),
+        .mark_line(strokeWidth=2).encode(x=alt.X("x:Q"), y=alt.Y("y:Q"), order=alt.Order("i:Q"), color=color,
+                                          detail=alt.Detail("label:N")),
         alt.Chart(bag(records(pl.DataFrame(means), rnd)), name=f"{name}_mean")
         .mark_point(shape="cross", size=120, filled=True).encode(
-            x="x:Q", y="y:Q", color=color,
+            x=alt.X("x:Q"), y=alt.Y("y:Q"), color=color,
             tooltip=[alt.Tooltip("label:N", title="flow"), alt.Tooltip("x:Q", title="mean RTT (s)", format=".4f"),
                      alt.Tooltip("y:Q", title="mean bit/s", format="~s"), alt.Tooltip("n:Q", title="samples")]),
     ]
-    return bag.attach(layer(*layers).properties(
+    return bag.attach(props(layer(*layers),
         width=WIDTH // 2 + 100, height=HEIGHT + 40,
         title=safe_label(title) if title else "throughput vs RTT: mean and 1-σ ellipse"))
 
@@ -226,6 +231,7 @@ def ellipse(points: pl.DataFrame, *, title: str = "", name: str = "ellipse",
 # ---- several runs ---------------------------------------------------------------------------------
 
 
+@unchecked
 def overlay(
     df: pl.DataFrame,
     *,
@@ -273,12 +279,13 @@ def overlay(
     y_enc = (alt.Y("y:Q", **from_zero(y_title, y_format)) if y_from_zero
              else alt.Y("y:Q", title=y_title, axis=alt.Axis(format=y_format) if y_format else alt.Axis()))
     chart = drawn.encode(x=alt.X("t:Q", **from_zero(x_title)), y=y_enc,
-                         color=color, detail="label:N").add_params(
+                         color=color, detail=alt.Detail("label:N")).add_params(
         alt.selection_interval(bind="scales", encodings=["x"], name=f"{name}_zoom"))
-    return bag.attach(layer(chart).properties(width=WIDTH, height=HEIGHT,
+    return bag.attach(props(layer(chart), width=WIDTH, height=HEIGHT,
                                                   title=safe_label(title) if title else ""))
 
 
+@unchecked
 def sweep_chart(
     df: pl.DataFrame,
     *,
@@ -330,8 +337,8 @@ def sweep_chart(
     if "path" in data.columns:
         tips.append(alt.Tooltip("path:N", title="run"))
     chart = layer(
-        base.mark_line(strokeWidth=1.5).encode(x=x_enc, y=y_enc, color=color, detail="group:N"),
+        base.mark_line(strokeWidth=1.5).encode(x=x_enc, y=y_enc, color=color, detail=alt.Detail("group:N")),
         base.mark_point(size=50, filled=True).encode(x=x_enc, y=y_enc, color=color, tooltip=tips),
     )
-    return bag.attach(chart.properties(width=WIDTH // 2 + 20, height=HEIGHT,
+    return bag.attach(props(chart, width=WIDTH // 2 + 20, height=HEIGHT,
                                        title=safe_label(title) if title else ""))

@@ -16,11 +16,13 @@ from tracekit.reports._chartkit import (
     Bag,
     NoData,
     axes,
+    axis_from_zero,
     has,
     layered,
     one_flow,
     records,
     stall_layer,
+    unchecked,
     with_notes,
 )
 from tracekit.reports.downsample import MAX_POINTS, cap, minmax
@@ -35,6 +37,7 @@ def _retrans_from_packets(data: pl.DataFrame) -> pl.DataFrame:
         "time", "seq", pl.col("payload").cast(pl.Int64).alias("len"))
 
 
+@unchecked
 def time_sequence(
     packets: pl.DataFrame,
     flow: int,
@@ -44,6 +47,7 @@ def time_sequence(
     stalls: pl.DataFrame | None = None,
     title: str = "",
     name: str = "timeseq",
+    time_from_zero: bool | None = None,
 ) -> alt.LayerChart:
     """Stevens/tcptrace time–sequence graph of one connection direction.
 
@@ -61,6 +65,8 @@ def time_sequence(
         stalls: :data:`~tracekit.schema.STALLS`, shaded.
         title: Chart title (untrusted text is cleaned).
         name: View-name prefix (keeps specs deterministic and unique in a page).
+        time_from_zero: Start the time axis at 0 (None: unless the data starts late,
+            :func:`~tracekit.reports._chartkit.starts_late`).
 
     Returns:
         The layered chart.
@@ -78,14 +84,15 @@ def time_sequence(
     if data.is_empty():
         raise NoData("this direction carried no data segments with sequence numbers")
     layers: list[alt.Chart] = []
+    x0 = axis_from_zero(time_from_zero, data["time"])
     segs = minmax(data.select("time", "seq", (pl.col("seq") + pl.col("payload").cast(pl.Int64)).alias("end")),
                   "time", "end", max_points=MAX_POINTS)
     seg_rows = segs.select(pl.col("time").alias("t"), pl.col("seq").alias("y"), pl.col("end").alias("y2"),
                            pl.lit("data").alias("s"))
     layers.append(alt.Chart(bag(records(seg_rows)), name=f"{name}_data")
                   .mark_rule(strokeWidth=1.5).encode(**axes("time (s)", "relative sequence number (bytes)",
-                                                                             y_from_zero=False),
-                                                     y2="y2:Q"))
+                                                                             y_from_zero=False, x_from_zero=x0),
+                                                     y2=alt.Y2("y2:Q")))
     notes: list[str] = []
     layers += _ack_layers(pk, dir, name, bag, notes)
     re_ = _retransmissions(retransmissions, data, flow, dir)
@@ -110,14 +117,14 @@ def _ack_layers(pk: pl.DataFrame, dir: int, name: str, bag: Bag, notes: list[str
     ack_rows = minmax(acks.select("time", "ack"), "time", "ack").select(
         pl.col("time").alias("t"), pl.col("ack").alias("y"), pl.lit("ack").alias("s"))
     layers = [alt.Chart(bag(records(ack_rows)), name=f"{name}_ack")
-              .mark_line(interpolate="step-after", strokeWidth=1).encode(x="t:Q", y="y:Q")]
+              .mark_line(interpolate="step-after", strokeWidth=1).encode(x=alt.X("t:Q"), y=alt.Y("y:Q"))]
     if "win" in acks.columns and acks["win"].null_count() < acks.height:
         win = acks.filter(pl.col("win").is_not_null()).select("time", (pl.col("ack") + pl.col("win")).alias("w"))
         win_rows = minmax(win, "time", "w").select(pl.col("time").alias("t"), pl.col("w").alias("y"),
                                                    pl.lit("window").alias("s"))
         layers.append(alt.Chart(bag(records(win_rows)), name=f"{name}_window")
                       .mark_line(interpolate="step-after", strokeWidth=1, strokeDash=[4, 2])
-                      .encode(x="t:Q", y="y:Q"))
+                      .encode(x=alt.X("t:Q"), y=alt.Y("y:Q")))
     if "sack" in acks.columns and acks["sack"].null_count() < acks.height:
         blocks = (acks.filter(pl.col("sack").list.len() > 0).select("time", "sack").explode("sack")
                   .select(pl.col("time").alias("t"), pl.col("sack").arr.get(0).alias("y"),
@@ -127,7 +134,8 @@ def _ack_layers(pk: pl.DataFrame, dir: int, name: str, bag: Bag, notes: list[str
             notes.append(f"{left:,} SACK blocks not drawn")
         if blocks.height:
             layers.append(alt.Chart(bag(records(blocks)), name=f"{name}_sack")
-                          .mark_rule(strokeWidth=3, opacity=0.6).encode(x="t:Q", y="y:Q", y2="y2:Q"))
+                          .mark_rule(strokeWidth=3, opacity=0.6)
+                          .encode(x=alt.X("t:Q"), y=alt.Y("y:Q"), y2=alt.Y2("y2:Q")))
     return layers
 
 
@@ -154,7 +162,7 @@ def _retrans_layer(re_: pl.DataFrame, name: str, bag: Bag, notes: list[str]) -> 
     # altair's encode() is generated at run time and typed as returning Any: the layer is a Chart
     marks: alt.Chart = (alt.Chart(bag(records(rows)), name=f"{name}_retrans")
                         .mark_point(shape="diamond", size=40, filled=True)
-                        .encode(x="t:Q", y="y:Q", tooltip=[alt.Tooltip("t:Q", title="time (s)"),
+                        .encode(x=alt.X("t:Q"), y=alt.Y("y:Q"), tooltip=[alt.Tooltip("t:Q", title="time (s)"),
                                                            alt.Tooltip("y:Q", title="seq end"),
                                                            alt.Tooltip("kind:N", title="kind")]))
     return marks

@@ -48,14 +48,29 @@ def minmax(
     if df.height <= max_points or x not in df.columns or y not in df.columns:
         return df
     if by:
+        # A few series (sources, links, flows): thin each on its own. Bucketing by window
+        # expressions over a string key costs ~4x the plain path on 1M rows.
+        idx = "__row"
         sizes = df.group_by(by).len()
         if sizes["len"].max() <= max_points:  # type: ignore[operator]
             return df
+        rows = df.with_row_index(idx)
+        # one filter per series (polars' partition_by costs ~10x more on 1M rows)
+        parts = [rows.filter(pl.all_horizontal([pl.col(c).eq_missing(pl.lit(v, dtype=df.schema[c]))
+                                                for c, v in key.items()]))
+                 for key in sizes.drop("len").iter_rows(named=True)]
+        # (a short series beside a long one is bucketed too, as it always was: pages stay the same)
+        kept = [_m4(p, x, y, max_points) for p in parts]
+        return pl.concat(kept).sort(idx).drop(idx)
+    return _m4(df, x, y, max_points)
+
+
+def _m4(df: pl.DataFrame, x: str, y: str, max_points: int) -> pl.DataFrame:
+    """:func:`minmax` of one series: the first, last, lowest and highest row of each x bucket."""
     buckets = max(1, max_points // 4)
-    idx = "__row"
+    idx = "__m4"
     data = df.with_row_index(idx).filter(pl.col(x).is_not_null())
-    xmin = pl.col(x).min().over(by) if by else pl.col(x).min()
-    xmax = pl.col(x).max().over(by) if by else pl.col(x).max()
+    xmin, xmax = pl.col(x).min(), pl.col(x).max()
     span = xmax - xmin
     bucket = (
         pl.when(span > 0)
@@ -65,9 +80,8 @@ def minmax(
         .alias("__bucket")
     )
     data = data.with_columns(bucket)
-    keys = [*by, "__bucket"]
     # Rows with a null y still mark the series' extent in x: keep first/last by x only.
-    picked = data.group_by(keys).agg(
+    picked = data.group_by("__bucket").agg(
         pl.col(idx).get(pl.col(x).arg_min()).alias("a"),
         pl.col(idx).get(pl.col(x).arg_max()).alias("b"),
         pl.col(idx).get(pl.col(y).arg_min()).alias("c"),
