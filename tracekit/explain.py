@@ -13,14 +13,20 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
-from tracekit import numfmt, schema
-from tracekit.analysis.cwnd import chosen, reductions
+from tracekit import numfmt
+from tracekit.explain_parts import (
+    CONGESTION_AVOIDANCE,
+    RECOVERY,
+    SLOW_START,
+    Parts,
+    Series,
+    frame,
+)
 from tracekit.phrases import CLAUSES, TEMPLATES, Sentence, say
 
 __all__ = ["CLAUSES", "TEMPLATES", "Sentence", "cwnd_reductions", "explain", "rate_from_text", "say", "summaries"]
@@ -29,107 +35,6 @@ if TYPE_CHECKING:
     from tracekit.analysis import Analysis
 
 _MAX_EACH = 6  # loss events / stalls told one by one; the rest in one sentence
-
-
-_SCHEMAS = {"cwnd": "CWND", "retransmissions": "RETRANSMISSIONS", "stalls": "STALLS", "packets": "PACKETS",
-            "fairness": "FAIRNESS"}
-
-
-def _fr(an: Analysis, name: str) -> pl.DataFrame:
-    """A frame of the analysis, empty (with its columns) when the object has none (a partial analysis)."""
-    df = getattr(an, name, None)
-    if isinstance(df, pl.DataFrame):
-        return df
-
-    return schema.empty(getattr(schema, _SCHEMAS[name]))
-
-
-#: ``_Series.phase`` codes.
-SLOW_START, CONGESTION_AVOIDANCE, RECOVERY = 0, 1, 2
-
-
-@dataclass(frozen=True)
-class _Series:
-    """A direction's chosen cwnd series (:func:`tracekit.analysis.cwnd.chosen`) in time order, as arrays.
-
-    Attributes:
-        t: Times (s).
-        v: cwnd (bytes).
-        phase: :data:`SLOW_START`, :data:`CONGESTION_AVOIDANCE`, :data:`RECOVERY` (-1: none).
-        source: ``trace`` or ``estimate`` (None: no series).
-        losses: Times of the series' reductions (:func:`tracekit.analysis.cwnd.reductions`), ascending.
-    """
-
-    t: np.ndarray
-    v: np.ndarray
-    phase: np.ndarray
-    source: str | None
-    losses: np.ndarray
-
-    @property
-    def empty(self) -> bool:
-        return self.t.size == 0
-
-
-_NO_SERIES = _Series(np.zeros(0), np.zeros(0), np.zeros(0, np.int8), None, np.zeros(0))
-
-
-class _Parts:
-    """The frames an account reads, split once by (flow, dir): reading them flow by flow with a
-    filter would cost a pass over the whole frame per direction (thousands in a busy capture)."""
-
-    def __init__(self, an: Analysis) -> None:
-        self.an = an
-        self._split: dict[str, dict[Any, pl.DataFrame]] = {}
-        self._empty: dict[str, pl.DataFrame] = {}
-        self._series: dict[tuple[int, int], _Series] | None = None
-
-    def get(self, name: str, flow: int, d: int) -> pl.DataFrame:
-        if name not in self._split:
-            df: pl.DataFrame
-            if name == "drops":  # a simulator's drop events (captures have none)
-                df = self.an.trace.packets.lazy().filter(pl.col("event") == "drop").select(
-                    "flow", "dir", "time").collect()
-            elif name == "zero_windows":  # advertisements of a zero window, RFC 9293 §3.8.6.1 (not SYN/RST)
-                df = _fr(self.an, "packets").lazy().filter(pl.col("win") == 0, (pl.col("flags") & 0x06) == 0).select(
-                    "flow", "dir", "time").collect()
-            else:
-                df = _fr(self.an, name)
-            self._empty[name] = df.clear()
-            self._split[name] = df.partition_by("flow", "dir", as_dict=True) if df.height else {}
-        return self._split[name].get((flow, d), self._empty[name])
-
-    def series(self, flow: int, d: int) -> _Series:
-        """The direction's cwnd series from the tool when it wrote one, else tracekit's estimate."""
-        if self._series is None:
-            self._series = _split_series(self.an)
-        return self._series.get((flow, d), _NO_SERIES)
-
-
-def _split_series(an: Analysis) -> dict[tuple[int, int], _Series]:
-    """Every direction's :class:`_Series`: one pass over the cwnd frame, each direction a slice of it."""
-    cw = _fr(an, "cwnd")
-    if cw.is_empty():
-        return {}
-    red = getattr(an, "reductions", None)
-    red = reductions(cw) if red is None else red  # an analysis built by hand: found here
-    times = {k: g["time"].to_numpy() for k, g in red.partition_by("flow", "dir", as_dict=True).items()}
-    ph = pl.col("phase")
-    cols = chosen(cw).select(
-        pl.col("flow").cast(pl.Int64).fill_null(-1), pl.col("dir").cast(pl.Int64).fill_null(-1), "time",
-        pl.col("cwnd_bytes").cast(pl.Float64), pl.col("source").cast(pl.String),
-        pl.when(ph == "slow_start").then(SLOW_START).when(ph == "congestion_avoidance").then(CONGESTION_AVOIDANCE)
-        .when(ph == "recovery").then(RECOVERY).otherwise(-1).cast(pl.Int8).alias("phase"))
-    if cols.is_empty():
-        return {}
-    f, d = cols["flow"].to_numpy(), cols["dir"].to_numpy()
-    t, v, phase = cols["time"].to_numpy(), cols["cwnd_bytes"].to_numpy(), cols["phase"].to_numpy()
-    starts = np.flatnonzero(np.r_[True, (f[1:] != f[:-1]) | (d[1:] != d[:-1])])
-    out = {}
-    for a, b in zip(starts.tolist(), [*starts[1:].tolist(), f.size], strict=True):
-        key = (int(f[a]), int(d[a]))
-        out[key] = _Series(t[a:b], v[a:b], phase[a:b], cols["source"][a], times.get(key, np.zeros(0)))
-    return out
 
 
 def rate_from_text(text: str) -> float | None:
@@ -175,7 +80,7 @@ class _Fmt:
         return f"{n:,} segment{'' if n == 1 else 's'}"
 
 
-def _at_losses(s: _Series) -> np.ndarray:
+def _at_losses(s: Series) -> np.ndarray:
     """True on the rows whose time is a loss event's (the rows are in time order: a search per event)."""
     if np.isnan(s.t).any():  # null times (sorted first): no order to search in
         return np.isin(s.t, s.losses)
@@ -186,7 +91,7 @@ def _at_losses(s: _Series) -> np.ndarray:
     return np.cumsum(mark[:-1]) > 0
 
 
-def slow_starts(s: _Series, f: _Fmt, flow: int, d: int) -> list[Sentence]:
+def slow_starts(s: Series, f: _Fmt, flow: int, d: int) -> list[Sentence]:
     """One sentence per slow-start run that grew cwnd (runs end at a loss or a phase change)."""
     if s.empty:
         return []
@@ -231,7 +136,7 @@ def _after(v: np.ndarray, k: int) -> float:
     return float(v[j])
 
 
-def losses(parts: _Parts, s: _Series, f: _Fmt, flow: int, d: int) -> list[Sentence]:
+def losses(parts: Parts, s: Series, f: _Fmt, flow: int, d: int) -> list[Sentence]:
     """One sentence per loss event: what was retransmitted (and dropped) and how the sender recovered."""
     times = s.losses
     if times.size == 0 or s.empty:
@@ -281,13 +186,13 @@ def losses(parts: _Parts, s: _Series, f: _Fmt, flow: int, d: int) -> list[Senten
 _FAR = {"middle": "in the middle of the path", "receiver": "at the receiver"}
 
 
-def _far(row: dict[str, Any], s: _Series) -> bool:
+def _far(row: dict[str, Any], s: Series) -> bool:
     """True when the cwnd would be an estimate made away from the sender (not the sender's window)."""
     est = s.empty or s.source == "estimate"
     return est and row.get("vantage_point") in _FAR
 
 
-def far_losses(parts: _Parts, row: dict[str, Any], flow: int, d: int) -> list[Sentence]:
+def far_losses(parts: Parts, row: dict[str, Any], flow: int, d: int) -> list[Sentence]:
     """Retransmissions counted only, for a direction seen away from its sender."""
     rt = parts.get("retransmissions", flow, d)
     if rt.is_empty():
@@ -301,7 +206,7 @@ def far_losses(parts: _Parts, row: dict[str, Any], flow: int, d: int) -> list[Se
                                       "retrans_rto": rto, "vantage_point": where}, time=t0, flow=flow, dir=d)]
 
 
-def stalls(parts: _Parts, flow: int, d: int) -> list[Sentence]:
+def stalls(parts: Parts, flow: int, d: int) -> list[Sentence]:
     """Stalls one by one (zero-window ones in one sentence with the zero-window advertisements)."""
     st = parts.get("stalls", flow, d).sort("start")
     out: list[Sentence] = []
@@ -404,7 +309,7 @@ def warnings(an: Analysis) -> list[Sentence]:
     if other:
         out.append(say("warn_other", {"count": f"{other:,}", "end": numfmt.at(end)},
                        {"count": other, "end": end}, time=end))
-    pk = _fr(an, "packets")
+    pk = frame(an, "packets")
     if "caplen" in pk.columns and pk["caplen"].null_count() < pk.height:
         data = pl.col("payload") > 0
         cut = data & (pl.col("caplen") < pl.col("size"))
@@ -427,7 +332,7 @@ def _data_rows(an: Analysis) -> list[dict[str, Any]]:
     return fl.filter(pl.col("unique_bytes").fill_null(0) > 0).sort("flow", "dir").to_dicts()
 
 
-def explain(an: Analysis, *, link_bps: float | None = None, parts: _Parts | None = None) -> list[Sentence]:
+def explain(an: Analysis, *, link_bps: float | None = None, parts: Parts | None = None) -> list[Sentence]:
     """The account of a whole trace: warnings first, then per data direction in flow order.
 
     Args:
@@ -444,7 +349,7 @@ def explain(an: Analysis, *, link_bps: float | None = None, parts: _Parts | None
         out.append(say("no_data", {"packets": f"{an.trace.packets.height:,}"}, {"packets": an.trace.packets.height}))
         return out + fairness(an, rows)
     f = _Fmt(an.trace.meta.get("segment_size"))
-    parts = _Parts(an) if parts is None else parts
+    parts = Parts(an) if parts is None else parts
     for row in rows:
         flow, d = int(row["flow"]), int(row["dir"])
         out.append(say("overview", {"flow": str(flow), "dir": str(d), "bytes": numfmt.nbytes(row["unique_bytes"]),
@@ -535,7 +440,7 @@ def summaries(an: Analysis, sentences: list[Sentence], *, link_bps: float | None
 
 
 def cwnd_reductions(an: Analysis, flow: int, d: int, end: float | None = None,
-                    parts: _Parts | None = None) -> int | None:
+                    parts: Parts | None = None) -> int | None:
     """cwnd reductions (loss events) once congestion avoidance has begun, up to ``end`` (the last data).
 
     The tpWindow lab's "largest window without oscillation" is the largest window whose run
@@ -544,7 +449,7 @@ def cwnd_reductions(an: Analysis, flow: int, d: int, end: float | None = None,
     begins, after that recovery. Reductions after the last data segment (ns-2 restarts an idle
     sender's window) are not oscillation and are left out. None when the direction has no cwnd series.
     """
-    s = (parts if parts is not None else _Parts(an)).series(flow, d)
+    s = (parts if parts is not None else Parts(an)).series(flow, d)
     if s.empty:
         return None
     ca = s.t[s.phase == CONGESTION_AVOIDANCE]

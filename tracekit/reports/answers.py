@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from tracekit import numfmt
-from tracekit.explain import _Parts, cwnd_reductions, explain
+from tracekit.explain import cwnd_reductions, explain
+from tracekit.explain_parts import Parts
 from tracekit.reports.markup import esc
 from tracekit.reports.toolmetrics import summarise
 
@@ -49,14 +50,14 @@ def lab_flows(analysis: Analysis) -> pl.DataFrame:
     )
 
 
-def json_flows(analysis: Analysis, parts: _Parts | None = None) -> list[dict[str, Any]]:
+def json_flows(analysis: Analysis, parts: Parts | None = None) -> list[dict[str, Any]]:
     """The flows of ``analyze --json``: :func:`lab_flows` plus ``cwnd_reductions`` (docs/explain.md).
 
     ``parts``: the analysis' frames split by direction, shared with :func:`tracekit.explain.explain`.
     """
 
     rows = lab_flows(analysis).to_dicts()
-    parts = _Parts(analysis) if parts is None else parts
+    parts = Parts(analysis) if parts is None else parts
     for r in rows:
         if (r.get("unique_bytes") or 0) > 0:
             r["cwnd_reductions"] = cwnd_reductions(analysis, int(r["flow"]), int(r["dir"]), r.get("end"), parts)

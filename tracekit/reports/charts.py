@@ -137,38 +137,7 @@ def cwnd(
     y_title = "bytes"
     x0 = axis_from_zero(time_from_zero, *(f["time"] for f in (cw, fl) if f is not None))
     if cw is not None and cw.height:
-        src = pl.col("source").cast(pl.String) if "source" in cw.columns else pl.lit("trace")
-        src = src.fill_null("trace").replace("trace", traced)
-        cw = cw.with_columns(s=pl.concat_str(pl.lit("cwnd ("), src, pl.lit(")")))
-        own = f"cwnd ({traced})"
-        if "phase" in cw.columns and cw["phase"].null_count() < cw.height:
-            # bands from one source only: the traced window when present (it is exact)
-            pref = cw.filter(pl.col("s") == own)
-            bands = _phase_bands(pref if pref.height else cw)
-            bands, _ = cap(bands)
-            if bands.height:
-                layers.append(alt.Chart(bag(records(bands)), name=f"{name}_phases")
-                              .mark_rect(opacity=0.25).encode(x=alt.X("t:Q", title="time (s)"), x2=alt.X2("t2:Q")))
-        lines = minmax(cw.select("time", "s", "cwnd_bytes"), "time", "cwnd_bytes", by=["s"])
-        layers.append(alt.Chart(bag(records(lines.select(
-            pl.col("time").alias("t"), pl.col("cwnd_bytes").alias("y"), "s"), {"y": 0})), name=f"{name}_cwnd")
-            .mark_line(interpolate="step-after", strokeWidth=1.5)
-            .encode(**axes("time (s)", y_title, x_from_zero=x0), detail=alt.Detail("s:N")))
-        if "ssthresh_bytes" in cw.columns:
-            # An "infinite" initial ssthresh (ns-3 4294967295, Linux 2^31-1) would flatten the
-            # chart: values far above every window seen are not drawn.
-            top = cw["cwnd_bytes"].max()
-            limit = 16 * float(top) if top is not None and top > 0 else math.inf  # type: ignore[arg-type,operator]
-            kernel = traced == "kernel" and (cw["s"] == own).any()
-            pick = pl.col("s") == (pl.lit(own) if kernel else pl.col("s").first())
-            ss = cw.filter(pl.col("ssthresh_bytes").is_not_null() & (pl.col("ssthresh_bytes") < limit) & pick)
-            if ss.height:
-                label = "ssthresh (kernel)" if kernel else "ssthresh"
-                ss = minmax(ss.select("time", "ssthresh_bytes"), "time", "ssthresh_bytes").select(
-                    pl.col("time").alias("t"), pl.col("ssthresh_bytes").alias("y"), pl.lit(label).alias("s"))
-                layers.append(alt.Chart(bag(records(ss, {"y": 0})), name=f"{name}_ssthresh")
-                              .mark_line(interpolate="step-after", strokeDash=[6, 3], strokeWidth=1)
-                              .encode(x=alt.X("t:Q"), y=alt.Y("y:Q")))
+        layers += _window_layers(cw, name, bag, traced, y_title, x0)
     if fl is not None and fl.height:
         rows = minmax(fl.select("time", "flight_bytes"), "time", "flight_bytes").select(
             pl.col("time").alias("t"), pl.col("flight_bytes").alias("y"), pl.lit("in flight").alias("s"))
@@ -179,6 +148,45 @@ def cwnd(
     if st is not None:
         layers.append(st)
     return bag.attach(layered(layers, name, title or "congestion window", CWND_COLORS, y_title, bag))
+
+
+def _window_layers(cw: pl.DataFrame, name: str, bag: Bag, traced: str, y_title: str,
+                   x0: bool) -> list[alt.Chart]:
+    """The cwnd chart's window layers: phase bands, one step line per source, and ssthresh."""
+    layers: list[alt.Chart] = []
+    src = pl.col("source").cast(pl.String) if "source" in cw.columns else pl.lit("trace")
+    src = src.fill_null("trace").replace("trace", traced)
+    cw = cw.with_columns(s=pl.concat_str(pl.lit("cwnd ("), src, pl.lit(")")))
+    own = f"cwnd ({traced})"
+    if "phase" in cw.columns and cw["phase"].null_count() < cw.height:
+        # bands from one source only: the traced window when present (it is exact)
+        pref = cw.filter(pl.col("s") == own)
+        bands = _phase_bands(pref if pref.height else cw)
+        bands, _ = cap(bands)
+        if bands.height:
+            layers.append(alt.Chart(bag(records(bands)), name=f"{name}_phases")
+                          .mark_rect(opacity=0.25).encode(x=alt.X("t:Q", title="time (s)"), x2=alt.X2("t2:Q")))
+    lines = minmax(cw.select("time", "s", "cwnd_bytes"), "time", "cwnd_bytes", by=["s"])
+    layers.append(alt.Chart(bag(records(lines.select(
+        pl.col("time").alias("t"), pl.col("cwnd_bytes").alias("y"), "s"), {"y": 0})), name=f"{name}_cwnd")
+        .mark_line(interpolate="step-after", strokeWidth=1.5)
+        .encode(**axes("time (s)", y_title, x_from_zero=x0), detail=alt.Detail("s:N")))
+    if "ssthresh_bytes" in cw.columns:
+        # An "infinite" initial ssthresh (ns-3 4294967295, Linux 2^31-1) would flatten the
+        # chart: values far above every window seen are not drawn.
+        top = cw["cwnd_bytes"].max()
+        limit = 16 * float(top) if top is not None and top > 0 else math.inf  # type: ignore[arg-type,operator]
+        kernel = traced == "kernel" and (cw["s"] == own).any()
+        pick = pl.col("s") == (pl.lit(own) if kernel else pl.col("s").first())
+        ss = cw.filter(pl.col("ssthresh_bytes").is_not_null() & (pl.col("ssthresh_bytes") < limit) & pick)
+        if ss.height:
+            label = "ssthresh (kernel)" if kernel else "ssthresh"
+            ss = minmax(ss.select("time", "ssthresh_bytes"), "time", "ssthresh_bytes").select(
+                pl.col("time").alias("t"), pl.col("ssthresh_bytes").alias("y"), pl.lit(label).alias("s"))
+            layers.append(alt.Chart(bag(records(ss, {"y": 0})), name=f"{name}_ssthresh")
+                          .mark_line(interpolate="step-after", strokeDash=[6, 3], strokeWidth=1)
+                          .encode(x=alt.X("t:Q"), y=alt.Y("y:Q")))
+    return layers
 
 
 # ---- throughput -----------------------------------------------------------------------------------
