@@ -23,3 +23,12 @@ def tcp_flight(
 # src/capture: pcap/pcapng records, link/IP/TCP/UDP decoding, IP reassembly
 def read_capture(source: object, format: str, limits: object, timeout_text: str) -> dict[str, Any]: ...
 def linktypes() -> dict[int, str]: ...
+
+# src/state/stalls.rs: stalls and their causes
+def tcp_stalls(
+    g: npt.NDArray[np.uint32], time: npt.NDArray[np.float64], len: npt.NDArray[np.int64],
+    hi_dend: npt.NDArray[np.int64], ack: npt.NDArray[np.int64], win: npt.NDArray[np.int64],
+    bits: npt.NDArray[np.uint8], rto_rows: npt.NDArray[np.uint32], est_rows: npt.NDArray[np.uint32],
+    est_srtt: npt.NDArray[np.float64], rs_flow: npt.NDArray[np.uint32], rs_dir: npt.NDArray[np.int8],
+    rs_rtt: npt.NDArray[np.float64],
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.uint8]]: ...

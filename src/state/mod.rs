@@ -6,6 +6,7 @@
 
 pub mod flight;
 pub mod seq;
+pub mod stalls;
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -116,5 +117,6 @@ const MISSING_WIN: i64 = seq::MISSING;
 /// Adds this module's functions to `tracekit._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tcp_state, m)?)?;
+    stalls::register(m)?;
     m.add_function(wrap_pyfunction!(tcp_flight, m)?)
 }
