@@ -39,11 +39,6 @@ pub const MIN_STALL_S: f64 = 0.2;
 /// A stall is longer than this many smoothed RTTs.
 pub const RTT_FACTOR: f64 = 4.0;
 
-/// Bits of [`Columns::bits`].
-pub const NEW: u8 = 1;
-pub const NEW_ACK: u8 = 2;
-pub const SYN: u8 = 4;
-
 /// Why a sender stalled (the `cause` column's values are the names in this order:
 /// `CAUSES` in tracekit/analysis/stalls.py).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,14 +57,13 @@ pub struct Packet {
     pub time: f64,
     /// Payload bytes.
     pub len: i64,
-    /// The highest data end its direction has sent, this packet included.
+    /// The highest data end its direction has sent, this packet included (a packet that
+    /// raises it is new data).
     pub hi_dend: Option<i64>,
     /// ACK number (None without the ACK flag).
     pub ack: Option<i64>,
     /// Advertised window (bytes).
     pub win: Option<i64>,
-    /// New data: it raises `hi_dend`.
-    pub new: bool,
     /// It raises the highest ACK its direction has sent (Wireshark's `lastack`).
     pub new_ack: bool,
     pub syn: bool,
@@ -81,16 +75,24 @@ pub struct Packet {
 }
 
 /// What decides a silence's cause, gathered while it lasts.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct Evidence {
     /// The receiver advertised a zero window (not on a SYN).
     zero: bool,
     /// Smallest `window - outstanding` at the receiver's packets (outstanding = the
-    /// sender's highest data end - the receiver's highest ACK): the window was full at
-    /// one of them when this is below the sender's MSS.
-    slack: Option<i128>,
+    /// sender's highest data end - the receiver's highest ACK; `i64::MAX`: none yet): the
+    /// window was full at one of them when this is below the sender's MSS.
+    slack: i64,
     /// The sender's `rto` retransmissions.
     n_rto: u32,
+}
+
+impl Evidence {
+    const NONE: Evidence = Evidence {
+        zero: false,
+        slack: i64::MAX,
+        n_rto: 0,
+    };
 }
 
 /// The new data a silence starts at, and the receiver's state then.
@@ -197,7 +199,8 @@ impl Connection {
         if let Some(open) = me.open.as_mut() {
             open.ev.n_rto += u32::from(p.rto);
         }
-        if p.new {
+        // new data (the state's `new`): it raises the highest data end (None < Some)
+        if p.hi_dend > me.hi_dend {
             let start = Start {
                 row,
                 time: p.time,
@@ -206,22 +209,31 @@ impl Connection {
                 r_win: peer.win,
                 r_hi_ack: peer.hi_ack,
             };
-            if let Some(open) = me.open.take() {
-                if p.time - open.start.time > MIN_STALL_S {
-                    me.silences.push(Silence {
-                        start: open.start,
-                        end: p.time,
-                        tail: false,
-                        ev: open.ev,
-                        acked: peer.hi_ack.unwrap_or(-1),
-                    });
+            match me.open.as_mut() {
+                Some(open) => {
+                    if p.time - open.start.time > MIN_STALL_S {
+                        me.silences.push(Silence {
+                            start: open.start,
+                            end: p.time,
+                            tail: false,
+                            ev: open.ev,
+                            acked: peer.hi_ack.unwrap_or(-1),
+                        });
+                    }
+                    *open = Open {
+                        start,
+                        ev: Evidence::NONE,
+                        fin: None,
+                    };
+                }
+                None => {
+                    me.open = Some(Open {
+                        start,
+                        ev: Evidence::NONE,
+                        fin: None,
+                    })
                 }
             }
-            me.open = Some(Open {
-                start,
-                ev: Evidence::default(),
-                fin: None,
-            });
         }
         me.hi_dend = p.hi_dend;
         me.win = p.win;
@@ -251,8 +263,9 @@ impl Connection {
                 open.ev.zero = true;
             }
             let out = i128::from(peer.hi_dend.unwrap_or(0)) - i128::from(me.hi_ack.unwrap_or(0));
-            let slack = i128::from(w) - out;
-            open.ev.slack = Some(open.ev.slack.map_or(slack, |s| s.min(slack)));
+            // (clamped: only the comparison with an MSS matters)
+            let slack = clamp(i128::from(w) - out);
+            open.ev.slack = open.ev.slack.min(slack);
         }
     }
 
@@ -289,6 +302,10 @@ impl Connection {
     }
 }
 
+fn clamp(x: i128) -> i64 {
+    i64::try_from(x).unwrap_or(if x < 0 { i64::MIN } else { i64::MAX })
+}
+
 /// The cause of a silence, or None when it is no stall (not above its threshold).
 fn judge(s: &Silence, mss: i64, floor: Option<f64>) -> Option<Cause> {
     let rtt = s
@@ -304,22 +321,47 @@ fn judge(s: &Silence, mss: i64, floor: Option<f64>) -> Option<Cause> {
         return None;
     }
     let st = &s.start;
-    let mss = i128::from(mss);
     let full_at_start = match (st.hi_dend, st.r_hi_ack, st.r_win) {
-        (Some(h), Some(a), Some(w)) => i128::from(h) - i128::from(a) + mss > i128::from(w),
+        (Some(h), Some(a), Some(w)) => {
+            i128::from(h) - i128::from(a) + i128::from(mss) > i128::from(w)
+        }
         _ => false,
     };
     Some(if s.ev.zero || st.r_win == Some(0) {
         Cause::ZeroWindow
     } else if s.ev.n_rto > 0 {
         Cause::Rto
-    } else if s.ev.slack.is_some_and(|x| x < mss) || full_at_start {
+    } else if s.ev.slack < mss || full_at_start {
         Cause::RwndLimited
     } else if !s.tail && st.hi_dend.is_some_and(|h| s.acked >= h) {
         Cause::AppLimited
     } else {
         Cause::Unknown
     })
+}
+
+/// An integer state column: the prepared state keeps sequence state in 32 bits when the
+/// trace's numbers fit (`i32::MIN` for null), else in 64 ([`MISSING`] for null).
+#[derive(Clone, Copy)]
+pub enum Ints<'a> {
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+}
+
+impl Ints<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Ints::I32(x) => x.len(),
+            Ints::I64(x) => x.len(),
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<i64> {
+        match self {
+            Ints::I32(x) => Some(x[i]).filter(|&v| v != i32::MIN).map(i64::from),
+            Ints::I64(x) => opt(x[i]),
+        }
+    }
 }
 
 /// The prepared state's columns (one entry per packet, capture order). i64 columns hold
@@ -329,11 +371,12 @@ pub struct Columns<'a> {
     pub g: &'a [u32],
     pub time: &'a [f64],
     pub len: &'a [i64],
-    pub hi_dend: &'a [i64],
+    pub hi_dend: Ints<'a>,
     pub ack: &'a [i64],
     pub win: &'a [i64],
-    /// [`NEW`], [`NEW_ACK`], [`SYN`].
-    pub bits: &'a [u8],
+    pub new_ack: &'a [bool],
+    /// Rows of the SYNs (ascending).
+    pub syn_rows: &'a [u32],
 }
 
 /// The RTT and retransmission inputs.
@@ -407,7 +450,7 @@ fn check(c: &Columns, r: &Rtt) -> Result<usize, String> {
         ("hi_dend", c.hi_dend.len()),
         ("ack", c.ack.len()),
         ("win", c.win.len()),
-        ("bits", c.bits.len()),
+        ("new_ack", c.new_ack.len()),
     ];
     for (name, l) in lens {
         if l != n {
@@ -423,7 +466,11 @@ fn check(c: &Columns, r: &Rtt) -> Result<usize, String> {
     if r.rs_flow.len() != r.rs_dir.len() || r.rs_flow.len() != r.rs_rtt.len() {
         return Err("rs_flow, rs_dir and rs_rtt differ in length".into());
     }
-    for (name, rows) in [("rto_rows", r.rto_rows), ("est_rows", r.est_rows)] {
+    for (name, rows) in [
+        ("syn_rows", c.syn_rows),
+        ("rto_rows", r.rto_rows),
+        ("est_rows", r.est_rows),
+    ] {
         if let Some(&x) = rows.iter().find(|&&x| x as usize >= n) {
             return Err(format!("{name}: row {x} beyond the {n} packets"));
         }
@@ -452,41 +499,58 @@ fn floors(ids: &Ids, r: &Rtt) -> Vec<[Option<f64>; 2]> {
     out
 }
 
+/// A set of rows, read in ascending row order.
+struct Marks {
+    rows: Vec<u32>,
+    next: usize,
+}
+
+impl Marks {
+    fn new(rows: &[u32]) -> Self {
+        let mut rows = rows.to_vec();
+        rows.sort_unstable();
+        Marks { rows, next: 0 }
+    }
+
+    /// Whether `row` is one (rows must come in ascending order).
+    fn at(&mut self, row: u32) -> bool {
+        let mut hit = false;
+        while self.rows.get(self.next).is_some_and(|&r| r <= row) {
+            hit |= self.rows[self.next] == row;
+            self.next += 1;
+        }
+        hit
+    }
+}
+
 /// The stalls of every direction, ordered by the row of their start.
 pub fn stalls(c: &Columns, r: &Rtt) -> Result<Vec<(u32, Stall)>, String> {
     let n = check(c, r)?;
     let ids = Ids::new(c.g.iter().map(|&g| g >> 1), n);
     let mut conns: Vec<Connection> = (0..ids.count()).map(|_| Connection::default()).collect();
-    let mut rto = r.rto_rows.to_vec();
-    rto.sort_unstable();
+    let mut rto = Marks::new(r.rto_rows);
+    let mut syn = Marks::new(c.syn_rows);
     let mut est: Vec<u32> = (0..r.est_rows.len() as u32).collect();
     if !r.est_rows.is_sorted() {
         est.sort_by_key(|&k| r.est_rows[k as usize]); // stable: a row's samples keep their order
     }
-    let (mut ri, mut ei) = (0usize, 0usize);
+    let mut ei = 0usize;
     for i in 0..n {
         let row = i as u32;
-        let mut is_rto = false;
-        while ri < rto.len() && rto[ri] == row {
-            is_rto = true;
-            ri += 1;
-        }
         let mut srtt = None;
         while ei < est.len() && r.est_rows[est[ei] as usize] == row {
             srtt = Some(r.est_srtt[est[ei] as usize]);
             ei += 1;
         }
-        let b = c.bits[i];
         let p = Packet {
             time: c.time[i],
             len: c.len[i],
-            hi_dend: opt(c.hi_dend[i]),
+            hi_dend: c.hi_dend.get(i),
             ack: opt(c.ack[i]),
             win: opt(c.win[i]),
-            new: b & NEW != 0,
-            new_ack: b & NEW_ACK != 0,
-            syn: b & SYN != 0,
-            rto: is_rto,
+            new_ack: c.new_ack[i],
+            syn: syn.at(row),
+            rto: rto.at(row),
             srtt,
         };
         let g = c.g[i];
@@ -514,6 +578,13 @@ fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> P
         .map_err(|_| PyValueError::new_err(format!("column {name} is not contiguous")))
 }
 
+/// An int32 or int64 numpy column.
+#[derive(FromPyObject)]
+enum IntArray<'py> {
+    I32(PyReadonlyArray1<'py, i32>),
+    I64(PyReadonlyArray1<'py, i64>),
+}
+
 type StallArrays<'py> = (
     Bound<'py, PyArray1<u32>>,
     Bound<'py, PyArray1<f64>>,
@@ -524,7 +595,8 @@ type StallArrays<'py> = (
 /// Stalls and their causes (see `stalls`): `(g, start, end, cause)` ordered by start row,
 /// `cause` a [`Cause`].
 ///
-/// i64 columns carry -2^62 for null; `bits` holds new data (1), new ACK (2) and SYN (4).
+/// `ack` and `win` carry -2^62 for null, `hi_dend` -2^62 (int64) or -2^31 (int32); `syn_rows`,
+/// `rto_rows` and `est_rows` are row numbers.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn tcp_stalls<'py>(
@@ -532,10 +604,11 @@ fn tcp_stalls<'py>(
     g: PyReadonlyArray1<'py, u32>,
     time: PyReadonlyArray1<'py, f64>,
     len: PyReadonlyArray1<'py, i64>,
-    hi_dend: PyReadonlyArray1<'py, i64>,
+    hi_dend: IntArray<'py>,
     ack: PyReadonlyArray1<'py, i64>,
     win: PyReadonlyArray1<'py, i64>,
-    bits: PyReadonlyArray1<'py, u8>,
+    new_ack: PyReadonlyArray1<'py, bool>,
+    syn_rows: PyReadonlyArray1<'py, u32>,
     rto_rows: PyReadonlyArray1<'py, u32>,
     est_rows: PyReadonlyArray1<'py, u32>,
     est_srtt: PyReadonlyArray1<'py, f64>,
@@ -547,10 +620,14 @@ fn tcp_stalls<'py>(
         g: slice(&g, "g")?,
         time: slice(&time, "time")?,
         len: slice(&len, "len")?,
-        hi_dend: slice(&hi_dend, "hi_dend")?,
+        hi_dend: match &hi_dend {
+            IntArray::I32(a) => Ints::I32(slice(a, "hi_dend")?),
+            IntArray::I64(a) => Ints::I64(slice(a, "hi_dend")?),
+        },
         ack: slice(&ack, "ack")?,
         win: slice(&win, "win")?,
-        bits: slice(&bits, "bits")?,
+        new_ack: slice(&new_ack, "new_ack")?,
+        syn_rows: slice(&syn_rows, "syn_rows")?,
     };
     let r = Rtt {
         rto_rows: slice(&rto_rows, "rto_rows")?,

@@ -70,16 +70,11 @@ def stalls(pk: pl.DataFrame, *, state: pl.DataFrame | None = None, rtt_samples_d
 
         retrans = classify(st, rs)
     est = smoothed(rs) if est is None else est
-    i64, u8 = pl.Int64, pl.UInt8
-    cols = st.select(
-        pl.col("hi_dend").cast(i64).fill_null(MISSING), pl.col("ack").cast(i64).fill_null(MISSING),
-        pl.col("win").cast(i64).fill_null(MISSING),
-        bits=pl.col("new").cast(u8) | (pl.col("new_ack").cast(u8) * 2) | (pl.col("syn").cast(u8) * 4),
-    )
     rto = retrans.lazy().filter(pl.col("kind") == "rto").select(pl.col("_i").cast(pl.UInt32)).collect()
     g, start, end, cause = _core.tcp_stalls(
-        st["g"].cast(pl.UInt32).to_numpy(), st["time"].to_numpy(), st["len"].cast(i64).to_numpy(),
-        *(cols[c].to_numpy() for c in ("hi_dend", "ack", "win", "bits")), rto["_i"].to_numpy(),
+        st["g"].cast(pl.UInt32).to_numpy(), st["time"].to_numpy(), st["len"].cast(pl.Int64).to_numpy(),
+        _filled(st["hi_dend"], narrow=True), _filled(st["ack"]), _filled(st["win"]), st["new_ack"].to_numpy(),
+        st.select(pl.arg_where("syn").cast(pl.UInt32))[:, 0].to_numpy(), rto["_i"].to_numpy(),
         est["_i"].cast(pl.UInt32).to_numpy(), est["srtt"].cast(pl.Float64).fill_null(np.nan).to_numpy(),
         rs["flow"].cast(pl.UInt32).to_numpy(), rs["dir"].cast(pl.Int8).to_numpy(),
         rs["rtt_s"].cast(pl.Float64).fill_null(np.nan).to_numpy())
@@ -90,3 +85,16 @@ def stalls(pk: pl.DataFrame, *, state: pl.DataFrame | None = None, rtt_samples_d
         "cause": pl.Series(CAUSES).gather(pl.Series(cause, dtype=pl.UInt32)),
     }).with_columns(duration=pl.col("end") - pl.col("start"))
     return out.select(list(STALLS)).cast(STALLS).sort(*KEYS, "start")  # type: ignore[arg-type]
+
+
+def _filled(s: pl.Series, *, narrow: bool = False) -> np.ndarray:
+    """An integer column as numpy for the core: Int64 with -2^62 for null (``narrow``: Int32 stays, -2^31).
+
+    The state keeps sequence numbers in 32 bits when they fit (:func:`tracekit.analysis._state.prepare`);
+    they go over as they are, without a widening copy (and without a fill when nothing is null).
+    """
+    if not (narrow and s.dtype == pl.Int32):
+        s = s.cast(pl.Int64)
+    if s.null_count():
+        s = s.fill_null(-(1 << 31) if s.dtype == pl.Int32 else MISSING)
+    return s.to_numpy()

@@ -36,22 +36,19 @@ fn run_flows(pk: &[Pk], flows: &[u32], inp: &Inputs) -> Vec<(u32, u8, f64, f64, 
     let g: Vec<u32> = st.g.iter().map(|&g| g as u32).collect();
     let time: Vec<f64> = pk.iter().map(|p| p.0).collect();
     let len: Vec<i64> = ln.iter().map(|&l| i64::from(l)).collect();
-    let bits: Vec<u8> = (0..pk.len())
-        .map(|i| {
-            let b = st.bits[i];
-            u8::from(b & seq::NEW != 0) * NEW
-                | u8::from(b & seq::NEW_ACK != 0) * NEW_ACK
-                | u8::from(flags[i] & SYN_FLAG != 0) * SYN
-        })
+    let new_ack: Vec<bool> = st.bits.iter().map(|b| b & seq::NEW_ACK != 0).collect();
+    let syn_rows: Vec<u32> = (0..pk.len() as u32)
+        .filter(|&i| flags[i as usize] & SYN_FLAG != 0)
         .collect();
     let c = Columns {
         g: &g,
         time: &time,
         len: &len,
-        hi_dend: &st.hi_dend,
+        hi_dend: Ints::I64(&st.hi_dend),
         ack: &ack,
         win: &win,
-        bits: &bits,
+        new_ack: &new_ack,
+        syn_rows: &syn_rows,
     };
     let (est_rows, est_srtt): (Vec<u32>, Vec<f64>) = inp.est.iter().copied().unzip();
     let rs_flow = vec![0u32; inp.rs.len()];
@@ -64,11 +61,28 @@ fn run_flows(pk: &[Pk], flows: &[u32], inp: &Inputs) -> Vec<(u32, u8, f64, f64, 
         rs_dir: &rs_dir,
         rs_rtt: &rs_rtt,
     };
-    stalls(&c, &r)
+    let got: Vec<_> = stalls(&c, &r)
         .expect("valid columns")
         .into_iter()
         .map(|(g, s)| (g >> 1, s.dir, s.start, s.end, s.cause))
-        .collect()
+        .collect();
+    // the same from the 32-bit column the prepared state keeps for small numbers
+    let narrow: Vec<i32> = st
+        .hi_dend
+        .iter()
+        .map(|&h| if h == M { i32::MIN } else { h as i32 })
+        .collect();
+    let c = Columns {
+        hi_dend: Ints::I32(&narrow),
+        ..c
+    };
+    let got32: Vec<_> = stalls(&c, &r)
+        .expect("valid columns")
+        .into_iter()
+        .map(|(g, s)| (g >> 1, s.dir, s.start, s.end, s.cause))
+        .collect();
+    assert_eq!(got, got32);
+    got
 }
 
 fn run(pk: &[Pk], inp: &Inputs) -> Vec<(f64, f64, Cause)> {
@@ -358,15 +372,16 @@ fn bad_columns_are_errors() {
     let g = [0u32, 1];
     let time = [0.0, 1.0];
     let x = [0i64, 0];
-    let bits = [0u8];
+    let new_ack = [false];
     let c = Columns {
         g: &g,
         time: &time,
         len: &x,
-        hi_dend: &x,
+        hi_dend: Ints::I64(&x),
         ack: &x,
         win: &x,
-        bits: &bits,
+        new_ack: &new_ack,
+        syn_rows: &[],
     };
     let r = Rtt {
         rto_rows: &[],
@@ -376,9 +391,12 @@ fn bad_columns_are_errors() {
         rs_dir: &[],
         rs_rtt: &[],
     };
-    assert!(stalls(&c, &r).unwrap_err().contains("bits"));
-    let bits = [0u8, 0];
-    let c = Columns { bits: &bits, ..c };
+    assert!(stalls(&c, &r).unwrap_err().contains("new_ack"));
+    let new_ack = [false, true];
+    let c = Columns {
+        new_ack: &new_ack,
+        ..c
+    };
     let r = Rtt {
         rto_rows: &[5],
         ..r
