@@ -317,7 +317,9 @@ fn judge(s: &Silence, mss: i64, floor: Option<f64>) -> Option<Cause> {
     let t = RTT_FACTOR * rtt;
     // (a NaN RTT leaves the 200 ms)
     let thr = if t > MIN_STALL_S { t } else { MIN_STALL_S };
-    if !(s.end - s.start.time > thr) {
+    // (a NaN time makes no stall)
+    let longer = s.end - s.start.time > thr;
+    if !longer {
         return None;
     }
     let st = &s.start;
