@@ -1,7 +1,7 @@
 //! Stalls: intervals in which a sender sent no new data for much longer than its RTT.
 //!
 //! Per direction, the *new-data* packets are those that raise the highest data byte sent
-//! (the state's `new` bit). A stall is a silence between two consecutive new-data packets
+//! (the state's `new`, read here as `hi_dend` rising above the direction's previous one). A stall is a silence between two consecutive new-data packets
 //! — or between the last one and the first ACK of its last byte (a *tail* that needed a
 //! timeout) — longer than `max(4 × srtt, 200 ms)`, with srtt the RFC 6298 smoothed RTT of
 //! the direction at the silence's start (before its first sample: the direction's smallest
