@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import polars as pl
+import pytest
 from conftest import sample
 from tcpconv import P, conv, handshake
 
 import tracekit
-from tracekit import schema
+from tracekit import _core, schema
+from tracekit.analysis._state import prepare
 from tracekit.analysis.stalls import MIN_STALL_S, stalls
 
 MSS = 1000
@@ -24,6 +27,24 @@ def test_idle_sender_with_everything_acked_is_app_limited() -> None:
     s = stalls(conv(*handshake(), P(0.02, 0, 1, MSS, 1), P(0.03, 1, 1, 0, 1001),
                     P(2.0, 0, 1001, MSS, 1), P(2.01, 1, 1, 0, 2001)))
     assert s.select("start", "end", "cause").rows() == [(0.02, 2.0, "app_limited")]
+
+
+def test_sequence_numbers_beyond_32_bits_give_the_same_stall() -> None:
+    """Above 2^30 the state keeps 64-bit columns (prepare); the core reads either width."""
+    base = 1 << 31
+    pk = conv(*handshake(), P(0.02, 0, 1, MSS, 1), P(0.03, 1, 1, 0, 1001),
+              P(2.0, 0, 1001, MSS, 1), P(2.01, 1, 1, 0, 2001)).with_columns(
+        seq=pl.col("seq") + base, ack=pl.col("ack") + base)
+    assert prepare(pk).schema["hi_dend"] == pl.Int64
+    assert stalls(pk).select("start", "end", "cause").rows() == [(0.02, 2.0, "app_limited")]
+
+
+def test_bad_columns_raise_value_error_in_the_core() -> None:
+    one, none = np.zeros(1, np.uint32), np.zeros(0, np.uint32)
+    f, i = np.zeros(1), np.zeros(1, np.int64)
+    with pytest.raises(ValueError, match="rto_rows"):
+        _core.tcp_stalls(one, f, i, i, i, i, np.zeros(1, bool), none, np.array([7], np.uint32), none,
+                         np.zeros(0), none, np.zeros(0, np.int8), np.zeros(0))
 
 
 def test_pauses_below_the_threshold_are_not_stalls() -> None:

@@ -49,3 +49,13 @@ def throughput_bins(
     seq: npt.NDArray[np.int64], k: npt.NDArray[np.int64], max_bins: int,
 ) -> tuple[int, npt.NDArray[np.uint32], npt.NDArray[np.int8], npt.NDArray[np.int64], npt.NDArray[np.int64],
            npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]]: ...
+
+# src/state/stalls.rs: stalls and their causes
+def tcp_stalls(
+    g: npt.NDArray[np.uint32], time: npt.NDArray[np.float64], len: npt.NDArray[np.int64],
+    hi_dend: npt.NDArray[np.int32] | npt.NDArray[np.int64], ack: npt.NDArray[np.int64],
+    win: npt.NDArray[np.int64], new_ack: npt.NDArray[np.bool_], syn_rows: npt.NDArray[np.uint32],
+    rto_rows: npt.NDArray[np.uint32], est_rows: npt.NDArray[np.uint32],
+    est_srtt: npt.NDArray[np.float64], rs_flow: npt.NDArray[np.uint32], rs_dir: npt.NDArray[np.int8],
+    rs_rtt: npt.NDArray[np.float64],
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.uint8]]: ...

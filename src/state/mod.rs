@@ -9,6 +9,7 @@ pub mod flight;
 pub mod rtt;
 pub mod sack;
 pub mod seq;
+pub mod stalls;
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -122,5 +123,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sack::register(m)?;
     m.add_function(wrap_pyfunction!(tcp_state, m)?)?;
     rtt::register(m)?;
+    stalls::register(m)?;
     m.add_function(wrap_pyfunction!(tcp_flight, m)?)
 }
