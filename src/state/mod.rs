@@ -5,6 +5,7 @@
 //! turn every input problem into a Python `ValueError` (never a panic across the boundary).
 
 pub mod flight;
+pub mod retrans;
 pub mod seq;
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
@@ -115,6 +116,7 @@ const MISSING_WIN: i64 = seq::MISSING;
 
 /// Adds this module's functions to `tracekit._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    retrans::register(m)?;
     m.add_function(wrap_pyfunction!(tcp_state, m)?)?;
     m.add_function(wrap_pyfunction!(tcp_flight, m)?)
 }
