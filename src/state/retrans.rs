@@ -120,10 +120,46 @@ struct Sent {
     filled: bool,
 }
 
+/// The latest packet at each sequence number a direction has sent. Starts mostly rise (new
+/// data, then pure ACKs at nextseq): those are appended to a sorted run (a write per packet, a
+/// binary search per retransmission); the others (re-sends, keep-alives) go to a map, whose
+/// entry is always the later one.
+#[derive(Default)]
+struct SentLog {
+    run: Vec<(i64, Sent)>,
+    other: HashMap<i64, Sent>,
+}
+
+impl SentLog {
+    fn get(&self, seq: i64) -> Option<Sent> {
+        if let Some(s) = self.other.get(&seq) {
+            return Some(*s);
+        }
+        let k = self.run.partition_point(|e| e.0 < seq);
+        self.run.get(k).filter(|e| e.0 == seq).map(|e| e.1)
+    }
+
+    fn record(&mut self, seq: i64, row: u32, time: f64, fills: bool) {
+        let new = |filled: bool| Sent {
+            row,
+            time,
+            filled: filled || fills,
+        };
+        match self.run.last_mut() {
+            Some(last) if last.0 == seq => last.1 = new(last.1.filled),
+            Some(last) if last.0 > seq => {
+                let filled = self.get(seq).is_some_and(|s| s.filled);
+                self.other.insert(seq, new(filled));
+            }
+            _ => self.run.push((seq, new(false))),
+        }
+    }
+}
+
 /// One direction as the sender.
 #[derive(Default)]
 struct Sender {
-    sent: HashMap<i64, Sent>,
+    sent: SentLog,
     /// Bytes skipped when a later segment arrived first: lower edge -> (upper edge, time).
     holes: BTreeMap<i64, (i64, f64)>,
     /// `nxt` of the previous retransmission (Some(MISSING): it had none); None before the first.
@@ -164,8 +200,7 @@ impl Conn {
     /// taken as an ACK (with SACK/D-SACK blocks) for the other one.
     pub fn on_packet(&mut self, p: &Pkt) {
         let d = p.dir;
-        let seq_seen = self.snd[d].sent.get(&p.seq).copied();
-        if let Some(kind) = self.judge(p, seq_seen) {
+        if let Some(kind) = self.judge(p) {
             let s = &mut self.snd[d];
             s.by_seq.insert(p.seq, (self.out.len(), p.seq + p.len));
             self.out.push((p.row, kind, s.episode));
@@ -177,14 +212,7 @@ impl Conn {
         // does not advance nextseq, so it can sit at the lower edge of a hole opened after it)
         let fills =
             p.bits & IS_SEG != 0 && ((p.nxt != MISSING && p.seq < p.nxt) || p.bits & ZWP != 0);
-        let e = s.sent.entry(p.seq).or_insert(Sent {
-            row: p.row,
-            time: p.time,
-            filled: false,
-        });
-        e.row = p.row;
-        e.time = p.time;
-        e.filled |= fills;
+        s.sent.record(p.seq, p.row, p.time, fills);
         // Wireshark's lost segment (tcp.analysis.lost_segment): the bytes from nextseq are a hole
         if p.bits & GAP != 0 {
             s.holes.insert(p.nxt, (p.seq, p.time));
@@ -192,7 +220,7 @@ impl Conn {
     }
 
     /// The kind of a retransmission, or None for any other packet.
-    fn judge(&mut self, p: &Pkt, seq_seen: Option<Sent>) -> Option<u8> {
+    fn judge(&mut self, p: &Pkt) -> Option<u8> {
         let o = &self.side[1 - p.dir];
         let dend = p.seq + p.len;
         // a candidate (packet-tcp.c): a segment, no keep-alive or zero-window probe, starting
@@ -205,6 +233,8 @@ impl Conn {
         if !(seg && (behind || spur)) {
             return None;
         }
+        // the previous packet at this start (original or re-send)
+        let seq_seen = self.snd[p.dir].sent.get(p.seq);
         // out-of-order, not retransmitted: the first segment into a hole (bytes never seen
         // here), within one round trip of the hole's appearance (Wireshark's threshold)
         if !spur && p.nxt != MISSING && p.seq < p.nxt && seq_seen.is_none_or(|s| !s.filled) {
