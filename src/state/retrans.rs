@@ -10,9 +10,8 @@
 //! A packet is judged when it arrives; only a later D-SACK block can turn an earlier
 //! retransmission into a spurious one.
 
-use super::seq::{group_keys, MISSING};
+use super::seq::MISSING;
 use pyo3::prelude::*;
-use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 
 /// Bits of the per-packet `bits` column (the prepared state's flags).
@@ -381,53 +380,50 @@ impl Columns<'_> {
 /// `ooo` gives the out-of-order window of a flow (None: [`OOO_DEFAULT_S`]).
 pub fn classify(
     c: &Columns,
-    ooo: &(dyn Fn(u32) -> Option<f64> + Sync),
+    ooo: &dyn Fn(u32) -> Option<f64>,
     rto_floor_s: f64,
 ) -> Result<Vec<Retrans>, String> {
     let n = c.validate()?;
-    let blocks: Vec<(i64, i64)> = c
-        .sack_left
-        .iter()
-        .copied()
-        .zip(c.sack_right.iter().copied())
-        .collect();
-    // the blocks of row i: blocks[first[i]..first[i + 1]]
-    let mut first = vec![0usize; n + 1];
-    for &r in c.sack_row {
-        first[r as usize + 1] += 1;
-    }
+    // connections numbered as they appear (flow ids are dense: a table; else a map)
+    let top = c.flow.iter().copied().max().unwrap_or(0) as usize;
+    let mut table = vec![u32::MAX; if top < 4 * n + 1024 { top + 1 } else { 0 }];
+    let mut map: HashMap<u32, u32> = HashMap::new();
+    let mut conns: Vec<Conn> = Vec::new();
+    // one pass in packet order (every column read once, front to back: the connections'
+    // rows interleave, and a pass per connection would read each cache line once per connection)
+    let mut blocks: Vec<(i64, i64)> = Vec::new();
+    let mut k = 0usize;
     for i in 0..n {
-        first[i + 1] += first[i];
+        blocks.clear();
+        while k < c.sack_row.len() && c.sack_row[k] as usize == i {
+            blocks.push((c.sack_left[k], c.sack_right[k]));
+            k += 1;
+        }
+        let f = c.flow[i];
+        let slot = match table.get_mut(f as usize) {
+            Some(t) => t,
+            None => map.entry(f).or_insert(u32::MAX),
+        };
+        if *slot == u32::MAX {
+            *slot = conns.len() as u32;
+            conns.push(Conn::new(ooo(f).unwrap_or(OOO_DEFAULT_S), rto_floor_s));
+        }
+        conns[*slot as usize].on_packet(&Pkt {
+            row: i as u32,
+            dir: usize::from(c.dir[i] == 1),
+            time: c.time[i],
+            seq: c.seq[i],
+            len: c.len[i],
+            nxt: c.nxt[i],
+            ack: c.ack[i],
+            r_hi_ack: c.r_hi_ack[i],
+            bits: c.bits[i],
+            srtt: c.srtt[i],
+            sack: &blocks,
+        });
     }
-    let flows: Vec<u64> = c.flow.iter().map(|&f| u64::from(f)).collect();
-    let gr = group_keys(&flows);
-    let bounds: Vec<(usize, usize)> = gr.starts.windows(2).map(|w| (w[0], w[1])).collect();
-    let per: Vec<Vec<Retrans>> = bounds
-        .par_iter()
-        .map(|&(s, e)| {
-            let rows = &gr.order[s..e];
-            let flow = c.flow[rows[0] as usize];
-            let mut conn = Conn::new(ooo(flow).unwrap_or(OOO_DEFAULT_S), rto_floor_s);
-            for &row in rows {
-                let i = row as usize;
-                conn.on_packet(&Pkt {
-                    row,
-                    dir: usize::from(c.dir[i] == 1),
-                    time: c.time[i],
-                    seq: c.seq[i],
-                    len: c.len[i],
-                    nxt: c.nxt[i],
-                    ack: c.ack[i],
-                    r_hi_ack: c.r_hi_ack[i],
-                    bits: c.bits[i],
-                    srtt: c.srtt[i],
-                    sack: &blocks[first[i]..first[i + 1]],
-                });
-            }
-            conn.out
-        })
-        .collect();
-    let mut out: Vec<Retrans> = per.into_iter().flatten().collect();
+    let per = conns.into_iter().map(|c| c.out);
+    let mut out: Vec<Retrans> = per.flatten().collect();
     out.sort_unstable_by_key(|r| r.0);
     Ok(out)
 }

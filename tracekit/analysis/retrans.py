@@ -64,7 +64,8 @@ import polars as pl
 
 from tracekit import _core
 from tracekit.analysis import rtt as _rtt
-from tracekit.analysis._state import KEYS, pick, prepare, sack_blocks_of, take
+from tracekit.analysis._groups import MISSING
+from tracekit.analysis._state import KEYS, pick, prepare, sack_blocks_of
 from tracekit.schema import RETRANSMISSIONS, empty
 
 #: RTO floor (Linux TCP_RTO_MIN), used when no RTT is known. The core keeps the other constants
@@ -123,12 +124,21 @@ def min_rtt(st: pl.DataFrame, rs: pl.DataFrame, hs: pl.DataFrame | None = None) 
     return out.select("flow", pl.coalesce(pl.when(pl.col("_hs") > 0).then("_hs"), "_min").alias("min_rtt"))
 
 
-def _bits(st: pl.DataFrame) -> np.ndarray:
-    """The state flags the core reads, one byte a packet (``src/state/retrans.rs``: ``IS_SEG`` .. ``GAP``)."""
-    u8 = pl.UInt8
-    b = (pl.col("is_seg").cast(u8) + pl.col("keepalive").cast(u8) * 2 + pl.col("zwp").cast(u8) * 4
-         + pl.col("dup").cast(u8) * 8 + pl.col("gap").cast(u8) * 16)
-    return st.select(b.cast(u8).alias("b"))["b"].to_numpy()
+def _columns(st: pl.DataFrame) -> list[np.ndarray]:
+    """The state columns the core reads, as numpy (one ``select``: polars converts them in parallel).
+
+    ``flow, dir, time, seq, len, nxt, ack, r_hi_ack`` (integers as int64, -2^62 for null) and
+    the flags, one byte a packet (``src/state/retrans.rs``: ``IS_SEG`` .. ``GAP``).
+    """
+    u8, i64 = pl.UInt8, pl.Int64
+    bits = (pl.col("is_seg").cast(u8) + pl.col("keepalive").cast(u8) * 2 + pl.col("zwp").cast(u8) * 4
+            + pl.col("dup").cast(u8) * 8 + pl.col("gap").cast(u8) * 16)
+    cols = st.select(
+        pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8), pl.col("time").cast(pl.Float64),
+        *[pl.col(c).cast(i64).fill_null(MISSING) for c in ("seq", "len", "nxt", "ack", "r_hi_ack")],
+        bits.cast(u8).alias("bits"),
+    )
+    return [s.to_numpy() for s in cols.get_columns()]
 
 
 def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = None,
@@ -162,9 +172,7 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = N
         mr = min_rtt(st, rs, _rtt.handshake(st) if hs is None else hs).drop_nulls().sort("flow")
     owner, left, right, _ = sack_blocks_of(st)
     rows, kind, episode = _core.tcp_retrans(
-        st["flow"].cast(pl.UInt32).to_numpy(), st["dir"].cast(pl.Int8).to_numpy(),
-        st["time"].cast(pl.Float64).to_numpy(), take(st, "seq", None), take(st, "len", None),
-        take(st, "nxt", None), take(st, "ack", None), take(st, "r_hi_ack", None), _bits(st), srtt,
+        *_columns(st), srtt,
         owner, left, right, mr["flow"].cast(pl.UInt32).to_numpy(), mr["min_rtt"].cast(pl.Float64).to_numpy(),
         float(rto_floor_s))
     if not len(rows):
