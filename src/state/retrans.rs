@@ -30,7 +30,8 @@ pub const SPURIOUS: u8 = 2;
 pub const OOO_DEFAULT_S: f64 = 0.003;
 /// Tolerance on the silence before a timeout (simulators fire the timer exactly one RTO after the ACK).
 const EPS_S: f64 = 1e-6;
-/// A re-send this soon after a duplicate ACK was clocked by it (see retrans.py `DUP_CLOCKED_S`).
+/// A re-send this soon after a duplicate ACK was sent while processing it (a simulator: the same
+/// instant; a Linux host: tens of µs, more behind its own queue, but then its SACK blocks count).
 pub const DUP_CLOCKED_S: f64 = 1e-4;
 
 /// The prepared state of a trace (packet order). i64 columns hold [`MISSING`] for null;
@@ -257,7 +258,7 @@ impl Conn {
         Some(if spur { SPURIOUS } else { s.episode_kind })
     }
 
-    /// RFC 6298 §5 timeout rule (retrans.py `_timeouts`): (a timeout, the other side's ACK
+    /// RFC 6298 §5 timeout rule (the module docstring of retrans.py): (a timeout, the other side's ACK
     /// passed everything outstanding at the previous retransmission).
     fn timeout(&mut self, p: &Pkt, seq_seen: Option<Sent>) -> (bool, bool) {
         let o = &self.side[1 - p.dir];

@@ -171,10 +171,10 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = N
     if st["gap"].any():
         mr = min_rtt(st, rs, _rtt.handshake(st) if hs is None else hs).drop_nulls().sort("flow")
     owner, left, right, _ = sack_blocks_of(st)
+    flow, dr, time, seq, ln, nxt, ack, r_hi_ack, bits = _columns(st)
     rows, kind, episode = _core.tcp_retrans(
-        *_columns(st), srtt,
-        owner, left, right, mr["flow"].cast(pl.UInt32).to_numpy(), mr["min_rtt"].cast(pl.Float64).to_numpy(),
-        float(rto_floor_s))
+        flow, dr, time, seq, ln, nxt, ack, r_hi_ack, bits, srtt, owner, left, right,
+        mr["flow"].cast(pl.UInt32).to_numpy(), mr["min_rtt"].cast(pl.Float64).to_numpy(), float(rto_floor_s))
     if not len(rows):
         return pl.DataFrame(schema=_SCHEMA)
     return st.select("_i", *KEYS, "frame", "time", "seq", "len")[pl.Series(rows)].with_columns(
