@@ -120,13 +120,16 @@ struct Sent {
     filled: bool,
 }
 
+/// Entries per chunk of [`SentLog`]'s run (24 bytes each: ~96 KiB).
+const CHUNK: usize = 4096;
+
 /// The latest packet at each sequence number a direction has sent. Starts mostly rise (new
 /// data, then pure ACKs at nextseq): those are appended to a sorted run (a write per packet, a
-/// binary search per retransmission); the others (re-sends, keep-alives) go to a map, whose
-/// entry is always the later one.
+/// binary search per retransmission), kept in fixed chunks so that it grows without copying;
+/// the others (re-sends, keep-alives) go to a map, whose entry is always the later one.
 #[derive(Default)]
 struct SentLog {
-    run: Vec<(i64, Sent)>,
+    run: Vec<Vec<(i64, Sent)>>,
     other: HashMap<i64, Sent>,
 }
 
@@ -135,8 +138,13 @@ impl SentLog {
         if let Some(s) = self.other.get(&seq) {
             return Some(*s);
         }
-        let k = self.run.partition_point(|e| e.0 < seq);
-        self.run.get(k).filter(|e| e.0 == seq).map(|e| e.1)
+        // the first chunk whose last start is at or above seq, then the entry in it
+        let c = self
+            .run
+            .partition_point(|ch| ch.last().is_some_and(|e| e.0 < seq));
+        let ch = self.run.get(c)?;
+        let k = ch.partition_point(|e| e.0 < seq);
+        ch.get(k).filter(|e| e.0 == seq).map(|e| e.1)
     }
 
     fn record(&mut self, seq: i64, row: u32, time: f64, fills: bool) {
@@ -145,13 +153,20 @@ impl SentLog {
             time,
             filled: filled || fills,
         };
-        match self.run.last_mut() {
+        match self.run.last_mut().and_then(|ch| ch.last_mut()) {
             Some(last) if last.0 == seq => last.1 = new(last.1.filled),
             Some(last) if last.0 > seq => {
                 let filled = self.get(seq).is_some_and(|s| s.filled);
                 self.other.insert(seq, new(filled));
             }
-            _ => self.run.push((seq, new(false))),
+            _ => {
+                if self.run.last().is_none_or(|ch| ch.len() == CHUNK) {
+                    self.run.push(Vec::with_capacity(CHUNK));
+                }
+                if let Some(ch) = self.run.last_mut() {
+                    ch.push((seq, new(false)));
+                }
+            }
         }
     }
 }
