@@ -142,3 +142,16 @@ def test_ns2_retransmissions_are_the_segments_sent_twice() -> None:
     r = retransmissions(tracekit.analyze(tracekit.read(path)).packets)
     print(f"ns-2 lab_lossy: {again} data packets re-sent (trace), {r.height} retransmissions (tracekit)")
     assert r.height == again
+
+
+def test_the_core_rejects_columns_of_unequal_length() -> None:
+    """Bad input to the compiled pass is a ValueError naming the column, never a panic."""
+    import numpy as np
+    import pytest
+
+    from tracekit import _core
+
+    i64, z = np.zeros(2, np.int64), np.zeros(0, np.int64)
+    with pytest.raises(ValueError, match="time"):
+        _core.tcp_retrans(np.zeros(2, np.uint32), np.zeros(2, np.int8), np.zeros(1), i64, i64, i64, i64, i64,
+                          np.zeros(2, np.uint8), np.zeros(2), z, z, z, np.zeros(0, np.uint32), np.zeros(0), 0.2)

@@ -8,6 +8,7 @@ pub mod bins;
 pub mod flight;
 pub mod rtt;
 pub mod sack;
+pub mod retrans;
 pub mod seq;
 pub mod stalls;
 
@@ -121,6 +122,7 @@ const MISSING_WIN: i64 = seq::MISSING;
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     bins::register(m)?;
     sack::register(m)?;
+    retrans::register(m)?;
     m.add_function(wrap_pyfunction!(tcp_state, m)?)?;
     rtt::register(m)?;
     stalls::register(m)?;

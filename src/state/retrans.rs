@@ -1,0 +1,520 @@
+//! Retransmissions and their kinds (fast, rto, spurious), one streaming pass per connection.
+//!
+//! Which segments re-send bytes follows Wireshark's `tcp_analyze_sequence_number`
+//! (epan/dissectors/packet-tcp.c); why each was sent follows RFC 5681 §3.2 (three duplicate
+//! ACKs), RFC 6675 (SACK), RFC 6298 §5 (the retransmission timer) and RFC 2883 (D-SACK).
+//! `tracekit/analysis/retrans.py` states the rules in prose; here each is one block of
+//! [`Conn::on_packet`], fed the prepared state of one connection's packets in order
+//! (`tracekit/analysis/_state.py`: `nxt`, the other side's highest ACK, the duplicate-ACK,
+//! gap, keep-alive and zero-window-probe flags) plus the RTT estimate of each sample row.
+//! A packet is judged when it arrives; only a later D-SACK block can turn an earlier
+//! retransmission into a spurious one.
+
+use super::seq::MISSING;
+use pyo3::prelude::*;
+use std::collections::{BTreeMap, HashMap};
+
+/// Bits of the per-packet `bits` column (the prepared state's flags).
+pub const IS_SEG: u8 = 1 << 0;
+pub const KEEPALIVE: u8 = 1 << 1;
+pub const ZWP: u8 = 1 << 2;
+pub const DUP: u8 = 1 << 3;
+pub const GAP: u8 = 1 << 4;
+
+/// Kinds in the output (`tracekit.analysis.retrans.KINDS` order).
+pub const FAST: u8 = 0;
+pub const RTO: u8 = 1;
+pub const SPURIOUS: u8 = 2;
+
+/// Wireshark's default out-of-order window when no RTT is known (packet-tcp.c: 3 ms).
+pub const OOO_DEFAULT_S: f64 = 0.003;
+/// Tolerance on the silence before a timeout (simulators fire the timer exactly one RTO after the ACK).
+const EPS_S: f64 = 1e-6;
+/// A re-send this soon after a duplicate ACK was sent while processing it (a simulator: the same
+/// instant; a Linux host: tens of µs, more behind its own queue, but then its SACK blocks count).
+pub const DUP_CLOCKED_S: f64 = 1e-4;
+
+/// The prepared state of a trace (packet order). i64 columns hold [`MISSING`] for null;
+/// `srtt` is the RFC 6298 smoothed RTT after the sample taken at that row (NaN elsewhere).
+pub struct Columns<'a> {
+    pub flow: &'a [u32],
+    pub dir: &'a [i8],
+    pub time: &'a [f64],
+    pub seq: &'a [i64],
+    pub len: &'a [i64],
+    pub nxt: &'a [i64],
+    pub ack: &'a [i64],
+    pub r_hi_ack: &'a [i64],
+    pub bits: &'a [u8],
+    pub srtt: &'a [f64],
+    /// SACK blocks: owner row (ascending, a row's blocks in order), left and right edges.
+    pub sack_row: &'a [i64],
+    pub sack_left: &'a [i64],
+    pub sack_right: &'a [i64],
+}
+
+/// One packet as [`Conn::on_packet`] reads it.
+#[derive(Clone, Copy, Debug)]
+pub struct Pkt<'a> {
+    pub row: u32,
+    pub dir: usize,
+    pub time: f64,
+    pub seq: i64,
+    pub len: i64,
+    pub nxt: i64,
+    pub ack: i64,
+    pub r_hi_ack: i64,
+    pub bits: u8,
+    pub srtt: f64,
+    /// Its SACK blocks (left, right), [`MISSING`] for an edge not given.
+    pub sack: &'a [(i64, i64)],
+}
+
+/// What one direction has sent as the ACKing side (its loss signals to the other one).
+#[derive(Default)]
+struct AckSide {
+    /// Its latest packet: (row, time, ACK number); None before it sends.
+    last: Option<(u32, f64, i64)>,
+    /// Where its ACK number last changed (first packet included): row, time.
+    since: (u32, f64),
+    /// Duplicate ACKs since then, and the third of them (RFC 5681 §3.2 fast retransmit).
+    dups: u32,
+    third: Option<(u32, f64)>,
+    /// Its latest packet with a SACK block above its ACK (RFC 6675 loss evidence).
+    sack_above: Option<u32>,
+    /// The smoothed RTT at its latest sample (NaN: none yet).
+    srtt: f64,
+}
+
+impl AckSide {
+    fn on_packet(&mut self, p: &Pkt) {
+        if self.last.is_none_or(|l| l.2 != p.ack) {
+            self.since = (p.row, p.time);
+            self.dups = 0;
+            self.third = None;
+        }
+        if p.bits & DUP != 0 {
+            self.dups += 1;
+            if self.dups == 3 {
+                self.third = Some((p.row, p.time));
+            }
+        }
+        // a block reaching above the cumulative ACK (a row without blocks counts as edge -1)
+        let hi = p.sack.iter().map(|b| b.1).filter(|&r| r != MISSING).max();
+        if p.ack != MISSING && hi.unwrap_or(-1) > p.ack {
+            self.sack_above = Some(p.row);
+        }
+        if !p.srtt.is_nan() {
+            self.srtt = p.srtt;
+        }
+        self.last = Some((p.row, p.time, p.ack));
+    }
+}
+
+/// A sequence number this direction has sent: its latest packet (any packet starting there,
+/// RFC 6298 §5.5 backoff counts from it), and whether a packet that may fill a hole started there.
+#[derive(Clone, Copy)]
+struct Sent {
+    row: u32,
+    time: f64,
+    filled: bool,
+}
+
+/// Entries per chunk of [`SentLog`]'s run (24 bytes each: ~96 KiB).
+const CHUNK: usize = 4096;
+
+/// The latest packet at each sequence number a direction has sent. Starts mostly rise (new
+/// data, then pure ACKs at nextseq): those are appended to a sorted run (a write per packet, a
+/// binary search per retransmission), kept in fixed chunks so that it grows without copying;
+/// the others (re-sends, keep-alives) go to a map, whose entry is always the later one.
+#[derive(Default)]
+struct SentLog {
+    run: Vec<Vec<(i64, Sent)>>,
+    other: HashMap<i64, Sent>,
+}
+
+impl SentLog {
+    fn get(&self, seq: i64) -> Option<Sent> {
+        if let Some(s) = self.other.get(&seq) {
+            return Some(*s);
+        }
+        // the first chunk whose last start is at or above seq, then the entry in it
+        let c = self
+            .run
+            .partition_point(|ch| ch.last().is_some_and(|e| e.0 < seq));
+        let ch = self.run.get(c)?;
+        let k = ch.partition_point(|e| e.0 < seq);
+        ch.get(k).filter(|e| e.0 == seq).map(|e| e.1)
+    }
+
+    fn record(&mut self, seq: i64, row: u32, time: f64, fills: bool) {
+        let new = |filled: bool| Sent {
+            row,
+            time,
+            filled: filled || fills,
+        };
+        match self.run.last_mut().and_then(|ch| ch.last_mut()) {
+            Some(last) if last.0 == seq => last.1 = new(last.1.filled),
+            Some(last) if last.0 > seq => {
+                let filled = self.get(seq).is_some_and(|s| s.filled);
+                self.other.insert(seq, new(filled));
+            }
+            _ => {
+                if self.run.last().is_none_or(|ch| ch.len() == CHUNK) {
+                    self.run.push(Vec::with_capacity(CHUNK));
+                }
+                if let Some(ch) = self.run.last_mut() {
+                    ch.push((seq, new(false)));
+                }
+            }
+        }
+    }
+}
+
+/// One direction as the sender.
+#[derive(Default)]
+struct Sender {
+    sent: SentLog,
+    /// Bytes skipped when a later segment arrived first: lower edge -> (upper edge, time).
+    holes: BTreeMap<i64, (i64, f64)>,
+    /// `nxt` of the previous retransmission (Some(MISSING): it had none); None before the first.
+    prev_nxt: Option<i64>,
+    /// Time of the latest retransmission that passed the timeout rule.
+    last_to: Option<f64>,
+    episode: i32,
+    episode_kind: u8,
+    /// Latest retransmission per start: (index in the output, its data end), for D-SACK.
+    by_seq: HashMap<i64, (usize, i64)>,
+}
+
+/// One retransmission: its row, kind and recovery episode (numbered per direction from 1).
+pub type Retrans = (u32, u8, i32);
+
+/// The state machine of one connection.
+pub struct Conn {
+    side: [AckSide; 2],
+    snd: [Sender; 2],
+    /// The out-of-order window: the connection's handshake or least RTT (seconds).
+    ooo_s: f64,
+    rto_floor_s: f64,
+    pub out: Vec<Retrans>,
+}
+
+impl Conn {
+    pub fn new(ooo_s: f64, rto_floor_s: f64) -> Self {
+        Conn {
+            side: [AckSide::default(), AckSide::default()],
+            snd: [Sender::default(), Sender::default()],
+            ooo_s,
+            rto_floor_s,
+            out: Vec::new(),
+        }
+    }
+
+    /// One packet, in order: judged as a possible retransmission of its direction, then
+    /// taken as an ACK (with SACK/D-SACK blocks) for the other one.
+    pub fn on_packet(&mut self, p: &Pkt) {
+        let d = p.dir;
+        if let Some(kind) = self.judge(p) {
+            let s = &mut self.snd[d];
+            s.by_seq.insert(p.seq, (self.out.len(), p.seq + p.len));
+            self.out.push((p.row, kind, s.episode));
+        }
+        self.dsack(p);
+        self.side[d].on_packet(p);
+        let s = &mut self.snd[d];
+        // a packet that may fill a hole: a segment below nextseq, or a zero-window probe (which
+        // does not advance nextseq, so it can sit at the lower edge of a hole opened after it)
+        let fills =
+            p.bits & IS_SEG != 0 && ((p.nxt != MISSING && p.seq < p.nxt) || p.bits & ZWP != 0);
+        s.sent.record(p.seq, p.row, p.time, fills);
+        // Wireshark's lost segment (tcp.analysis.lost_segment): the bytes from nextseq are a hole
+        if p.bits & GAP != 0 {
+            s.holes.insert(p.nxt, (p.seq, p.time));
+        }
+    }
+
+    /// The kind of a retransmission, or None for any other packet.
+    fn judge(&mut self, p: &Pkt) -> Option<u8> {
+        let o = &self.side[1 - p.dir];
+        let dend = p.seq + p.len;
+        // a candidate (packet-tcp.c): a segment, no keep-alive or zero-window probe, starting
+        // below nextseq, except a segment longer than one byte at nextseq - 1 (after a 1-byte probe)
+        let seg = p.bits & IS_SEG != 0 && p.bits & (KEEPALIVE | ZWP) == 0;
+        let behind = p.nxt != MISSING && p.seq < p.nxt && !(p.len > 1 && p.seq == p.nxt - 1);
+        // Wireshark's spurious retransmission: data at or below the other side's latest ACK
+        let r_ack = o.last.map_or(MISSING, |l| l.2);
+        let spur = p.len > 0 && r_ack != MISSING && r_ack > 0 && dend <= r_ack;
+        if !(seg && (behind || spur)) {
+            return None;
+        }
+        // the previous packet at this start (original or re-send)
+        let seq_seen = self.snd[p.dir].sent.get(p.seq);
+        // out-of-order, not retransmitted: the first segment into a hole (bytes never seen
+        // here), within one round trip of the hole's appearance (Wireshark's threshold)
+        if !spur && p.nxt != MISSING && p.seq < p.nxt && seq_seen.is_none_or(|s| !s.filled) {
+            let hole = self.snd[p.dir].holes.range(..=p.seq).next_back();
+            if let Some((_, &(hi, h_time))) = hole {
+                if p.seq < hi && p.time - h_time < self.ooo_s {
+                    return None;
+                }
+            }
+        }
+        let to = self.timeout(p, seq_seen);
+        let s = &mut self.snd[p.dir];
+        let (timeout, past) = to;
+        s.prev_nxt = Some(p.nxt);
+        // a recovery episode starts when the ACK passed all that was outstanding at the
+        // previous retransmission, or at a timeout; its later re-sends take its first one's kind
+        if past || timeout {
+            s.episode += 1;
+            s.episode_kind = if timeout { RTO } else { FAST };
+        }
+        Some(if spur { SPURIOUS } else { s.episode_kind })
+    }
+
+    /// RFC 6298 §5 timeout rule (the module docstring of retrans.py): (a timeout, the other side's ACK
+    /// passed everything outstanding at the previous retransmission).
+    fn timeout(&mut self, p: &Pkt, seq_seen: Option<Sent>) -> (bool, bool) {
+        let o = &self.side[1 - p.dir];
+        let s = &self.snd[p.dir];
+        // the least RTO the sender can have had: its floor, and srtt (not + 4·rttvar: the
+        // sender's rttvar is its own)
+        let rto = if o.srtt.is_nan() {
+            self.rto_floor_s
+        } else {
+            self.rto_floor_s.max(o.srtt)
+        };
+        let inf = f64::INFINITY;
+        let adv_t = o.last.map(|_| o.since.1);
+        let prev_t = seq_seen.map(|s| s.time);
+        let since_ack = adv_t.map_or(inf, |a| p.time - a) + EPS_S;
+        // Linux re-arms the timer from the head's last send (tcp_rearm_rto)
+        let first_t = match (adv_t, prev_t) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let since_tx = first_t.map_or(inf, |f| p.time - f) + EPS_S;
+        let quiet = o.last.map_or(inf, |l| p.time - l.1) + EPS_S;
+        let waited = quiet >= 0.5 * rto;
+        let silent = since_ack >= rto || (since_tx >= rto && waited);
+        // RFC 6582 §3.2 "recover": the ACK passed what was outstanding at the previous re-send
+        let r_hi = if p.r_hi_ack == MISSING {
+            -1
+        } else {
+            p.r_hi_ack
+        };
+        let past = s.prev_nxt.is_none_or(|n| n == MISSING || r_hi >= n);
+        // loss signals after the later of the ACK change and the previous send of the segment
+        let lo = o
+            .last
+            .map_or(0, |_| i64::from(o.since.0))
+            .max(seq_seen.map_or(0, |s| i64::from(s.row) + 1));
+        let sack_new = o.last.is_some() && o.sack_above.is_some_and(|r| i64::from(r) >= lo);
+        let dup3 = o.last.is_some()
+            && o.third
+                .is_some_and(|(r, t)| i64::from(r) >= lo && p.time - t < 0.5 * rto)
+            && past;
+        let dups = if o.last.is_some() { o.dups } else { 0 };
+        let dup_clocked = dups >= 3 && quiet - EPS_S <= DUP_CLOCKED_S;
+        let timeout0 = silent && (!(sack_new || dup3 || dup_clocked) || waited);
+        // RFC 6298 §5.5-5.6: the timer restarts at a timeout, backed off
+        let after_to = s.last_to.is_none_or(|t| (p.time - t) + EPS_S >= rto);
+        if timeout0 {
+            self.snd[p.dir].last_to = Some(p.time);
+        }
+        (timeout0 && after_to, past)
+    }
+
+    /// D-SACK (RFC 2883): the first block below the ACK, or inside the second block, reports
+    /// bytes that arrived twice: the latest retransmission starting at its left edge was not
+    /// needed when the block covers it.
+    fn dsack(&mut self, p: &Pkt) {
+        let Some(&(l1, r1)) = p.sack.first() else {
+            return;
+        };
+        if l1 == MISSING || r1 == MISSING {
+            return; // a block without edges says nothing
+        }
+        let ack = if p.ack == MISSING { -1 } else { p.ack };
+        let inside = p
+            .sack
+            .get(1)
+            .is_some_and(|&(l2, r2)| l2 != MISSING && r2 != MISSING && l2 <= l1 && r1 <= r2);
+        if !(r1 <= ack || inside) {
+            return;
+        }
+        if let Some(&(k, dend)) = self.snd[1 - p.dir].by_seq.get(&l1) {
+            if dend <= r1 {
+                self.out[k].1 = SPURIOUS;
+            }
+        }
+    }
+}
+
+impl Columns<'_> {
+    fn validate(&self) -> Result<usize, String> {
+        let n = self.flow.len();
+        let lens = [
+            ("dir", self.dir.len()),
+            ("time", self.time.len()),
+            ("seq", self.seq.len()),
+            ("len", self.len.len()),
+            ("nxt", self.nxt.len()),
+            ("ack", self.ack.len()),
+            ("r_hi_ack", self.r_hi_ack.len()),
+            ("bits", self.bits.len()),
+            ("srtt", self.srtt.len()),
+        ];
+        for (name, l) in lens {
+            if l != n {
+                return Err(format!("column {name} has {l} values, flow has {n}"));
+            }
+        }
+        let m = self.sack_row.len();
+        if self.sack_left.len() != m || self.sack_right.len() != m {
+            return Err("SACK block columns differ in length".into());
+        }
+        if self.sack_row.windows(2).any(|w| w[0] > w[1]) {
+            return Err("SACK block rows are not ascending".into());
+        }
+        if self.sack_row.iter().any(|&r| r < 0 || r as usize >= n) {
+            return Err("SACK block row out of range".into());
+        }
+        if n >= u32::MAX as usize {
+            return Err(format!("{n} packets: at most 2^32 - 2 per call"));
+        }
+        if let Some(i) = self.dir.iter().position(|&d| d != 0 && d != 1) {
+            return Err(format!("packet {i}: dir {} is not 0 or 1", self.dir[i]));
+        }
+        Ok(n)
+    }
+}
+
+/// Every retransmission of a trace, in packet order (see the module docs).
+///
+/// `ooo` gives the out-of-order window of a flow (None: [`OOO_DEFAULT_S`]).
+pub fn classify(
+    c: &Columns,
+    ooo: &dyn Fn(u32) -> Option<f64>,
+    rto_floor_s: f64,
+) -> Result<Vec<Retrans>, String> {
+    let n = c.validate()?;
+    // connections numbered as they appear (flow ids are dense: a table; else a map)
+    let top = c.flow.iter().copied().max().unwrap_or(0) as usize;
+    let mut table = vec![u32::MAX; if top < 4 * n + 1024 { top + 1 } else { 0 }];
+    let mut map: HashMap<u32, u32> = HashMap::new();
+    let mut conns: Vec<Conn> = Vec::new();
+    // one pass in packet order (every column read once, front to back: the connections'
+    // rows interleave, and a pass per connection would read each cache line once per connection)
+    let mut blocks: Vec<(i64, i64)> = Vec::new();
+    let mut k = 0usize;
+    for i in 0..n {
+        blocks.clear();
+        while k < c.sack_row.len() && c.sack_row[k] as usize == i {
+            blocks.push((c.sack_left[k], c.sack_right[k]));
+            k += 1;
+        }
+        let f = c.flow[i];
+        let slot = match table.get_mut(f as usize) {
+            Some(t) => t,
+            None => map.entry(f).or_insert(u32::MAX),
+        };
+        if *slot == u32::MAX {
+            *slot = conns.len() as u32;
+            conns.push(Conn::new(ooo(f).unwrap_or(OOO_DEFAULT_S), rto_floor_s));
+        }
+        conns[*slot as usize].on_packet(&Pkt {
+            row: i as u32,
+            dir: usize::from(c.dir[i] == 1),
+            time: c.time[i],
+            seq: c.seq[i],
+            len: c.len[i],
+            nxt: c.nxt[i],
+            ack: c.ack[i],
+            r_hi_ack: c.r_hi_ack[i],
+            bits: c.bits[i],
+            srtt: c.srtt[i],
+            sack: &blocks,
+        });
+    }
+    let per = conns.into_iter().map(|c| c.out);
+    let mut out: Vec<Retrans> = per.flatten().collect();
+    out.sort_unstable_by_key(|r| r.0);
+    Ok(out)
+}
+
+type RetransArrays<'py> = (
+    Bound<'py, numpy::PyArray1<u32>>,
+    Bound<'py, numpy::PyArray1<u8>>,
+    Bound<'py, numpy::PyArray1<i32>>,
+);
+
+/// Retransmissions of the prepared state (see `retrans`): `(rows, kind, episode)`.
+///
+/// Kinds: 0 fast, 1 rto, 2 spurious. `min_rtt_flow` (ascending) and `min_rtt` give each
+/// flow's out-of-order window; `rto_floor` is the sender stack's minimum RTO (seconds).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn tcp_retrans<'py>(
+    py: Python<'py>,
+    flow: numpy::PyReadonlyArray1<'py, u32>,
+    dir: numpy::PyReadonlyArray1<'py, i8>,
+    time: numpy::PyReadonlyArray1<'py, f64>,
+    seq: numpy::PyReadonlyArray1<'py, i64>,
+    len: numpy::PyReadonlyArray1<'py, i64>,
+    nxt: numpy::PyReadonlyArray1<'py, i64>,
+    ack: numpy::PyReadonlyArray1<'py, i64>,
+    r_hi_ack: numpy::PyReadonlyArray1<'py, i64>,
+    bits: numpy::PyReadonlyArray1<'py, u8>,
+    srtt: numpy::PyReadonlyArray1<'py, f64>,
+    sack_row: numpy::PyReadonlyArray1<'py, i64>,
+    sack_left: numpy::PyReadonlyArray1<'py, i64>,
+    sack_right: numpy::PyReadonlyArray1<'py, i64>,
+    min_rtt_flow: numpy::PyReadonlyArray1<'py, u32>,
+    min_rtt: numpy::PyReadonlyArray1<'py, f64>,
+    rto_floor: f64,
+) -> PyResult<RetransArrays<'py>> {
+    use super::slice;
+    use numpy::IntoPyArray;
+    let c = Columns {
+        flow: slice(&flow, "flow")?,
+        dir: slice(&dir, "dir")?,
+        time: slice(&time, "time")?,
+        seq: slice(&seq, "seq")?,
+        len: slice(&len, "len")?,
+        nxt: slice(&nxt, "nxt")?,
+        ack: slice(&ack, "ack")?,
+        r_hi_ack: slice(&r_hi_ack, "r_hi_ack")?,
+        bits: slice(&bits, "bits")?,
+        srtt: slice(&srtt, "srtt")?,
+        sack_row: slice(&sack_row, "sack_row")?,
+        sack_left: slice(&sack_left, "sack_left")?,
+        sack_right: slice(&sack_right, "sack_right")?,
+    };
+    let mf = slice(&min_rtt_flow, "min_rtt_flow")?;
+    let mv = slice(&min_rtt, "min_rtt")?;
+    if mf.len() != mv.len() {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "min_rtt_flow and min_rtt differ in length",
+        ));
+    }
+    let ooo = |f: u32| mf.binary_search(&f).ok().map(|k| mv[k]);
+    let out = py.detach(|| super::guard(|| classify(&c, &ooo, rto_floor)))?;
+    let rows: Vec<u32> = out.iter().map(|r| r.0).collect();
+    let kind: Vec<u8> = out.iter().map(|r| r.1).collect();
+    let ep: Vec<i32> = out.iter().map(|r| r.2).collect();
+    Ok((
+        rows.into_pyarray(py),
+        kind.into_pyarray(py),
+        ep.into_pyarray(py),
+    ))
+}
+
+/// Adds this module's functions to `tracekit._core`.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(tcp_retrans, m)?)
+}
+
+#[cfg(test)]
+mod tests;
