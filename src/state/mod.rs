@@ -6,9 +6,9 @@
 
 pub mod bins;
 pub mod flight;
+pub mod retrans;
 pub mod rtt;
 pub mod sack;
-pub mod retrans;
 pub mod seq;
 pub mod stalls;
 
