@@ -15,7 +15,10 @@
 //! segment that skips bytes (`tcp.analysis.lost_segment`) clears it for its direction until
 //! a packet with the ACK flag comes the other way.
 
-use super::seq::{Packets, ACK, FIN, MISSING, SYN};
+#[cfg(test)]
+use super::seq::Packets;
+use super::seq::{ACK, FIN, MISSING, SYN};
+#[cfg(test)]
 use rayon::prelude::*;
 use std::collections::{BTreeSet, VecDeque};
 
@@ -103,12 +106,14 @@ impl Unacked {
 /// Per packet: Wireshark's raw bytes in flight before the SACK and SYN/FIN corrections
 /// ([`MISSING`] where it gives none), and whether the other direction had sent no ACK yet
 /// (the value then rests on the sender's segments only).
+#[cfg(test)]
 pub struct Flight {
     pub raw: Vec<i64>,
     pub sender_only: Vec<bool>,
 }
 
 /// One data packet's result: its row, the raw value and whether it is from the sender's side only.
+#[cfg(test)]
 type Row = (u32, i64, bool);
 
 /// One connection's Wireshark bytes-in-flight state (both directions), fed packet by packet.
@@ -165,6 +170,7 @@ impl ListFlight {
 }
 
 /// One connection's packets (`rows`, packet order): (row, raw value, sender only) per data packet.
+#[cfg(test)]
 fn connection(p: &Packets, gap: &[bool], stray: &[bool], rows: &[u32]) -> Vec<Row> {
     let mut st = ListFlight::default();
     let mut out = Vec::new();
@@ -182,7 +188,9 @@ fn connection(p: &Packets, gap: &[bool], stray: &[bool], rows: &[u32]) -> Vec<Ro
     out
 }
 
-/// Wireshark's bytes in flight of every data packet (see the module docs).
+/// Wireshark's bytes in flight of every data packet (see the module docs): the list alone,
+/// which the tests check rule by rule (Python reads it with the SACK measures, `super::sack`).
+#[cfg(test)]
 ///
 /// `gap` and `stray` are [`super::seq::GAP`] and [`super::seq::STRAY`] of every packet
 /// (Wireshark's lost-segment rule; stray SYNs take no part).

@@ -78,53 +78,12 @@ fn tcp_state<'py>(
     ))
 }
 
-type FlightArrays<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<bool>>);
-
-/// Wireshark's bytes in flight per packet (see `flight`): `(raw, sender_only)`.
-///
-/// `raw` is highest end - lowest start of the direction's unacknowledged segments at each
-/// data packet, before the SACK and SYN/FIN corrections (-2^62: none); `gap` and `stray` are
-/// the state's lost-segment and stray-SYN columns.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn tcp_flight<'py>(
-    py: Python<'py>,
-    flow: PyReadonlyArray1<'py, u32>,
-    dir: PyReadonlyArray1<'py, i8>,
-    seq: PyReadonlyArray1<'py, i64>,
-    len: PyReadonlyArray1<'py, u32>,
-    flags: PyReadonlyArray1<'py, u8>,
-    ack: PyReadonlyArray1<'py, i64>,
-    gap: PyReadonlyArray1<'py, bool>,
-    stray: PyReadonlyArray1<'py, bool>,
-) -> PyResult<FlightArrays<'py>> {
-    let f = slice(&flow, "flow")?;
-    let win = vec![MISSING_WIN; f.len()];
-    let p = seq::Packets {
-        flow: f,
-        dir: slice(&dir, "dir")?,
-        seq: slice(&seq, "seq")?,
-        len: slice(&len, "len")?,
-        flags: slice(&flags, "flags")?,
-        ack: slice(&ack, "ack")?,
-        win: &win,
-    };
-    let gap = slice(&gap, "gap")?;
-    let stray = slice(&stray, "stray")?;
-    let out = py.detach(|| guard(|| flight::flight(&p, gap, stray)))?;
-    Ok((out.raw.into_pyarray(py), out.sender_only.into_pyarray(py)))
-}
-
-/// The window column `tcp_flight` does not read.
-const MISSING_WIN: i64 = seq::MISSING;
-
 /// Adds this module's functions to `tracekit._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     bins::register(m)?;
     sack::register(m)?;
     retrans::register(m)?;
-    m.add_function(wrap_pyfunction!(tcp_state, m)?)?;
     rtt::register(m)?;
     stalls::register(m)?;
-    m.add_function(wrap_pyfunction!(tcp_flight, m)?)
+    m.add_function(wrap_pyfunction!(tcp_state, m)?)
 }
