@@ -23,3 +23,16 @@ def tcp_flight(
 # src/capture: pcap/pcapng records, link/IP/TCP/UDP decoding, IP reassembly
 def read_capture(source: object, format: str, limits: object, timeout_text: str) -> dict[str, Any]: ...
 def linktypes() -> dict[int, str]: ...
+
+# src/state/cwnd.rs: the cwnd estimate's per-segment passes
+def cwnd_pipe(
+    time: npt.NDArray[np.float64], seq_end: npt.NDArray[np.int64], una: npt.NDArray[np.int64],
+    dup: npt.NDArray[np.bool_], new_ack: npt.NDArray[np.bool_], sack_at: npt.NDArray[np.int64],
+    sack_val: npt.NDArray[np.int64], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64],
+    min_rtt: npt.NDArray[np.float64], ev: npt.NDArray[np.int64], ends: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+def cwnd_phases(
+    time: npt.NDArray[np.float64], est: npt.NDArray[np.float64], ssthresh: npt.NDArray[np.float64],
+    recovery: npt.NDArray[np.bool_], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64],
+    mss: npt.NDArray[np.float64],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint8]]: ...

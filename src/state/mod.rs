@@ -4,6 +4,7 @@
 //! NetSim: they all become the same columns), run the state machines without the GIL, and
 //! turn every input problem into a Python `ValueError` (never a panic across the boundary).
 
+pub mod cwnd;
 pub mod flight;
 pub mod seq;
 
@@ -115,6 +116,7 @@ const MISSING_WIN: i64 = seq::MISSING;
 
 /// Adds this module's functions to `tracekit._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    cwnd::register(m)?;
     m.add_function(wrap_pyfunction!(tcp_state, m)?)?;
     m.add_function(wrap_pyfunction!(tcp_flight, m)?)
 }

@@ -4,8 +4,7 @@ The cwnd estimate keeps every data direction as one contiguous run of rows (sort
 and restarts its running quantities at loss events. The steps here replace polars
 ``over()`` windows and ``join_asof`` with numpy passes: searches within segments (per
 segment when they are few, else on one axis with offsets), a running maximum restarting at
-segment starts, a forward fill, and a windowed maximum (a sparse table built level by level,
-so one level is alive at a time). No Python loop runs per row.
+segment starts and a forward fill. No Python loop runs per row.
 """
 
 from __future__ import annotations
@@ -132,32 +131,3 @@ def below(keys: np.ndarray, klo: np.ndarray, khi: np.ndarray, q: np.ndarray, qlo
         return out
     keyed = offset_keys(keys, np.repeat(np.arange(nd), khi - klo), q, np.repeat(np.arange(nd), qhi - qlo), nd)
     return None if keyed is None else count_below(*keyed, side=side, presorted=True)
-
-
-def window_max(v: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """``max(v[left[i] : right[i] + 1])`` for every query i (windows never empty).
-
-    A sparse table: level k holds the maximum of each run of 2^k values; a window of length
-    ``l`` is covered by two overlapping runs of level ``floor(log2 l)``. Levels are built
-    one from the other in place and each query is answered at its own level, so memory
-    stays at one copy of ``v`` whatever the window lengths.
-    """
-    out = np.empty(left.size, dtype=v.dtype)
-    if left.size == 0:
-        return out
-    # floor(log2(length)) exactly: frexp gives length = m * 2^e with m in [0.5, 1)
-    level = (np.frexp(right - left + 1)[1] - 1).astype(np.int8)
-    top = int(level.max())
-    by_level = np.argsort(level, kind="stable")
-    bounds = np.searchsorted(level[by_level], np.arange(top + 2), side="left")
-    del level
-    table = v.copy()
-    for k in range(top + 1):
-        rows = by_level[bounds[k]:bounds[k + 1]]
-        if rows.size:
-            out[rows] = np.maximum(table[left[rows]], table[right[rows] - ((1 << k) - 1)])
-        if k < top:
-            step = 1 << k
-            # in place: element i reads i + step before that one is overwritten
-            np.maximum(table[:-step], table[step:], out=table[:-step])
-    return out

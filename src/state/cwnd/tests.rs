@@ -1,0 +1,171 @@
+//! Hand-checked sequences for the cwnd estimate's per-segment passes.
+
+use super::*;
+
+/// One direction's rows as (time, seq_end, una, sacked, marks), min RTT `mr`: (filtered, raw).
+fn run_pipe(mr: f64, rows: &[(f64, i64, i64, i64, u8)]) -> (Vec<f64>, Vec<f64>) {
+    let mut p = Pipe::new(mr, rows.len());
+    for &(t, e, u, s, m) in rows {
+        p.on_row(t, e, u, s, m);
+    }
+    (p.finish(), p.raw.clone())
+}
+
+#[test]
+fn an_acks_burst_shares_the_pipe_after_its_last_segment() {
+    // three segments of 1000 bytes; the ACK of the first releases the third
+    let (f, raw) = run_pipe(
+        1.0,
+        &[
+            (0.0, 1000, 0, 0, NEW_ACK),
+            (0.1, 2000, 0, 0, 0),
+            (0.2, 3000, 1000, 0, NEW_ACK),
+        ],
+    );
+    assert_eq!(raw, vec![1000.0, 2000.0, 2000.0]);
+    // the first burst's value is its last segment's pipe (2000), for both its rows
+    assert_eq!(f, vec![2000.0, 2000.0, 2000.0]);
+}
+
+#[test]
+fn sacked_bytes_leave_the_pipe_and_it_never_goes_below_zero() {
+    let (_, raw) = run_pipe(
+        1.0,
+        &[(0.0, 4000, 0, 1000, NEW_ACK), (0.1, 5000, 6000, 0, NEW_ACK)],
+    );
+    assert_eq!(raw, vec![3000.0, 0.0]);
+}
+
+#[test]
+fn the_filter_keeps_the_largest_burst_of_two_min_rtts() {
+    // min RTT 0.5 s: a 1 s window; the 4000-byte burst at t = 0 is still inside at 0.9 s,
+    // gone at 1.1 s (only the 1000-byte burst of 0.9 s is left)
+    let (f, _) = run_pipe(
+        0.5,
+        &[
+            (0.0, 4000, 0, 0, NEW_ACK),
+            (0.9, 5000, 4000, 0, NEW_ACK),
+            (1.1, 6000, 5000, 0, NEW_ACK),
+        ],
+    );
+    assert_eq!(f, vec![4000.0, 4000.0, 1000.0]);
+}
+
+#[test]
+fn a_segment_on_a_duplicate_ack_is_no_measurement() {
+    // RFC 3042 limited transmit: the dupACK send alone in its window takes the last value
+    let (f, raw) = run_pipe(
+        0.5,
+        &[(0.0, 2000, 0, 0, NEW_ACK), (5.0, 3000, 0, 0, NEW_ACK | DUP)],
+    );
+    assert_eq!(raw, vec![2000.0, 3000.0]);
+    assert_eq!(f, vec![2000.0, 2000.0]);
+}
+
+#[test]
+fn a_loss_event_restarts_snd_nxt_and_the_filter() {
+    // go-back-N: the retransmission of 1000..2000 after 5000 was sent; the pipe counts from
+    // the highest byte sent since (2000), and the 5000-byte window is not carried across
+    let (f, raw) = run_pipe(
+        1.0,
+        &[
+            (0.0, 5000, 0, 0, NEW_ACK),
+            (0.1, 2000, 1000, 0, NEW_ACK | EPOCH | SEG),
+            (0.2, 3000, 1000, 0, 0),
+        ],
+    );
+    assert_eq!(raw, vec![5000.0, 1000.0, 2000.0]);
+    assert_eq!(f, vec![5000.0, 2000.0, 2000.0]);
+    // a dupACK mark at an event's first row is ignored (the event row always measures)
+    let (f, _) = run_pipe(
+        1.0,
+        &[
+            (0.0, 5000, 0, 0, 0),
+            (0.1, 2000, 1000, 0, DUP | EPOCH | SEG),
+        ],
+    );
+    assert_eq!(f, vec![5000.0, 1000.0]);
+}
+
+#[test]
+fn segments_of_one_instant_stay_together_without_an_rtt() {
+    // no RTT sample: a 1 µs window; a burst starting at the same instant is included
+    let (f, _) = run_pipe(
+        f64::NAN,
+        &[
+            (1.0, 1000, 0, 0, NEW_ACK),
+            (1.0, 3000, 0, 0, NEW_ACK),
+            (2.0, 3500, 3000, 0, NEW_ACK),
+        ],
+    );
+    assert_eq!(f, vec![3000.0, 3000.0, 500.0]);
+}
+
+#[test]
+fn absurd_times_give_capped_steps() {
+    let (f, _) = run_pipe(
+        0.1,
+        &[
+            (0.0, 1000, 0, 0, NEW_ACK),
+            (f64::NAN, 2000, 0, 0, NEW_ACK),
+            (1e300, 2500, 2000, 0, NEW_ACK),
+        ],
+    );
+    assert_eq!(f, vec![1000.0, 2000.0, 500.0]);
+}
+
+#[test]
+fn congestion_avoidance_is_interpolated_between_one_segment_steps() {
+    let mut ph = Phase::new(1000.0, 5);
+    let rows = [
+        (0.0, 10000.0, 5000.0, false),
+        (1.0, 10000.0, 5000.0, false),
+        (2.0, 11000.0, 5000.0, false),
+        (3.0, 11000.0, 5000.0, false),
+        (4.0, 5000.0, 5000.0, true),
+    ];
+    let codes: Vec<u8> = rows
+        .iter()
+        .map(|&(t, e, s, r)| ph.on_row(t, e, s, r))
+        .collect();
+    assert_eq!(codes, vec![1, 1, 1, 1, RECOVERY]);
+    // 10000 -> 11000 over 2 s; the run before the recovery has no next step: kept
+    assert_eq!(
+        ph.finish(),
+        vec![10000.0, 10500.0, 11000.0, 11000.0, 5000.0]
+    );
+}
+
+#[test]
+fn slow_start_and_big_steps_are_not_interpolated() {
+    let mut ph = Phase::new(1000.0, 4);
+    let rows = [
+        (0.0, 2000.0, f64::NAN, false),
+        (1.0, 4000.0, f64::NAN, false),
+        (2.0, 8000.0, 4000.0, false),
+        (3.0, 10000.0, 4000.0, false),
+    ];
+    let codes: Vec<u8> = rows
+        .iter()
+        .map(|&(t, e, s, r)| ph.on_row(t, e, s, r))
+        .collect();
+    assert_eq!(codes, vec![SLOW_START, SLOW_START, 1, 1]);
+    // 8000 -> 10000 is two segments: a slow-start-like jump, not CA growth
+    assert_eq!(ph.finish(), vec![2000.0, 4000.0, 8000.0, 10000.0]);
+}
+
+#[test]
+fn bad_bounds_are_errors() {
+    let r = PipeRows {
+        time: &[0.0],
+        seq_end: &[1],
+        una: &[0],
+        sacked: &[0],
+        marks: &[0],
+        lo: &[0],
+        hi: &[2],
+        min_rtt: &[1.0],
+    };
+    assert!(pipe(&r).is_err());
+    assert!(phases(&[0.0], &[1.0], &[1.0], &[false], &[0], &[1], &[]).is_err());
+}
