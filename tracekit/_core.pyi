@@ -36,3 +36,11 @@ def cwnd_phases(
     recovery: npt.NDArray[np.bool_], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64],
     mss: npt.NDArray[np.float64],
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint8]]: ...
+def cwnd_acks(
+    time: npt.NDArray[np.float64], seq_end: npt.NDArray[np.int64], pay: npt.NDArray[np.int64],
+    j: npt.NDArray[np.int64], named: npt.NDArray[np.int64], fast: npt.NDArray[np.int64],
+    lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64], alo: npt.NDArray[np.int64], ahi: npt.NDArray[np.int64],
+    a_time: npt.NDArray[np.float64], a_ack: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.int64],
+           npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.float64],
+           npt.NDArray[np.float64]]: ...

@@ -14,6 +14,7 @@
 //! use it without columns; the max filter looks ahead only over rows at the same instant.
 
 use super::guard;
+use super::seq::MISSING;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -237,6 +238,135 @@ impl Phase {
     }
 }
 
+/// [`Acks::on_data`]'s result: snd_una, sent on a duplicate ACK, and for a retransmission
+/// (highest byte sent before it, arrival time of the latest ACK, of the latest advancing ACK).
+pub type Seg = (i64, bool, Option<(i64, f64, f64)>);
+
+/// The ACK stream one direction's sender receives, walked with its data segments in capture
+/// order: snd_una, the duplicate-ACK state, retransmissions and the minimum RTT.
+///
+/// - snd_una is the highest cumulative ACK so far (RFC 793 §3.3: an old ACK never lowers
+///   it), at least the direction's first data byte;
+/// - an ACK that does not advance snd_una is a duplicate (RFC 5681 §2), and a segment sent
+///   when the latest ACK is one was clocked by a duplicate;
+/// - a segment that starts below the highest byte sent before it is a retransmission, as is
+///   every one the retransmission analysis names;
+/// - RTT samples come from first transmissions only (Karn's rule, RFC 6298 §3): the time from
+///   a segment to the first ACK whose cumulative value reaches the highest byte sent so far.
+pub struct Acks<'a> {
+    a_time: &'a [f64],
+    first_seq: i64,
+    /// Cumulative ACK of every ACK fed so far.
+    pub a_una: Vec<i64>,
+    /// Arrival time of the latest advancing ACK (-inf: none).
+    t_new: f64,
+    /// The latest ACK advanced snd_una.
+    new: bool,
+    sent_hi: i64,
+    /// First transmissions not yet covered by an ACK: (highest byte sent, time), both ascending.
+    pending: VecDeque<(i64, f64)>,
+    rtt: f64,
+    /// Some sample was positive / NaN.
+    any: bool,
+    rtt_nan: bool,
+}
+
+impl<'a> Acks<'a> {
+    /// A direction whose ACKs arrive at `a_time` and whose lowest data byte is `first_seq`.
+    pub fn new(a_time: &'a [f64], first_seq: i64) -> Self {
+        Acks {
+            a_time,
+            first_seq,
+            a_una: Vec::with_capacity(a_time.len()),
+            t_new: f64::NEG_INFINITY,
+            new: false,
+            sent_hi: MISSING,
+            pending: VecDeque::new(),
+            rtt: f64::INFINITY,
+            any: false,
+            rtt_nan: false,
+        }
+    }
+
+    fn sample(&mut self, rtt: f64) {
+        if rtt.is_nan() {
+            self.rtt_nan = true;
+        } else if rtt > 0.0 {
+            self.any = true;
+            self.rtt = self.rtt.min(rtt);
+        }
+    }
+
+    /// The next ACK (in capture order) with cumulative ACK number `ack`.
+    pub fn on_ack(&mut self, ack: i64) {
+        let k = self.a_una.len();
+        let prev = self.a_una.last().copied().unwrap_or(MISSING);
+        let una = prev.max(ack);
+        self.a_una.push(una);
+        self.new = una > prev;
+        let t = self.a_time.get(k).copied().unwrap_or(f64::NAN);
+        if self.new {
+            self.t_new = t;
+        }
+        while let Some(&(hi, ts)) = self.pending.front() {
+            if hi > una {
+                break;
+            }
+            self.pending.pop_front();
+            self.sample(t - ts);
+        }
+    }
+
+    /// The next data segment: its time, start, end and whether the retransmission analysis
+    /// named it. Returns (snd_una, sent on a duplicate ACK, and for a retransmission: the
+    /// highest byte sent before it, the arrival times of the latest ACK and of the latest
+    /// advancing ACK, -inf for none).
+    pub fn on_data(&mut self, time: f64, seq: i64, end: i64, named: bool) -> Seg {
+        let acked = !self.a_una.is_empty();
+        let (una, dup) = match self.a_una.last() {
+            Some(&u) => (u.max(self.first_seq), !self.new),
+            None => (self.first_seq, false),
+        };
+        let before = self.sent_hi;
+        let retx = named || seq < before;
+        self.sent_hi = self.sent_hi.max(end);
+        let r = retx.then(|| {
+            let t_ack = if acked {
+                self.a_time[self.a_una.len() - 1]
+            } else {
+                f64::NEG_INFINITY
+            };
+            (
+                before,
+                t_ack,
+                if acked { self.t_new } else { f64::NEG_INFINITY },
+            )
+        });
+        if !retx {
+            let hi = self.sent_hi;
+            match self.a_una.last() {
+                // already covered by an earlier ACK: its first covering ACK is not later
+                Some(&u) if u >= hi => {
+                    let k = self.a_una.partition_point(|&x| x < hi);
+                    self.sample(self.a_time[k] - time);
+                }
+                _ => self.pending.push_back((hi, time)),
+            }
+        }
+        (una, dup, r)
+    }
+
+    /// The minimum RTT (NaN: no sample). `strict` (many directions, as the vectorised search
+    /// did): a NaN sample, or infinite ones only, give NaN too.
+    pub fn min_rtt(&self, strict: bool) -> f64 {
+        if !self.any || strict && (self.rtt_nan || self.rtt.is_infinite()) {
+            f64::NAN
+        } else {
+            self.rtt
+        }
+    }
+}
+
 /// Direction bounds `lo[d]..hi[d]` checked against `n` rows.
 fn bounds(lo: &[i64], hi: &[i64], n: usize) -> Result<Vec<(usize, usize)>, String> {
     if lo.len() != hi.len() {
@@ -358,6 +488,136 @@ pub fn phases(
     Ok((out, codes))
 }
 
+/// The inputs of [`acks`]: data rows (directions contiguous, capture order) and the ACK
+/// stream of each direction's sender (`alo[d]..ahi[d]`, capture order).
+pub struct AckRows<'a> {
+    pub time: &'a [f64],
+    pub seq_end: &'a [i64],
+    pub pay: &'a [i64],
+    /// The latest ACK before each row (an index into the ACK stream; negative: none).
+    pub j: &'a [i64],
+    /// Rows the retransmission analysis names, and those it calls `fast`.
+    pub named: &'a [bool],
+    pub fast: &'a [bool],
+    pub lo: &'a [i64],
+    pub hi: &'a [i64],
+    pub alo: &'a [i64],
+    pub ahi: &'a [i64],
+    pub a_time: &'a [f64],
+    pub a_ack: &'a [i64],
+}
+
+/// [`acks`]' result: per row snd_una and dupACK state, per ACK its cumulative value, the
+/// retransmitted rows with `fast`, the highest byte before, the latest ACK's and latest
+/// advancing ACK's times, and each direction's minimum RTT.
+#[derive(Default)]
+pub struct AckState {
+    pub una: Vec<i64>,
+    pub dup: Vec<bool>,
+    pub a_una: Vec<i64>,
+    pub retx: Vec<(i64, bool, i64, f64, f64)>,
+    pub min_rtt: Vec<f64>,
+}
+
+type DirAcks = (
+    Vec<i64>,
+    Vec<bool>,
+    Vec<i64>,
+    Vec<(i64, bool, i64, f64, f64)>,
+    f64,
+);
+
+fn acks_of(
+    r: &AckRows,
+    (a, e): (usize, usize),
+    (aa, ae): (usize, usize),
+    strict: bool,
+) -> Result<DirAcks, String> {
+    // una is at least the direction's first data byte (rows before any ACK take that byte)
+    let first_seq = (a..e)
+        .map(|i| r.seq_end[i].wrapping_sub(r.pay[i]))
+        .min()
+        .unwrap_or(0);
+    let mut st = Acks::new(&r.a_time[aa..ae], first_seq);
+    let (mut una, mut dup, mut retx) = (
+        Vec::with_capacity(e - a),
+        Vec::with_capacity(e - a),
+        Vec::new(),
+    );
+    let mut fed = 0usize;
+    for i in a..e {
+        let jl = r.j[i] - aa as i64; // local index of the latest ACK (< 0: none)
+        while (fed as i64) <= jl && aa + fed < ae {
+            st.on_ack(r.a_ack[aa + fed]);
+            fed += 1;
+        }
+        if fed as i64 != jl.max(-1) + 1 {
+            return Err(format!(
+                "row {i}: latest ACK {} outside or behind {aa}..{ae}",
+                r.j[i]
+            ));
+        }
+        let seq = r.seq_end[i].wrapping_sub(r.pay[i]);
+        let (u, d, rt) = st.on_data(r.time[i], seq, r.seq_end[i], r.named[i]);
+        una.push(u);
+        dup.push(d);
+        if let Some((h, ta, tn)) = rt {
+            retx.push((i as i64, r.fast[i], h, ta, tn));
+        }
+    }
+    while aa + fed < ae {
+        st.on_ack(r.a_ack[aa + fed]);
+        fed += 1;
+    }
+    let mr = st.min_rtt(strict);
+    Ok((una, dup, st.a_una, retx, mr))
+}
+
+/// snd_una, dupACK state, retransmissions and minimum RTT of every direction (see [`Acks`]).
+pub fn acks(r: &AckRows) -> Result<AckState, String> {
+    let n = r.time.len();
+    let cols = [
+        ("seq_end", r.seq_end.len()),
+        ("pay", r.pay.len()),
+        ("j", r.j.len()),
+        ("named", r.named.len()),
+        ("fast", r.fast.len()),
+    ];
+    same_len(n, &cols)?;
+    same_len(r.a_time.len(), &[("a_ack", r.a_ack.len())])?;
+    let b = bounds(r.lo, r.hi, n)?;
+    let ab = bounds(r.alo, r.ahi, r.a_time.len())?;
+    if b.len() != ab.len() {
+        return Err(format!(
+            "{} data directions, {} ACK streams",
+            b.len(),
+            ab.len()
+        ));
+    }
+    // many directions were searched on one axis, where a NaN or infinite RTT gave none
+    let strict = b.len() > 64;
+    let per: Vec<DirAcks> = b
+        .par_iter()
+        .zip(&ab)
+        .map(|(&d, &a)| acks_of(r, d, a, strict))
+        .collect::<Result<_, _>>()?;
+    let mut out = AckState {
+        una: vec![0; n],
+        dup: vec![false; n],
+        a_una: vec![MISSING; r.a_time.len()],
+        ..AckState::default()
+    };
+    for (k, (una, dup, a_una, retx, mr)) in per.into_iter().enumerate() {
+        let (a, aa) = (b[k].0, ab[k].0);
+        out.una[a..a + una.len()].copy_from_slice(&una);
+        out.dup[a..a + dup.len()].copy_from_slice(&dup);
+        out.a_una[aa..aa + a_una.len()].copy_from_slice(&a_una);
+        out.retx.extend(retx);
+        out.min_rtt.push(mr);
+    }
+    Ok(out)
+}
+
 fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
     a.as_slice()
         .map_err(|_| PyValueError::new_err(format!("column {name} is not contiguous")))
@@ -458,8 +718,100 @@ fn cwnd_phases<'py>(
     Ok((out.0.into_pyarray(py), out.1.into_pyarray(py)))
 }
 
+type AckArrays<'py> = (
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<bool>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<bool>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+);
+
+/// The ACK stream at each data row (see `Acks`): `(una, dup, a_una, retx_rows, retx_fast,
+/// retx_hi, retx_tack, retx_tnew, min_rtt)`.
+///
+/// `named`/`fast`: rows the retransmission analysis names / calls `fast` (repeats allowed).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn cwnd_acks<'py>(
+    py: Python<'py>,
+    time: PyReadonlyArray1<'py, f64>,
+    seq_end: PyReadonlyArray1<'py, i64>,
+    pay: PyReadonlyArray1<'py, i64>,
+    j: PyReadonlyArray1<'py, i64>,
+    named: PyReadonlyArray1<'py, i64>,
+    fast: PyReadonlyArray1<'py, i64>,
+    lo: PyReadonlyArray1<'py, i64>,
+    hi: PyReadonlyArray1<'py, i64>,
+    alo: PyReadonlyArray1<'py, i64>,
+    ahi: PyReadonlyArray1<'py, i64>,
+    a_time: PyReadonlyArray1<'py, f64>,
+    a_ack: PyReadonlyArray1<'py, i64>,
+) -> PyResult<AckArrays<'py>> {
+    let c = (
+        slice(&time, "time")?,
+        slice(&seq_end, "seq_end")?,
+        slice(&pay, "pay")?,
+        slice(&j, "j")?,
+    );
+    let m = (slice(&named, "named")?, slice(&fast, "fast")?);
+    let d = (
+        slice(&lo, "lo")?,
+        slice(&hi, "hi")?,
+        slice(&alo, "alo")?,
+        slice(&ahi, "ahi")?,
+    );
+    let a = (slice(&a_time, "a_time")?, slice(&a_ack, "a_ack")?);
+    let st = py.detach(|| {
+        guard(|| {
+            let n = c.0.len();
+            let (mut nm, mut fs) = (vec![0u8; n], vec![0u8; n]);
+            mark(&mut nm, m.0, 1)?;
+            mark(&mut fs, m.1, 1)?;
+            let (nm, fs): (Vec<bool>, Vec<bool>) = (
+                nm.iter().map(|&x| x != 0).collect(),
+                fs.iter().map(|&x| x != 0).collect(),
+            );
+            acks(&AckRows {
+                time: c.0,
+                seq_end: c.1,
+                pay: c.2,
+                j: c.3,
+                named: &nm,
+                fast: &fs,
+                lo: d.0,
+                hi: d.1,
+                alo: d.2,
+                ahi: d.3,
+                a_time: a.0,
+                a_ack: a.1,
+            })
+        })
+    })?;
+    let rows: Vec<i64> = st.retx.iter().map(|x| x.0).collect();
+    let fast: Vec<bool> = st.retx.iter().map(|x| x.1).collect();
+    let hi: Vec<i64> = st.retx.iter().map(|x| x.2).collect();
+    let tack: Vec<f64> = st.retx.iter().map(|x| x.3).collect();
+    let tnew: Vec<f64> = st.retx.iter().map(|x| x.4).collect();
+    Ok((
+        st.una.into_pyarray(py),
+        st.dup.into_pyarray(py),
+        st.a_una.into_pyarray(py),
+        rows.into_pyarray(py),
+        fast.into_pyarray(py),
+        hi.into_pyarray(py),
+        tack.into_pyarray(py),
+        tnew.into_pyarray(py),
+        st.min_rtt.into_pyarray(py),
+    ))
+}
+
 /// Adds this module's functions to `tracekit._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(cwnd_acks, m)?)?;
     m.add_function(wrap_pyfunction!(cwnd_pipe, m)?)?;
     m.add_function(wrap_pyfunction!(cwnd_phases, m)?)
 }

@@ -52,7 +52,7 @@ import polars as pl
 from tracekit import _core, schema
 from tracekit.analysis._cwnd_packets import Packets
 from tracekit.analysis._cwnd_rows import Rows, build
-from tracekit.analysis._cwnd_seg import ranges
+from tracekit.analysis._cwnd_seg import as_bool, as_f64, as_i64, ranges
 
 KEYS = ["flow", "dir"]
 #: A data segment sent within this long after an ACK arrived was clocked by it.
@@ -218,9 +218,9 @@ def _pipe(r: Rows, eps: list[_Episode]) -> tuple[np.ndarray, np.ndarray]:
     """
     ev = np.array([e.i for e in eps], dtype=np.int64)
     ends = np.array([e.j_end for e in eps if e.j_end < r.hi[e.d]], dtype=np.int64)
-    filt, raw = _core.cwnd_pipe(r.time, r.seq_end, r.una, r.dup, r.new_ack, r.sack_at.astype(np.int64),
-                                r.sack_val.astype(np.int64), r.lo.astype(np.int64), r.hi.astype(np.int64),
-                                r.min_rtt.astype(np.float64), ev, ends)
+    i, f, b = as_i64, as_f64, as_bool
+    filt, raw = _core.cwnd_pipe(f(r.time), i(r.seq_end), i(r.una), b(r.dup), b(r.new_ack), i(r.sack_at),
+                                i(r.sack_val), i(r.lo), i(r.hi), f(r.min_rtt), ev, ends)
     gone = np.empty(0, dtype=np.int64)  # (nothing after needs them per row)
     r.seq_end = r.pay = r.una = gone
     r.dup = r.new_ack = np.empty(0, dtype=bool)
@@ -315,8 +315,8 @@ def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs
     st = _ssthresh(r, ssth)
     # congestion avoidance spread between whole-segment steps, and the phase codes (the core's
     # ``cwnd_phases``: slow start while cwnd < ssthresh or none yet, RFC 5681 §3.1)
-    est, codes = _core.cwnd_phases(r.time, est, st, in_rec, r.lo.astype(np.int64), r.hi.astype(np.int64),
-                                   r.mss.astype(np.float64))
+    est, codes = _core.cwnd_phases(as_f64(r.time), est, as_f64(st), as_bool(in_rec), as_i64(r.lo), as_i64(r.hi),
+                                   as_f64(r.mss))
     del in_rec
     counts = r.hi - r.lo
     rows = pl.DataFrame([

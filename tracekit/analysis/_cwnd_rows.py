@@ -17,15 +17,14 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from tracekit import _core
 from tracekit.analysis._cwnd_packets import KEYS, DataIndex, Packets, frame_rows, sacked
 from tracekit.analysis._cwnd_seg import (
-    MISSING,
+    as_f64,
+    as_i64,
     below,
     count_below,
-    cummax,
-    ffill_index,
     ranges,
-    shift1,
 )
 
 
@@ -153,46 +152,6 @@ def _by_rank(idx: np.ndarray, rank: np.ndarray, counts: np.ndarray) -> np.ndarra
     return np.lexsort((rank, np.repeat(np.arange(counts.size), counts)))
 
 
-def _min_rtt(a_una: np.ndarray, a_time: np.ndarray, alo: np.ndarray, ahi: np.ndarray, sent_hi: np.ndarray,
-             retx: np.ndarray, time: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Per direction: the smallest time from a first transmission to the first ACK covering it (NaN: none).
-
-    ``sent_hi`` is the highest byte sent so far (non-decreasing in a direction): at a first
-    transmission it is the segment's end, so the searches run over sorted queries.
-    Retransmissions are no samples (Karn); the ACK must arrive after the segment.
-    """
-    nd = lo.size
-    out = np.full(nd, np.nan)
-    if nd > 64:
-        k = below(a_una, alo, ahi, sent_hi, lo, hi)
-        if k is None:  # absurd sequence numbers: one search per direction
-            k = np.concatenate([alo[c] + np.searchsorted(a_una[alo[c]:ahi[c]], sent_hi[lo[c]:hi[c]])
-                                for c in range(nd)])
-        counts = hi - lo
-        ok = (k < np.repeat(ahi, counts)) & ~retx
-        rtt = a_time[np.where(ok, k, 0)] if a_time.size else np.zeros(k.size)
-        rtt -= time
-        rtt[~ok | (rtt <= 0)] = np.inf
-        ne = np.flatnonzero(counts > 0)
-        if ne.size:
-            out[ne] = np.minimum.reduceat(rtt, lo[ne])
-        out[np.isinf(out)] = np.nan
-        return out
-    for c in range(nd):  # few directions: one pass each, nothing of full length allocated
-        a, b = int(lo[c]), int(hi[c])
-        una = a_una[alo[c]:ahi[c]]
-        if b == a or una.size == 0:
-            continue
-        k = count_below(una, sent_hi[a:b], presorted=True)
-        ok = k < una.size
-        ok &= ~retx[a:b]
-        rtt = a_time[alo[c]:ahi[c]][k[ok]] - time[a:b][ok]
-        rtt = rtt[rtt > 0]
-        if rtt.size:
-            out[c] = rtt.min()
-    return out
-
-
 @dataclass
 class _Streams:
     """Each data direction's data rows and the ACKs that reach its sender, one run per direction.
@@ -294,56 +253,21 @@ def _marks(p: Packets, flight: pl.DataFrame, retrans: pl.DataFrame, s: _Streams,
     return sack_at, sack_val, given, fast
 
 
-def _una(p: Packets, s: _Streams, j: np.ndarray, no_ack: np.ndarray, first_ack: np.ndarray, seq_end: np.ndarray,
-         pay: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The ACK stream's cumulative ACK and, per data row, una and the dupACK state of the latest ACK.
-
-    una is at least the direction's first data byte (rows before any ACK take that byte).
-
-    Returns:
-        (cumulative ACK per ACK row, latest advancing ACK row per ACK row, una per data row,
-        sent on a duplicate ACK per data row).
-    """
-    nd = s.lo.size
-    a_una = cummax(p.take("ack", s.a_idx), s.alo)
-    a_new = a_una > shift1(a_una, s.alo, MISSING)
-    last_new = ffill_index(a_new, s.alo)
-    ne = s.counts > 0
-    first_seq = np.zeros(nd, dtype=np.int64)
-    first_seq[ne] = np.minimum.reduceat(seq_end - pay, s.lo[ne])
-    # the extra last entry serves the rows without an ACK (j = -1)
-    una = np.append(np.maximum(a_una, np.repeat(first_seq, s.acounts)), 0)[j]
-    dup = np.append(~a_new, False)[j]
-    una[no_ack] = first_seq[np.repeat(np.arange(nd), first_ack - s.lo)]
-    return a_una, last_new, una, dup
-
-
-def _retransmissions(s: _Streams, j: np.ndarray, seq_end: np.ndarray, pay: np.ndarray, given: np.ndarray,
-                     fast: np.ndarray, a_una: np.ndarray, last_new: np.ndarray
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Retransmitted rows: below the highest byte sent before, or marked by the retransmission analysis.
+def _acks(p: Packets, s: _Streams, j: np.ndarray, seq_end: np.ndarray, pay: np.ndarray, given: np.ndarray,
+          fast: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The ACK stream walked with the data segments, one direction at a time in the core
+    (``tracekit._core.cwnd_acks``): snd_una, dupACKs, retransmissions and Karn's minimum RTT.
 
     Returns:
-        (retransmitted rows, which are ``fast``, the highest byte sent before each, the arrival
+        (cumulative ACK per ACK row, una per data row, sent on a duplicate ACK per data row,
+        retransmitted rows, which are ``fast``, the highest byte sent before each, the arrival
         time of its latest ACK and of its latest advancing ACK, each direction's minimum RTT).
     """
-    lo = s.lo
-    sent_hi = cummax(seq_end, lo)
-    retx = np.empty(seq_end.size, dtype=bool)
-    np.less(seq_end[1:] - pay[1:], sent_hi[:-1], out=retx[1:])
-    first = lo[lo < retx.size]  # nothing sent before a direction's first segment
-    retx[first] = seq_end[first] - pay[first] < MISSING
-    retx[given] = True
-    retx_rows = np.flatnonzero(retx)
-    retx_fast = np.isin(retx_rows, fast)
-    retx_hi = np.where(np.isin(retx_rows, lo), MISSING, sent_hi[np.maximum(retx_rows - 1, 0)])
-    jr = j[retx_rows]
-    ok = jr >= 0
-    retx_tack = np.where(ok, s.a_time[np.maximum(jr, 0)], -np.inf)
-    ln = np.where(ok, last_new[np.maximum(jr, 0)], -1)
-    retx_tnew = np.where(ln >= 0, s.a_time[np.maximum(ln, 0)], -np.inf)
-    min_rtt = _min_rtt(a_una, s.a_time, s.alo, s.ahi, sent_hi, retx, s.time, lo, s.hi)
-    return retx_rows, retx_fast, retx_hi, retx_tack, retx_tnew, min_rtt
+    i, f = as_i64, as_f64
+    una, dup, a_una, retx_rows, retx_fast, retx_hi, retx_tack, retx_tnew, min_rtt = _core.cwnd_acks(
+        f(s.time), i(seq_end), i(pay), i(j), i(given), i(fast), i(s.lo), i(s.hi), i(s.alo), i(s.ahi), f(s.a_time),
+        i(p.take("ack", s.a_idx)))
+    return a_una, una, dup, retx_rows, retx_fast, retx_hi, retx_tack, retx_tnew, min_rtt
 
 
 def _segment_sizes(dd: pl.DataFrame, pay: np.ndarray, s: _Streams) -> np.ndarray:
@@ -395,10 +319,9 @@ def build(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: p
     pay = p.payload[s.d_idx]
     seq_end += pay
     s.d_idx = np.empty(0, dtype=np.int64)
-    a_una, last_new, una, dup = _una(p, s, j, no_ack, first_ack, seq_end, pay)
+    a_una, una, dup, retx_rows, retx_fast, retx_hi, retx_tack, retx_tnew, min_rtt = _acks(
+        p, s, j, seq_end, pay, given, fast)
     s.a_idx = np.empty(0, dtype=np.int64)
-    retx_rows, retx_fast, retx_hi, retx_tack, retx_tnew, min_rtt = _retransmissions(
-        s, j, seq_end, pay, given, fast, a_una, last_new)
     del j
 
     # a retransmitted SYN: the transfer starts with cwnd = 1 segment, ssthresh = 2

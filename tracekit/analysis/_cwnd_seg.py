@@ -1,10 +1,9 @@
 """Segmented numpy steps of the cwnd analysis: rows are grouped in contiguous segments.
 
-The cwnd estimate keeps every data direction as one contiguous run of rows (sorted once)
-and restarts its running quantities at loss events. The steps here replace polars
-``over()`` windows and ``join_asof`` with numpy passes: searches within segments (per
-segment when they are few, else on one axis with offsets), a running maximum restarting at
-segment starts and a forward fill. No Python loop runs per row.
+The cwnd estimate keeps every data direction as one contiguous run of rows (sorted once).
+The searches here replace polars ``join_asof``: within segments (per segment when they are
+few, else on one axis with offsets). No Python loop runs per row; the passes that walk the
+rows (running maxima, the ACK stream, the max filter) are in the Rust core.
 """
 
 from __future__ import annotations
@@ -13,8 +12,6 @@ from typing import Literal
 
 import numpy as np
 
-#: Stand-in for "no value" in int64 arrays (as :data:`tracekit.analysis._groups.MISSING`).
-MISSING = -(1 << 62)
 _LIMIT = 1 << 62
 
 
@@ -32,61 +29,6 @@ def count_below(keys: np.ndarray, queries: np.ndarray, side: Literal["left", "ri
     out = np.bincount(at, minlength=queries.size + 1)
     np.cumsum(out, out=out)
     return out[:-1]
-
-
-def cummax(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Running maximum of int64 ``x`` restarting at the rows ``starts`` (sorted, first 0).
-
-    Few segments take one accumulate each; many are lifted apart by their number × the
-    value span so one ``np.maximum.accumulate`` serves all (values too spread for that,
-    never in a real trace, fall back to one accumulate per segment).
-    """
-    n = x.size
-    out = np.empty_like(x)
-    if n == 0:
-        return out
-    starts = starts[starts < n]  # (empty segments at the end)
-    ends = np.append(starts[1:], n)
-    span = int(x.max()) - int(x.min()) + 1 if starts.size > 64 else 0
-    if starts.size <= 64 or span * starts.size >= _LIMIT:
-        for a, b in zip(starts.tolist(), ends.tolist(), strict=False):
-            np.maximum.accumulate(x[a:b], out=out[a:b])
-        return out
-    off = np.zeros(n, dtype=np.int64)
-    off[starts[1:]] = span
-    np.cumsum(off, out=off)
-    off -= int(x.min())
-    np.add(x, off, out=out)
-    np.maximum.accumulate(out, out=out)
-    out -= off
-    return out
-
-
-def shift1(x: np.ndarray, starts: np.ndarray, fill: object) -> np.ndarray:
-    """The previous row's value within the segment (``fill`` on a segment's first row)."""
-    y = np.empty_like(x)
-    if x.size:
-        y[1:] = x[:-1]
-        y[starts[starts < x.size]] = fill
-    return y
-
-
-def ffill_index(valid: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Index of the latest valid row at or before each row within its segment, else -1.
-
-    Args:
-        valid: Rows that carry a value.
-        starts: First row of every segment (sorted, first 0).
-    """
-    n = valid.size
-    # 2i + 1 for a valid row, 2s for an invalid segment start: a running max that a
-    # segment start without a value cuts off (its even number beats every earlier row)
-    idx = np.where(valid, np.arange(1, 2 * n, 2), -1)
-    starts = starts[starts < n]
-    cut = starts[~valid[starts]]
-    idx[cut] = 2 * cut
-    np.maximum.accumulate(idx, out=idx)
-    return np.where(idx & 1, idx >> 1, -1)
 
 
 def ranges(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -131,3 +73,18 @@ def below(keys: np.ndarray, klo: np.ndarray, khi: np.ndarray, q: np.ndarray, qlo
         return out
     keyed = offset_keys(keys, np.repeat(np.arange(nd), khi - klo), q, np.repeat(np.arange(nd), qhi - qlo), nd)
     return None if keyed is None else count_below(*keyed, side=side, presorted=True)
+
+
+def as_i64(x: np.ndarray) -> np.ndarray:
+    """``x`` as a contiguous int64 array (the core's input; copied only when it is not one)."""
+    return np.ascontiguousarray(x, dtype=np.int64)
+
+
+def as_f64(x: np.ndarray) -> np.ndarray:
+    """``x`` as a contiguous float64 array."""
+    return np.ascontiguousarray(x, dtype=np.float64)
+
+
+def as_bool(x: np.ndarray) -> np.ndarray:
+    """``x`` as a contiguous boolean array."""
+    return np.ascontiguousarray(x, dtype=bool)
