@@ -1,13 +1,14 @@
 """The inputs of the cwnd analysis as numpy arrays: data segments and ACK stream per data direction.
 
 Each data direction's data segments, and the ACKs that reach its sender, become one
-contiguous run of rows in capture order (time, then frame). What the estimate needs at every
-data segment (the cumulative ACK before it, whether that ACK was a duplicate, retransmission
-marks, SACKed bytes) comes from searches within those runs instead of joins and ``over()``
-windows. Searches put the shorter array on the query side (a search per ACK, then counts
-spread over the data rows), since a binary search per data row costs more than the rest of
-the step; and arrays of full length are few (each is freshly paged memory: on the bench
-capture allocating costs about as much as computing).
+contiguous run of rows in capture order (time, then frame). The latest ACK before every data
+segment, the retransmission marks and the SACKed bytes come from searches within those runs
+instead of joins and ``over()`` windows; snd_una, the dupACK state, retransmissions and the
+minimum RTT from one walk of each direction's ACK stream in the Rust core
+(``tracekit._core.cwnd_acks``, src/state/cwnd.rs). Searches put the shorter array on the
+query side (a search per ACK, then counts spread over the data rows), since a binary search
+per data row costs more than the rest of the step; and arrays of full length are few (each
+is freshly paged memory: on the bench capture allocating costs about as much as computing).
 """
 
 from __future__ import annotations
