@@ -489,13 +489,14 @@ pub fn phases(
 }
 
 /// The inputs of [`acks`]: data rows (directions contiguous, capture order) and the ACK
-/// stream of each direction's sender (`alo[d]..ahi[d]`, capture order).
+/// stream of each direction's sender (`alo[d]..ahi[d]`, capture order). Capture order is
+/// given by `(key, tie)` pairs on both: (time, frame number), or (0, rank in capture order).
 pub struct AckRows<'a> {
     pub time: &'a [f64],
     pub seq_end: &'a [i64],
     pub pay: &'a [i64],
-    /// The latest ACK before each row (an index into the ACK stream; negative: none).
-    pub j: &'a [i64],
+    pub key: &'a [f64],
+    pub tie: &'a [i64],
     /// Rows the retransmission analysis names, and those it calls `fast`.
     pub named: &'a [bool],
     pub fast: &'a [bool],
@@ -505,6 +506,8 @@ pub struct AckRows<'a> {
     pub ahi: &'a [i64],
     pub a_time: &'a [f64],
     pub a_ack: &'a [i64],
+    pub a_key: &'a [f64],
+    pub a_tie: &'a [i64],
 }
 
 /// [`acks`]' result: per row snd_una and dupACK state, per ACK its cumulative value, the
@@ -512,6 +515,8 @@ pub struct AckRows<'a> {
 /// advancing ACK's times, and each direction's minimum RTT.
 #[derive(Default)]
 pub struct AckState {
+    /// The latest ACK before each row (an index into the ACK stream; -1: none).
+    pub j: Vec<i64>,
     pub una: Vec<i64>,
     pub dup: Vec<bool>,
     pub a_una: Vec<i64>,
@@ -520,6 +525,7 @@ pub struct AckState {
 }
 
 type DirAcks = (
+    Vec<i64>,
     Vec<i64>,
     Vec<bool>,
     Vec<i64>,
@@ -545,18 +551,16 @@ fn acks_of(
         Vec::new(),
     );
     let mut fed = 0usize;
+    let mut j = Vec::with_capacity(e - a);
     for i in a..e {
-        let jl = r.j[i] - aa as i64; // local index of the latest ACK (< 0: none)
-        while (fed as i64) <= jl && aa + fed < ae {
+        // the ACKs before the segment in capture order (an ACK at the same instant comes
+        // first when its frame is lower) reach the sender before it is sent
+        let at = (r.key[i], r.tie[i]);
+        while aa + fed < ae && (r.a_key[aa + fed], r.a_tie[aa + fed]) < at {
             st.on_ack(r.a_ack[aa + fed]);
             fed += 1;
         }
-        if fed as i64 != jl.max(-1) + 1 {
-            return Err(format!(
-                "row {i}: latest ACK {} outside or behind {aa}..{ae}",
-                r.j[i]
-            ));
-        }
+        j.push(if fed == 0 { -1 } else { (aa + fed - 1) as i64 });
         let seq = r.seq_end[i].wrapping_sub(r.pay[i]);
         let (u, d, rt) = st.on_data(r.time[i], seq, r.seq_end[i], r.named[i]);
         una.push(u);
@@ -570,7 +574,7 @@ fn acks_of(
         fed += 1;
     }
     let mr = st.min_rtt(strict);
-    Ok((una, dup, st.a_una, retx, mr))
+    Ok((j, una, dup, st.a_una, retx, mr))
 }
 
 /// snd_una, dupACK state, retransmissions and minimum RTT of every direction (see [`Acks`]).
@@ -579,12 +583,18 @@ pub fn acks(r: &AckRows) -> Result<AckState, String> {
     let cols = [
         ("seq_end", r.seq_end.len()),
         ("pay", r.pay.len()),
-        ("j", r.j.len()),
+        ("key", r.key.len()),
+        ("tie", r.tie.len()),
         ("named", r.named.len()),
         ("fast", r.fast.len()),
     ];
     same_len(n, &cols)?;
-    same_len(r.a_time.len(), &[("a_ack", r.a_ack.len())])?;
+    let a_cols = [
+        ("a_ack", r.a_ack.len()),
+        ("a_key", r.a_key.len()),
+        ("a_tie", r.a_tie.len()),
+    ];
+    same_len(r.a_time.len(), &a_cols)?;
     let b = bounds(r.lo, r.hi, n)?;
     let ab = bounds(r.alo, r.ahi, r.a_time.len())?;
     if b.len() != ab.len() {
@@ -602,13 +612,15 @@ pub fn acks(r: &AckRows) -> Result<AckState, String> {
         .map(|(&d, &a)| acks_of(r, d, a, strict))
         .collect::<Result<_, _>>()?;
     let mut out = AckState {
+        j: vec![-1; n],
         una: vec![0; n],
         dup: vec![false; n],
         a_una: vec![MISSING; r.a_time.len()],
         ..AckState::default()
     };
-    for (k, (una, dup, a_una, retx, mr)) in per.into_iter().enumerate() {
+    for (k, (j, una, dup, a_una, retx, mr)) in per.into_iter().enumerate() {
         let (a, aa) = (b[k].0, ab[k].0);
+        out.j[a..a + j.len()].copy_from_slice(&j);
         out.una[a..a + una.len()].copy_from_slice(&una);
         out.dup[a..a + dup.len()].copy_from_slice(&dup);
         out.a_una[aa..aa + a_una.len()].copy_from_slice(&a_una);
@@ -720,6 +732,7 @@ fn cwnd_phases<'py>(
 
 type AckArrays<'py> = (
     Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
     Bound<'py, PyArray1<bool>>,
     Bound<'py, PyArray1<i64>>,
     Bound<'py, PyArray1<i64>>,
@@ -730,8 +743,8 @@ type AckArrays<'py> = (
     Bound<'py, PyArray1<f64>>,
 );
 
-/// The ACK stream at each data row (see `Acks`): `(una, dup, a_una, retx_rows, retx_fast,
-/// retx_hi, retx_tack, retx_tnew, min_rtt)`.
+/// The ACK stream at each data row (see `Acks`): `(j, una, dup, a_una, retx_rows, retx_fast,
+/// retx_hi, retx_tack, retx_tnew, min_rtt)`; `j` is the latest ACK before each row (-1: none).
 ///
 /// `named`/`fast`: rows the retransmission analysis names / calls `fast` (repeats allowed).
 #[pyfunction]
@@ -741,7 +754,8 @@ fn cwnd_acks<'py>(
     time: PyReadonlyArray1<'py, f64>,
     seq_end: PyReadonlyArray1<'py, i64>,
     pay: PyReadonlyArray1<'py, i64>,
-    j: PyReadonlyArray1<'py, i64>,
+    key: PyReadonlyArray1<'py, f64>,
+    tie: PyReadonlyArray1<'py, i64>,
     named: PyReadonlyArray1<'py, i64>,
     fast: PyReadonlyArray1<'py, i64>,
     lo: PyReadonlyArray1<'py, i64>,
@@ -750,12 +764,15 @@ fn cwnd_acks<'py>(
     ahi: PyReadonlyArray1<'py, i64>,
     a_time: PyReadonlyArray1<'py, f64>,
     a_ack: PyReadonlyArray1<'py, i64>,
+    a_key: PyReadonlyArray1<'py, f64>,
+    a_tie: PyReadonlyArray1<'py, i64>,
 ) -> PyResult<AckArrays<'py>> {
     let c = (
         slice(&time, "time")?,
         slice(&seq_end, "seq_end")?,
         slice(&pay, "pay")?,
-        slice(&j, "j")?,
+        slice(&key, "key")?,
+        slice(&tie, "tie")?,
     );
     let m = (slice(&named, "named")?, slice(&fast, "fast")?);
     let d = (
@@ -764,7 +781,12 @@ fn cwnd_acks<'py>(
         slice(&alo, "alo")?,
         slice(&ahi, "ahi")?,
     );
-    let a = (slice(&a_time, "a_time")?, slice(&a_ack, "a_ack")?);
+    let a = (
+        slice(&a_time, "a_time")?,
+        slice(&a_ack, "a_ack")?,
+        slice(&a_key, "a_key")?,
+        slice(&a_tie, "a_tie")?,
+    );
     let st = py.detach(|| {
         guard(|| {
             let n = c.0.len();
@@ -779,7 +801,8 @@ fn cwnd_acks<'py>(
                 time: c.0,
                 seq_end: c.1,
                 pay: c.2,
-                j: c.3,
+                key: c.3,
+                tie: c.4,
                 named: &nm,
                 fast: &fs,
                 lo: d.0,
@@ -788,6 +811,8 @@ fn cwnd_acks<'py>(
                 ahi: d.3,
                 a_time: a.0,
                 a_ack: a.1,
+                a_key: a.2,
+                a_tie: a.3,
             })
         })
     })?;
@@ -797,6 +822,7 @@ fn cwnd_acks<'py>(
     let tack: Vec<f64> = st.retx.iter().map(|x| x.3).collect();
     let tnew: Vec<f64> = st.retx.iter().map(|x| x.4).collect();
     Ok((
+        st.j.into_pyarray(py),
         st.una.into_pyarray(py),
         st.dup.into_pyarray(py),
         st.a_una.into_pyarray(py),
