@@ -5,13 +5,16 @@
 //! Python finds the loss events (one step per event) and builds the frames; the passes over
 //! every data segment run here, one direction at a time (its rows contiguous, capture order):
 //!
+//! - [`Acks`]: the ACK stream merged with the segments in capture order: snd_una, the
+//!   dupACK state, retransmissions and Karn's minimum RTT (fed by `on_ack` / `on_data`);
 //! - [`Pipe`]: the pipe at each segment and its causal max filter over two minimum RTTs,
 //!   restarted at every loss event's start and end;
 //! - [`Phase`]: congestion-avoidance interpolation between whole-segment steps, and the phase
 //!   code (slow start / congestion avoidance / recovery) of every row.
 //!
-//! Each is a struct fed the direction's rows in order (`on_row`) so a streaming driver can
-//! use it without columns; the max filter looks ahead only over rows at the same instant.
+//! Each is a struct fed the direction's rows in order so a streaming driver can use it
+//! without columns; the max filter looks ahead only over rows at the same instant, the
+//! interpolation up to the next whole-segment step (both kept per direction).
 
 use super::guard;
 use super::seq::MISSING;
