@@ -61,8 +61,6 @@ pub struct Pipe {
     key: i64,
     keys: Vec<i64>,
     bursts: Vec<Burst>,
-    /// The pipe of every row before duplicate-ACK sends are dropped (the recoveries read it).
-    pub raw: Vec<f64>,
 }
 
 impl Pipe {
@@ -81,13 +79,13 @@ impl Pipe {
             key: 0,
             keys: Vec::with_capacity(rows),
             bursts: Vec::new(),
-            raw: Vec::with_capacity(rows),
         }
     }
 
     /// One data segment: its time, end (seq + len), the cumulative ACK before it (una), the
-    /// bytes SACKed above una, and its marks ([`EPOCH`] .. [`DUP`]).
-    pub fn on_row(&mut self, time: f64, seq_end: i64, una: i64, sacked: i64, marks: u8) {
+    /// bytes SACKed above una, and its marks ([`EPOCH`] .. [`DUP`]). Returns its pipe before
+    /// duplicate-ACK sends are dropped (the recoveries read it at the bursts).
+    pub fn on_row(&mut self, time: f64, seq_end: i64, una: i64, sacked: i64, marks: u8) -> f64 {
         let first = self.keys.is_empty();
         // snd_nxt restarts at each loss event: the highest byte sent since
         if first || marks & EPOCH != 0 {
@@ -96,7 +94,6 @@ impl Pipe {
             self.snd_nxt = self.snd_nxt.max(seq_end);
         }
         let pipe = self.snd_nxt.wrapping_sub(una).wrapping_sub(sacked).max(0) as f64;
-        self.raw.push(pipe);
         // a segment sent on a duplicate ACK may exceed cwnd: not a measurement (-1)
         let v = if marks & DUP != 0 && marks & EPOCH == 0 && !first {
             -1.0
@@ -132,17 +129,16 @@ impl Pipe {
             b.k_last = self.key;
             b.max = b.max.max(v);
         }
+        pipe
     }
 
     /// The filtered estimate of every row: the largest burst value whose last row lies in
     /// (key − SPAN, key], bursts starting at the same key after the row included.
-    pub fn finish(&self) -> Vec<f64> {
-        let n = self.keys.len();
-        let mut out = Vec::with_capacity(n);
+    pub fn finish(&self, out: &mut [f64]) {
         let mut win: VecDeque<usize> = VecDeque::new(); // bursts in the window, decreasing max
         let (mut left, mut right) = (0usize, 0usize); // next burst to enter; first inside
         let mut last = 0.0;
-        for &k in &self.keys {
+        for (&k, slot) in self.keys.iter().zip(out.iter_mut()) {
             while right < self.bursts.len() && self.bursts[right].k_first <= k {
                 let m = self.bursts[right].max;
                 while win.back().is_some_and(|&q| self.bursts[q].max <= m) {
@@ -159,14 +155,11 @@ impl Pipe {
             }
             let v = win.front().map_or(-1.0, |&q| self.bursts[q].max);
             // no measurement in the window (only dupACK sends): the last value, else 0
-            if v < 0.0 {
-                out.push(last);
-            } else {
+            if v >= 0.0 {
                 last = v;
-                out.push(v);
             }
+            *slot = last;
         }
-        out
     }
 }
 
@@ -429,23 +422,18 @@ pub fn pipe(r: &PipeRows) -> Result<(Vec<f64>, Vec<f64>), String> {
     same_len(n, &cols)?;
     same_len(r.lo.len(), &[("min_rtt", r.min_rtt.len())])?;
     let b = bounds(r.lo, r.hi, n)?;
-    let per: Vec<(usize, Vec<f64>, Vec<f64>)> = b
-        .par_iter()
-        .zip(r.min_rtt)
-        .filter(|((a, e), _)| e > a)
-        .map(|(&(a, e), &mr)| {
-            let mut p = Pipe::new(mr, e - a);
-            for i in a..e {
-                p.on_row(r.time[i], r.seq_end[i], r.una[i], r.sacked[i], r.marks[i]);
-            }
-            (a, p.finish(), std::mem::take(&mut p.raw))
-        })
-        .collect();
     let (mut filt, mut raw) = (vec![0.0; n], vec![0.0; n]);
-    for (a, f, w) in per {
-        filt[a..a + f.len()].copy_from_slice(&f);
-        raw[a..a + w.len()].copy_from_slice(&w);
-    }
+    split(&mut filt, &b)?
+        .into_par_iter()
+        .zip(split(&mut raw, &b)?)
+        .zip(b.par_iter().zip(r.min_rtt))
+        .for_each(|((f, w), (&(a, e), &mr))| {
+            let mut p = Pipe::new(mr, e - a);
+            for (i, slot) in (a..e).zip(w.iter_mut()) {
+                *slot = p.on_row(r.time[i], r.seq_end[i], r.una[i], r.sacked[i], r.marks[i]);
+            }
+            p.finish(f);
+        });
     Ok((filt, raw))
 }
 
@@ -523,38 +511,52 @@ pub struct AckState {
     pub una: Vec<i64>,
     pub dup: Vec<bool>,
     pub a_una: Vec<i64>,
-    pub retx: Vec<(i64, bool, i64, f64, f64)>,
+    pub retx: Vec<Retx>,
     pub min_rtt: Vec<f64>,
 }
 
-type DirAcks = (
-    Vec<i64>,
-    Vec<i64>,
-    Vec<bool>,
-    Vec<i64>,
-    Vec<(i64, bool, i64, f64, f64)>,
-    f64,
-);
+/// One direction's outputs: latest ACK, snd_una and dupACK state per row, cumulative ACK per ACK.
+struct DirOut<'a> {
+    j: &'a mut [i64],
+    una: &'a mut [i64],
+    dup: &'a mut [bool],
+    a_una: &'a mut [i64],
+}
+
+type Retx = (i64, bool, i64, f64, f64);
+
+/// Splits `v` into the ranges `b` (ascending, disjoint, within `v`: see [`bounds`]).
+fn split<'a, T>(mut v: &'a mut [T], b: &[(usize, usize)]) -> Result<Vec<&'a mut [T]>, String> {
+    let mut out = Vec::with_capacity(b.len());
+    let mut at = 0;
+    for &(a, e) in b {
+        if a < at {
+            return Err(format!("rows {a}..{e} overlap the previous direction's"));
+        }
+        let (_, tail) = std::mem::take(&mut v).split_at_mut(a - at);
+        let (mine, tail) = tail.split_at_mut(e - a);
+        out.push(mine);
+        v = tail;
+        at = e;
+    }
+    Ok(out)
+}
 
 fn acks_of(
     r: &AckRows,
     (a, e): (usize, usize),
     (aa, ae): (usize, usize),
     strict: bool,
-) -> Result<DirAcks, String> {
+    out: DirOut,
+) -> (Vec<Retx>, f64) {
     // una is at least the direction's first data byte (rows before any ACK take that byte)
     let first_seq = (a..e)
         .map(|i| r.seq_end[i].wrapping_sub(r.pay[i]))
         .min()
         .unwrap_or(0);
     let mut st = Acks::new(&r.a_time[aa..ae], first_seq);
-    let (mut una, mut dup, mut retx) = (
-        Vec::with_capacity(e - a),
-        Vec::with_capacity(e - a),
-        Vec::new(),
-    );
+    let mut retx = Vec::new();
     let mut fed = 0usize;
-    let mut j = Vec::with_capacity(e - a);
     for i in a..e {
         // the ACKs before the segment in capture order (an ACK at the same instant comes
         // first when its frame is lower) reach the sender before it is sent
@@ -563,11 +565,11 @@ fn acks_of(
             st.on_ack(r.a_ack[aa + fed]);
             fed += 1;
         }
-        j.push(if fed == 0 { -1 } else { (aa + fed - 1) as i64 });
+        out.j[i - a] = if fed == 0 { -1 } else { (aa + fed - 1) as i64 };
         let seq = r.seq_end[i].wrapping_sub(r.pay[i]);
         let (u, d, rt) = st.on_data(r.time[i], seq, r.seq_end[i], r.named[i]);
-        una.push(u);
-        dup.push(d);
+        out.una[i - a] = u;
+        out.dup[i - a] = d;
         if let Some((h, ta, tn)) = rt {
             retx.push((i as i64, r.fast[i], h, ta, tn));
         }
@@ -576,8 +578,8 @@ fn acks_of(
         st.on_ack(r.a_ack[aa + fed]);
         fed += 1;
     }
-    let mr = st.min_rtt(strict);
-    Ok((j, una, dup, st.a_una, retx, mr))
+    out.a_una.copy_from_slice(&st.a_una);
+    (retx, st.min_rtt(strict))
 }
 
 /// snd_una, dupACK state, retransmissions and minimum RTT of every direction (see [`Acks`]).
@@ -609,11 +611,6 @@ pub fn acks(r: &AckRows) -> Result<AckState, String> {
     }
     // many directions were searched on one axis, where a NaN or infinite RTT gave none
     let strict = b.len() > 64;
-    let per: Vec<DirAcks> = b
-        .par_iter()
-        .zip(&ab)
-        .map(|(&d, &a)| acks_of(r, d, a, strict))
-        .collect::<Result<_, _>>()?;
     let mut out = AckState {
         j: vec![-1; n],
         una: vec![0; n],
@@ -621,12 +618,19 @@ pub fn acks(r: &AckRows) -> Result<AckState, String> {
         a_una: vec![MISSING; r.a_time.len()],
         ..AckState::default()
     };
-    for (k, (j, una, dup, a_una, retx, mr)) in per.into_iter().enumerate() {
-        let (a, aa) = (b[k].0, ab[k].0);
-        out.j[a..a + j.len()].copy_from_slice(&j);
-        out.una[a..a + una.len()].copy_from_slice(&una);
-        out.dup[a..a + dup.len()].copy_from_slice(&dup);
-        out.a_una[aa..aa + a_una.len()].copy_from_slice(&a_una);
+    let outs: Vec<DirOut> = split(&mut out.j, &b)?
+        .into_iter()
+        .zip(split(&mut out.una, &b)?)
+        .zip(split(&mut out.dup, &b)?)
+        .zip(split(&mut out.a_una, &ab)?)
+        .map(|(((j, una), dup), a_una)| DirOut { j, una, dup, a_una })
+        .collect();
+    let per: Vec<(Vec<Retx>, f64)> = outs
+        .into_par_iter()
+        .zip(b.par_iter().zip(&ab))
+        .map(|(o, (&d, &a))| acks_of(r, d, a, strict, o))
+        .collect();
+    for (retx, mr) in per {
         out.retx.extend(retx);
         out.min_rtt.push(mr);
     }

@@ -5,10 +5,13 @@ use super::*;
 /// One direction's rows as (time, seq_end, una, sacked, marks), min RTT `mr`: (filtered, raw).
 fn run_pipe(mr: f64, rows: &[(f64, i64, i64, i64, u8)]) -> (Vec<f64>, Vec<f64>) {
     let mut p = Pipe::new(mr, rows.len());
-    for &(t, e, u, s, m) in rows {
-        p.on_row(t, e, u, s, m);
-    }
-    (p.finish(), p.raw.clone())
+    let raw = rows
+        .iter()
+        .map(|&(t, e, u, s, m)| p.on_row(t, e, u, s, m))
+        .collect();
+    let mut f = vec![f64::NAN; rows.len()];
+    p.finish(&mut f);
+    (f, raw)
 }
 
 #[test]
