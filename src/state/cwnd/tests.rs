@@ -1,6 +1,8 @@
 //! Hand-checked sequences for the cwnd estimate's per-segment passes.
 
+use super::acks::AckState;
 use super::*;
+use crate::state::seq::MISSING;
 
 /// One direction's rows as (time, seq_end, una, sacked, marks), min RTT `mr`: (filtered, raw).
 fn run_pipe(mr: f64, rows: &[(f64, i64, i64, i64, u8)]) -> (Vec<f64>, Vec<f64>) {
