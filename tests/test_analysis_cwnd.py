@@ -411,3 +411,20 @@ def test_reductions_kept_on_the_analysis_mark_the_loss_events() -> None:
     marked = lossy.reductions.filter("loss_event").group_by("flow", "dir").len().sort("flow", "dir")
     assert marked["len"].to_list() == lossy.flows.filter(pl.col("loss_events") > 0)["loss_events"].to_list()
     assert lossy.reductions.height >= 10  # the 2 %-loss run's falls (docs/analysis.md: 12 / 12)
+
+def test_core_passes_reject_inconsistent_columns() -> None:
+    """The compiled per-segment passes check their columns: a mismatch is a ValueError, never a crash."""
+    from tracekit import _core
+
+    t, seq = np.array([0.0, 1.0]), np.array([1000, 2000], dtype=np.int64)
+    no, one = np.zeros(2, dtype=bool), np.array([0], dtype=np.int64)
+    none = np.empty(0, dtype=np.int64)
+    with pytest.raises(ValueError, match="outside"):  # a direction past the rows
+        _core.cwnd_pipe(t, seq, seq, no, no, none, none, one, np.array([3]), np.array([0.1]), none, none)
+    with pytest.raises(ValueError, match="outside"):  # a loss event's row past the rows
+        _core.cwnd_pipe(t, seq, seq, no, no, none, none, one, np.array([2]), np.array([0.1]), np.array([7]), none)
+    with pytest.raises(ValueError, match="values"):  # columns of different lengths
+        _core.cwnd_phases(t, t[:1], t, no, one, np.array([2]), np.array([1000.0]))
+    filt, raw = _core.cwnd_pipe(t, seq, np.zeros(2, dtype=np.int64), no, no, none, none, one, np.array([2]),
+                                np.array([0.1]), none, none)
+    assert raw.tolist() == [1000.0, 2000.0] and filt.tolist() == [2000.0, 2000.0]  # one ACK's burst

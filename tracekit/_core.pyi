@@ -64,3 +64,25 @@ def tcp_retrans(
     sack_right: npt.NDArray[np.int64], min_rtt_flow: npt.NDArray[np.uint32], min_rtt: npt.NDArray[np.float64],
     rto_floor: float,
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint8], npt.NDArray[np.int32]]: ...
+
+# src/state/cwnd.rs: the cwnd estimate's per-segment passes
+def cwnd_pipe(
+    time: npt.NDArray[np.float64], seq_end: npt.NDArray[np.int64], una: npt.NDArray[np.int64],
+    dup: npt.NDArray[np.bool_], new_ack: npt.NDArray[np.bool_], sack_at: npt.NDArray[np.int64],
+    sack_val: npt.NDArray[np.int64], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64],
+    min_rtt: npt.NDArray[np.float64], ev: npt.NDArray[np.int64], ends: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+def cwnd_phases(
+    time: npt.NDArray[np.float64], est: npt.NDArray[np.float64], ssthresh: npt.NDArray[np.float64],
+    recovery: npt.NDArray[np.bool_], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64],
+    mss: npt.NDArray[np.float64],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint8]]: ...
+def cwnd_acks(
+    time: npt.NDArray[np.float64], seq_end: npt.NDArray[np.int64], pay: npt.NDArray[np.int64],
+    key: npt.NDArray[np.float64], tie: npt.NDArray[np.int64], named: npt.NDArray[np.int64],
+    fast: npt.NDArray[np.int64], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64], alo: npt.NDArray[np.int64],
+    ahi: npt.NDArray[np.int64], a_time: npt.NDArray[np.float64], a_ack: npt.NDArray[np.int64],
+    a_key: npt.NDArray[np.float64], a_tie: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64],
+           npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.float64],
+           npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...

@@ -5,6 +5,7 @@
 //! turn every input problem into a Python `ValueError` (never a panic across the boundary).
 
 pub mod bins;
+pub mod cwnd;
 pub mod flight;
 pub mod retrans;
 pub mod rtt;
@@ -85,5 +86,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     retrans::register(m)?;
     rtt::register(m)?;
     stalls::register(m)?;
+    cwnd::register(m)?;
     m.add_function(wrap_pyfunction!(tcp_state, m)?)
 }

@@ -34,8 +34,9 @@ data segment and corrects it where the sender is not cwnd-limited:
    segments: between two one-segment steps the estimate is interpolated linearly.
 
 Packets are sorted once (:mod:`._cwnd_rows`: every direction one contiguous run of numpy
-rows) and every per-packet step is a segmented numpy pass (:mod:`._cwnd_seg`); Python
-loops run over directions with retransmissions and over loss events only. The estimate
+rows); the passes over every segment (steps 2, 5-7) run in the Rust core, one state machine
+per direction (``src/state/cwnd.rs``); Python loops run over directions with
+retransmissions and over loss events only. The estimate
 needs the sender's own view (its segments when sent, ACKs when they reach it): ACKs
 observed elsewhere (e.g. at the receiver) make the pipe lag by a one-way delay.
 """
@@ -48,16 +49,14 @@ from bisect import bisect_left
 import numpy as np
 import polars as pl
 
-from tracekit import schema
+from tracekit import _core, schema
 from tracekit.analysis._cwnd_packets import Packets
 from tracekit.analysis._cwnd_rows import Rows, build
-from tracekit.analysis._cwnd_seg import count_below, cummax, ranges, window_max
+from tracekit.analysis._cwnd_seg import as_bool, as_f64, as_i64, ranges
 
 KEYS = ["flow", "dir"]
 #: A data segment sent within this long after an ACK arrived was clocked by it.
 ACK_CLOCKED_S = 1e-3
-#: Width of the max filter, in minimum RTTs (an RTT with queueing and delayed ACKs is longer).
-FILTER_RTTS = 2.0
 ROW_SCHEMA = {"flow": pl.UInt32(), "dir": pl.Int8(), "time": pl.Float64(), "cwnd_bytes": pl.Float64(),
               "ssthresh_bytes": pl.Float64(), "source": schema.CWND_SOURCE, "phase": schema.PHASE}
 EP_SCHEMA = {"flow": pl.UInt32(), "dir": pl.Int8(), "start": pl.Float64(), "end": pl.Float64(),
@@ -211,110 +210,21 @@ def _episodes(r: Rows) -> list[_Episode]:
 def _pipe(r: Rows, eps: list[_Episode]) -> tuple[np.ndarray, np.ndarray]:
     """The pipe at each data segment, filtered (the estimate before recoveries), and its raw value at the bursts.
 
-    Frees the sequence arrays of ``r`` (nothing after needs them per row).
+    One pass per direction in the core (``tracekit._core.cwnd_pipe``): snd_nxt restarts at each
+    loss event (go-back-N senders resend from snd_una); segments sent on a duplicate ACK (RFC
+    3042 limited transmit, fast recovery's dupACK inflation) are no measurement; the segments
+    one ACK releases count as one burst; a causal max filter over two minimum RTTs,
+    restarting at every event start and end. Frees the sequence arrays of ``r``.
     """
-    n = r.time.size
     ev = np.array([e.i for e in eps], dtype=np.int64)
     ends = np.array([e.j_end for e in eps if e.j_end < r.hi[e.d]], dtype=np.int64)
-    # snd_nxt restarts at each loss event (go-back-N senders resend from snd_una)
-    epochs = np.union1d(r.lo[r.lo < n], ev)
-    gone = np.empty(0, dtype=np.int64)  # (each array is freed as soon as it is used up)
-    p = cummax(r.seq_end, epochs)
-    r.seq_end = r.pay = gone
-    p -= r.una
-    r.una = gone
-    p[r.sack_at] -= r.sack_val
-    np.maximum(p, 0, out=p)
-    pipe = p.astype(np.float64)
-    del p
-    raw_burst = pipe[[e.burst for e in eps if e.burst >= 0]]
-    # a segment sent on a duplicate ACK (RFC 3042 limited transmit, or the dupACK inflation
-    # of fast recovery) may exceed cwnd: it is not a measurement of the window (-1: none)
-    dup = r.dup
-    r.dup = np.empty(0, dtype=bool)
-    dup[epochs] = False
-    pipe[dup] = -1.0
-    del dup, epochs
-    # the filter restarts at every event start and end
-    seg = np.zeros(n, dtype=bool)
-    seg[r.lo[r.lo < n]] = True
-    seg[ev] = True
-    seg[ends] = True
-    del ev, ends
-    # the segments one ACK releases leave together (a capture sees them spaced by the link's
-    # serialisation time): the window is what is outstanding after the last of them
-    burst = seg.copy()
-    burst |= r.new_ack
-    r.new_ack = np.empty(0, dtype=bool)
-    b = np.flatnonzero(burst)
-    del burst
-    gv = np.maximum.reduceat(pipe, b)
-    filt = _window(r, seg, b, gv)
-    del pipe, seg, b, gv
-    # no measurement in the window (only dupACK sends): the last filtered value, else 0
-    gap = np.flatnonzero(filt < 0)
-    if gap.size:
-        lead = np.isin(gap, r.lo)  # a direction's first rows have nothing before them
-        run = np.ones(gap.size, dtype=bool)
-        run[1:] = gap[1:] != gap[:-1] + 1
-        run |= lead
-        fill = np.where(lead[run], 0.0, filt[np.maximum(gap[run] - 1, 0)])
-        filt[gap] = np.repeat(fill, np.diff(np.flatnonzero(run), append=gap.size))
-    return filt, raw_burst
-
-
-def _window(r: Rows, seg: np.ndarray, b: np.ndarray, gv: np.ndarray) -> np.ndarray:
-    """Causal max filter of the pipe over FILTER_RTTS min RTTs, restarting at each segment (-1: no value).
-
-    A row's window holds the rows of its segment whose time, in thousandths of the filter
-    width and rounded, lies in (τ − 1000, τ] — rows at the same τ after it included. Rows of
-    one ACK's burst (starting at ``b``, maximum ``gv``) share their value, so windows are
-    taken over bursts: the sparse table is built over them.
-    """
-    n = r.time.size
-    key = _window_keys(r, seg)
-    # windows over bursts: the first burst whose last row lies inside, the burst of the last row at τ
-    left = count_below(key[np.append(b[1:], n) - 1] + 1000, key, side="right", presorted=True)
-    right = count_below(key[b], key, side="right", presorted=True)
-    right -= 1
-    del key
-    new = np.empty(n, dtype=bool)  # neighbouring rows mostly share their window of bursts
-    new[0] = True
-    np.not_equal(left[1:], left[:-1], out=new[1:])
-    new[1:] |= right[1:] != right[:-1]
-    u = np.flatnonzero(new)
-    del new
-    return np.repeat(window_max(gv, left[u], right[u]), np.diff(u, append=n))
-
-
-def _window_keys(r: Rows, seg: np.ndarray) -> np.ndarray:
-    """One ascending int64 key for all rows whose differences place every row's window.
-
-    τ is a row's time in thousandths of its direction's filter width, rounded; a window spans
-    1000. Only whether two rows lie within 1000 of each other matters, so each step from one
-    row to the next is capped at 1001: no window reaches across a capped step, and a damaged
-    trace's absurd times (1e179 s) still give small keys. A segment's or a direction's first
-    row also steps by 1001, so no window reaches back into the previous one.
-    """
-    n = r.time.size
-    # no RTT sample: a window of 1 µs keeps only the segments of one instant together
-    w = np.maximum(np.where(np.isnan(r.min_rtt), 1e-6, FILTER_RTTS * r.min_rtt), 1e-6)
-    tau = np.empty(n)
-    for d in np.flatnonzero(r.hi > r.lo).tolist():
-        np.divide(r.time[r.lo[d]:r.hi[d]], w[d], out=tau[r.lo[d]:r.hi[d]])
-    tau *= 1000.0
-    np.rint(tau, out=tau)
-    step = np.full(n, 1001.0)
-    with np.errstate(invalid="ignore"):  # inf − inf: a capped step
-        np.subtract(tau[1:], tau[:-1], out=step[1:])
-        np.fmin(step, 1001.0, out=step)  # NaN (non-finite times) gives the cap
-    np.maximum(step, 0.0, out=step)  # rows are in time order within a direction: never below 0
-    step[r.lo[r.lo < n]] = 1001.0
-    step[seg] = 1001.0
-    del tau
-    key = step.astype(np.int64)
-    np.cumsum(key, out=key)
-    return key
+    i, f, b = as_i64, as_f64, as_bool
+    filt, raw = _core.cwnd_pipe(f(r.time), i(r.seq_end), i(r.una), b(r.dup), b(r.new_ack), i(r.sack_at),
+                                i(r.sack_val), i(r.lo), i(r.hi), f(r.min_rtt), ev, ends)
+    gone = np.empty(0, dtype=np.int64)  # (nothing after needs them per row)
+    r.seq_end = r.pay = r.una = gone
+    r.dup = r.new_ack = np.empty(0, dtype=bool)
+    return filt, raw[[e.burst for e in eps if e.burst >= 0]]
 
 
 def _recoveries(r: Rows, eps: list[_Episode], est: np.ndarray, raw_burst: np.ndarray
@@ -367,42 +277,6 @@ def _ssthresh(r: Rows, ssth: dict[int, float]) -> np.ndarray:
     return np.repeat(vals, np.diff(starts, append=n))
 
 
-def _interpolate_ca(r: Rows, est: np.ndarray, ca: np.ndarray) -> None:
-    """Spread congestion-avoidance growth between the whole-segment steps the pipe shows (in place).
-
-    In congestion avoidance cwnd grows by ~1 MSS per RTT, smoothly, but a sender only
-    fills whole segments: the pipe steps up by one segment when cwnd passes the next
-    multiple. Between two such steps tracekit interpolates linearly in time (the last
-    stretch of a run, with no next step, keeps its value).
-    """
-    n = est.size
-    if n < 2:
-        return
-    t = r.time
-    # a run: consecutive rows of one direction with the same value and CA state
-    new_run = np.empty(n, dtype=bool)
-    new_run[0] = True
-    np.not_equal(est[1:], est[:-1], out=new_run[1:])
-    new_run[1:] |= ca[1:] != ca[:-1]
-    new_run[r.lo[r.lo < n]] = True
-    rs = np.flatnonzero(new_run)
-    del new_run
-    nxt = np.append(rs[1:], n)  # first row of the next run
-    j = np.minimum(nxt, n - 1)
-    d = count_below(r.hi, rs, side="right", presorted=True)
-    step = est[j] - est[rs]
-    t0 = t[rs]
-    span = t[j] - t0
-    ok = (ca[rs] & (nxt < n) & ca[j] & (j < r.hi[d]) & (step > 0) & (step <= 1.01 * r.mss[d]) & (span > 0))
-    lens = np.diff(rs, append=n)
-    # est + step * (t - t0) / span on the rows of runs that step up, est + 0.0 elsewhere
-    x = np.repeat(t0, lens)
-    np.subtract(t, x, out=x)
-    x /= np.repeat(np.where(ok, span, 1.0), lens)
-    x *= np.repeat(np.where(ok, step, 0.0), lens)
-    est += x
-
-
 def _enum(codes: np.ndarray, dtype: pl.Enum, name: str) -> pl.Series:
     """An Enum column from its category numbers (``codes``: uint8, each < the number of categories)."""
     s = pl.Series(name, codes, dtype=pl.UInt8)
@@ -439,11 +313,11 @@ def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs
     ssth, in_rec, episodes = _recoveries(r, eps, est, raw_burst)
     del eps, raw_burst
     st = _ssthresh(r, ssth)
-    ca = ~in_rec & (est >= st)  # NaN (no ssthresh yet): slow start
-    _interpolate_ca(r, est, ca)
-    codes = ca.view(np.uint8).copy()
-    codes[in_rec] = 2
-    del ca, in_rec
+    # congestion avoidance spread between whole-segment steps, and the phase codes (the core's
+    # ``cwnd_phases``: slow start while cwnd < ssthresh or none yet, RFC 5681 §3.1)
+    est, codes = _core.cwnd_phases(as_f64(r.time), est, as_f64(st), as_bool(in_rec), as_i64(r.lo), as_i64(r.hi),
+                                   as_f64(r.mss))
+    del in_rec
     counts = r.hi - r.lo
     rows = pl.DataFrame([
         pl.Series("flow", np.repeat(r.flow, counts), dtype=pl.UInt32),

@@ -1,13 +1,14 @@
 """The inputs of the cwnd analysis as numpy arrays: data segments and ACK stream per data direction.
 
 Each data direction's data segments, and the ACKs that reach its sender, become one
-contiguous run of rows in capture order (time, then frame). What the estimate needs at every
-data segment (the cumulative ACK before it, whether that ACK was a duplicate, retransmission
-marks, SACKed bytes) comes from searches within those runs instead of joins and ``over()``
-windows. Searches put the shorter array on the query side (a search per ACK, then counts
-spread over the data rows), since a binary search per data row costs more than the rest of
-the step; and arrays of full length are few (each is freshly paged memory: on the bench
-capture allocating costs about as much as computing).
+contiguous run of rows in capture order (time, then frame). The latest ACK before every data
+segment, the retransmission marks and the SACKed bytes come from searches within those runs
+instead of joins and ``over()`` windows; snd_una, the dupACK state, retransmissions and the
+minimum RTT from one walk of each direction's ACK stream in the Rust core
+(``tracekit._core.cwnd_acks``, src/state/cwnd.rs). Searches put the shorter array on the
+query side (a search per ACK, then counts spread over the data rows), since a binary search
+per data row costs more than the rest of the step; and arrays of full length are few (each
+is freshly paged memory: on the bench capture allocating costs about as much as computing).
 """
 
 from __future__ import annotations
@@ -17,15 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from tracekit import _core
 from tracekit.analysis._cwnd_packets import KEYS, DataIndex, Packets, frame_rows, sacked
 from tracekit.analysis._cwnd_seg import (
-    MISSING,
-    below,
-    count_below,
-    cummax,
-    ffill_index,
-    ranges,
-    shift1,
+    as_f64,
+    as_i64,
 )
 
 
@@ -116,81 +113,12 @@ def _time_order(time: np.ndarray, lo: np.ndarray, hi: np.ndarray, reordered: np.
     return perm
 
 
-def _acks_before(time: np.ndarray, d_idx: np.ndarray, lo: np.ndarray, hi: np.ndarray, a_time: np.ndarray,
-                 a_idx: np.ndarray, alo: np.ndarray, ahi: np.ndarray, fr: np.ndarray) -> np.ndarray:
-    """Per data row: the latest ACK of its direction before it in capture order (time, then frame), -1 for none.
-
-    Both streams (packet rows ``d_idx``, ``a_idx``) are in capture order and frame numbers
-    ``fr`` are unique. An ACK at the same time as a segment precedes it when its frame number
-    is lower (few rows: looked at block by block).
-    """
-    j = np.empty(time.size, dtype=np.int64)
-    for c in range(lo.size):
-        a, b = int(lo[c]), int(hi[c])
-        at = a_time[alo[c]:ahi[c]]
-        if b == a:
-            continue
-        tt = time[a:b]
-        k = count_below(at, tt, presorted=True)  # ACKs strictly earlier
-        if at.size:
-            tie = np.flatnonzero(at[np.minimum(k, at.size - 1)] == tt)
-            if tie.size:
-                end = np.searchsorted(at, tt[tie], side="right")
-                f, af = fr[d_idx[a + tie]], fr[a_idx[alo[c]:ahi[c]]]
-                start = k[tie]
-                for step in range(int((end - start).max())):
-                    inside = start + step < end
-                    k[tie] += inside & (af[np.minimum(start + step, at.size - 1)] < f)
-        j[a:b] = k + (alo[c] - 1)
-    return j
-
-
 def _by_rank(idx: np.ndarray, rank: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
     """The permutation that puts each group's rows in rank order (None: they are)."""
     lo = np.cumsum(counts) - counts
     if not _late(rank, lo):
         return None
     return np.lexsort((rank, np.repeat(np.arange(counts.size), counts)))
-
-
-def _min_rtt(a_una: np.ndarray, a_time: np.ndarray, alo: np.ndarray, ahi: np.ndarray, sent_hi: np.ndarray,
-             retx: np.ndarray, time: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Per direction: the smallest time from a first transmission to the first ACK covering it (NaN: none).
-
-    ``sent_hi`` is the highest byte sent so far (non-decreasing in a direction): at a first
-    transmission it is the segment's end, so the searches run over sorted queries.
-    Retransmissions are no samples (Karn); the ACK must arrive after the segment.
-    """
-    nd = lo.size
-    out = np.full(nd, np.nan)
-    if nd > 64:
-        k = below(a_una, alo, ahi, sent_hi, lo, hi)
-        if k is None:  # absurd sequence numbers: one search per direction
-            k = np.concatenate([alo[c] + np.searchsorted(a_una[alo[c]:ahi[c]], sent_hi[lo[c]:hi[c]])
-                                for c in range(nd)])
-        counts = hi - lo
-        ok = (k < np.repeat(ahi, counts)) & ~retx
-        rtt = a_time[np.where(ok, k, 0)] if a_time.size else np.zeros(k.size)
-        rtt -= time
-        rtt[~ok | (rtt <= 0)] = np.inf
-        ne = np.flatnonzero(counts > 0)
-        if ne.size:
-            out[ne] = np.minimum.reduceat(rtt, lo[ne])
-        out[np.isinf(out)] = np.nan
-        return out
-    for c in range(nd):  # few directions: one pass each, nothing of full length allocated
-        a, b = int(lo[c]), int(hi[c])
-        una = a_una[alo[c]:ahi[c]]
-        if b == a or una.size == 0:
-            continue
-        k = count_below(una, sent_hi[a:b], presorted=True)
-        ok = k < una.size
-        ok &= ~retx[a:b]
-        rtt = a_time[alo[c]:ahi[c]][k[ok]] - time[a:b][ok]
-        rtt = rtt[rtt > 0]
-        if rtt.size:
-            out[c] = rtt.min()
-    return out
 
 
 @dataclass
@@ -235,43 +163,37 @@ def _streams(p: Packets, code: np.ndarray, d_mask: np.ndarray, dflow: np.ndarray
                     reordered=np.zeros(nd, dtype=bool), frames_up=frames_up)
 
 
-def _latest_acks(p: Packets, s: _Streams) -> np.ndarray:
-    """Put every run in capture order (time, then frame) and find, per data row, the latest ACK before it.
+def _capture_order(p: Packets, s: _Streams) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Put every run in capture order (time, then frame) and give each row its place in it.
 
     Returns:
-        The ACK row of each data row (-1: none), non-decreasing within a direction.
+        ``(key, tie)`` of the data rows and of the ACK rows: one ACK reaches the sender before a
+        segment when its pair is lower (the core's ``cwnd_acks`` merges the two streams by it).
     """
     nd = s.lo.size
     if nd <= 64 and s.frames_up:
         # frames increase: frame order is capture order except where times go back (packets
-        # of several queues); each stream is put in time order, then the streams are merged by time
+        # of several queues); each stream is put in time order, and ordered by (time, frame)
         by = _time_order(s.time, s.lo, s.hi, s.reordered)
         if by is not None:
             s.d_idx, s.time = s.d_idx[by], s.time[by]
         by = _time_order(s.a_time, s.alo, s.ahi, np.zeros(nd, dtype=bool))
         if by is not None:
             s.a_idx, s.a_time = s.a_idx[by], s.a_time[by]
-        del by
-        j = _acks_before(s.time, s.d_idx, s.lo, s.hi, s.a_time, s.a_idx, s.alo, s.ahi, p.fr)
-    else:
-        # many directions or frame numbers out of order: rank every packet by (time, frame)
-        inv = np.empty(p.n, dtype=np.int64)
-        inv[np.lexsort((p.fr, p.t))] = np.arange(p.n)
-        d_rank, a_rank = inv[s.d_idx], inv[s.a_idx]
-        del inv
-        by = _by_rank(s.d_idx, d_rank, s.counts)
-        if by is not None:
-            s.d_idx, d_rank, s.time = s.d_idx[by], d_rank[by], s.time[by]
-            s.reordered[:] = True
-        by = _by_rank(s.a_idx, a_rank, s.acounts)
-        if by is not None:
-            s.a_idx, a_rank, s.a_time = s.a_idx[by], a_rank[by], s.a_time[by]
-        del by
-        jr = below(a_rank, s.alo, s.ahi, d_rank, s.lo, s.hi)
-        if jr is None:  # never: ranks are below the number of packets
-            raise AssertionError("capture ranks out of range")
-        j = jr - 1
-    return j
+        return s.time, p.fr[s.d_idx], s.a_time, p.fr[s.a_idx]
+    # many directions or frame numbers out of order: rank every packet by (time, frame)
+    inv = np.empty(p.n, dtype=np.int64)
+    inv[np.lexsort((p.fr, p.t))] = np.arange(p.n)
+    d_rank, a_rank = inv[s.d_idx], inv[s.a_idx]
+    del inv
+    by = _by_rank(s.d_idx, d_rank, s.counts)
+    if by is not None:
+        s.d_idx, d_rank, s.time = s.d_idx[by], d_rank[by], s.time[by]
+        s.reordered[:] = True
+    by = _by_rank(s.a_idx, a_rank, s.acounts)
+    if by is not None:
+        s.a_idx, a_rank, s.a_time = s.a_idx[by], a_rank[by], s.a_time[by]
+    return np.zeros(d_rank.size), d_rank, np.zeros(a_rank.size), a_rank
 
 
 def _marks(p: Packets, flight: pl.DataFrame, retrans: pl.DataFrame, s: _Streams, code: np.ndarray,
@@ -294,56 +216,24 @@ def _marks(p: Packets, flight: pl.DataFrame, retrans: pl.DataFrame, s: _Streams,
     return sack_at, sack_val, given, fast
 
 
-def _una(p: Packets, s: _Streams, j: np.ndarray, no_ack: np.ndarray, first_ack: np.ndarray, seq_end: np.ndarray,
-         pay: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The ACK stream's cumulative ACK and, per data row, una and the dupACK state of the latest ACK.
-
-    una is at least the direction's first data byte (rows before any ACK take that byte).
-
-    Returns:
-        (cumulative ACK per ACK row, latest advancing ACK row per ACK row, una per data row,
-        sent on a duplicate ACK per data row).
-    """
-    nd = s.lo.size
-    a_una = cummax(p.take("ack", s.a_idx), s.alo)
-    a_new = a_una > shift1(a_una, s.alo, MISSING)
-    last_new = ffill_index(a_new, s.alo)
-    ne = s.counts > 0
-    first_seq = np.zeros(nd, dtype=np.int64)
-    first_seq[ne] = np.minimum.reduceat(seq_end - pay, s.lo[ne])
-    # the extra last entry serves the rows without an ACK (j = -1)
-    una = np.append(np.maximum(a_una, np.repeat(first_seq, s.acounts)), 0)[j]
-    dup = np.append(~a_new, False)[j]
-    una[no_ack] = first_seq[np.repeat(np.arange(nd), first_ack - s.lo)]
-    return a_una, last_new, una, dup
-
-
-def _retransmissions(s: _Streams, j: np.ndarray, seq_end: np.ndarray, pay: np.ndarray, given: np.ndarray,
-                     fast: np.ndarray, a_una: np.ndarray, last_new: np.ndarray
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Retransmitted rows: below the highest byte sent before, or marked by the retransmission analysis.
+def _acks(p: Packets, s: _Streams, order: tuple[np.ndarray, ...], seq_end: np.ndarray, pay: np.ndarray,
+          given: np.ndarray, fast: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The ACK stream walked with the data segments in capture order (``order``: :func:`_capture_order`),
+    one direction at a time in the core (``tracekit._core.cwnd_acks``): the latest ACK before each
+    segment, snd_una, dupACKs, retransmissions and Karn's minimum RTT.
 
     Returns:
-        (retransmitted rows, which are ``fast``, the highest byte sent before each, the arrival
-        time of its latest ACK and of its latest advancing ACK, each direction's minimum RTT).
+        (latest ACK row per data row (-1: none), cumulative ACK per ACK row, una per data row,
+        sent on a duplicate ACK per data row, retransmitted rows, which are ``fast``, the
+        highest byte sent before each, the arrival time of its latest ACK and of its latest
+        advancing ACK, each direction's minimum RTT).
     """
-    lo = s.lo
-    sent_hi = cummax(seq_end, lo)
-    retx = np.empty(seq_end.size, dtype=bool)
-    np.less(seq_end[1:] - pay[1:], sent_hi[:-1], out=retx[1:])
-    first = lo[lo < retx.size]  # nothing sent before a direction's first segment
-    retx[first] = seq_end[first] - pay[first] < MISSING
-    retx[given] = True
-    retx_rows = np.flatnonzero(retx)
-    retx_fast = np.isin(retx_rows, fast)
-    retx_hi = np.where(np.isin(retx_rows, lo), MISSING, sent_hi[np.maximum(retx_rows - 1, 0)])
-    jr = j[retx_rows]
-    ok = jr >= 0
-    retx_tack = np.where(ok, s.a_time[np.maximum(jr, 0)], -np.inf)
-    ln = np.where(ok, last_new[np.maximum(jr, 0)], -1)
-    retx_tnew = np.where(ln >= 0, s.a_time[np.maximum(ln, 0)], -np.inf)
-    min_rtt = _min_rtt(a_una, s.a_time, s.alo, s.ahi, sent_hi, retx, s.time, lo, s.hi)
-    return retx_rows, retx_fast, retx_hi, retx_tack, retx_tnew, min_rtt
+    i, f = as_i64, as_f64
+    key, tie, a_key, a_tie = order
+    j, una, dup, a_una, retx_rows, retx_fast, retx_hi, retx_tack, retx_tnew, min_rtt = _core.cwnd_acks(
+        f(s.time), i(seq_end), i(pay), f(key), i(tie), i(given), i(fast), i(s.lo), i(s.hi), i(s.alo), i(s.ahi),
+        f(s.a_time), i(p.take("ack", s.a_idx)), f(a_key), i(a_tie))
+    return j, a_una, una, dup, retx_rows, retx_fast, retx_hi, retx_tack, retx_tnew, min_rtt
 
 
 def _segment_sizes(dd: pl.DataFrame, pay: np.ndarray, s: _Streams) -> np.ndarray:
@@ -380,25 +270,20 @@ def build(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: p
     s_idx = np.flatnonzero(p.tcp & ~p.dnull & p.syn & (code >= 0))
     s_code = code[s_idx]
 
-    j = _latest_acks(p, s)
-    # rows before a direction's first ACK lead it (j is non-decreasing): no ACK yet (-1)
-    first_ack = np.minimum(np.searchsorted(j, s.alo), s.hi)
-    no_ack = ranges(s.lo, first_ack)
-    j[no_ack] = -1
-    new_ack = np.empty(j.size, dtype=bool)  # the segments one ACK releases: a new latest ACK
-    new_ack[0] = True
-    np.not_equal(j[1:], j[:-1], out=new_ack[1:])
-
+    order = _capture_order(p, s)
     sack_at, sack_val, given, fast = _marks(p, flight, retrans, s, code, d_mask)
     del d_mask, code
     seq_end = p.take("seq", s.d_idx)
     pay = p.payload[s.d_idx]
     seq_end += pay
     s.d_idx = np.empty(0, dtype=np.int64)
-    a_una, last_new, una, dup = _una(p, s, j, no_ack, first_ack, seq_end, pay)
+    j, a_una, una, dup, retx_rows, retx_fast, retx_hi, retx_tack, retx_tnew, min_rtt = _acks(
+        p, s, order, seq_end, pay, given, fast)
+    del order
+    new_ack = np.empty(j.size, dtype=bool)  # the segments one ACK releases: a new latest ACK
+    new_ack[0] = True
+    np.not_equal(j[1:], j[:-1], out=new_ack[1:])
     s.a_idx = np.empty(0, dtype=np.int64)
-    retx_rows, retx_fast, retx_hi, retx_tack, retx_tnew, min_rtt = _retransmissions(
-        s, j, seq_end, pay, given, fast, a_una, last_new)
     del j
 
     # a retransmitted SYN: the transfer starts with cwnd = 1 segment, ssthresh = 2

@@ -1,0 +1,219 @@
+//! The Python entry points of the cwnd passes: numpy columns in, numpy columns out.
+
+use super::{acks, mark, phases, pipe, same_len, AckRows, PipeRows, DUP, EPOCH, NEW_ACK, SEG};
+use crate::state::guard;
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
+    a.as_slice()
+        .map_err(|_| PyValueError::new_err(format!("column {name} is not contiguous")))
+}
+
+type PipeArrays<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
+
+/// The cwnd estimate's pipe (see `Pipe`): `(filtered, raw)` per data row.
+///
+/// `ev`: loss events' first rows; `ends`: rows where an event ends; `sack_at`/`sack_val`:
+/// rows with SACKed bytes and how many (a repeated row: the last value).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn cwnd_pipe<'py>(
+    py: Python<'py>,
+    time: PyReadonlyArray1<'py, f64>,
+    seq_end: PyReadonlyArray1<'py, i64>,
+    una: PyReadonlyArray1<'py, i64>,
+    dup: PyReadonlyArray1<'py, bool>,
+    new_ack: PyReadonlyArray1<'py, bool>,
+    sack_at: PyReadonlyArray1<'py, i64>,
+    sack_val: PyReadonlyArray1<'py, i64>,
+    lo: PyReadonlyArray1<'py, i64>,
+    hi: PyReadonlyArray1<'py, i64>,
+    min_rtt: PyReadonlyArray1<'py, f64>,
+    ev: PyReadonlyArray1<'py, i64>,
+    ends: PyReadonlyArray1<'py, i64>,
+) -> PyResult<PipeArrays<'py>> {
+    let time = slice(&time, "time")?;
+    let (dup, new_ack) = (slice(&dup, "dup")?, slice(&new_ack, "new_ack")?);
+    let (sack_at, sack_val) = (slice(&sack_at, "sack_at")?, slice(&sack_val, "sack_val")?);
+    let (lo, hi, ev, ends) = (
+        slice(&lo, "lo")?,
+        slice(&hi, "hi")?,
+        slice(&ev, "ev")?,
+        slice(&ends, "ends")?,
+    );
+    let r = (
+        slice(&seq_end, "seq_end")?,
+        slice(&una, "una")?,
+        slice(&min_rtt, "min_rtt")?,
+    );
+    let out = py.detach(|| {
+        guard(|| {
+            let n = time.len();
+            same_len(n, &[("dup", dup.len()), ("new_ack", new_ack.len())])?;
+            same_len(sack_at.len(), &[("sack_val", sack_val.len())])?;
+            let mut marks: Vec<u8> = dup
+                .iter()
+                .zip(new_ack)
+                .map(|(&d, &a)| if d { DUP } else { 0 } | if a { NEW_ACK } else { 0 })
+                .collect();
+            mark(&mut marks, ev, EPOCH | SEG)?;
+            mark(&mut marks, ends, SEG)?;
+            let mut sacked = vec![0i64; n];
+            for (&at, &v) in sack_at.iter().zip(sack_val) {
+                let slot = usize::try_from(at).ok().and_then(|i| sacked.get_mut(i));
+                *slot.ok_or_else(|| format!("SACK row {at} outside 0..{n}"))? = v;
+            }
+            pipe(&PipeRows {
+                time,
+                seq_end: r.0,
+                una: r.1,
+                sacked: &sacked,
+                marks: &marks,
+                lo,
+                hi,
+                min_rtt: r.2,
+            })
+        })
+    })?;
+    Ok((out.0.into_pyarray(py), out.1.into_pyarray(py)))
+}
+
+type PhaseArrays<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<u8>>);
+
+/// Congestion-avoidance interpolation and phase codes (see `Phase`): `(estimate, phase)`.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn cwnd_phases<'py>(
+    py: Python<'py>,
+    time: PyReadonlyArray1<'py, f64>,
+    est: PyReadonlyArray1<'py, f64>,
+    ssthresh: PyReadonlyArray1<'py, f64>,
+    recovery: PyReadonlyArray1<'py, bool>,
+    lo: PyReadonlyArray1<'py, i64>,
+    hi: PyReadonlyArray1<'py, i64>,
+    mss: PyReadonlyArray1<'py, f64>,
+) -> PyResult<PhaseArrays<'py>> {
+    let c = (
+        slice(&time, "time")?,
+        slice(&est, "est")?,
+        slice(&ssthresh, "ssthresh")?,
+        slice(&recovery, "recovery")?,
+    );
+    let d = (slice(&lo, "lo")?, slice(&hi, "hi")?, slice(&mss, "mss")?);
+    let out = py.detach(|| guard(|| phases(c.0, c.1, c.2, c.3, d.0, d.1, d.2)))?;
+    Ok((out.0.into_pyarray(py), out.1.into_pyarray(py)))
+}
+
+type AckArrays<'py> = (
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<bool>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<bool>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+);
+
+/// The ACK stream at each data row (see `Acks`): `(j, una, dup, a_una, retx_rows, retx_fast,
+/// retx_hi, retx_tack, retx_tnew, min_rtt)`; `j` is the latest ACK before each row (-1: none).
+///
+/// `named`/`fast`: rows the retransmission analysis names / calls `fast` (repeats allowed).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn cwnd_acks<'py>(
+    py: Python<'py>,
+    time: PyReadonlyArray1<'py, f64>,
+    seq_end: PyReadonlyArray1<'py, i64>,
+    pay: PyReadonlyArray1<'py, i64>,
+    key: PyReadonlyArray1<'py, f64>,
+    tie: PyReadonlyArray1<'py, i64>,
+    named: PyReadonlyArray1<'py, i64>,
+    fast: PyReadonlyArray1<'py, i64>,
+    lo: PyReadonlyArray1<'py, i64>,
+    hi: PyReadonlyArray1<'py, i64>,
+    alo: PyReadonlyArray1<'py, i64>,
+    ahi: PyReadonlyArray1<'py, i64>,
+    a_time: PyReadonlyArray1<'py, f64>,
+    a_ack: PyReadonlyArray1<'py, i64>,
+    a_key: PyReadonlyArray1<'py, f64>,
+    a_tie: PyReadonlyArray1<'py, i64>,
+) -> PyResult<AckArrays<'py>> {
+    let c = (
+        slice(&time, "time")?,
+        slice(&seq_end, "seq_end")?,
+        slice(&pay, "pay")?,
+        slice(&key, "key")?,
+        slice(&tie, "tie")?,
+    );
+    let m = (slice(&named, "named")?, slice(&fast, "fast")?);
+    let d = (
+        slice(&lo, "lo")?,
+        slice(&hi, "hi")?,
+        slice(&alo, "alo")?,
+        slice(&ahi, "ahi")?,
+    );
+    let a = (
+        slice(&a_time, "a_time")?,
+        slice(&a_ack, "a_ack")?,
+        slice(&a_key, "a_key")?,
+        slice(&a_tie, "a_tie")?,
+    );
+    let st = py.detach(|| {
+        guard(|| {
+            let n = c.0.len();
+            let (mut nm, mut fs) = (vec![0u8; n], vec![0u8; n]);
+            mark(&mut nm, m.0, 1)?;
+            mark(&mut fs, m.1, 1)?;
+            let (nm, fs): (Vec<bool>, Vec<bool>) = (
+                nm.iter().map(|&x| x != 0).collect(),
+                fs.iter().map(|&x| x != 0).collect(),
+            );
+            acks(&AckRows {
+                time: c.0,
+                seq_end: c.1,
+                pay: c.2,
+                key: c.3,
+                tie: c.4,
+                named: &nm,
+                fast: &fs,
+                lo: d.0,
+                hi: d.1,
+                alo: d.2,
+                ahi: d.3,
+                a_time: a.0,
+                a_ack: a.1,
+                a_key: a.2,
+                a_tie: a.3,
+            })
+        })
+    })?;
+    let rows: Vec<i64> = st.retx.iter().map(|x| x.0).collect();
+    let fast: Vec<bool> = st.retx.iter().map(|x| x.1).collect();
+    let hi: Vec<i64> = st.retx.iter().map(|x| x.2).collect();
+    let tack: Vec<f64> = st.retx.iter().map(|x| x.3).collect();
+    let tnew: Vec<f64> = st.retx.iter().map(|x| x.4).collect();
+    Ok((
+        st.j.into_pyarray(py),
+        st.una.into_pyarray(py),
+        st.dup.into_pyarray(py),
+        st.a_una.into_pyarray(py),
+        rows.into_pyarray(py),
+        fast.into_pyarray(py),
+        hi.into_pyarray(py),
+        tack.into_pyarray(py),
+        tnew.into_pyarray(py),
+        st.min_rtt.into_pyarray(py),
+    ))
+}
+
+/// Adds this module's functions to `tracekit._core`.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(cwnd_acks, m)?)?;
+    m.add_function(wrap_pyfunction!(cwnd_pipe, m)?)?;
+    m.add_function(wrap_pyfunction!(cwnd_phases, m)?)
+}

@@ -1,0 +1,283 @@
+//! Hand-checked sequences for the cwnd estimate's per-segment passes.
+
+use super::acks::AckState;
+use super::*;
+use crate::state::seq::MISSING;
+
+/// One direction's rows as (time, seq_end, una, sacked, marks), min RTT `mr`: (filtered, raw).
+fn run_pipe(mr: f64, rows: &[(f64, i64, i64, i64, u8)]) -> (Vec<f64>, Vec<f64>) {
+    let mut p = Pipe::new(mr, rows.len());
+    let raw = rows
+        .iter()
+        .map(|&(t, e, u, s, m)| p.on_row(t, e, u, s, m))
+        .collect();
+    let mut f = vec![f64::NAN; rows.len()];
+    p.finish(&mut f);
+    (f, raw)
+}
+
+#[test]
+fn an_acks_burst_shares_the_pipe_after_its_last_segment() {
+    // three segments of 1000 bytes; the ACK of the first releases the third
+    let (f, raw) = run_pipe(
+        1.0,
+        &[
+            (0.0, 1000, 0, 0, NEW_ACK),
+            (0.1, 2000, 0, 0, 0),
+            (0.2, 3000, 1000, 0, NEW_ACK),
+        ],
+    );
+    assert_eq!(raw, vec![1000.0, 2000.0, 2000.0]);
+    // the first burst's value is its last segment's pipe (2000), for both its rows
+    assert_eq!(f, vec![2000.0, 2000.0, 2000.0]);
+}
+
+#[test]
+fn sacked_bytes_leave_the_pipe_and_it_never_goes_below_zero() {
+    let (_, raw) = run_pipe(
+        1.0,
+        &[(0.0, 4000, 0, 1000, NEW_ACK), (0.1, 5000, 6000, 0, NEW_ACK)],
+    );
+    assert_eq!(raw, vec![3000.0, 0.0]);
+}
+
+#[test]
+fn the_filter_keeps_the_largest_burst_of_two_min_rtts() {
+    // min RTT 0.5 s: a 1 s window; the 4000-byte burst at t = 0 is still inside at 0.9 s,
+    // gone at 1.1 s (only the 1000-byte burst of 0.9 s is left)
+    let (f, _) = run_pipe(
+        0.5,
+        &[
+            (0.0, 4000, 0, 0, NEW_ACK),
+            (0.9, 5000, 4000, 0, NEW_ACK),
+            (1.1, 6000, 5000, 0, NEW_ACK),
+        ],
+    );
+    assert_eq!(f, vec![4000.0, 4000.0, 1000.0]);
+}
+
+#[test]
+fn a_segment_on_a_duplicate_ack_is_no_measurement() {
+    // RFC 3042 limited transmit: the dupACK send alone in its window takes the last value
+    let (f, raw) = run_pipe(
+        0.5,
+        &[(0.0, 2000, 0, 0, NEW_ACK), (5.0, 3000, 0, 0, NEW_ACK | DUP)],
+    );
+    assert_eq!(raw, vec![2000.0, 3000.0]);
+    assert_eq!(f, vec![2000.0, 2000.0]);
+}
+
+#[test]
+fn a_loss_event_restarts_snd_nxt_and_the_filter() {
+    // go-back-N: the retransmission of 1000..2000 after 5000 was sent; the pipe counts from
+    // the highest byte sent since (2000), and the 5000-byte window is not carried across
+    let (f, raw) = run_pipe(
+        1.0,
+        &[
+            (0.0, 5000, 0, 0, NEW_ACK),
+            (0.1, 2000, 1000, 0, NEW_ACK | EPOCH | SEG),
+            (0.2, 3000, 1000, 0, 0),
+        ],
+    );
+    assert_eq!(raw, vec![5000.0, 1000.0, 2000.0]);
+    assert_eq!(f, vec![5000.0, 2000.0, 2000.0]);
+    // a dupACK mark at an event's first row is ignored (the event row always measures)
+    let (f, _) = run_pipe(
+        1.0,
+        &[
+            (0.0, 5000, 0, 0, 0),
+            (0.1, 2000, 1000, 0, DUP | EPOCH | SEG),
+        ],
+    );
+    assert_eq!(f, vec![5000.0, 1000.0]);
+}
+
+#[test]
+fn segments_of_one_instant_stay_together_without_an_rtt() {
+    // no RTT sample: a 1 µs window; a burst starting at the same instant is included
+    let (f, _) = run_pipe(
+        f64::NAN,
+        &[
+            (1.0, 1000, 0, 0, NEW_ACK),
+            (1.0, 3000, 0, 0, NEW_ACK),
+            (2.0, 3500, 3000, 0, NEW_ACK),
+        ],
+    );
+    assert_eq!(f, vec![3000.0, 3000.0, 500.0]);
+}
+
+#[test]
+fn absurd_times_give_capped_steps() {
+    let (f, _) = run_pipe(
+        0.1,
+        &[
+            (0.0, 1000, 0, 0, NEW_ACK),
+            (f64::NAN, 2000, 0, 0, NEW_ACK),
+            (1e300, 2500, 2000, 0, NEW_ACK),
+        ],
+    );
+    assert_eq!(f, vec![1000.0, 2000.0, 500.0]);
+}
+
+#[test]
+fn congestion_avoidance_is_interpolated_between_one_segment_steps() {
+    let mut ph = Phase::new(1000.0, 5);
+    let rows = [
+        (0.0, 10000.0, 5000.0, false),
+        (1.0, 10000.0, 5000.0, false),
+        (2.0, 11000.0, 5000.0, false),
+        (3.0, 11000.0, 5000.0, false),
+        (4.0, 5000.0, 5000.0, true),
+    ];
+    let codes: Vec<u8> = rows
+        .iter()
+        .map(|&(t, e, s, r)| ph.on_row(t, e, s, r))
+        .collect();
+    assert_eq!(codes, vec![1, 1, 1, 1, RECOVERY]);
+    // 10000 -> 11000 over 2 s; the run before the recovery has no next step: kept
+    assert_eq!(
+        ph.finish(),
+        vec![10000.0, 10500.0, 11000.0, 11000.0, 5000.0]
+    );
+}
+
+#[test]
+fn slow_start_and_big_steps_are_not_interpolated() {
+    let mut ph = Phase::new(1000.0, 4);
+    let rows = [
+        (0.0, 2000.0, f64::NAN, false),
+        (1.0, 4000.0, f64::NAN, false),
+        (2.0, 8000.0, 4000.0, false),
+        (3.0, 10000.0, 4000.0, false),
+    ];
+    let codes: Vec<u8> = rows
+        .iter()
+        .map(|&(t, e, s, r)| ph.on_row(t, e, s, r))
+        .collect();
+    assert_eq!(codes, vec![SLOW_START, SLOW_START, 1, 1]);
+    // 8000 -> 10000 is two segments: a slow-start-like jump, not CA growth
+    assert_eq!(ph.finish(), vec![2000.0, 4000.0, 8000.0, 10000.0]);
+}
+
+#[test]
+fn bad_bounds_are_errors() {
+    let r = PipeRows {
+        time: &[0.0],
+        seq_end: &[1],
+        una: &[0],
+        sacked: &[0],
+        marks: &[0],
+        lo: &[0],
+        hi: &[2],
+        min_rtt: &[1.0],
+    };
+    assert!(pipe(&r).is_err());
+    assert!(phases(&[0.0], &[1.0], &[1.0], &[false], &[0], &[1], &[]).is_err());
+}
+
+/// One direction: data rows (time, seq, end, frame, named) and ACKs (time, ack, frame).
+fn run_acks(
+    rows: &[(f64, i64, i64, i64, bool)],
+    acks_in: &[(f64, i64, i64)],
+    fast: &[bool],
+) -> Result<AckState, String> {
+    let time: Vec<f64> = rows.iter().map(|r| r.0).collect();
+    let seq_end: Vec<i64> = rows.iter().map(|r| r.2).collect();
+    let pay: Vec<i64> = rows.iter().map(|r| r.2 - r.1).collect();
+    let tie: Vec<i64> = rows.iter().map(|r| r.3).collect();
+    let named: Vec<bool> = rows.iter().map(|r| r.4).collect();
+    let a_time: Vec<f64> = acks_in.iter().map(|a| a.0).collect();
+    let a_ack: Vec<i64> = acks_in.iter().map(|a| a.1).collect();
+    let a_tie: Vec<i64> = acks_in.iter().map(|a| a.2).collect();
+    acks(&AckRows {
+        time: &time,
+        seq_end: &seq_end,
+        pay: &pay,
+        key: &time,
+        tie: &tie,
+        named: &named,
+        fast,
+        lo: &[0],
+        hi: &[rows.len() as i64],
+        alo: &[0],
+        ahi: &[acks_in.len() as i64],
+        a_time: &a_time,
+        a_ack: &a_ack,
+        a_key: &a_time,
+        a_tie: &a_tie,
+    })
+}
+
+#[test]
+fn una_dupacks_retransmissions_and_karns_rtt() {
+    let st = run_acks(
+        &[
+            (0.0, 0, 1000, 1, false),
+            (0.1, 1000, 2000, 2, false),
+            (0.55, 2000, 3000, 4, false),
+            (0.65, 1000, 2000, 6, false), // resent below the highest byte sent: a retransmission
+            (0.8, 3000, 4000, 8, false),
+        ],
+        &[(0.5, 1000, 3), (0.6, 1000, 5), (0.7, 3000, 7)],
+        &[false; 5],
+    )
+    .expect("valid");
+    assert_eq!(st.j, vec![-1, -1, 0, 1, 2]);
+    assert_eq!(st.una, vec![0, 0, 1000, 1000, 3000]);
+    // the second ACK of 1000 does not advance snd_una: a duplicate (RFC 5681 §2)
+    assert_eq!(st.dup, vec![false, false, false, true, false]);
+    assert_eq!(st.a_una, vec![1000, 1000, 3000]);
+    // highest byte before it 3000; latest ACK at 0.6, latest advancing one at 0.5
+    assert_eq!(st.retx, vec![(3, false, 3000, 0.6, 0.5)]);
+    // samples 0.5 (0 -> 0.5), 0.6 (0.1 -> 0.7), 0.15 (0.55 -> 0.7): the smallest
+    assert!((st.min_rtt[0] - 0.15).abs() < 1e-12, "{:?}", st.min_rtt);
+}
+
+#[test]
+fn an_ack_at_the_same_instant_precedes_a_segment_of_a_higher_frame() {
+    let st = run_acks(
+        &[
+            (1.0, 0, 1000, 1, false),
+            (2.0, 1000, 2000, 5, false),
+            (2.0, 2000, 3000, 7, false),
+        ],
+        &[(2.0, 1000, 6)],
+        &[false; 3],
+    )
+    .expect("valid");
+    assert_eq!(st.j, vec![-1, -1, 0]);
+    assert_eq!(st.una, vec![0, 0, 1000]);
+}
+
+#[test]
+fn named_retransmissions_give_no_rtt_sample_and_old_acks_never_lower_una() {
+    let st = run_acks(
+        &[(0.0, 0, 1000, 1, true), (0.1, 1000, 2000, 4, false)],
+        // the second ACK is older than the first (reordered): una stays at 1000
+        &[(0.05, 1000, 2), (0.06, 500, 3), (0.3, 2000, 5)],
+        &[true, false],
+    )
+    .expect("valid");
+    assert_eq!(st.una, vec![0, 1000]);
+    assert_eq!(st.a_una, vec![1000, 1000, 2000]);
+    assert_eq!(st.dup, vec![false, true]);
+    assert_eq!(
+        st.retx,
+        vec![(0, true, MISSING, f64::NEG_INFINITY, f64::NEG_INFINITY)]
+    );
+    // the named row is no sample (Karn): only 0.1 -> 0.3
+    assert!((st.min_rtt[0] - 0.2).abs() < 1e-12);
+}
+
+#[test]
+fn no_rtt_without_a_later_covering_ack() {
+    // the only ACK covering the segment came before it (capture order): no positive sample
+    let st = run_acks(&[(1.0, 0, 1000, 2, false)], &[(0.5, 1000, 1)], &[false]).expect("valid");
+    assert!(st.min_rtt[0].is_nan());
+    let bad = run_acks(
+        &[(1.0, 0, 1000, 2, false)],
+        &[(0.5, 1000, 1), (0.6, 5, 3)],
+        &[false, false],
+    );
+    assert!(bad.is_err(), "fast has 2 values for 1 row");
+}
