@@ -130,5 +130,6 @@ def test_core_refuses_bad_columns_with_an_error() -> None:
         _core.tcp_state(one[0], np.array([0, 5], np.int8), *one[2:])
     with pytest.raises(ValueError, match="not contiguous"):
         _core.tcp_state(one[0], one[1], np.zeros(4, np.int64)[::2], *one[3:])
-    with pytest.raises(ValueError, match="gap/stray"):
-        _core.tcp_flight(*one[:6], np.zeros(1, bool), np.zeros(2, bool))
+    with pytest.raises(ValueError, match="column bits"):
+        none = np.zeros(0, np.int64)
+        _core.tcp_flight_sack(*one[:6], np.zeros(1, np.uint8), none, none, none)
