@@ -215,7 +215,7 @@ def ellipse(points: pl.DataFrame, *, title: str = "", name: str = "ellipse",
             x=alt.X("x:Q", **from_zero("RTT (s)")),
             y=alt.Y("y:Q", **from_zero("throughput (bit/s)", "~s")), color=color),
         alt.Chart(bag(records(pl.DataFrame(outline), rnd)), name=f"{name}_ring")
-        .mark_line(strokeWidth=2).encode(x=alt.X("x:Q"), y=alt.Y("y:Q"), order=alt.Order("i:Q"), color=color,
+        .mark_line(strokeWidth=2, clip=True).encode(x=alt.X("x:Q"), y=alt.Y("y:Q"), order=alt.Order("i:Q"), color=color,
                                           detail=alt.Detail("label:N")),
         alt.Chart(bag(records(pl.DataFrame(means), rnd)), name=f"{name}_mean")
         .mark_point(shape="cross", size=120, filled=True).encode(
