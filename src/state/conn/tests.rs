@@ -172,6 +172,9 @@ fn columns_settle_direction_window_and_sack() {
     assert_eq!(o.ack, [1, 0, 0, 1]);
     assert_eq!(o.win, [100, 200, 0, 300 << 4]);
     assert_eq!((o.sack_left[0], o.sack_right[0]), (2001, 3001));
-    let bad = Columns { sack_row: &[9], ..c };
+    let bad = Columns {
+        sack_row: &[9],
+        ..c
+    };
     assert!(number(&bad).is_err());
 }
