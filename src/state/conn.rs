@@ -153,6 +153,8 @@ type Pairs = HashMap<(i64, i64), u32, BuildHasherDefault<Fx>>;
 pub struct Table {
     pairs: Pairs,
     conns: Vec<Conn>,
+    /// The last packet's pair and connection (packets come in runs of one connection).
+    last: Option<((i64, i64), u32)>,
 }
 
 /// What only the whole trace tells: each connection's initiator and window shifts.
@@ -206,16 +208,21 @@ impl Table {
         let pure_syn = tcp && p.flags & (SYN | ACK) == SYN;
         let is_syn = tcp && p.flags & SYN != 0;
         let next = self.conns.len() as u32;
-        let flow = match self.pairs.get(&key) {
+        let known = match self.last {
+            Some((k, f)) if k == key => Some(f),
+            _ => self.pairs.get(&key).copied(),
+        };
+        let flow = match known {
             // A reused port pair (packet-tcp.c): a pure SYN whose sequence number is not the
             // one its sender started this connection with opens the next connection.
-            Some(&f) if pure_syn => match self.conns[f as usize].half[usize::from(side)].first {
+            Some(f) if pure_syn => match self.conns[f as usize].half[usize::from(side)].first {
                 Some(first) if first != p.seq => next,
                 _ => f,
             },
-            Some(&f) => f,
+            Some(f) => f,
             None => next,
         };
+        self.last = Some((key, flow));
         if flow == next {
             self.pairs.insert(key, flow);
             self.conns.push(Conn {
