@@ -303,7 +303,7 @@ impl Table {
 /// SACK edge `raw` (RFC 2018 §3) relative to `base`, in the 2^32 lap nearest the packet's
 /// relative ACK `ack` (its blocks lie above the ACK, within 2^31 of it).
 pub fn sack_edge(raw: i64, base: u32, ack: i64) -> i64 {
-    let rel = (raw - i64::from(base)).rem_euclid(TWO32);
+    let rel = raw.wrapping_sub(i64::from(base)).rem_euclid(TWO32);
     rel + (ack - rel + HALF).div_euclid(TWO32) * TWO32
 }
 

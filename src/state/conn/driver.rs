@@ -94,6 +94,9 @@ impl Columns<'_> {
                 return Err(format!("column {name} has {l} values, l4 has {n}"));
             }
         }
+        if n >= u32::MAX as usize {
+            return Err(format!("{n} rows: at most 2^32 - 2 per call"));
+        }
         let s = self.sack_row.len();
         if self.sack_left.len() != s || self.sack_right.len() != s {
             return Err("sack_row, sack_left and sack_right differ in length".into());
@@ -169,7 +172,8 @@ fn sack_edges(c: &Columns, out: &Out, s: &Settled) -> (Vec<i64>, Vec<i64>) {
     let n = c.l4.len();
     // A direction without a base can only be reached by a SACK on a packet without the ACK
     // flag whose other side never showed; it falls back to the last row's sequence number
-    // (as the column code did), any base being as meaningless as another there.
+    // (the earlier numpy code's choice, kept so that no frame changes), any base being as
+    // meaningless as another there.
     let last = n - 1;
     let fallback = c.seq[last].wrapping_sub(u32::from(c.flags[last] & SYN == 0));
     let mut left = Vec::with_capacity(c.sack_row.len());
