@@ -24,7 +24,6 @@ from tracekit.cli.main import main
 from tracekit.errors import CorruptTraceError, TruncatedError, UnknownFormatError
 from tracekit.limits import Limits
 from tracekit.parsers._dense import lookup, sorted_unique
-from tracekit.parsers._epochs import pair_groups
 
 PKTS, EXPECTED = craft.conversation()
 FRAMES = [craft.ether(p) for p in PKTS]
@@ -356,20 +355,27 @@ def test_dense_lookup_is_searchsorted() -> None:
     assert (lookup(many[::-3], many) == np.arange(len(many))[::-3]).all()
 
 
-@pytest.mark.parametrize("wide", [False, True], ids=["one-key", "two-keys"])
-def test_port_pairs_are_numbered_by_first_appearance(wide: bool) -> None:
+def test_port_pairs_are_numbered_by_first_appearance() -> None:
+    from tracekit.parsers._tcp import connections
+
     rng = np.random.default_rng(3)
-    scale = 2**45 if wide else 1  # wide: lo * hi overflows an int64 key, each side is numbered first
-    lo = rng.integers(0, 50, 3000) * scale + 3
-    hi = rng.integers(0, 40, 3000) * scale
-    pair, first = pair_groups(lo.copy(), hi.copy())
-    seen: dict[tuple[int, int], int] = {}
-    for i, k in enumerate(zip(lo.tolist(), hi.tolist(), strict=False)):
-        seen.setdefault(k, i)
-    order = sorted(seen, key=seen.get)  # type: ignore[arg-type]
-    assert first.tolist() == [seen[k] for k in order]
-    ids = {k: j for j, k in enumerate(order)}
-    assert pair.tolist() == [ids[k] for k in zip(lo.tolist(), hi.tolist(), strict=False)]
+    n = 3000
+    src, dst = rng.integers(0, 30, n).astype(np.uint32), rng.integers(0, 30, n).astype(np.uint32)
+    sport, dport = rng.integers(0, 3, n).astype(np.int32), rng.integers(0, 3, n).astype(np.int32)
+    udp = rng.random(n) < 0.3
+    z32, z8 = np.zeros(n, dtype=np.uint32), np.zeros(n, dtype=np.uint8)
+    c = connections(src, dst, sport, dport, np.ones(n, dtype=bool), ~udp, udp, z8, z32, z32,
+                    np.zeros(n, dtype=np.uint16), z8, np.zeros(n, dtype=bool))
+    assert c is not None
+    seen: dict[tuple[object, ...], int] = {}
+    first: dict[tuple[object, ...], tuple[int, int]] = {}
+    for i, (a, b, p, q, u) in enumerate(zip(src.tolist(), dst.tolist(), sport.tolist(), dport.tolist(),
+                                             udp.tolist(), strict=True)):
+        key = (*sorted([(a, p), (b, q)]), u)  # the endpoint pair, both ways, and the protocol
+        assert c.flow[i] == seen.setdefault(key, len(seen))
+        # no SYN: the first packet's sender is the initiator (direction 0)
+        assert c.direction[i] == int((a, p) != first.setdefault(key, (a, p)))
+    assert c.nflows == len(seen)
 
 
 @pytest.mark.parametrize("fmt", ["pcap", "pcapng"])

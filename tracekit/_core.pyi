@@ -86,3 +86,14 @@ def cwnd_acks(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64],
            npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.float64],
            npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+
+# src/state/conn.rs: connections, directions and relative numbers (every reader)
+def tcp_connections(
+    src: npt.NDArray[np.uint32] | npt.NDArray[np.int64], dst: npt.NDArray[np.uint32] | npt.NDArray[np.int64],
+    sport: npt.NDArray[np.int32] | npt.NDArray[np.int64], dport: npt.NDArray[np.int32] | npt.NDArray[np.int64],
+    l4: npt.NDArray[np.bool_], tcp: npt.NDArray[np.bool_], udp: npt.NDArray[np.bool_], flags: npt.NDArray[np.uint8],
+    seq: npt.NDArray[np.uint32], ack: npt.NDArray[np.uint32], win: npt.NDArray[np.uint16] | npt.NDArray[np.int64],
+    wscale: npt.NDArray[np.uint8], wscale_ok: npt.NDArray[np.bool_], sack_row: npt.NDArray[np.int64],
+    sack_left: npt.NDArray[np.int64], sack_right: npt.NDArray[np.int64],
+) -> tuple[int, npt.NDArray[np.uint32], npt.NDArray[np.int8], npt.NDArray[np.int64], npt.NDArray[np.int64],
+           npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...

@@ -5,6 +5,7 @@
 //! turn every input problem into a Python `ValueError` (never a panic across the boundary).
 
 pub mod bins;
+pub mod conn;
 pub mod cwnd;
 pub mod flight;
 pub mod retrans;
@@ -87,5 +88,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     rtt::register(m)?;
     stalls::register(m)?;
     cwnd::register(m)?;
+    conn::register(m)?;
     m.add_function(wrap_pyfunction!(tcp_state, m)?)
 }

@@ -1,4 +1,4 @@
-"""Dense integer ids for a column of integer keys (addresses, port pairs), without sorting it.
+"""Dense integer ids for a column of integer keys (addresses), without sorting it.
 
 A capture has millions of rows but few distinct keys. The distinct keys are found with a hash
 ``unique`` (polars) and sorted (they are few); every row then finds its key's position through
@@ -56,32 +56,3 @@ def lookup(values: np.ndarray, uniq: np.ndarray) -> np.ndarray:
                 out[s:s + _STEP] = table[h]
             return out
     return np.searchsorted(uniq, values).astype(np.uint32)
-
-
-def first_rows(group: np.ndarray, rows: np.ndarray | None, size: int, n: int) -> np.ndarray:
-    """For each group id in ``[0, size)``, the smallest row among ``rows`` (``n`` if none).
-
-    Args:
-        group: Group id of each of ``rows``.
-        rows: Ascending row numbers, or None for ``0, 1, ...``.
-        size: Number of groups.
-        n: Value for groups without a row.
-    """
-    first = np.full(size, n, dtype=np.int64)
-    np.minimum.at(first, group, np.arange(len(group), dtype=np.int64) if rows is None else rows)
-    return first
-
-
-def dense_ids(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Ids ``0, 1, ...`` of the distinct keys numbered in order of first appearance.
-
-    Args:
-        key: Non-negative integer keys.
-
-    Returns:
-        (id of every position as uint32, first position of each id, ascending).
-    """
-    first = np.sort(pl.Series(key).arg_unique().to_numpy().astype(np.int64))  # one hash pass
-    seen = key[first]  # the distinct keys in order of appearance
-    order = np.argsort(seen).astype(np.uint32)  # sorted position -> order of appearance
-    return order[lookup(key, seen[order])], first

@@ -14,7 +14,7 @@ import polars as pl
 
 from tracekit.parsers._decode import Rows
 from tracekit.parsers._dense import lookup, sorted_unique
-from tracekit.parsers._tcp import SACK, Rel, connections, masked, relative, sack_column
+from tracekit.parsers._tcp import SACK, Conn, connections, masked, sack_column
 from tracekit.schema import EVENT, PROTO
 
 _NONE = np.empty(0, dtype=np.uint8)  # stands for a consumed column (its memory is released)
@@ -76,13 +76,14 @@ def frame(rows: Rows) -> tuple[pl.DataFrame, int]:
     rows.s4 = rows.d4 = rows.is4 = _NONE
     is_tcp = rows.proto == 0
     l4 = rows.ports
-    c = connections(src_id, dst_id, rows.sport, rows.dport, l4, is_tcp, rows.proto == 1, rows.flags, rows.seq_raw)
+    blocks = _sack_blocks(rows)
+    c = connections(src_id, dst_id, rows.sport, rows.dport, l4, is_tcp, rows.proto == 1, rows.flags, rows.seq_raw,
+                    rows.ack_raw, rows.win_raw, rows.wscale, rows.wscale_ok, blocks)
     del src_id, dst_id
-    rel: Rel | None = None
     if c is not None:
-        rel = relative(c, rows.flags, rows.seq_raw, rows.ack_raw, rows.win_raw, rows.wscale, rows.wscale_ok)
         rows.seq_raw = rows.ack_raw = rows.win_raw = _NONE
-    sack = _sack(n, rows, rel)
+    sack = _sack(n, blocks, c)
+    del blocks
     cols: dict[str, pl.Series] = {
         "frame": pl.Series(rows.frame),
         "time": pl.Series(rows.time),
@@ -95,22 +96,21 @@ def frame(rows: Rows) -> tuple[pl.DataFrame, int]:
     else:
         cols["flow"] = masked(c.flow, l4, pl.UInt32)
         cols["dir"] = masked(c.direction, l4, pl.Int8)
-    del c
     cols["src"], cols["dst"] = src, dst
     cols["sport"] = masked(rows.sport, l4, pl.Int32)
     cols["dport"] = masked(rows.dport, l4, pl.Int32)
     cols["proto"] = pl.Series(["tcp", "udp", "other"], dtype=PROTO).gather(rows.proto)
     cols["size"] = pl.Series(rows.size)
     cols["payload"] = pl.Series(rows.payload)
-    if rel is None:
+    if c is None:
         for k in ("seq", "ack"):
             cols[k] = _nulls(n, pl.Int64)
         cols["win"] = masked(rows.win_raw.astype(np.int64), is_tcp, pl.Int64)
     else:
-        cols["seq"] = masked(rel.seq, is_tcp, pl.Int64)
-        cols["ack"] = masked(rel.ack, rel.has_ack, pl.Int64)
-        cols["win"] = masked(rel.win, is_tcp, pl.Int64)
-    del rel
+        cols["seq"] = masked(c.seq, is_tcp, pl.Int64)
+        cols["ack"] = masked(c.ack, c.has_ack, pl.Int64)
+        cols["win"] = masked(c.win, is_tcp, pl.Int64)
+    del c
     cols["flags"] = masked(rows.flags, is_tcp, pl.UInt8)
     cols["mss"] = masked(rows.mss, rows.mss_ok, pl.UInt16)
     cols["wscale"] = masked(rows.wscale, rows.wscale_ok, pl.UInt8)
@@ -145,13 +145,20 @@ def _nulls(n: int, dtype: pl.DataType | type[pl.DataType]) -> pl.Series:
     return pl.repeat(None, n, dtype=dtype, eager=True)
 
 
-def _sack(n: int, rows: Rows, rel: Rel | None) -> pl.Series:
-    """The ``sack`` column from the blocks the option walk collected."""
-    if rel is None or not rows.sack:
-        return _nulls(n, SACK)
+def _sack_blocks(rows: Rows) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The SACK blocks the option walk collected as (row, left, right), by row (a row's blocks
+    in option order)."""
+    if not rows.sack:
+        return None
     r, left, right = (np.concatenate(c) for c in zip(*rows.sack, strict=False))
-    order = np.argsort(r, kind="stable")  # by row; a row's blocks stay in option order
-    col = sack_column(n, pl.Series(r[order]), pl.Series(left[order]), pl.Series(right[order]), rel)
+    order = np.argsort(r, kind="stable")
+    return r[order], left[order], right[order]
+
+
+def _sack(n: int, blocks: tuple[np.ndarray, np.ndarray, np.ndarray] | None, c: Conn | None) -> pl.Series:
+    """The ``sack`` column from the blocks and their relative edges."""
+    if c is None or blocks is None:
+        return _nulls(n, SACK)
+    col = sack_column(n, blocks[0], c.sack_left, c.sack_right)
     assert isinstance(col, pl.Series)
     return col
-
