@@ -7,6 +7,7 @@
 pub mod bins;
 pub mod cwnd;
 pub mod flight;
+pub mod flowstats;
 pub mod retrans;
 pub mod rtt;
 pub mod sack;
@@ -87,5 +88,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     rtt::register(m)?;
     stalls::register(m)?;
     cwnd::register(m)?;
+    flowstats::register(m)?;
     m.add_function(wrap_pyfunction!(tcp_state, m)?)
 }

@@ -241,19 +241,17 @@ def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: d
         return _finish(out)
     p = _parts(pk, st, parts)
     rs, est = p["rtt_samples"], p["smoothed"]
-    dr = _np.data_rows(st)
     hs = parts.get("handshake")
     hs = (_rtt.handshake(st) if hs is None else hs).rename({"hs_rtt": "handshake_rtt_s"})
     retrans_counts, flight_stats, stall_stats = _counts(st, p["retrans"], p["flight"], p["stalls"])
     out = (
         out.join(hs, on="flow", how="left")
-        .join(_np.timing(st, dr), on=KEYS, how="left")
+        .join(_np.stats(st, est), on=KEYS, how="left")
         .join(_rtt_stats(rs), on=KEYS, how="left")
         .join(retrans_counts, on=KEYS, how="left")
         .join(_re.dup_acks(st), on=KEYS, how="left")
         .join(flight_stats, on=KEYS, how="left")
         .join(stall_stats, on=KEYS, how="left")
-        .join(_np.shares(st, est, dr), on=KEYS, how="left")
         .join(p["vantage"], on="flow", how="left")
         .with_columns(
             pl.col("retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto", "retrans_spurious",
