@@ -14,7 +14,6 @@ import polars as pl
 
 from tracekit import _core
 from tracekit.analysis._groups import MISSING
-from tracekit.analysis._state import Ints
 
 _SCHEMA = {"flow": pl.UInt32, "dir": pl.Int8, "_data_t0": pl.Float64, "_acked_t": pl.Float64,
            "_ack_bytes": pl.Int64, "_ack_t": pl.Float64, "init_window_bytes": pl.Int64,
@@ -25,6 +24,8 @@ _SCHEMA = {"flow": pl.UInt32, "dir": pl.Int8, "_data_t0": pl.Float64, "_acked_t"
 #: (in ascending direction order), as the columnar code that the core replaced did, so that
 #: its sums round the same.
 _BLOCK = 1 << 18
+
+_INTS = ("dend", "ack", "win", "hi_dend", "r_hi_ack", "r_win")
 
 
 def _missing(x: np.ndarray) -> pl.Series:
@@ -49,12 +50,14 @@ def stats(st: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
     """
     if st.is_empty():
         return pl.DataFrame(schema=_SCHEMA)
-    whole = slice(None)
+    # the narrow integer columns widened with MISSING for null, in one parallel select
+    ints = st.select(pl.col(_INTS).cast(pl.Int64).fill_null(MISSING))
+    dend, ack, win, hi_dend, r_hi_ack, r_win = (ints[c].to_numpy() for c in _INTS)
     key, t0, acked_t, ack_bytes, ack_t, iw_b, iw_n, rwin, cw, rw, app = _core.flow_stats(
-        st["g"].to_numpy(), st["len"].to_numpy(), st["time"].to_numpy(), Ints(st, "dend").at(whole),
-        st["new_ack"].to_numpy(), Ints(st, "ack").at(whole), Ints(st, "win").at(whole),
-        Ints(st, "hi_dend").at(whole), Ints(st, "r_hi_ack").at(whole), Ints(st, "r_win").at(whole),
-        est["_i"].cast(pl.Int64).to_numpy(), est["srtt"].cast(pl.Float64).fill_null(np.nan).to_numpy(), _BLOCK)
+        st["g"].to_numpy(), st["len"].to_numpy(), st["time"].to_numpy(), dend, st["new_ack"].to_numpy(), ack, win,
+        hi_dend, r_hi_ack, r_win, est["_i"].cast(pl.Int64).to_numpy(),
+        est["srtt"].cast(pl.Float64).fill_null(np.nan).to_numpy(), _BLOCK)
+    del ints, dend, ack, win, hi_dend, r_hi_ack, r_win
     return pl.DataFrame({
         "flow": pl.Series(key >> 1, dtype=pl.UInt32), "dir": pl.Series(key & 1, dtype=pl.Int8),
         "_data_t0": pl.Series(t0), "_acked_t": pl.Series(acked_t).fill_nan(None),
