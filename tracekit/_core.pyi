@@ -96,3 +96,8 @@ def flow_stats(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64],
            npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64],
            npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+
+# src/state/group.rs: rows grouped by a small code, row order within each group
+def group_rows(
+    mask: npt.NDArray[np.bool_], code: npt.NDArray[np.int32], groups: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...

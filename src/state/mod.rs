@@ -8,6 +8,7 @@ pub mod bins;
 pub mod cwnd;
 pub mod flight;
 pub mod flowstats;
+pub mod group;
 pub mod retrans;
 pub mod rtt;
 pub mod sack;
@@ -89,5 +90,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     stalls::register(m)?;
     cwnd::register(m)?;
     flowstats::register(m)?;
+    group::register(m)?;
     m.add_function(wrap_pyfunction!(tcp_state, m)?)
 }
