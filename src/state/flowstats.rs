@@ -296,10 +296,10 @@ pub fn flow_stats(r: &Rows, block: usize) -> Result<FlowStats, String> {
         sample[i as usize] = j as u32;
     }
     let mut latest = vec![f64::NAN; nd];
-    for i in 0..n {
+    for (i, &j) in sample.iter().enumerate() {
         let g = r.g[i] as usize;
-        if sample[i] != u32::MAX {
-            latest[g] = r.est_srtt[sample[i] as usize];
+        if j != u32::MAX {
+            latest[g] = r.est_srtt[j as usize];
         }
         if r.new_ack[i] {
             if let Some(s) = st[g ^ 1].as_mut() {
