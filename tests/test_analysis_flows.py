@@ -245,7 +245,7 @@ def test_huge_flow_ids_give_the_same_analysis() -> None:
 
 
 def test_limited_shares_do_not_depend_on_the_block_size(monkeypatch: pytest.MonkeyPatch) -> None:
-    """shares() walks the data rows in blocks with one look-ahead row: tiny blocks give the same shares."""
+    """The core adds the shares' times block by block (flowstats.rs): tiny blocks give the same shares."""
     from polars.testing import assert_frame_equal
 
     from tracekit.analysis import _flows_np

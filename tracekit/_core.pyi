@@ -97,3 +97,18 @@ def tcp_connections(
     sack_left: npt.NDArray[np.int64], sack_right: npt.NDArray[np.int64],
 ) -> tuple[int, npt.NDArray[np.uint32], npt.NDArray[np.int8], npt.NDArray[np.int64], npt.NDArray[np.int64],
            npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+
+# src/state/flowstats.rs: per data direction ACK timing, initial window, peer window, limit shares
+def flow_stats(
+    g: npt.NDArray[np.uint32], len: npt.NDArray[np.int64], time: npt.NDArray[np.float64],
+    dend: npt.NDArray[np.int64], new_ack: npt.NDArray[np.bool_], ack: npt.NDArray[np.int64],
+    win: npt.NDArray[np.int64], hi_dend: npt.NDArray[np.int64], r_hi_ack: npt.NDArray[np.int64],
+    r_win: npt.NDArray[np.int64], est_i: npt.NDArray[np.int64], est_srtt: npt.NDArray[np.float64], block: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64],
+           npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64],
+           npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+
+# src/state/group.rs: rows grouped by a small code, row order within each group
+def group_rows(
+    mask: npt.NDArray[np.bool_], code: npt.NDArray[np.int32], groups: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...

@@ -8,6 +8,8 @@ pub mod bins;
 pub mod conn;
 pub mod cwnd;
 pub mod flight;
+pub mod flowstats;
+pub mod group;
 pub mod retrans;
 pub mod rtt;
 pub mod sack;
@@ -89,5 +91,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     stalls::register(m)?;
     cwnd::register(m)?;
     conn::register(m)?;
+    flowstats::register(m)?;
+    group::register(m)?;
     m.add_function(wrap_pyfunction!(tcp_state, m)?)
 }

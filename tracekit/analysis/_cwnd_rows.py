@@ -71,20 +71,13 @@ class Rows:
 def _grouped(mask: np.ndarray, code: np.ndarray, nd: int) -> tuple[np.ndarray, np.ndarray]:
     """Rows of ``mask`` grouped by direction (``code`` per packet, -1: none), in frame order within each.
 
+    One counting sort in the core (``tracekit._core.group_rows``, src/state/group.rs).
+
     Returns:
         (packet index, rows per direction).
     """
-    if nd <= 16:  # few directions: one selection each
-        parts = [np.flatnonzero(mask & (code == c)) for c in range(nd)]
-        if not parts:
-            return np.empty(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        return np.concatenate(parts), np.array([x.size for x in parts], dtype=np.int64)
-    sel = np.flatnonzero(mask & (code >= 0))
-    c = code[sel]
-    counts = np.bincount(c, minlength=nd)
-    # a stable radix sort on one or two bytes
-    perm = np.argsort(c.astype(np.uint8 if nd < 256 else np.uint16) if nd < (1 << 16) else c, kind="stable")
-    return sel[perm], counts
+    idx, counts = _core.group_rows(np.ascontiguousarray(mask, dtype=bool), code.astype(np.int32, copy=False), nd)
+    return idx, counts
 
 
 def _late(x: np.ndarray, lo: np.ndarray) -> bool:

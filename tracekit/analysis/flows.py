@@ -141,14 +141,15 @@ def _rtt_stats(rs: pl.DataFrame) -> pl.DataFrame:
                 "rtt_method": pl.String,
             }
         )
-    pos = rs.filter(pl.col("rtt_s") > 0)
-    has_seq = pos.group_by(KEYS).agg((pl.col("method") == "seq").any().alias("_hs"))
-    use = pos.join(has_seq, on=KEYS).filter((pl.col("method") == "seq") | ~pl.col("_hs"))
+    # per direction the sequence-number samples, else (none) the timestamp ones: one lazy
+    # filter with a window instead of a join, so the samples keep their order
+    seq = pl.col("method") == "seq"
+    use = rs.lazy().filter(pl.col("rtt_s") > 0).filter(seq | ~seq.any().over(KEYS))
     return use.group_by(KEYS).agg(
         pl.col("rtt_s").min().alias("rtt_min_s"), pl.col("rtt_s").mean().alias("rtt_mean_s"),
         pl.col("rtt_s").median().alias("rtt_p50_s"), pl.col("rtt_s").quantile(0.95, "linear").alias("rtt_p95_s"),
         pl.len().cast(pl.Int64).alias("rtt_samples"), pl.col("method").first().alias("rtt_method"),
-    )
+    ).collect()
 
 
 def model_inputs(basic_df: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
@@ -241,19 +242,17 @@ def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: d
         return _finish(out)
     p = _parts(pk, st, parts)
     rs, est = p["rtt_samples"], p["smoothed"]
-    dr = _np.data_rows(st)
     hs = parts.get("handshake")
     hs = (_rtt.handshake(st) if hs is None else hs).rename({"hs_rtt": "handshake_rtt_s"})
     retrans_counts, flight_stats, stall_stats = _counts(st, p["retrans"], p["flight"], p["stalls"])
     out = (
         out.join(hs, on="flow", how="left")
-        .join(_np.timing(st, dr), on=KEYS, how="left")
+        .join(_np.stats(st, est), on=KEYS, how="left")
         .join(_rtt_stats(rs), on=KEYS, how="left")
         .join(retrans_counts, on=KEYS, how="left")
         .join(_re.dup_acks(st), on=KEYS, how="left")
         .join(flight_stats, on=KEYS, how="left")
         .join(stall_stats, on=KEYS, how="left")
-        .join(_np.shares(st, est, dr), on=KEYS, how="left")
         .join(p["vantage"], on="flow", how="left")
         .with_columns(
             pl.col("retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto", "retrans_spurious",

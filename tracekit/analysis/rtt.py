@@ -132,26 +132,6 @@ def at_rows(st: pl.DataFrame, est: pl.DataFrame, rows: pl.DataFrame) -> pl.DataF
     )
 
 
-def srtt_at(st: pl.DataFrame, est: pl.DataFrame, rows: np.ndarray) -> np.ndarray:
-    """:func:`at_rows`' ``srtt`` alone, as float64 numpy (NaN before a direction's first sample).
-
-    Args:
-        st: Prepared state.
-        est: :func:`smoothed` output.
-        rows: Row numbers of ``st``.
-
-    Returns:
-        One value per entry of ``rows``.
-    """
-    if "srtt" in st.columns:
-        return at(st, rows, "srtt").fill_null(np.nan).to_numpy()
-    if est.is_empty() or not len(rows):
-        return np.full(len(rows), np.nan)
-    j = _latest_sample(st, est, Ints(st, "r_i").at(rows, fill=st.height))
-    srtt: np.ndarray = np.append(est["srtt"].to_numpy(), np.nan)[j]  # (indexing by an int array: Any to numpy)
-    return srtt
-
-
 def _latest_sample(st: pl.DataFrame, est: pl.DataFrame, r: np.ndarray) -> np.ndarray:
     """Per entry of ``r`` (rows of ``st``; ``st.height``: none), the row of ``est`` of the latest
     sample at or before it in that row's direction, else -1.
