@@ -248,13 +248,13 @@ def test_limited_shares_do_not_depend_on_the_block_size(monkeypatch: pytest.Monk
     """The core adds the shares' times block by block (flowstats.rs): tiny blocks give the same shares."""
     from polars.testing import assert_frame_equal
 
-    from tracekit.analysis import _flows_np
+    from tracekit.analysis import _flowstats
 
     cols = ["flow", "dir", "limited_cwnd_share", "limited_rwnd_share", "limited_app_share"]
     for name in ("bulk_lossy.pcap", "rwnd_limited.pcap", "slow_reader.pcap"):
         t = tracekit.read(sample("linux", name))
         ref = tracekit.analyze(t).flows.select(cols)
-        monkeypatch.setattr(_flows_np, "_BLOCK", 7)
+        monkeypatch.setattr(_flowstats, "_BLOCK", 7)
         got = tracekit.analyze(t).flows.select(cols)
         monkeypatch.undo()
         assert_frame_equal(got, ref, rel_tol=1e-12)

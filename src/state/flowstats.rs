@@ -20,8 +20,6 @@
 //!   (RFC 7661: the sender had nothing to send), else *cwnd-limited*.
 
 use super::seq::MISSING;
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
-use pyo3::prelude::*;
 
 /// The prepared state's columns (one entry per row, packet order); integer columns hold
 /// [`MISSING`] for null.
@@ -341,82 +339,8 @@ pub fn flow_stats(r: &Rows, block: usize) -> Result<FlowStats, String> {
     Ok(out)
 }
 
-fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
-    a.as_slice().map_err(|_| {
-        pyo3::exceptions::PyValueError::new_err(format!("column {name} is not contiguous"))
-    })
-}
-
-type FlowArrays<'py> = (
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<f64>>,
-    Bound<'py, PyArray1<f64>>,
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<f64>>,
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<f64>>,
-    Bound<'py, PyArray1<f64>>,
-    Bound<'py, PyArray1<f64>>,
-);
-
-/// Per data direction: `(key, t0, acked_t, ack_bytes, ack_t, iw_bytes, iw_segments,
-/// max_rwnd, cwnd_share, rwnd_share, app_share)`; NaN / -2^62 for none.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-#[pyo3(name = "flow_stats")]
-fn flow_stats_py<'py>(
-    py: Python<'py>,
-    g: PyReadonlyArray1<'py, u32>,
-    len: PyReadonlyArray1<'py, i64>,
-    time: PyReadonlyArray1<'py, f64>,
-    dend: PyReadonlyArray1<'py, i64>,
-    new_ack: PyReadonlyArray1<'py, bool>,
-    ack: PyReadonlyArray1<'py, i64>,
-    win: PyReadonlyArray1<'py, i64>,
-    hi_dend: PyReadonlyArray1<'py, i64>,
-    r_hi_ack: PyReadonlyArray1<'py, i64>,
-    r_win: PyReadonlyArray1<'py, i64>,
-    est_i: PyReadonlyArray1<'py, i64>,
-    est_srtt: PyReadonlyArray1<'py, f64>,
-    block: usize,
-) -> PyResult<FlowArrays<'py>> {
-    let r = Rows {
-        g: slice(&g, "g")?,
-        len: slice(&len, "len")?,
-        time: slice(&time, "time")?,
-        dend: slice(&dend, "dend")?,
-        new_ack: slice(&new_ack, "new_ack")?,
-        ack: slice(&ack, "ack")?,
-        win: slice(&win, "win")?,
-        hi_dend: slice(&hi_dend, "hi_dend")?,
-        r_hi_ack: slice(&r_hi_ack, "r_hi_ack")?,
-        r_win: slice(&r_win, "r_win")?,
-        est_i: slice(&est_i, "est_i")?,
-        est_srtt: slice(&est_srtt, "est_srtt")?,
-    };
-    let o = py.detach(|| super::guard(|| flow_stats(&r, block)))?;
-    let [c, w, a] = o.shares;
-    Ok((
-        o.key.into_pyarray(py),
-        o.t0.into_pyarray(py),
-        o.acked_t.into_pyarray(py),
-        o.ack_bytes.into_pyarray(py),
-        o.ack_t.into_pyarray(py),
-        o.iw_b.into_pyarray(py),
-        o.iw_n.into_pyarray(py),
-        o.max_rwnd.into_pyarray(py),
-        c.into_pyarray(py),
-        w.into_pyarray(py),
-        a.into_pyarray(py),
-    ))
-}
-
-/// Adds this module's functions to `tracekit._core`.
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(flow_stats_py, m)?)
-}
+mod py;
+pub use py::register;
 
 #[cfg(test)]
 mod tests {

@@ -42,13 +42,16 @@ def fairness(throughput_df: pl.DataFrame, metric: str = "goodput_bps") -> pl.Dat
     if throughput_df.is_empty():
         return schema.empty(schema.FAIRNESS)
     tp = throughput_df.filter(pl.col("flow").is_not_null())
-    active = tp.group_by(KEYS).agg(pl.col("goodput_bps").sum().alias("_g")).filter(pl.col("_g") > 0).select(KEYS)
-    tp = tp.join(active, on=KEYS)
+    # groups and joins in input order: the sums below then add in one order, run after run
+    active = (tp.group_by(KEYS, maintain_order=True).agg(pl.col("goodput_bps").sum().alias("_g"))
+              .filter(pl.col("_g") > 0).select(KEYS))
+    tp = tp.join(active, on=KEYS, maintain_order="left")
     if tp.is_empty():
         return schema.empty(schema.FAIRNESS)
     x = pl.col(metric)
-    per_bin = tp.group_by("time").agg(pl.len().alias("flows"), _jain(x).alias("jain")).sort("time")
-    means = tp.group_by(KEYS).agg(x.mean().alias("_m"))
+    per_bin = (tp.group_by("time", maintain_order=True).agg(pl.len().alias("flows"), _jain(x).alias("jain"))
+               .sort("time"))
+    means = tp.group_by(KEYS, maintain_order=True).agg(x.mean().alias("_m"))
     overall = means.select(pl.lit(None, pl.Float64).alias("time"), pl.len().alias("flows"),
                            _jain(pl.col("_m")).alias("jain"))
     out = pl.concat([schema.conform(per_bin, schema.FAIRNESS), schema.conform(overall, schema.FAIRNESS)])

@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tracekit.analysis import _flows_np as _np
+from tracekit.analysis import _flowstats as _np
 from tracekit.analysis._state import KEYS, at, pick, prepare
 from tracekit.schema import SYN
 
