@@ -13,6 +13,7 @@
 //! whole payload; pure ACKs count nothing and leave the running highest end alone.
 
 use super::seq::MISSING;
+use crate::state::slice;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use rayon::prelude::*;
@@ -233,12 +234,6 @@ type BinArrays<'py> = (
     Bound<'py, PyArray1<f64>>,
     Bound<'py, PyArray1<i64>>,
 );
-
-fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
-    a.as_slice().map_err(|_| {
-        pyo3::exceptions::PyValueError::new_err(format!("column {name} is not contiguous"))
-    })
-}
 
 /// Throughput bins: `(refused, flow, dir, kmin, nbins, bytes, good, packets)`, the first four
 /// per direction, the last three per bin.

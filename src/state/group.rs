@@ -4,6 +4,7 @@
 //! sender, as one contiguous run per direction in frame order; one counting pass and one
 //! placing pass over the packets replace a scan of every packet per direction.
 
+use crate::state::slice;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
@@ -44,12 +45,6 @@ pub fn group_rows(
         }
     }
     Ok((idx, counts))
-}
-
-fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
-    a.as_slice().map_err(|_| {
-        pyo3::exceptions::PyValueError::new_err(format!("column {name} is not contiguous"))
-    })
 }
 
 type Grouped<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>);

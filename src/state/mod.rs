@@ -20,7 +20,11 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
-fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
+/// A numpy column as a slice; a strided (non-contiguous) array is a `ValueError` naming the column.
+pub(crate) fn slice<'a, T: numpy::Element>(
+    a: &'a PyReadonlyArray1<'_, T>,
+    name: &str,
+) -> PyResult<&'a [T]> {
     a.as_slice()
         .map_err(|_| PyValueError::new_err(format!("column {name} is not contiguous")))
 }

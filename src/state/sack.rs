@@ -19,6 +19,7 @@
 
 use super::flight::ListFlight;
 use super::seq::{group_keys, Packets, FIN, MISSING, SYN};
+use crate::state::slice;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use rayon::prelude::*;
@@ -341,12 +342,6 @@ type FlightArrays<'py> = (
     Bound<'py, PyArray1<i64>>,
     Bound<'py, PyArray1<i64>>,
 );
-
-fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
-    a.as_slice().map_err(|_| {
-        pyo3::exceptions::PyValueError::new_err(format!("column {name} is not contiguous"))
-    })
-}
 
 /// The flight frame's columns per data packet: `(flight, sender_only, pipe, unacked)`.
 ///

@@ -31,7 +31,6 @@
 use super::guard;
 use super::seq::MISSING;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 /// Every stall is longer than this (seconds): Linux's minimum RTO.

@@ -2,14 +2,9 @@
 
 use super::{acks, mark, phases, pipe, same_len, AckRows, PipeRows, DUP, EPOCH, NEW_ACK, SEG};
 use crate::state::guard;
+use crate::state::slice;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-
-fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
-    a.as_slice()
-        .map_err(|_| PyValueError::new_err(format!("column {name} is not contiguous")))
-}
 
 type PipeArrays<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
 

@@ -1,14 +1,9 @@
 //! `flow_stats`: the per-direction flow statistics (`super`) for Python, numpy columns in and out.
 
 use super::*;
+use crate::state::slice;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
-
-fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
-    a.as_slice().map_err(|_| {
-        pyo3::exceptions::PyValueError::new_err(format!("column {name} is not contiguous"))
-    })
-}
 
 type FlowArrays<'py> = (
     Bound<'py, PyArray1<i64>>,

@@ -2,6 +2,7 @@
 //! and its Python entry point `tcp_stalls`.
 
 use super::*;
+use crate::state::slice;
 
 /// An integer state column: the prepared state keeps sequence state in 32 bits when the
 /// trace's numbers fit (`i32::MIN` for null), else in 64 ([`MISSING`] for null).
@@ -234,11 +235,6 @@ pub fn stalls(c: &Columns, r: &Rtt) -> Result<Vec<(u32, Stall)>, String> {
         .collect();
     out.sort_unstable_by_key(|(_, s)| s.row);
     Ok(out)
-}
-
-fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
-    a.as_slice()
-        .map_err(|_| PyValueError::new_err(format!("column {name} is not contiguous")))
 }
 
 /// An int32 or int64 numpy column.
