@@ -34,7 +34,7 @@ import polars as pl
 from tracekit import _core
 from tracekit.schema import ACK
 
-_RAW = ("seq_raw", "ack_raw", "win_raw", "sack_raw", "_src_id", "_dst_id")
+_RAW = ("seq_raw", "ack_raw", "win_raw", "sack_raw")
 SACK = pl.List(pl.Array(pl.Int64, 2))
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 
@@ -153,8 +153,6 @@ def finish_tcp(df: pl.DataFrame) -> pl.DataFrame:
         df: Rows in frame order with ``src``, ``dst``, ``sport``, ``dport``, ``proto``
             and, for TCP, ``seq_raw``, ``ack_raw`` (Int64, raw 32-bit values), ``flags``,
             ``win_raw``, ``wscale`` and optionally ``sack_raw`` (List[Array[Int64, 2]]).
-            Optional ``_src_id``/``_dst_id``: integer address ids a reader already has
-            (equal ids = equal addresses), used instead of hashing the strings.
 
     Returns:
         ``df`` with the raw columns replaced by the schema's columns.
@@ -162,10 +160,7 @@ def finish_tcp(df: pl.DataFrame) -> pl.DataFrame:
     n = df.height
     is_tcp = (df["proto"] == "tcp").fill_null(False).to_numpy()
     is_udp = (df["proto"] == "udp").fill_null(False).to_numpy()
-    if "_src_id" in df.columns:
-        a, b = _np(df, "_src_id", -1), _np(df, "_dst_id", -1)
-    else:
-        a, b = _ids(df)
+    a, b = _ids(df)
     sport, dport = _np(df, "sport", -1), _np(df, "dport", -1)
     l4 = (is_tcp | is_udp) & (a >= 0) & (b >= 0) & (sport >= 0) & (dport >= 0)
     has_seq = "seq_raw" in df.columns
