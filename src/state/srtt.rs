@@ -96,20 +96,21 @@ pub fn smooth(s: &Samples) -> Result<Smoothed, String> {
         return Err(format!("sample {i}: dir {} is not 0 or 1", s.dir[i]));
     }
     let gid = |i: usize| u64::from(s.flow[i]) * 2 + s.dir[i] as u64;
-    let mut has_seq: HashMap<u64, ()> = HashMap::new();
+    let top = s.flow.iter().copied().max().unwrap_or(0);
+    let mut has_seq = ByDir::<bool>::new(top, n);
     for i in (0..n).filter(|&i| s.seq[i]) {
-        has_seq.insert(gid(i), ());
+        *has_seq.get_mut(gid(i)) = true;
     }
     let mut used: Vec<u32> = (0..n as u32)
-        .filter(|&i| s.seq[i as usize] || !has_seq.contains_key(&gid(i as usize)))
+        .filter(|&i| s.seq[i as usize] || !*has_seq.get_mut(gid(i as usize)))
         .collect();
     // stable: equal (row, direction) keep the input order
     used.sort_by_key(|&i| (s.row[i as usize], gid(i as usize)));
-    let mut est: HashMap<u64, Srtt> = HashMap::new();
+    let mut est = ByDir::<Srtt>::new(top, n);
     let mut srtt = Vec::with_capacity(used.len());
     let mut rttvar = Vec::with_capacity(used.len());
     for &i in &used {
-        let e = est.entry(gid(i as usize)).or_default();
+        let e = est.get_mut(gid(i as usize));
         e.on_sample(s.rtt[i as usize]);
         let (a, b) = e.get().unwrap_or((f64::NAN, f64::NAN)); // (always there after a sample)
         srtt.push(a);
@@ -120,6 +121,31 @@ pub fn smooth(s: &Samples) -> Result<Smoothed, String> {
         srtt,
         rttvar,
     })
+}
+
+/// A value per direction id `2·flow + dir`: a table when the connection ids are dense (as the
+/// readers number them), else a map.
+enum ByDir<T> {
+    Table(Vec<T>),
+    Map(HashMap<u64, T>),
+}
+
+impl<T: Default + Clone> ByDir<T> {
+    /// For connection ids up to `top`, `n` values to come.
+    fn new(top: u32, n: usize) -> Self {
+        if (top as usize) < 4 * n + 1024 {
+            ByDir::Table(vec![T::default(); 2 * top as usize + 2])
+        } else {
+            ByDir::Map(HashMap::new())
+        }
+    }
+
+    fn get_mut(&mut self, gid: u64) -> &mut T {
+        match self {
+            ByDir::Table(t) => &mut t[gid as usize],
+            ByDir::Map(m) => m.entry(gid).or_default(),
+        }
+    }
 }
 
 /// The estimates of a trace (the `est` frame: each on the row of the ACK that closed its sample,

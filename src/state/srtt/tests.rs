@@ -98,3 +98,21 @@ fn latest_keeps_each_directions_estimate_from_the_other_ones_acks() {
     l.on_packet(1, Some(0.2));
     assert_eq!((l.of(0), l.of(1)), (Some(0.2), Some(0.3)));
 }
+
+#[test]
+fn sparse_connection_ids_smooth_the_same() {
+    // a connection id far above the sample count: the per-direction map instead of the table
+    let s = Samples {
+        flow: &[4_000_000_000, 4_000_000_000, 7],
+        dir: &[1, 1, 1],
+        row: &[3, 8, 5],
+        seq: &[false, false, true],
+        rtt: &[1.0, 2.0, 0.5],
+    };
+    let want = Smoothed {
+        idx: vec![0, 2, 1],
+        srtt: vec![1.0, 0.5, 1.125],
+        rttvar: vec![0.5, 0.25, 0.625],
+    };
+    assert_eq!(smooth(&s).unwrap(), want);
+}
