@@ -46,13 +46,24 @@ impl Srtt {
         // §2.3: RTTVAR <- (1 - beta)·RTTVAR + beta·|SRTT - R'| with the SRTT before this
         // update ("in that order"), then SRTT <- (1 - alpha)·SRTT + alpha·R'
         let dev = (r - self.srtt).abs();
-        self.rttvar = self.rttvar + (dev - self.rttvar) * BETA;
-        self.srtt = self.srtt + (r - self.srtt) * ALPHA;
+        self.rttvar = step(self.rttvar, dev, BETA);
+        self.srtt = step(self.srtt, r, ALPHA);
     }
 
     /// (SRTT, RTTVAR) in seconds, None before the first sample.
     pub fn get(&self) -> Option<(f64, f64)> {
         self.started.then_some((self.srtt, self.rttvar))
+    }
+}
+
+/// `x + (y - x)·g`. A NaN `x` stays itself, bit for bit: x86 returns the first NaN operand and
+/// polars' kernel kept that order, but the compiler may swap the operands of `+`, so it is
+/// written out (with `x` not NaN, at most one operand of each step is NaN: no order to keep).
+fn step(x: f64, y: f64, g: f64) -> f64 {
+    if x.is_nan() {
+        x
+    } else {
+        x + (y - x) * g
     }
 }
 

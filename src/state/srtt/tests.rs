@@ -116,3 +116,12 @@ fn sparse_connection_ids_smooth_the_same() {
     };
     assert_eq!(smooth(&s).unwrap(), want);
 }
+
+#[test]
+fn a_nan_estimate_keeps_its_bits() {
+    // (as polars' kernel on x86: the estimate's NaN, sign included, not the sample's)
+    let neg = -f64::NAN;
+    assert_eq!(step(neg, 0.3, ALPHA).to_bits(), neg.to_bits());
+    assert_eq!(step(neg, f64::NAN, BETA).to_bits(), neg.to_bits());
+    assert_eq!(step(0.5, 0.25, ALPHA), 0.46875);
+}
