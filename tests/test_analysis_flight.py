@@ -160,7 +160,7 @@ def _state_frames(pk: pl.DataFrame) -> dict[str, pl.DataFrame]:
     sl = stalls(pk, state=st, rtt_samples_df=rs, retrans=rt)
     fd = flows(pk, parts={"state": st, "rtt_samples": rs, "retrans": rt, "flight": fl, "stalls": sl})
     return {"rtt": rs, "retrans": rt, "flight": fl, "stalls": sl, "flows": fd,
-            "smoothed": rtt_mod.at_rows(st, rtt_mod.smoothed(rs), st.select("_i", "r_i"))}
+            "smoothed": rtt_mod.smoothed(rs)}
 
 
 def _zero_window_conversation() -> pl.DataFrame:
@@ -197,11 +197,6 @@ def test_every_code_path_of_the_state_gives_the_same_frames(name: str, monkeypat
     alt = _state_frames(pk)
     for k, v in ref.items():
         assert_frame_equal(alt[k], v, check_exact=True)
-    # the smoothed RTT per row: looked up for a few rows (binary search) or for all (per direction)
-    st = _state.prepare(pk)
-    est = rtt_mod.smoothed(rtt_mod.samples(st))
-    few = st.select("_i", "r_i").gather_every(10)
-    assert_frame_equal(rtt_mod.at_rows(st, est, few), ref["smoothed"].gather_every(10), check_exact=True)
     if name == "zero_window":  # the three probes, the keep-alive and the two duplicate ACKs were seen
         st = _state.prepare(pk)
         assert (st["zwp"].sum(), st["keepalive"].sum(), st["dup"].sum()) == (3, 1, 2)

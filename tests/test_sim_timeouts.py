@@ -65,7 +65,6 @@ def _tracekit(d: str) -> list[tuple[int, int]]:
     tr = tracekit.read(sample("ns2", *d.split("/")))
     st = _state.prepare(vantage(tr.packets))
     rs = _rtt.samples(st)
-    st = _rtt.with_srtt(st, rs)
     rt = _retrans.classify(st, rs, rto_floor_s=_retrans.rto_floor(tr.meta)[0])
     per = rt.group_by("flow", "dir").agg(
         pl.len().alias("n"),

@@ -109,7 +109,7 @@ def _retrans_table(name: str) -> pl.DataFrame:
     """Our retransmissions (with recovery episodes) joined to Wireshark's flags for the same frames."""
     st = _state.prepare(analysis(name).packets)
     rs = rtt_mod.samples(st)
-    rt = retrans_mod.classify(rtt_mod.with_srtt(st, rs), rs)
+    rt = retrans_mod.classify(st, rs)
     return rt.join(tshark(name), on="frame", how="left")
 
 

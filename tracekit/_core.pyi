@@ -60,7 +60,8 @@ def tcp_retrans(
     flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int8], time: npt.NDArray[np.float64],
     seq: npt.NDArray[np.int64], len: npt.NDArray[np.int64], nxt: npt.NDArray[np.int64],
     ack: npt.NDArray[np.int64], r_hi_ack: npt.NDArray[np.int64], bits: npt.NDArray[np.uint8],
-    srtt: npt.NDArray[np.float64], sack_row: npt.NDArray[np.int64], sack_left: npt.NDArray[np.int64],
+    est_rows: npt.NDArray[np.uint32], est_srtt: npt.NDArray[np.float64], sack_row: npt.NDArray[np.int64],
+    sack_left: npt.NDArray[np.int64],
     sack_right: npt.NDArray[np.int64], min_rtt_flow: npt.NDArray[np.uint32], min_rtt: npt.NDArray[np.float64],
     rto_floor: float,
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint8], npt.NDArray[np.int32]]: ...
@@ -103,7 +104,7 @@ def flow_stats(
     g: npt.NDArray[np.uint32], len: npt.NDArray[np.int64], time: npt.NDArray[np.float64],
     dend: npt.NDArray[np.int64], new_ack: npt.NDArray[np.bool_], ack: npt.NDArray[np.int64],
     win: npt.NDArray[np.int64], hi_dend: npt.NDArray[np.int64], r_hi_ack: npt.NDArray[np.int64],
-    r_win: npt.NDArray[np.int64], est_i: npt.NDArray[np.int64], est_srtt: npt.NDArray[np.float64], block: int,
+    r_win: npt.NDArray[np.int64], est_rows: npt.NDArray[np.uint32], est_srtt: npt.NDArray[np.float64], block: int,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64],
            npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64],
            npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
@@ -112,3 +113,9 @@ def flow_stats(
 def group_rows(
     mask: npt.NDArray[np.bool_], code: npt.NDArray[np.int32], groups: int,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+
+# src/state/srtt.rs: RFC 6298 smoothed RTT per direction, (sample index, srtt, rttvar) by row
+def tcp_srtt(
+    flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int8], row: npt.NDArray[np.uint32],
+    seq: npt.NDArray[np.bool_], rtt: npt.NDArray[np.float64],
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...

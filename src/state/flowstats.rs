@@ -20,6 +20,7 @@
 //!   (RFC 7661: the sender had nothing to send), else *cwnd-limited*.
 
 use super::seq::MISSING;
+use super::srtt::{Est, Latest};
 
 /// The prepared state's columns (one entry per row, packet order); integer columns hold
 /// [`MISSING`] for null.
@@ -37,8 +38,9 @@ pub struct Rows<'a> {
     pub hi_dend: &'a [i64],
     pub r_hi_ack: &'a [i64],
     pub r_win: &'a [i64],
-    /// The smoothed RTT samples (RFC 6298): the row each was taken on and its value.
-    pub est_i: &'a [i64],
+    /// The smoothed RTT samples (RFC 6298): the row each was taken on and its value
+    /// (`super::srtt::Est`).
+    pub est_rows: &'a [u32],
     pub est_srtt: &'a [f64],
 }
 
@@ -167,9 +169,17 @@ impl DirStats {
         }
     }
 
-    /// One of this direction's data segments; `srtt`: the reverse direction's latest sample
-    /// (NaN: none yet), `r_hi_ack`/`r_win`: the peer's highest ACK and its last window then.
-    pub fn on_data(&mut self, time: f64, len: i64, hd: i64, r_hi_ack: i64, r_win: i64, srtt: f64) {
+    /// One of this direction's data segments; `srtt`: its smoothed RTT then (None: no sample
+    /// yet), `r_hi_ack`/`r_win`: the peer's highest ACK and its last window then.
+    pub fn on_data(
+        &mut self,
+        time: f64,
+        len: i64,
+        hd: i64,
+        r_hi_ack: i64,
+        r_win: i64,
+        srtt: Option<f64>,
+    ) {
         if !self.acked_any {
             self.iw_n += 1;
             self.iw_b += len;
@@ -177,7 +187,7 @@ impl DirStats {
         if let Some(p) = self.pending.take() {
             self.classify(p, time - p.time, r_hi_ack);
         }
-        let srtt = if srtt.is_nan() { 0.0 } else { srtt }; // no sample yet: no gap is the application's
+        let srtt = srtt.unwrap_or(0.0); // no sample yet: no gap is the application's
         self.pending = Some(Pending {
             time,
             ack: r_hi_ack,
@@ -262,9 +272,6 @@ fn check(r: &Rows) -> Result<usize, String> {
     if lens.iter().any(|&l| l != n) {
         return Err("flow_stats: columns of different lengths".into());
     }
-    if r.est_i.len() != r.est_srtt.len() || r.est_i.iter().any(|&i| i < 0 || i as usize >= n) {
-        return Err("flow_stats: RTT samples outside the rows".into());
-    }
     Ok(n)
 }
 
@@ -287,18 +294,12 @@ pub fn flow_stats(r: &Rows, block: usize) -> Result<FlowStats, String> {
             })
         })
         .collect();
-    // the sample taken on each row (a later one on the same row wins), and per direction as
-    // the ACK sender its latest smoothed RTT
-    let mut sample = vec![u32::MAX; n];
-    for (j, &i) in r.est_i.iter().enumerate() {
-        sample[i as usize] = j as u32;
-    }
-    let mut latest = vec![f64::NAN; nd];
-    for (i, &j) in sample.iter().enumerate() {
+    // per connection, each direction's latest smoothed RTT
+    let mut est = Est::new(r.est_rows, r.est_srtt, n).map_err(|e| format!("flow_stats: {e}"))?;
+    let mut latest = vec![Latest::default(); nd / 2];
+    for i in 0..n {
         let g = r.g[i] as usize;
-        if j != u32::MAX {
-            latest[g] = r.est_srtt[j as usize];
-        }
+        latest[g >> 1].on_packet(g & 1, est.at(i as u32));
         if r.new_ack[i] {
             if let Some(s) = st[g ^ 1].as_mut() {
                 s.on_peer_ack(r.time[i], r.ack[i]);
@@ -312,7 +313,7 @@ pub fn flow_stats(r: &Rows, block: usize) -> Result<FlowStats, String> {
                     r.hi_dend[i],
                     r.r_hi_ack[i],
                     r.r_win[i],
-                    latest[g ^ 1],
+                    latest[g >> 1].of(g & 1),
                 );
             }
         }
@@ -372,7 +373,7 @@ mod tests {
             hi_dend: &hi,
             r_hi_ack: &r_hi_ack,
             r_win: &r_win,
-            est_i: &[2],
+            est_rows: &[2],
             est_srtt: &[0.5],
         };
         let o = flow_stats(&r, 1 << 18).unwrap();
@@ -398,10 +399,10 @@ mod tests {
         e.on_packet(100, 0.0, 100, M);
         e.on_packet(100, 2.0, 200, M);
         let mut s = DirStats::new(&e, 0, 2);
-        s.on_data(0.0, 100, 100, M, M, f64::NAN);
+        s.on_data(0.0, 100, 100, M, M, None);
         s.on_peer_ack(0.2, 100);
-        s.on_data(2.0, 100, 200, 100, 150, 0.2); // 100 unacked + 100 > 150: rwnd
-        s.on_data(3.0, 100, 300, 100, 150, 0.2);
+        s.on_data(2.0, 100, 200, 100, 150, Some(0.2)); // 100 unacked + 100 > 150: rwnd
+        s.on_data(3.0, 100, 300, 100, 150, Some(0.2));
         s.finish();
         assert_eq!(s.sums, [0.0, 1.0, 2.0]);
         assert_eq!(s.initial_window(), Some((100, 1)));
@@ -420,11 +421,17 @@ mod tests {
             hi_dend: &[0],
             r_hi_ack: &[M],
             r_win: &[M],
-            est_i: &[],
+            est_rows: &[],
             est_srtt: &[],
         };
         assert!(flow_stats(&r, 7).unwrap().key.is_empty());
         let bad = Rows { len: &[], ..r };
         assert!(flow_stats(&bad, 7).is_err());
+        let bad = Rows {
+            est_rows: &[1],
+            est_srtt: &[0.1],
+            ..r
+        };
+        assert!(flow_stats(&bad, 7).unwrap_err().contains("row 1"));
     }
 }

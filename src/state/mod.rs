@@ -14,6 +14,7 @@ pub mod retrans;
 pub mod rtt;
 pub mod sack;
 pub mod seq;
+pub mod srtt;
 pub mod stalls;
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
@@ -97,5 +98,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     conn::register(m)?;
     flowstats::register(m)?;
     group::register(m)?;
+    srtt::register(m)?;
     m.add_function(wrap_pyfunction!(tcp_state, m)?)
 }

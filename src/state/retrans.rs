@@ -11,6 +11,7 @@
 //! retransmission into a spurious one.
 
 use super::seq::MISSING;
+use super::srtt::{Est, Latest};
 use std::collections::{BTreeMap, HashMap};
 
 /// Bits of the per-packet `bits` column (the prepared state's flags).
@@ -34,7 +35,8 @@ const EPS_S: f64 = 1e-6;
 pub const DUP_CLOCKED_S: f64 = 1e-4;
 
 /// The prepared state of a trace (packet order). i64 columns hold [`MISSING`] for null;
-/// `srtt` is the RFC 6298 smoothed RTT after the sample taken at that row (NaN elsewhere).
+/// `est_rows`/`est_srtt` are the RFC 6298 smoothed RTT after each sample and the row it was
+/// taken on (`super::srtt::Est`).
 pub struct Columns<'a> {
     pub flow: &'a [u32],
     pub dir: &'a [i8],
@@ -45,7 +47,8 @@ pub struct Columns<'a> {
     pub ack: &'a [i64],
     pub r_hi_ack: &'a [i64],
     pub bits: &'a [u8],
-    pub srtt: &'a [f64],
+    pub est_rows: &'a [u32],
+    pub est_srtt: &'a [f64],
     /// SACK blocks: owner row (ascending, a row's blocks in order), left and right edges.
     pub sack_row: &'a [i64],
     pub sack_left: &'a [i64],
@@ -64,7 +67,8 @@ pub struct Pkt<'a> {
     pub ack: i64,
     pub r_hi_ack: i64,
     pub bits: u8,
-    pub srtt: f64,
+    /// The smoothed RTT taken on its row (`Est::at`: of the other direction's data).
+    pub srtt: Option<f64>,
     /// Its SACK blocks (left, right), [`MISSING`] for an edge not given.
     pub sack: &'a [(i64, i64)],
 }
@@ -81,8 +85,6 @@ struct AckSide {
     third: Option<(u32, f64)>,
     /// Its latest packet with a SACK block above its ACK (RFC 6675 loss evidence).
     sack_above: Option<u32>,
-    /// The smoothed RTT at its latest sample (NaN: none yet).
-    srtt: f64,
 }
 
 impl AckSide {
@@ -102,9 +104,6 @@ impl AckSide {
         let hi = p.sack.iter().map(|b| b.1).filter(|&r| r != MISSING).max();
         if p.ack != MISSING && hi.unwrap_or(-1) > p.ack {
             self.sack_above = Some(p.row);
-        }
-        if !p.srtt.is_nan() {
-            self.srtt = p.srtt;
         }
         self.last = Some((p.row, p.time, p.ack));
     }
@@ -193,6 +192,8 @@ pub type Retrans = (u32, u8, i32);
 pub struct Conn {
     side: [AckSide; 2],
     snd: [Sender; 2],
+    /// Each direction's smoothed RTT (RFC 6298).
+    rtt: Latest,
     /// The out-of-order window: the connection's handshake or least RTT (seconds).
     ooo_s: f64,
     rto_floor_s: f64,
@@ -204,6 +205,7 @@ impl Conn {
         Conn {
             side: [AckSide::default(), AckSide::default()],
             snd: [Sender::default(), Sender::default()],
+            rtt: Latest::default(),
             ooo_s,
             rto_floor_s,
             out: Vec::new(),
@@ -221,6 +223,7 @@ impl Conn {
         }
         self.dsack(p);
         self.side[d].on_packet(p);
+        self.rtt.on_packet(d, p.srtt);
         let s = &mut self.snd[d];
         // a packet that may fill a hole: a segment below nextseq, or a zero-window probe (which
         // does not advance nextseq, so it can sit at the lower edge of a hole opened after it)
@@ -279,11 +282,10 @@ impl Conn {
         let s = &self.snd[p.dir];
         // the least RTO the sender can have had: its floor, and srtt (not + 4·rttvar: the
         // sender's rttvar is its own)
-        let rto = if o.srtt.is_nan() {
-            self.rto_floor_s
-        } else {
-            self.rto_floor_s.max(o.srtt)
-        };
+        let rto = self
+            .rtt
+            .of(p.dir)
+            .map_or(self.rto_floor_s, |s| self.rto_floor_s.max(s));
         let inf = f64::INFINITY;
         let adv_t = o.last.map(|_| o.since.1);
         let prev_t = seq_seen.map(|s| s.time);
@@ -363,7 +365,6 @@ impl Columns<'_> {
             ("ack", self.ack.len()),
             ("r_hi_ack", self.r_hi_ack.len()),
             ("bits", self.bits.len()),
-            ("srtt", self.srtt.len()),
         ];
         for (name, l) in lens {
             if l != n {
@@ -406,6 +407,7 @@ pub fn classify(
     let mut conns: Vec<Conn> = Vec::new();
     // one pass in packet order (every column read once, front to back: the connections'
     // rows interleave, and a pass per connection would read each cache line once per connection)
+    let mut est = Est::new(c.est_rows, c.est_srtt, n)?;
     let mut blocks: Vec<(i64, i64)> = Vec::new();
     let mut k = 0usize;
     for i in 0..n {
@@ -433,7 +435,7 @@ pub fn classify(
             ack: c.ack[i],
             r_hi_ack: c.r_hi_ack[i],
             bits: c.bits[i],
-            srtt: c.srtt[i],
+            srtt: est.at(i as u32),
             sack: &blocks,
         });
     }

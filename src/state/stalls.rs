@@ -30,6 +30,7 @@
 
 use super::guard;
 use super::seq::MISSING;
+use super::srtt::{Est, Latest};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
@@ -69,7 +70,7 @@ pub struct Packet {
     /// A retransmission classified `rto`.
     pub rto: bool,
     /// The smoothed RTT after the RTT sample this packet closes (it acknowledges the other
-    /// direction's data); NaN reads as none.
+    /// direction's data): `super::srtt::Est::at`.
     pub srtt: Option<f64>,
 }
 
@@ -155,8 +156,6 @@ struct Dir {
     hi_ack: Option<i64>,
     /// The window of its latest packet (None: none yet, or without one).
     win: Option<i64>,
-    /// The latest smoothed RTT its ACKs closed (the other direction's RTT).
-    srtt: Option<f64>,
     /// Its largest payload so far (the MSS the window checks add).
     mss: i64,
     open: Option<Open>,
@@ -169,7 +168,6 @@ impl Default for Dir {
             hi_dend: None,
             hi_ack: None,
             win: None,
-            srtt: None,
             mss: i64::MIN,
             open: None,
             silences: Vec::new(),
@@ -181,6 +179,8 @@ impl Default for Dir {
 #[derive(Debug, Default)]
 pub struct Connection {
     dirs: [Dir; 2],
+    /// Each direction's smoothed RTT (RFC 6298).
+    rtt: Latest,
 }
 
 impl Connection {
@@ -190,9 +190,7 @@ impl Connection {
             [a, b] if dir == 0 => (a, b),
             [a, b] => (b, a),
         };
-        if p.srtt.is_some() {
-            me.srtt = p.srtt;
-        }
+        self.rtt.on_packet(dir, p.srtt);
         me.mss = me.mss.max(p.len);
         // as the sender: its own RTO retransmissions count in the silence they fall in
         if let Some(open) = me.open.as_mut() {
@@ -204,7 +202,7 @@ impl Connection {
                 row,
                 time: p.time,
                 hi_dend: p.hi_dend,
-                srtt: peer.srtt,
+                srtt: self.rtt.of(dir),
                 r_win: peer.win,
                 r_hi_ack: peer.hi_ack,
             };
@@ -307,12 +305,7 @@ fn clamp(x: i128) -> i64 {
 
 /// The cause of a silence, or None when it is no stall (not above its threshold).
 fn judge(s: &Silence, mss: i64, floor: Option<f64>) -> Option<Cause> {
-    let rtt = s
-        .start
-        .srtt
-        .filter(|v| !v.is_nan())
-        .or(floor)
-        .unwrap_or(0.0);
+    let rtt = s.start.srtt.or(floor).unwrap_or(0.0);
     let t = RTT_FACTOR * rtt;
     // (a NaN RTT leaves the 200 ms)
     let thr = if t > MIN_STALL_S { t } else { MIN_STALL_S };

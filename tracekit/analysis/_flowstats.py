@@ -14,6 +14,7 @@ import polars as pl
 
 from tracekit import _core
 from tracekit.analysis._groups import MISSING
+from tracekit.analysis.rtt import est_columns
 
 _SCHEMA = {"flow": pl.UInt32, "dir": pl.Int8, "_data_t0": pl.Float64, "_acked_t": pl.Float64,
            "_ack_bytes": pl.Int64, "_ack_t": pl.Float64, "init_window_bytes": pl.Int64,
@@ -55,8 +56,7 @@ def stats(st: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
     dend, ack, win, hi_dend, r_hi_ack, r_win = (ints[c].to_numpy() for c in _INTS)
     key, t0, acked_t, ack_bytes, ack_t, iw_b, iw_n, rwin, cw, rw, app = _core.flow_stats(
         st["g"].to_numpy(), st["len"].to_numpy(), st["time"].to_numpy(), dend, st["new_ack"].to_numpy(), ack, win,
-        hi_dend, r_hi_ack, r_win, est["_i"].cast(pl.Int64).to_numpy(),
-        est["srtt"].cast(pl.Float64).fill_null(np.nan).to_numpy(), _BLOCK)
+        hi_dend, r_hi_ack, r_win, *est_columns(est), _BLOCK)
     del ints, dend, ack, win, hi_dend, r_hi_ack, r_win
     return pl.DataFrame({
         "flow": pl.Series(key >> 1, dtype=pl.UInt32), "dir": pl.Series(key & 1, dtype=pl.Int8),

@@ -147,7 +147,7 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = N
 
     The rules run in the compiled core (``tracekit._core.tcp_retrans``, Rust
     ``src/state/retrans.rs``: one streaming pass per connection); this function hands it the
-    prepared state, the smoothed RTT at each sample row and each flow's out-of-order window.
+    prepared state, the smoothed RTT after each sample and each flow's out-of-order window.
 
     Args:
         st: Prepared state (:func:`tracekit.analysis._state.prepare`).
@@ -163,9 +163,7 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = N
     if st.is_empty():
         return pl.DataFrame(schema=_SCHEMA)
     est = _rtt.smoothed(rs) if est is None else est
-    # the smoothed RTT after each sample, on the sample's row (the core keeps each side's latest)
-    srtt = np.full(st.height, np.nan)
-    srtt[est["_i"].to_numpy().astype(np.intp)] = est["srtt"].to_numpy()
+    est_rows, est_srtt = _rtt.est_columns(est)  # (the core looks each direction's latest up)
     # the out-of-order window only matters where a hole opened
     mr = pl.DataFrame(schema={"flow": pl.UInt32, "min_rtt": pl.Float64})
     if st["gap"].any():
@@ -173,7 +171,7 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = N
     owner, left, right, _ = sack_blocks_of(st)
     flow, dr, time, seq, ln, nxt, ack, r_hi_ack, bits = _columns(st)
     rows, kind, episode = _core.tcp_retrans(
-        flow, dr, time, seq, ln, nxt, ack, r_hi_ack, bits, srtt, owner, left, right,
+        flow, dr, time, seq, ln, nxt, ack, r_hi_ack, bits, est_rows, est_srtt, owner, left, right,
         mr["flow"].cast(pl.UInt32).to_numpy(), mr["min_rtt"].cast(pl.Float64).to_numpy(), float(rto_floor_s))
     if not len(rows):
         return pl.DataFrame(schema=_SCHEMA)

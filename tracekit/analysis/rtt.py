@@ -25,11 +25,9 @@ import polars as pl
 
 from tracekit import _core
 from tracekit.analysis._groups import MISSING
-from tracekit.analysis._state import Ints, at, pick, prepare, segments
+from tracekit.analysis._state import Ints, pick, prepare, segments
 from tracekit.schema import RTT, empty
 
-#: RFC 6298 gains for the smoothed RTT and its variation.
-ALPHA, BETA = 1 / 8, 1 / 4
 _SCHEMA = {"_i": pl.UInt32(), **RTT}
 
 
@@ -72,6 +70,8 @@ def smoothed(rs: pl.DataFrame) -> pl.DataFrame:
     """RFC 6298 smoothed RTT and RTT variation after each sample, per direction.
 
     Uses the ``seq`` samples of a direction, or its ``ts`` samples when it has no ``seq`` ones.
+    The estimator runs in the compiled core (``tracekit._core.tcp_srtt``, Rust
+    ``src/state/srtt.rs``: RFC 6298 §2, one state machine per direction).
 
     Args:
         rs: Samples from :func:`samples` (with ``_i``).
@@ -82,109 +82,20 @@ def smoothed(rs: pl.DataFrame) -> pl.DataFrame:
     if rs.is_empty():
         return pl.DataFrame(schema={"_i": pl.UInt32, "flow": pl.UInt32, "dir": pl.Int8, "time": pl.Float64,
                                     "srtt": pl.Float64, "rttvar": pl.Float64})
-    gid = rs["flow"].to_numpy().astype(np.int64) * 2 + rs["dir"].to_numpy()
-    is_seq = (rs["method"] == "seq").to_numpy()
-    use = np.flatnonzero(is_seq | ~np.isin(gid, gid[is_seq]))
-    ii = rs["_i"].to_numpy()
-    # per direction in sample order: one RFC 6298 recursion each (polars' ewm kernel, as ``over`` runs it)
-    use = use[np.lexsort((ii[use], gid[use]))]
-    gu = gid[use]
-    cut = np.flatnonzero(np.r_[True, gu[1:] != gu[:-1], True])
-    r = rs["rtt_s"].to_numpy()[use]
-    srtt = np.empty_like(r)
-    dev = np.empty_like(r)
-    for a, b in zip(cut[:-1].tolist(), cut[1:].tolist(), strict=False):
-        srtt[a:b] = pl.Series(r[a:b]).ewm_mean(alpha=ALPHA, adjust=False).to_numpy()
-        dev[a] = r[a] / 2
-        dev[a + 1:b] = np.abs(r[a + 1:b] - srtt[a:b - 1])
-        dev[a:b] = pl.Series(dev[a:b]).ewm_mean(alpha=BETA, adjust=False).to_numpy()
-    back = np.argsort(ii[use], kind="stable")
-    use = use[back]
-    return pl.DataFrame({
-        "_i": ii[use], "flow": rs["flow"].to_numpy()[use], "dir": rs["dir"].to_numpy()[use],
-        "time": rs["time"].to_numpy()[use], "srtt": srtt[back], "rttvar": dev[back],
-    })
+    idx, srtt, rttvar = _core.tcp_srtt(
+        rs["flow"].cast(pl.UInt32).to_numpy(), rs["dir"].cast(pl.Int8).to_numpy(), rs["_i"].cast(pl.UInt32).to_numpy(),
+        (rs["method"] == "seq").to_numpy(), rs["rtt_s"].cast(pl.Float64).fill_null(np.nan).to_numpy())
+    return rs.select("_i", "flow", "dir", "time")[pl.Series(idx)].with_columns(
+        srtt=pl.Series(srtt), rttvar=pl.Series(rttvar))
 
 
-def at_rows(st: pl.DataFrame, est: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
-    """The smoothed RTT of each row's direction as of that row (latest sample before it).
+def est_columns(est: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """``est`` (:func:`smoothed`) as the core's passes read it: the rows (uint32) and srtt (float64, NaN for null).
 
-    Samples sit on the ACK rows of the other direction; ``r_i`` (that direction's latest
-    packet) finds the latest one without a join.
-
-    Args:
-        st: Prepared state.
-        est: :func:`smoothed` output.
-        rows: Rows of ``st`` (with ``_i`` and ``r_i``).
-
-    Returns:
-        ``rows`` with ``srtt`` and ``rttvar`` (null before the first sample).
+    Retransmissions, stalls and the flows' limit shares look the smoothed RTT of a direction
+    up as of each packet in the core (``src/state/srtt.rs``: ``Est``, ``Latest``).
     """
-    if "srtt" in st.columns:
-        ix = rows["_i"]
-        return rows.with_columns(srtt=at(st, ix, "srtt"), rttvar=at(st, ix, "rttvar"))
-    if est.is_empty() or rows.is_empty():
-        return rows.with_columns(srtt=pl.lit(None, pl.Float64), rttvar=pl.lit(None, pl.Float64))
-    j = _latest_sample(st, est, rows["r_i"].fill_null(st.height).to_numpy())  # -1: none: the NaN appended below
-    return rows.with_columns(
-        srtt=pl.Series(np.append(est["srtt"].to_numpy(), np.nan)[j]).fill_nan(None),
-        rttvar=pl.Series(np.append(est["rttvar"].to_numpy(), np.nan)[j]).fill_nan(None),
-    )
-
-
-def _latest_sample(st: pl.DataFrame, est: pl.DataFrame, r: np.ndarray) -> np.ndarray:
-    """Per entry of ``r`` (rows of ``st``; ``st.height``: none), the row of ``est`` of the latest
-    sample at or before it in that row's direction, else -1.
-
-    A direction's samples sit on its ACK rows (unique rows: one method per direction). Few
-    queries: with ``est`` keyed by (group of the sample row, row), a sorted look-up each.
-    """
-    n = st.height
-    si = est["_i"].to_numpy().astype(np.int64)
-    if len(r) * 8 < n:
-        g = st["g"].to_numpy()
-        key = (g[si].astype(np.int64) << 32) | si
-        ko = np.argsort(key, kind="stable")
-        key = key[ko]
-        rr = np.minimum(r, n - 1).astype(np.int64)
-        gr = g[rr].astype(np.int64)
-        j = np.searchsorted(key, (gr << 32) | rr, side="right") - 1
-        ok = (r < n) & (j >= 0) & ((key[np.maximum(j, 0)] >> 32) == gr)
-        return np.where(ok, ko[np.maximum(j, 0)], -1)
-    # many queries: for every row, the latest sample row at or before it in its direction (a
-    # running maximum of the sample rows, in grouped order where a direction's rows ascend),
-    # then the sample's position in ``est``; the spare slot at the end answers "none"
-    sg = segments(st)
-    o = sg.order
-    it = np.int32 if n < (1 << 31) else np.int64
-    pos = np.full(n + 1, -1, dtype=it)
-    pos[si] = np.arange(len(si), dtype=it)  # sample row -> its row in ``est``
-    mark = np.full(n, -1, dtype=it)
-    mark[si] = si
-    latest = sg.cummax(mark[o], missing=-1)  # grouped order; -1 until a direction's first sample
-    del mark
-    at_row = np.empty(n + 1, dtype=it)
-    at_row[o] = pos[latest]  # (-1 reads the spare slot: no sample yet)
-    at_row[n] = -1
-    latest_at: np.ndarray = at_row[r]  # (indexing by an int array: Any to numpy's stubs)
-    return latest_at
-
-
-def with_srtt(st: pl.DataFrame, rs: pl.DataFrame) -> pl.DataFrame:
-    """The state for the analyses that need the smoothed RTT per row: ``st`` itself.
-
-    :func:`at_rows` finds each row's latest sample from the row's ``r_i`` on demand (one
-    gather per direction with samples), which costs less than two Float64 columns over every
-    packet; kept so that callers need not know.
-
-    Args:
-        st: Prepared state.
-        rs: RTT samples (:func:`samples`), unused.
-
-    Returns:
-        ``st``, unchanged.
-    """
-    return st
+    return est["_i"].cast(pl.UInt32).to_numpy(), est["srtt"].cast(pl.Float64).fill_null(np.nan).to_numpy()
 
 
 def handshake(st: pl.DataFrame) -> pl.DataFrame:

@@ -37,8 +37,8 @@ import polars as pl
 from tracekit import _core
 from tracekit.analysis._groups import MISSING
 from tracekit.analysis._state import KEYS, prepare
+from tracekit.analysis.rtt import est_columns, smoothed
 from tracekit.analysis.rtt import samples as rtt_samples
-from tracekit.analysis.rtt import smoothed
 from tracekit.schema import STALLS, empty
 
 MIN_STALL_S = 0.2
@@ -75,7 +75,7 @@ def stalls(pk: pl.DataFrame, *, state: pl.DataFrame | None = None, rtt_samples_d
         st["g"].cast(pl.UInt32).to_numpy(), st["time"].to_numpy(), st["len"].cast(pl.Int64).to_numpy(),
         _filled(st["hi_dend"], narrow=True), _filled(st["ack"]), _filled(st["win"]), st["new_ack"].to_numpy(),
         st.select(pl.arg_where(pl.col("syn")).cast(pl.UInt32))[:, 0].to_numpy(), rto["_i"].to_numpy(),
-        est["_i"].cast(pl.UInt32).to_numpy(), est["srtt"].cast(pl.Float64).fill_null(np.nan).to_numpy(),
+        *est_columns(est),
         rs["flow"].cast(pl.UInt32).to_numpy(), rs["dir"].cast(pl.Int8).to_numpy(),
         rs["rtt_s"].cast(pl.Float64).fill_null(np.nan).to_numpy())
     if not len(g):

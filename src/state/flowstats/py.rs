@@ -36,7 +36,7 @@ fn flow_stats_py<'py>(
     hi_dend: PyReadonlyArray1<'py, i64>,
     r_hi_ack: PyReadonlyArray1<'py, i64>,
     r_win: PyReadonlyArray1<'py, i64>,
-    est_i: PyReadonlyArray1<'py, i64>,
+    est_rows: PyReadonlyArray1<'py, u32>,
     est_srtt: PyReadonlyArray1<'py, f64>,
     block: usize,
 ) -> PyResult<FlowArrays<'py>> {
@@ -51,7 +51,7 @@ fn flow_stats_py<'py>(
         hi_dend: slice(&hi_dend, "hi_dend")?,
         r_hi_ack: slice(&r_hi_ack, "r_hi_ack")?,
         r_win: slice(&r_win, "r_win")?,
-        est_i: slice(&est_i, "est_i")?,
+        est_rows: slice(&est_rows, "est_rows")?,
         est_srtt: slice(&est_srtt, "est_srtt")?,
     };
     let o = py.detach(|| crate::state::guard(|| flow_stats(&r, block)))?;

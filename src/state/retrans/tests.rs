@@ -12,8 +12,9 @@ const M: i64 = MISSING;
 /// One packet of flow 0: (dir, time, seq, len, flags, ack, SACK blocks).
 type P = (i8, f64, i64, u32, u8, i64, &'static [(i64, i64)]);
 
-/// The retransmissions of one flow's packets (the state made by `seq::analyze`, no RTT sample).
-fn run_with(pk: &[P], srtt: &[f64], ooo_s: Option<f64>) -> Vec<Retrans> {
+/// The retransmissions of one flow's packets (the state made by `seq::analyze`), `est` the
+/// smoothed RTT samples (row, srtt).
+fn run_with(pk: &[P], est: &[(u32, f64)], ooo_s: Option<f64>) -> Vec<Retrans> {
     let n = pk.len();
     let flow = vec![0u32; n];
     let dir: Vec<i8> = pk.iter().map(|p| p.0).collect();
@@ -47,6 +48,7 @@ fn run_with(pk: &[P], srtt: &[f64], ooo_s: Option<f64>) -> Vec<Retrans> {
             out
         })
         .collect();
+    let (est_rows, est_srtt): (Vec<u32>, Vec<f64>) = est.iter().copied().unzip();
     let (mut sr, mut sl, mut sh) = (vec![], vec![], vec![]);
     for (i, p) in pk.iter().enumerate() {
         for &(l, r) in p.6 {
@@ -65,7 +67,8 @@ fn run_with(pk: &[P], srtt: &[f64], ooo_s: Option<f64>) -> Vec<Retrans> {
         ack: &ack,
         r_hi_ack: &st.r_hi_ack,
         bits: &bits,
-        srtt,
+        est_rows: &est_rows,
+        est_srtt: &est_srtt,
         sack_row: &sr,
         sack_left: &sl,
         sack_right: &sh,
@@ -74,7 +77,7 @@ fn run_with(pk: &[P], srtt: &[f64], ooo_s: Option<f64>) -> Vec<Retrans> {
 }
 
 fn run(pk: &[P]) -> Vec<Retrans> {
-    run_with(pk, &vec![f64::NAN; pk.len()], None)
+    run_with(pk, &[], None)
 }
 
 /// Handshake at 0-10 ms, then `k` segments of 1000 bytes from 20 ms, 1 ms apart.
@@ -129,9 +132,9 @@ fn the_rto_grows_with_the_smoothed_rtt() {
     let mut pk = start(4);
     pk.push((1, 0.050, 1, 0, A, 1001, &[]));
     pk.push((0, 0.450, 1001, 1000, A, 1, &[]));
-    let mut srtt = vec![f64::NAN; pk.len()];
-    srtt[7] = 0.5;
-    assert_eq!(run_with(&pk, &srtt, None), vec![(8, FAST, 1)]);
+    assert_eq!(run_with(&pk, &[(7, 0.5)], None), vec![(8, FAST, 1)]);
+    // a NaN estimate reads as none: the 200 ms floor
+    assert_eq!(run_with(&pk, &[(7, f64::NAN)], None), vec![(8, RTO, 1)]);
 }
 
 #[test]
@@ -179,14 +182,11 @@ fn a_hole_filled_within_one_rtt_is_reordering_later_a_retransmission() {
     pk.push((0, 0.0215, 1001, 1000, A, 1, &[])); // 0.5 ms later: overtaken, not lost
     pk.push((0, 0.031, 4001, 1000, A, 1, &[])); // 3001..4001 skipped
     pk.push((0, 0.045, 3001, 1000, A, 1, &[])); // 14 ms later: re-sent
-    assert_eq!(
-        run_with(&pk, &vec![f64::NAN; pk.len()], Some(0.010)),
-        vec![(7, FAST, 1)]
-    );
+    assert_eq!(run_with(&pk, &[], Some(0.010)), vec![(7, FAST, 1)]);
     // the same bytes a second time are a retransmission, however soon
     pk.push((0, 0.0451, 3001, 1000, A, 1, &[]));
     assert_eq!(
-        run_with(&pk, &vec![f64::NAN; pk.len()], Some(0.010)),
+        run_with(&pk, &[], Some(0.010)),
         vec![(7, FAST, 1), (8, FAST, 1)]
     );
 }
@@ -216,7 +216,8 @@ fn bad_columns_are_an_error_not_a_panic() {
         ack: &[M, M],
         r_hi_ack: &[M, M],
         bits: &[0, 0],
-        srtt: &[f64::NAN, f64::NAN],
+        est_rows: &[],
+        est_srtt: &[],
         sack_row: &[],
         sack_left: &[],
         sack_right: &[],
@@ -228,6 +229,13 @@ fn bad_columns_are_an_error_not_a_panic() {
         ..c
     };
     assert!(classify(&c, &|_| None, 0.2).is_err());
+    let c = Columns {
+        time: &[0.0, 1.0],
+        est_rows: &[2],
+        est_srtt: &[0.1],
+        ..c
+    };
+    assert!(classify(&c, &|_| None, 0.2).unwrap_err().contains("row 2"));
 }
 
 #[test]

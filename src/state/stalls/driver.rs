@@ -47,8 +47,8 @@ pub struct Columns<'a> {
 pub struct Rtt<'a> {
     /// Rows of the `rto` retransmissions (any order).
     pub rto_rows: &'a [u32],
-    /// Smoothed RTT per sample: the row of the ACK that closed it and the value (a row with
-    /// several samples: the last one counts).
+    /// Smoothed RTT per sample: the row of the ACK that closed it and the value
+    /// (`crate::state::srtt::Est`).
     pub est_rows: &'a [u32],
     pub est_srtt: &'a [f64],
     /// Every RTT sample's data direction and value (the floor is the smallest above 0).
@@ -124,17 +124,10 @@ fn check(c: &Columns, r: &Rtt) -> Result<usize, String> {
     if n >= u32::MAX as usize {
         return Err(format!("{n} packets: at most 2^32 - 2 per call"));
     }
-    if r.est_rows.len() != r.est_srtt.len() {
-        return Err("est_rows and est_srtt differ in length".into());
-    }
     if r.rs_flow.len() != r.rs_dir.len() || r.rs_flow.len() != r.rs_rtt.len() {
         return Err("rs_flow, rs_dir and rs_rtt differ in length".into());
     }
-    for (name, rows) in [
-        ("syn_rows", c.syn_rows),
-        ("rto_rows", r.rto_rows),
-        ("est_rows", r.est_rows),
-    ] {
+    for (name, rows) in [("syn_rows", c.syn_rows), ("rto_rows", r.rto_rows)] {
         if let Some(&x) = rows.iter().find(|&&x| x as usize >= n) {
             return Err(format!("{name}: row {x} beyond the {n} packets"));
         }
@@ -194,18 +187,9 @@ pub fn stalls(c: &Columns, r: &Rtt) -> Result<Vec<(u32, Stall)>, String> {
     let mut conns: Vec<Connection> = (0..ids.count()).map(|_| Connection::default()).collect();
     let mut rto = Marks::new(r.rto_rows);
     let mut syn = Marks::new(c.syn_rows);
-    let mut est: Vec<u32> = (0..r.est_rows.len() as u32).collect();
-    if !r.est_rows.is_sorted() {
-        est.sort_by_key(|&k| r.est_rows[k as usize]); // stable: a row's samples keep their order
-    }
-    let mut ei = 0usize;
+    let mut est = Est::new(r.est_rows, r.est_srtt, n)?;
     for i in 0..n {
         let row = i as u32;
-        let mut srtt = None;
-        while ei < est.len() && r.est_rows[est[ei] as usize] == row {
-            srtt = Some(r.est_srtt[est[ei] as usize]);
-            ei += 1;
-        }
         let p = Packet {
             time: c.time[i],
             len: c.len[i],
@@ -215,7 +199,7 @@ pub fn stalls(c: &Columns, r: &Rtt) -> Result<Vec<(u32, Stall)>, String> {
             new_ack: c.new_ack[i],
             syn: syn.at(row),
             rto: rto.at(row),
-            srtt,
+            srtt: est.at(row),
         };
         let g = c.g[i];
         let k = ids.get(g >> 1).ok_or("connection id not indexed")?;
