@@ -283,6 +283,10 @@ def _flight_and_rtt(trace: Trace, an: Analysis) -> dict[str, pl.DataFrame]:
     return {"flight": _stacked(flight, _ORDER["flight"]), "rtt": _stacked(rtt, _ORDER["rtt"])}
 
 
+#: Packet columns no per-connection analysis reads (simulator packet ids, capture lengths, tunnels):
+#: left out of the batches' copies.
+_NOT_PER_CONNECTION = ["pkt_id", "pkt_seq", "ptype", "caplen", "tunnel", "outer_src", "outer_dst"]
+
 #: Packets per batch of connections (:func:`_batches`); smaller traces are analysed in one piece.
 _BATCH_ROWS = 1 << 18
 
@@ -310,10 +314,11 @@ def _batches(pk: pl.DataFrame, trace: Trace) -> Iterator[pl.DataFrame]:
         yield pk
         return
     flows, ends = counts["flow"].to_list(), (counts["len"].cum_sum() // _BATCH_ROWS).to_list()
+    cols = pk.select(pl.exclude(_NOT_PER_CONNECTION))  # no copy: the filter below copies only these
     lo = 0
     for k in range(len(flows)):  # a batch ends where the running count passes a multiple of _BATCH_ROWS
         if k + 1 == len(flows) or ends[k + 1] != ends[k]:
-            yield pk.filter(pl.col("flow").is_between(flows[lo], flows[k]))
+            yield cols.filter(pl.col("flow").is_between(flows[lo], flows[k]))
             lo = k + 1
 
 
