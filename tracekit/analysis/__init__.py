@@ -162,8 +162,12 @@ class Analysis:
         return {k: v for k, v in self.frames().items() if k != "flows"}
 
 
-def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | None = None) -> Analysis:
+def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | None = None,
+            keep_per_packet: bool = True) -> Analysis:
     """Run every analysis on a trace.
+
+    A large capture's per-packet state is built for one batch of whole connections at a time
+    (:func:`_batches`); the frames are the same as in one piece.
 
     Args:
         trace: A validated Trace.
@@ -172,6 +176,10 @@ def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | No
             least to count as a timeout (default: by the stack that made the trace, 0.2 for
             Linux captures and ns-2, 1.0 for ns-3; :func:`tracekit.analysis.retrans.rto_floor`).
             The analysed trace's meta says which applied (``rto_floor_s``, ``rto_floor_from``).
+        keep_per_packet: Keep the ``flight`` and ``rtt`` frames. When False (``analyze --json``
+            and the table, which never read them) a large trace's are dropped once the flows and
+            cwnd are known, and made again on first access (same frames, about half an analysis'
+            time): the frames most of an analysis' memory goes to are not held.
 
     Returns:
         The Analysis.
@@ -184,12 +192,13 @@ def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | No
     floor_s, floor_from = _retrans.rto_floor(trace.meta, rto_floor_s)
     big = _big_flow_ids(trace)
     if big is not None:
-        return _with_flow_ids(analyze(_renumbered(trace, big), bin_s=bin_s, rto_floor_s=rto_floor_s), trace, big)
+        return _with_flow_ids(analyze(_renumbered(trace, big), bin_s=bin_s, rto_floor_s=rto_floor_s,
+                                      keep_per_packet=keep_per_packet), trace, big)
     pk = vantage(trace.packets)
     b = _bin(pk, bin_s)
-    small = pk.height < 2 * _BATCH_ROWS  # keeps every frame: it costs little
+    keep = keep_per_packet or pk.height < 2 * _BATCH_ROWS  # a small trace's frames cost little
     # the per-packet state (several times the packets' own size) lives for one batch of connections at a time
-    per = _merged([_per_connection(part, trace, floor_s, keep=small) for part in _batches(pk, trace)])
+    per = _merged([_per_connection(part, trace, floor_s, keep=keep) for part in _batches(pk, trace)])
     flows_df, views = _connections.one_per_connection(per.flows, pk, trace.meta)
     points = [v for v in flows_df["vantage_point"].unique().to_list() if v is not None]
     where = points[0] if len(points) == 1 else ("mixed" if points else None)
