@@ -66,9 +66,9 @@ def _bin(pk: pl.DataFrame, bin_s: float | None) -> float:
 class Analysis:
     """Everything tracekit reconstructs from one trace (frames declared in :mod:`tracekit.schema`).
 
-    ``flight``, ``rtt``, ``queue`` and ``fairness`` are made on first access when the trace is
-    large (:func:`analyze`): the summary, the table and the account in words never read them,
-    and a large trace's per-packet frames are most of its memory.
+    ``queue`` and ``fairness`` are made on first access, and so are a large trace's ``flight``
+    and ``rtt`` when :func:`analyze` was told not to keep them: the summary, the table and the
+    account in words never read them, and per-packet frames are most of an analysis' memory.
 
     Attributes:
         trace: The analysed trace (``meta["vantage_point"]`` added: where it was observed).
@@ -91,40 +91,33 @@ class Analysis:
     trace: Trace
     packets: pl.DataFrame
     flows: pl.DataFrame
+    flight: pl.DataFrame
     cwnd: pl.DataFrame
+    rtt: pl.DataFrame
     retransmissions: pl.DataFrame
     stalls: pl.DataFrame
+    queue: pl.DataFrame
+    fairness: pl.DataFrame
     views: pl.DataFrame = field(default_factory=pl.DataFrame)
     reductions: pl.DataFrame | None = None
-    #: The frames made so far by name, and how to make the others (a maker may make several at once).
-    _made: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
+    #: How to make the frames given as :data:`_LATER` on first access, by name (a maker may make several).
     _makers: dict[str, Callable[[Analysis], dict[str, pl.DataFrame]]] = field(default_factory=dict, repr=False,
                                                                                compare=False)
     _throughput: dict[float, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
 
-    def _frame(self, name: str) -> pl.DataFrame:
-        if name not in self._made:
-            made = self._makers[name](self)
-            self._made.update(made)
-            for k in made:
-                self._makers.pop(k, None)
-        return self._made[name]
+    def __post_init__(self) -> None:
+        for name in self._makers:  # not set: __getattr__ makes them when first read
+            object.__delattr__(self, name)
 
-    @property
-    def flight(self) -> pl.DataFrame:
-        return self._frame("flight")
-
-    @property
-    def rtt(self) -> pl.DataFrame:
-        return self._frame("rtt")
-
-    @property
-    def queue(self) -> pl.DataFrame:
-        return self._frame("queue")
-
-    @property
-    def fairness(self) -> pl.DataFrame:
-        return self._frame("fairness")
+    def __getattr__(self, name: str) -> pl.DataFrame:
+        makers: dict[str, Callable[[Analysis], dict[str, pl.DataFrame]]] = self.__dict__.get("_makers") or {}
+        if name not in makers:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        made = makers[name](self)
+        for k, v in made.items():
+            makers.pop(k, None)
+            object.__setattr__(self, k, v)
+        return made[name]
 
     @property
     def default_bin_s(self) -> float:
@@ -202,17 +195,24 @@ def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | No
     flows_df, views = _connections.one_per_connection(per.flows, pk, trace.meta)
     points = [v for v in flows_df["vantage_point"].unique().to_list() if v is not None]
     where = points[0] if len(points) == 1 else ("mixed" if points else None)
-    an = Analysis(
+    makers: dict[str, Callable[[Analysis], dict[str, pl.DataFrame]]] = {
+        "queue": _queue_of, "fairness": partial(_fairness_of, b)}
+    if per.flight is None:
+        makers.update(dict.fromkeys(("flight", "rtt"), partial(_flight_and_rtt, trace)))
+    return Analysis(
         trace=trace.with_meta(vantage_point=where, rto_floor_s=floor_s, rto_floor_from=floor_from),
-        packets=pk, flows=flows_df, cwnd=per.cwnd, retransmissions=per.retrans, stalls=per.stalls,
-        views=views, reductions=per.reductions,
+        packets=pk, flows=flows_df, flight=_or_later(per.flight), cwnd=per.cwnd, rtt=_or_later(per.rtt),
+        retransmissions=per.retrans, stalls=per.stalls, queue=_LATER, fairness=_LATER, views=views,
+        reductions=per.reductions, _makers=makers,
     )
-    if per.flight is not None and per.rtt is not None:
-        an._made.update(flight=per.flight, rtt=per.rtt)
-    else:
-        an._makers.update(dict.fromkeys(("flight", "rtt"), partial(_flight_and_rtt, trace)))
-    an._makers.update(queue=_queue_of, fairness=partial(_fairness_of, b))
-    return an
+
+
+#: Stands for a frame made on first access (:attr:`Analysis._makers`).
+_LATER = pl.DataFrame()
+
+
+def _or_later(df: pl.DataFrame | None) -> pl.DataFrame:
+    return _LATER if df is None else df
 
 
 def _queue_of(an: Analysis) -> dict[str, pl.DataFrame]:
@@ -416,14 +416,16 @@ def _with_flow_ids(an: Analysis, trace: Trace, ids: pl.Series) -> Analysis:
         return df.with_columns(back) if "flow" in df.columns else df
 
     def later(name: str) -> Callable[[Analysis], dict[str, pl.DataFrame]]:
-        return lambda _: {name: fix(an._frame(name))}
+        return lambda _: {name: fix(getattr(an, name))}
 
     an.fairness  # noqa: B018  (its throughput is the renumbered trace's, kept below)
+    lazy = [name for name in ("flight", "rtt", "queue", "fairness") if name in an._makers]
 
     return Analysis(
         trace=replace(an.trace, packets=trace.packets, samples=trace.samples), packets=fix(an.packets),
         flows=fix(an.flows), cwnd=fix(an.cwnd), retransmissions=fix(an.retransmissions), stalls=fix(an.stalls),
         views=fix(an.views), reductions=None if an.reductions is None else fix(an.reductions),
-        _makers={name: later(name) for name in ("flight", "rtt", "queue", "fairness")},
+        **{name: _LATER if name in lazy else fix(getattr(an, name)) for name in ("flight", "rtt", "queue", "fairness")},
+        _makers={name: later(name) for name in lazy},
         _throughput={k: fix(v) for k, v in an._throughput.items()},
     )
