@@ -42,7 +42,7 @@ def test_batches_of_connections_give_the_one_piece_frames(parts: tuple[str, ...]
         if not keep:  # made on first read, batch by batch
             assert {"flight", "rtt", "queue", "fairness"} <= set(batched._makers)
         for name, df in _frames(whole).items():
-            assert_frame_equal(_frames(batched)[name], df, check_exact=True), name
+            assert_frame_equal(_frames(batched)[name], df, check_exact=True)
         assert not batched._makers
 
 
