@@ -249,7 +249,6 @@ def _per_connection(pk: pl.DataFrame, trace: Trace, floor_s: float, *, keep: boo
     st = _state.prepare(pk)
     rs = _rtt.samples(st)
     rtt_df = rs.drop("_i")
-    st = _rtt.with_srtt(st, rs)
     est, hs = _rtt.smoothed(rs), _rtt.handshake(st)  # shared by retransmissions, stalls and flows
     rt = _retrans.classify(st, rs, est=est, hs=hs, rto_floor_s=floor_s)
     retrans_df = rt.drop("_i", "episode")
