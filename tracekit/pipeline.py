@@ -49,7 +49,8 @@ def read(source: Any, *, format: str | None = None, limits: Limits | None = None
 
 
 def load(path: str | Path, *, format: str | None = None, limits: Limits | None = None, strict: bool = False,
-         kernel: Sequence[str | Path] = (), rto_floor_s: float | None = None, **options: Any) -> Analysis:
+         kernel: Sequence[str | Path] = (), rto_floor_s: float | None = None, keep_per_packet: bool = True,
+         **options: Any) -> Analysis:
     """Read and analyse one input exactly as ``tracekit analyze`` does.
 
     Args:
@@ -59,6 +60,8 @@ def load(path: str | Path, *, format: str | None = None, limits: Limits | None =
         strict: Reader warnings become errors.
         kernel: ``ss -tin`` logs or nstat snapshots of the sender, lined up with the capture.
         rto_floor_s: The sender's minimum RTO (default: by the trace's stack).
+        keep_per_packet: False: a large trace's ``flight`` and ``rtt`` are made on first access
+            (:func:`tracekit.analysis.analyze`), for callers that read only the summary.
         **options: Reader options (e.g. OPNET's ``mapping``).
 
     Raises:
@@ -67,7 +70,7 @@ def load(path: str | Path, *, format: str | None = None, limits: Limits | None =
     trace = read(str(path), format=format, limits=limits, strict=strict, **options)
     if kernel:
         trace = attach(trace, [read(str(k), limits=limits, strict=strict) for k in kernel])
-    return analyze(trace, rto_floor_s=rto_floor_s)
+    return analyze(trace, rto_floor_s=rto_floor_s, keep_per_packet=keep_per_packet)
 
 
 def combine(traces: list[Trace], *, path: str, skipped: list[str] | None = None) -> Trace:

@@ -15,7 +15,10 @@ Definitions of every column: docs/analysis.md.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import Any, NamedTuple
 
 import polars as pl
 
@@ -63,6 +66,10 @@ def _bin(pk: pl.DataFrame, bin_s: float | None) -> float:
 class Analysis:
     """Everything tracekit reconstructs from one trace (frames declared in :mod:`tracekit.schema`).
 
+    ``queue`` and ``fairness`` are made on first access, and so are a large trace's ``flight``
+    and ``rtt`` when :func:`analyze` was told not to keep them: the summary, the table and the
+    account in words never read them, and per-packet frames are most of an analysis' memory.
+
     Attributes:
         trace: The analysed trace (``meta["vantage_point"]`` added: where it was observed).
         packets: The packet events at the vantage point (one row per packet).
@@ -93,7 +100,24 @@ class Analysis:
     fairness: pl.DataFrame
     views: pl.DataFrame = field(default_factory=pl.DataFrame)
     reductions: pl.DataFrame | None = None
+    #: How to make the frames given as :data:`_LATER` on first access, by name (a maker may make several).
+    _makers: dict[str, Callable[[Analysis], dict[str, pl.DataFrame]]] = field(default_factory=dict, repr=False,
+                                                                               compare=False)
     _throughput: dict[float, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in self._makers:  # not set: __getattr__ makes them when first read
+            object.__delattr__(self, name)
+
+    def __getattr__(self, name: str) -> pl.DataFrame:
+        makers: dict[str, Callable[[Analysis], dict[str, pl.DataFrame]]] = self.__dict__.get("_makers") or {}
+        if name not in makers:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        made = makers[name](self)
+        for k, v in made.items():
+            makers.pop(k, None)
+            object.__setattr__(self, k, v)
+        return made[name]
 
     @property
     def default_bin_s(self) -> float:
@@ -131,8 +155,12 @@ class Analysis:
         return {k: v for k, v in self.frames().items() if k != "flows"}
 
 
-def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | None = None) -> Analysis:
+def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | None = None,
+            keep_per_packet: bool = True) -> Analysis:
     """Run every analysis on a trace.
+
+    A large capture's per-packet state is built for one batch of whole connections at a time
+    (:func:`_batches`); the frames are the same as in one piece.
 
     Args:
         trace: A validated Trace.
@@ -141,6 +169,10 @@ def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | No
             least to count as a timeout (default: by the stack that made the trace, 0.2 for
             Linux captures and ns-2, 1.0 for ns-3; :func:`tracekit.analysis.retrans.rto_floor`).
             The analysed trace's meta says which applied (``rto_floor_s``, ``rto_floor_from``).
+        keep_per_packet: Keep the ``flight`` and ``rtt`` frames. When False (``analyze --json``
+            and the table, which never read them) a large trace's are dropped once the flows and
+            cwnd are known, and made again on first access (same frames, about half an analysis'
+            time): the frames most of an analysis' memory goes to are not held.
 
     Returns:
         The Analysis.
@@ -153,10 +185,67 @@ def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | No
     floor_s, floor_from = _retrans.rto_floor(trace.meta, rto_floor_s)
     big = _big_flow_ids(trace)
     if big is not None:
-        return _with_flow_ids(analyze(_renumbered(trace, big), bin_s=bin_s, rto_floor_s=rto_floor_s), trace, big)
+        return _with_flow_ids(analyze(_renumbered(trace, big), bin_s=bin_s, rto_floor_s=rto_floor_s,
+                                      keep_per_packet=keep_per_packet), trace, big)
     pk = vantage(trace.packets)
     b = _bin(pk, bin_s)
-    tp = _throughput.throughput(pk, b)
+    keep = keep_per_packet or pk.height < 2 * _BATCH_ROWS  # a small trace's frames cost little
+    # the per-packet state (several times the packets' own size) lives for one batch of connections at a time
+    per = _merged([_per_connection(part, trace, floor_s, keep=keep) for part in _batches(pk, trace)])
+    flows_df, views = _connections.one_per_connection(per.flows, pk, trace.meta)
+    points = [v for v in flows_df["vantage_point"].unique().to_list() if v is not None]
+    where = points[0] if len(points) == 1 else ("mixed" if points else None)
+    makers: dict[str, Callable[[Analysis], dict[str, pl.DataFrame]]] = {
+        "queue": _queue_of, "fairness": partial(_fairness_of, b)}
+    if per.flight is None:
+        makers.update(dict.fromkeys(("flight", "rtt"), partial(_flight_and_rtt, trace)))
+    return Analysis(
+        trace=trace.with_meta(vantage_point=where, rto_floor_s=floor_s, rto_floor_from=floor_from),
+        packets=pk, flows=flows_df, flight=_or_later(per.flight), cwnd=per.cwnd, rtt=_or_later(per.rtt),
+        retransmissions=per.retrans, stalls=per.stalls, queue=_LATER, fairness=_LATER, views=views,
+        reductions=per.reductions, _makers=makers,
+    )
+
+
+#: Stands for a frame made on first access (:attr:`Analysis._makers`).
+_LATER = pl.DataFrame()
+
+
+def _or_later(df: pl.DataFrame | None) -> pl.DataFrame:
+    return _LATER if df is None else df
+
+
+def _queue_of(an: Analysis) -> dict[str, pl.DataFrame]:
+    return {"queue": _queue.queue(an.trace.packets)}
+
+
+def _fairness_of(bin_s: float, an: Analysis) -> dict[str, pl.DataFrame]:
+    """Jain's index over the throughput in bins of ``bin_s`` of the connections' chosen views."""
+    goodput = _connections.goodput_rows(an.views)
+    return {"fairness": _fairness.fairness(an.throughput(bin_s).join(goodput, on=["flow", "dir"], how="semi"))}
+
+
+class _PerConnection(NamedTuple):
+    """The frames the per-packet sequence state yields for some connections (the state itself is gone)."""
+
+    flows: pl.DataFrame
+    flight: pl.DataFrame | None
+    cwnd: pl.DataFrame
+    rtt: pl.DataFrame | None
+    retrans: pl.DataFrame
+    stalls: pl.DataFrame
+    reductions: pl.DataFrame
+
+
+def _per_connection(pk: pl.DataFrame, trace: Trace, floor_s: float, *, keep: bool = True) -> _PerConnection:
+    """Every analysis that reads the per-packet state, for the connections whose packets ``pk`` holds.
+
+    Each rule is per connection (RFC 9293 keeps TCP state per connection, and so do
+    Wireshark's ``tcp_analyze_sequence_number`` and the core's passes), so a batch of whole
+    connections (:func:`_batches`) yields exactly the whole trace's rows for them.
+    Unless ``keep``, the flight and RTT frames are left out once read (:func:`_flight_and_rtt`
+    makes them again on demand).
+    """
     st = _state.prepare(pk)
     rs = _rtt.samples(st)
     rtt_df = rs.drop("_i")
@@ -184,16 +273,102 @@ def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | No
             flows_df = with_kernel_columns(flows_df, cw, trace)
     else:
         red = _cwnd.reductions(cw)
-    qu = _queue.queue(trace.packets)
-    flows_df, views = _connections.one_per_connection(flows_df, pk, trace.meta)
-    points = [v for v in flows_df["vantage_point"].unique().to_list() if v is not None]
-    where = points[0] if len(points) == 1 else ("mixed" if points else None)
-    return Analysis(
-        trace=trace.with_meta(vantage_point=where, rto_floor_s=floor_s, rto_floor_from=floor_from),
-        packets=pk, flows=flows_df, flight=fl, cwnd=cw, rtt=rtt_df, retransmissions=retrans_df, stalls=sl, queue=qu,
-        fairness=_fairness.fairness(tp.join(_connections.goodput_rows(views), on=["flow", "dir"], how="semi")),
-        views=views, reductions=red, _throughput={b: tp},
-    )
+    return _PerConnection(flows_df, fl if keep else None, cw, rtt_df if keep else None, retrans_df, sl, red)
+
+
+def _flight_and_rtt(trace: Trace, an: Analysis) -> dict[str, pl.DataFrame]:
+    """The ``flight`` and ``rtt`` frames, made again batch by batch as :func:`_per_connection` made them."""
+    parts = []
+    for part in _batches(an.packets, trace):
+        st = _state.prepare(part)
+        rs = _rtt.samples(st)
+        parts.append((_flight(part, state=st), rs.drop("_i")))
+        del st, rs
+    flight, rtt = [p[0] for p in parts], [p[1] for p in parts]
+    parts.clear()
+    if len(flight) == 1:
+        return {"flight": flight[0], "rtt": rtt[0]}
+    return {"flight": _stacked(flight, _ORDER["flight"]), "rtt": _stacked(rtt, _ORDER["rtt"])}
+
+
+#: Packet columns no per-connection analysis reads (simulator packet ids, capture lengths, tunnels):
+#: left out of the batches' copies.
+_NOT_PER_CONNECTION = ["pkt_id", "pkt_seq", "ptype", "caplen", "tunnel", "outer_src", "outer_dst"]
+
+#: Packets per batch of connections (:func:`_batches`); smaller traces are analysed in one piece.
+_BATCH_ROWS = 1 << 18
+
+
+def _batches(pk: pl.DataFrame, trace: Trace) -> Iterator[pl.DataFrame]:
+    """``pk`` as batches of whole connections in ascending flow order, each about :data:`_BATCH_ROWS` packets.
+
+    Only a plain capture is split: every row a captured TCP segment of a connection (with a
+    direction and a sequence number), ``frame`` strictly increasing (record numbers: the
+    batches' rows go back into packet order by it), no tool or kernel series beside it.
+    Anything else, or a small trace, is one batch: ``pk`` itself. Each batch is made when the
+    previous one's state is gone.
+    """
+    if pk.height < 2 * _BATCH_ROWS or not trace.samples.is_empty() or trace.meta.get("kernel"):
+        yield pk
+        return
+    ok = pk.select(
+        pl.col("frame").is_not_null().all().alias("numbered"), (pl.col("frame") > pl.col("frame").shift(1)).all(),
+        pl.col("flow").is_not_null().all(),
+        ((pl.col("event") == "capture") & (pl.col("proto") == "tcp") & pl.col("dir").is_not_null()
+         & pl.col("seq").is_not_null()).all().alias("tcp"),
+    ).row(0)
+    counts = pk.group_by("flow").len().sort("flow") if all(ok) else pl.DataFrame()
+    if counts.height < 2:
+        yield pk
+        return
+    flows, ends = counts["flow"].to_list(), (counts["len"].cum_sum() // _BATCH_ROWS).to_list()
+    cols = pk.select(pl.exclude(_NOT_PER_CONNECTION))  # no copy: the filter below copies only these
+    lo = 0
+    for k in range(len(flows)):  # a batch ends where the running count passes a multiple of _BATCH_ROWS
+        if k + 1 == len(flows) or ends[k + 1] != ends[k]:
+            yield cols.filter(pl.col("flow").is_between(flows[lo], flows[k]))
+            lo = k + 1
+
+
+def _merged(parts: list[_PerConnection]) -> _PerConnection:
+    """The batches' frames as the whole trace's (``parts`` is emptied as they are used).
+
+    Per-packet rows go back into packet order: ascending ``frame`` (see :func:`_batches`),
+    RTT samples by method first as :func:`tracekit.analysis.rtt.samples` orders them; rows
+    per direction (flows, cwnd, stalls, reductions) are already in flow order, the batches'.
+    """
+    if len(parts) == 1:
+        return parts.pop()
+    by_name = {name: [getattr(p, name) for p in parts] for name in _PerConnection._fields}
+    parts.clear()
+    merged: dict[str, Any] = {name: None if parts_of[0] is None else _stacked(parts_of, _ORDER.get(name))
+                              for name, parts_of in by_name.items()}
+    return _PerConnection(**merged)
+
+
+#: How the per-packet frames are ordered (:func:`_merged`): packet order, RTT samples by method first.
+_ORDER: dict[str, list[pl.Expr | str]] = {
+    "flight": ["frame"], "retrans": ["frame"], "rtt": [pl.col("method") != "seq", "frame"]}
+
+
+def _stacked(frames: list[pl.DataFrame], by: list[pl.Expr | str] | None) -> pl.DataFrame:
+    """The frames one under the other (rows sorted stably by ``by`` when given), in one chunk.
+
+    Built a column at a time, each part's column dropped as the whole's is made, so only one
+    column is ever held twice (a sort or concat of the frames would hold all of them twice).
+    """
+    idx = None
+    if by is not None:
+        keys = [(pl.col(k) if isinstance(k, str) else k).alias(f"_k{i}") for i, k in enumerate(by)]
+        idx = pl.concat([f.select(keys) for f in frames]).select(
+            pl.arg_sort_by([f"_k{i}" for i in range(len(by))], maintain_order=True)).to_series()
+    cols = []
+    for name in frames[0].columns:
+        col = pl.concat([f.get_column(name) for f in frames], rechunk=False)
+        cols.append(col.rechunk() if idx is None else col.gather(idx))
+        del col
+        frames[:] = [f.drop(name) for f in frames]
+    return pl.DataFrame(cols)
 
 
 def _loss_evidence(packets: pl.DataFrame, retrans: pl.DataFrame) -> pl.DataFrame:
@@ -239,11 +414,17 @@ def _with_flow_ids(an: Analysis, trace: Trace, ids: pl.Series) -> Analysis:
     def fix(df: pl.DataFrame) -> pl.DataFrame:
         return df.with_columns(back) if "flow" in df.columns else df
 
+    def later(name: str) -> Callable[[Analysis], dict[str, pl.DataFrame]]:
+        return lambda _: {name: fix(getattr(an, name))}
+
+    an.fairness  # noqa: B018  (its throughput is the renumbered trace's, kept below)
+    lazy = [name for name in ("flight", "rtt", "queue", "fairness") if name in an._makers]
+
     return Analysis(
         trace=replace(an.trace, packets=trace.packets, samples=trace.samples), packets=fix(an.packets),
-        flows=fix(an.flows), flight=fix(an.flight), cwnd=fix(an.cwnd), rtt=fix(an.rtt),
-        retransmissions=fix(an.retransmissions), stalls=fix(an.stalls), queue=fix(an.queue),
-        fairness=fix(an.fairness), views=fix(an.views),
-        reductions=None if an.reductions is None else fix(an.reductions),
+        flows=fix(an.flows), cwnd=fix(an.cwnd), retransmissions=fix(an.retransmissions), stalls=fix(an.stalls),
+        views=fix(an.views), reductions=None if an.reductions is None else fix(an.reductions),
+        **{name: _LATER if name in lazy else fix(getattr(an, name)) for name in ("flight", "rtt", "queue", "fairness")},
+        _makers={name: later(name) for name in lazy},
         _throughput={k: fix(v) for k, v in an._throughput.items()},
     )

@@ -64,8 +64,9 @@ def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, repor
         # rich wraps at 80 columns when not on a terminal; a flows table needs more
         console = Console(width=None if sys.stdout.isatty() else 160)
     for i, f in enumerate(files):
+        # the summary and the table never read the per-packet flight and rtt frames; --export and --report do
         analysis = pipeline.load(f, format=fmt, strict=strict, limits=limits, kernel=kernel_logs,
-                                 rto_floor_s=rto_floor, **options)
+                                 rto_floor_s=rto_floor, keep_per_packet=bool(export_dir or report), **options)
         if export_dir:
             # one folder per input; the index keeps names apart without building paths from file content
             out = Path(export_dir) if len(files) == 1 else Path(export_dir) / f"{i:03d}"
