@@ -15,12 +15,24 @@ use rayon::prelude::*;
 /// Stand-in for "missing" in i64 columns (below every sequence number, ACK and window).
 pub const MISSING: i64 = -(1 << 62);
 
+/// Bits of the TCP flags byte (RFC 9293 §3.1), the reader's `flags` column as it is.
 pub const FIN: u8 = 0x01;
 pub const SYN: u8 = 0x02;
 pub const RST: u8 = 0x04;
 pub const ACK: u8 = 0x10;
 
-/// Bit numbers of the boolean state in [`State::bits`].
+/// The state bits: one byte per packet ([`State::bits`]), the one layout of the per-packet
+/// flags. `tcp_state` returns it, `tracekit/analysis/_state.py::prepare` keeps it unchanged
+/// (column `_b`, beside the TCP flags as `_f`) and hands it to the later passes (`rtt`, `sack`,
+/// `retrans`), which read it with these constants:
+///
+/// - [`GAP`]: the packet starts above `nxt` (Wireshark's lost segment);
+/// - [`KEEPALIVE`], [`ZWP`]: Wireshark's keep-alive and zero-window-probe rules;
+/// - [`DUP`]: Wireshark's duplicate ACK;
+/// - [`NEW`]: data whose end raises the highest data end sent;
+/// - [`NEW_ACK`]: the packet raises the highest ACK its direction has sent;
+/// - [`ADV`]: data, SYN or FIN whose end exceeds `nxt` (a first transmission of that end);
+/// - [`STRAY`]: a stray SYN, outside the state (all other bits 0).
 pub const GAP: u8 = 1 << 0;
 pub const KEEPALIVE: u8 = 1 << 1;
 pub const ZWP: u8 = 1 << 2;
@@ -63,6 +75,12 @@ pub struct State {
     pub r_hi_ack: Vec<i64>,
     /// The window of the packet `r_i`.
     pub r_win: Vec<i64>,
+}
+
+/// A segment: payload, SYN or FIN (each occupies sequence space, RFC 9293 §3.4), not a stray
+/// SYN. `flags` is the TCP flags byte, `bits` the packet's state bits.
+pub fn is_seg(len: i64, flags: u8, bits: u8) -> bool {
+    (len > 0 || flags & (SYN | FIN) != 0) && bits & STRAY == 0
 }
 
 impl Packets<'_> {
