@@ -2,10 +2,10 @@
 
 :func:`prepare` turns the vantage-point packets into one frame with a row per TCP packet
 (``_i`` = its row number) and the state Wireshark's ``tcp_analyze_sequence_number`` keeps per
-direction, computed by the compiled core (``src/state/seq.rs``: one streaming loop per
-direction, each rule citing ``packet-tcp.c``). Later steps read the rows in grouped order
-(:class:`tracekit.analysis._groups.Segments`). Columns (per direction = per (flow, dir), in
-packet order):
+direction, computed by the compiled core (``src/state/seq.rs``: one streaming pass in packet
+order, a state machine per direction, each rule citing ``packet-tcp.c``). Later steps read
+the rows in grouped order (:class:`tracekit.analysis._groups.Segments`). Columns (per
+direction = per (flow, dir), in packet order):
 
 * the packet columns ``flow, dir, frame, time, seq, ack, win, sack, ts_val, ts_ecr`` (shared
   with the packets frame, not copied, when every packet is a TCP one);
@@ -245,7 +245,7 @@ def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     """Build the per-packet sequence state of every TCP connection (see the module docstring).
 
     The per-direction rules run in the compiled core (``tracekit._core.tcp_state``, Rust
-    ``src/state/seq.rs``): one loop per direction over its packets in order.
+    ``src/state/seq.rs``): one pass over the packets in order, a state per direction.
 
     Args:
         pk: Packets at the vantage point, in capture (or time) order.

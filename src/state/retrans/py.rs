@@ -12,8 +12,9 @@ type RetransArrays<'py> = (
 /// Retransmissions of the prepared state (see `retrans`): `(rows, kind, episode)`.
 ///
 /// `flags` is the TCP flags byte, `bits` the state bits `tcp_state` returned
-/// (`seq::State::bits`). Kinds: 0 fast, 1 rto, 2 spurious. `min_rtt_flow` (ascending) and `min_rtt` give each
-/// flow's out-of-order window; `rto_floor` is the sender stack's minimum RTO (seconds).
+/// (`seq::State::bits`). Kinds: 0 fast, 1 rto, 2 spurious. `min_rtt_flow` (ascending) and
+/// `min_rtt` give each flow's out-of-order window; `rto_floor` is the sender stack's minimum
+/// RTO (seconds).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn tcp_retrans<'py>(
