@@ -151,8 +151,12 @@ def test_the_core_rejects_columns_of_unequal_length() -> None:
 
     from tracekit import _core
 
-    i64, z = np.zeros(2, np.int64), np.zeros(0, np.int64)
+    i64, z, u8 = np.zeros(2, np.int64), np.zeros(0, np.int64), np.zeros(2, np.uint8)
     with pytest.raises(ValueError, match="time"):
         _core.tcp_retrans(np.zeros(2, np.uint32), np.zeros(2, np.int8), np.zeros(1), i64, i64, i64, i64, i64,
-                          np.zeros(2, np.uint8), np.zeros(0, np.uint32), np.zeros(0), z, z, z, np.zeros(0, np.uint32),
+                          u8, u8, np.zeros(0, np.uint32), np.zeros(0), z, z, z, np.zeros(0, np.uint32),
+                          np.zeros(0), 0.2)
+    with pytest.raises(ValueError, match="flags"):
+        _core.tcp_retrans(np.zeros(2, np.uint32), np.zeros(2, np.int8), np.zeros(2), i64, i64, i64, i64, i64,
+                          u8[:1], u8, np.zeros(0, np.uint32), np.zeros(0), z, z, z, np.zeros(0, np.uint32),
                           np.zeros(0), 0.2)

@@ -59,9 +59,9 @@ def tcp_stalls(
 def tcp_retrans(
     flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int8], time: npt.NDArray[np.float64],
     seq: npt.NDArray[np.int64], len: npt.NDArray[np.int64], nxt: npt.NDArray[np.int64],
-    ack: npt.NDArray[np.int64], r_hi_ack: npt.NDArray[np.int64], bits: npt.NDArray[np.uint8],
-    est_rows: npt.NDArray[np.uint32], est_srtt: npt.NDArray[np.float64], sack_row: npt.NDArray[np.int64],
-    sack_left: npt.NDArray[np.int64],
+    ack: npt.NDArray[np.int64], r_hi_ack: npt.NDArray[np.int64], flags: npt.NDArray[np.uint8],
+    bits: npt.NDArray[np.uint8], est_rows: npt.NDArray[np.uint32], est_srtt: npt.NDArray[np.float64],
+    sack_row: npt.NDArray[np.int64], sack_left: npt.NDArray[np.int64],
     sack_right: npt.NDArray[np.int64], min_rtt_flow: npt.NDArray[np.uint32], min_rtt: npt.NDArray[np.float64],
     rto_floor: float,
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint8], npt.NDArray[np.int32]]: ...

@@ -16,7 +16,7 @@
 //! a packet with the ACK flag comes the other way.
 
 #[cfg(test)]
-use super::seq::Packets;
+use super::seq::{Packets, GAP, STRAY};
 use super::seq::{ACK, FIN, MISSING, SYN};
 #[cfg(test)]
 use rayon::prelude::*;
@@ -141,8 +141,10 @@ impl ListFlight {
         gap: bool,
     ) -> Option<(i64, bool)> {
         let end = seq + len + i64::from(fl & (SYN | FIN) != 0);
+        // the ACK flag with an ACK number (a simulator's trace may lack the number)
+        let has_ack = fl & ACK != 0 && ack != MISSING;
         // an ACK re-enables the other direction's bytes in flight
-        if fl & ACK != 0 {
+        if has_ack {
             self.invalid[1 - d] = false;
         }
         // lost segment (`seq::State`'s GAP: above nextseq, no RST): disabled until the other
@@ -153,7 +155,7 @@ impl ListFlight {
         if (len > 0 || fl & (SYN | FIN) != 0) && self.list[d].len() < MAX_UNACKED {
             self.list[d].add(seq, end);
         }
-        if ack != MISSING && fl & ACK != 0 {
+        if has_ack {
             self.list[1 - d].ack(ack);
             self.acked[1 - d] = true;
         }
@@ -171,17 +173,18 @@ impl ListFlight {
 
 /// One connection's packets (`rows`, packet order): (row, raw value, sender only) per data packet.
 #[cfg(test)]
-fn connection(p: &Packets, gap: &[bool], stray: &[bool], rows: &[u32]) -> Vec<Row> {
+fn connection(p: &Packets, bits: &[u8], rows: &[u32]) -> Vec<Row> {
     let mut st = ListFlight::default();
     let mut out = Vec::new();
     for &row in rows {
         let i = row as usize;
-        if stray[i] {
-            continue; // a stray SYN (`seq::STRAY`): outside the connection's sequence space
+        if bits[i] & STRAY != 0 {
+            continue; // a stray SYN: outside the connection's sequence space
         }
         let d = usize::from(p.dir[i] == 1);
         let (seq, len) = (p.seq[i], i64::from(p.len[i]));
-        if let Some((raw, only)) = st.on_packet(d, seq, len, p.flags[i], p.ack[i], gap[i]) {
+        let gap = bits[i] & GAP != 0;
+        if let Some((raw, only)) = st.on_packet(d, seq, len, p.flags[i], p.ack[i], gap) {
             out.push((row, raw, only));
         }
     }
@@ -192,15 +195,14 @@ fn connection(p: &Packets, gap: &[bool], stray: &[bool], rows: &[u32]) -> Vec<Ro
 /// which the tests check rule by rule (Python reads it with the SACK measures, `super::sack`).
 #[cfg(test)]
 ///
-/// `gap` and `stray` are [`super::seq::GAP`] and [`super::seq::STRAY`] of every packet
-/// (Wireshark's lost-segment rule; stray SYNs take no part).
-pub fn flight(p: &Packets, gap: &[bool], stray: &[bool]) -> Result<Flight, String> {
+/// `bits` are the state bits of every packet (`seq::State::bits`: [`GAP`], Wireshark's
+/// lost-segment rule, and [`STRAY`], stray SYNs take no part, are read).
+pub fn flight(p: &Packets, bits: &[u8]) -> Result<Flight, String> {
     let n = p.validate()?;
-    if gap.len() != n || stray.len() != n {
+    if bits.len() != n {
         return Err(format!(
-            "columns gap/stray have {}/{} values, flow has {n}",
-            gap.len(),
-            stray.len()
+            "column bits has {} values, flow has {n}",
+            bits.len()
         ));
     }
     let flows: Vec<u64> = p.flow.iter().map(|&f| u64::from(f)).collect();
@@ -208,7 +210,7 @@ pub fn flight(p: &Packets, gap: &[bool], stray: &[bool]) -> Result<Flight, Strin
     let bounds: Vec<(usize, usize)> = gr.starts.windows(2).map(|w| (w[0], w[1])).collect();
     let per: Vec<Vec<Row>> = bounds
         .par_iter()
-        .map(|&(s, e)| connection(p, gap, stray, &gr.order[s..e]))
+        .map(|&(s, e)| connection(p, bits, &gr.order[s..e]))
         .collect();
     let mut out = Flight {
         raw: vec![MISSING; n],

@@ -5,21 +5,15 @@
 //! ACKs), RFC 6675 (SACK), RFC 6298 §5 (the retransmission timer) and RFC 2883 (D-SACK).
 //! `tracekit/analysis/retrans.py` states the rules in prose; here each is one block of
 //! [`Conn::on_packet`], fed the prepared state of one connection's packets in order
-//! (`tracekit/analysis/_state.py`: `nxt`, the other side's highest ACK, the duplicate-ACK,
-//! gap, keep-alive and zero-window-probe flags) plus the RTT estimate of each sample row.
+//! (`tracekit/analysis/_state.py`: `nxt`, the other side's highest ACK, the TCP flags and the
+//! state bits of `seq`: duplicate ACK, gap, keep-alive, zero-window probe, stray SYN) plus the
+//! RTT estimate of each sample row.
 //! A packet is judged when it arrives; only a later D-SACK block can turn an earlier
 //! retransmission into a spurious one.
 
-use super::seq::MISSING;
+use super::seq::{is_seg, DUP, GAP, KEEPALIVE, MISSING, ZWP};
 use super::srtt::{Est, Latest};
 use std::collections::{BTreeMap, HashMap};
-
-/// Bits of the per-packet `bits` column (the prepared state's flags).
-pub const IS_SEG: u8 = 1 << 0;
-pub const KEEPALIVE: u8 = 1 << 1;
-pub const ZWP: u8 = 1 << 2;
-pub const DUP: u8 = 1 << 3;
-pub const GAP: u8 = 1 << 4;
 
 /// Kinds in the output (`tracekit.analysis.retrans.KINDS` order).
 pub const FAST: u8 = 0;
@@ -46,6 +40,9 @@ pub struct Columns<'a> {
     pub nxt: &'a [i64],
     pub ack: &'a [i64],
     pub r_hi_ack: &'a [i64],
+    /// The TCP flags byte (SYN and FIN are read).
+    pub flags: &'a [u8],
+    /// The state bits `seq` made (`seq::State::bits`).
     pub bits: &'a [u8],
     pub est_rows: &'a [u32],
     pub est_srtt: &'a [f64],
@@ -66,11 +63,19 @@ pub struct Pkt<'a> {
     pub nxt: i64,
     pub ack: i64,
     pub r_hi_ack: i64,
+    pub flags: u8,
     pub bits: u8,
     /// The smoothed RTT taken on its row (`Est::at`: of the other direction's data).
     pub srtt: Option<f64>,
     /// Its SACK blocks (left, right), [`MISSING`] for an edge not given.
     pub sack: &'a [(i64, i64)],
+}
+
+impl Pkt<'_> {
+    /// Payload, SYN or FIN, not a stray SYN (`seq::is_seg`).
+    fn is_seg(&self) -> bool {
+        is_seg(self.len, self.flags, self.bits)
+    }
 }
 
 /// What one direction has sent as the ACKing side (its loss signals to the other one).
@@ -227,8 +232,7 @@ impl Conn {
         let s = &mut self.snd[d];
         // a packet that may fill a hole: a segment below nextseq, or a zero-window probe (which
         // does not advance nextseq, so it can sit at the lower edge of a hole opened after it)
-        let fills =
-            p.bits & IS_SEG != 0 && ((p.nxt != MISSING && p.seq < p.nxt) || p.bits & ZWP != 0);
+        let fills = p.is_seg() && ((p.nxt != MISSING && p.seq < p.nxt) || p.bits & ZWP != 0);
         s.sent.record(p.seq, p.row, p.time, fills);
         // Wireshark's lost segment (tcp.analysis.lost_segment): the bytes from nextseq are a hole
         if p.bits & GAP != 0 {
@@ -242,7 +246,7 @@ impl Conn {
         let dend = p.seq + p.len;
         // a candidate (packet-tcp.c): a segment, no keep-alive or zero-window probe, starting
         // below nextseq, except a segment longer than one byte at nextseq - 1 (after a 1-byte probe)
-        let seg = p.bits & IS_SEG != 0 && p.bits & (KEEPALIVE | ZWP) == 0;
+        let seg = p.is_seg() && p.bits & (KEEPALIVE | ZWP) == 0;
         let behind = p.nxt != MISSING && p.seq < p.nxt && !(p.len > 1 && p.seq == p.nxt - 1);
         // Wireshark's spurious retransmission: data at or below the other side's latest ACK
         let r_ack = o.last.map_or(MISSING, |l| l.2);
@@ -364,6 +368,7 @@ impl Columns<'_> {
             ("nxt", self.nxt.len()),
             ("ack", self.ack.len()),
             ("r_hi_ack", self.r_hi_ack.len()),
+            ("flags", self.flags.len()),
             ("bits", self.bits.len()),
         ];
         for (name, l) in lens {
@@ -434,6 +439,7 @@ pub fn classify(
             nxt: c.nxt[i],
             ack: c.ack[i],
             r_hi_ack: c.r_hi_ack[i],
+            flags: c.flags[i],
             bits: c.bits[i],
             srtt: est.at(i as u32),
             sack: &blocks,

@@ -15,7 +15,7 @@
 //! looks its value up there. Memory per direction: the unacknowledged segments, plus one
 //! entry per timestamp clock tick within the last 2^31 ticks.
 
-use super::seq::{ADV, FIN, KEEPALIVE, MISSING, NEW_ACK, STRAY, SYN, ZWP};
+use super::seq::{is_seg, ADV, FIN, KEEPALIVE, MISSING, NEW_ACK, SYN, ZWP};
 use super::{guard, slice};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
@@ -35,7 +35,7 @@ pub struct Packet {
     pub seq: i64,
     /// Payload bytes.
     pub len: i64,
-    /// TCP flags (only SYN and FIN are read).
+    /// The TCP flags byte (only SYN and FIN are read).
     pub flags: u8,
     /// [`MISSING`]: none.
     pub ack: i64,
@@ -43,7 +43,8 @@ pub struct Packet {
     pub ts_val: i64,
     /// [`MISSING`] or 0: no echo.
     pub ts_ecr: i64,
-    /// The state bits of `seq` ([`ADV`], [`KEEPALIVE`], [`ZWP`], [`NEW_ACK`], [`STRAY`] are read).
+    /// The state bits of `seq` (`seq::State::bits`: [`ADV`], [`KEEPALIVE`], [`ZWP`], [`NEW_ACK`]
+    /// and `STRAY` are read).
     pub bits: u8,
     /// Highest end sent by this direction before the packet ([`MISSING`]: none).
     pub nxt: i64,
@@ -89,13 +90,11 @@ struct Sender {
 
 impl Sender {
     fn on_segment(&mut self, p: &Packet) {
-        let syn_fin = p.flags & (SYN | FIN) != 0;
-        let is_seg = (p.len > 0 || syn_fin) && p.bits & STRAY == 0;
-        if !is_seg {
+        if !is_seg(p.len, p.flags, p.bits) {
             return;
         }
         // SYN and FIN occupy one sequence number each (RFC 9293 §3.4)
-        let end = p.seq + p.len + i64::from(syn_fin);
+        let end = p.seq + p.len + i64::from(p.flags & (SYN | FIN) != 0);
         let ka = p.bits & KEEPALIVE != 0;
         if p.bits & ADV != 0 {
             if !ka {
@@ -337,8 +336,9 @@ type SampleArrays<'py> = (
 /// RTT samples of every connection (see the module docs): `(seq_rows, seq_rtt, ts_rows,
 /// ts_rtt)`, the closing ACKs' rows (ascending) and the RTTs in seconds.
 ///
-/// `g` is `2·flow + dir`; `flags` the TCP flags; `bits` the state bits of `tcp_state`; `ack`,
-/// `ts_val` and `nxt` carry -2^62 where the packet has none; `ts_ecr` 0.
+/// `g` is `2·flow + dir`; `flags` the TCP flags byte; `bits` the state bits `tcp_state`
+/// returned (`seq::State::bits`); `ack`, `ts_val` and `nxt` carry -2^62 where the packet has
+/// none; `ts_ecr` 0.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn tcp_rtt<'py>(

@@ -18,7 +18,7 @@
 //! edge reported before with the same left edge), so each segment is looked at about once.
 
 use super::flight::ListFlight;
-use super::seq::{group_keys, Packets, FIN, MISSING, SYN};
+use super::seq::{group_keys, Packets, FIN, GAP, MISSING, NEW, NEW_ACK, STRAY, SYN};
 use crate::state::slice;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
@@ -190,14 +190,6 @@ pub struct FlightColumns {
     pub unacked: Vec<i64>,
 }
 
-/// Per-packet flags besides the TCP ones: [`super::seq`]'s GAP, STRAY, NEW and NEW_ACK.
-pub struct Bits<'a> {
-    pub gap: &'a [bool],
-    pub stray: &'a [bool],
-    pub new: &'a [bool],
-    pub new_ack: &'a [bool],
-}
-
 /// Every SACK block of a trace: the row carrying it (ascending), its left and right edge.
 pub struct Blocks<'a> {
     pub row: &'a [i64],
@@ -207,8 +199,9 @@ pub struct Blocks<'a> {
 
 type Out = (u32, i64, bool, i64, i64);
 
-/// One connection: its rows in packet order and its blocks (row order).
-fn connection(p: &Packets, b: &Bits, bl: &Blocks, rows: &[u32], blocks: &[u32]) -> Vec<Out> {
+/// One connection: its rows in packet order and its blocks (row order); `bits` are the state
+/// bits of every packet (`seq::State::bits`).
+fn connection(p: &Packets, bits: &[u8], bl: &Blocks, rows: &[u32], blocks: &[u32]) -> Vec<Out> {
     let mut list = ListFlight::default();
     let mut board = Scoreboard::default();
     let mut out = Vec::with_capacity(rows.len());
@@ -225,19 +218,19 @@ fn connection(p: &Packets, b: &Bits, bl: &Blocks, rows: &[u32], blocks: &[u32]) 
             k += 1;
         }
         let d = usize::from(p.dir[i] == 1);
-        let (seq, len, fl, ack) = (p.seq[i], i64::from(p.len[i]), p.flags[i], p.ack[i]);
+        let (seq, len, fl, ack, b) = (p.seq[i], i64::from(p.len[i]), p.flags[i], p.ack[i], bits[i]);
         // a stray SYN takes no part in Wireshark's list, but its blocks are read like any other
-        let raw = if b.stray[i] {
+        let raw = if b & STRAY != 0 {
             None
         } else {
-            list.on_packet(d, seq, len, fl, ack, b.gap[i])
+            list.on_packet(d, seq, len, fl, ack, b & GAP != 0)
         };
         let pk = Pkt {
             seq,
             len,
             ack,
-            new: b.new[i],
-            new_ack: b.new_ack[i],
+            new: b & NEW != 0,
+            new_ack: b & NEW_ACK != 0,
         };
         board.on_packet(d, &pk, &mine);
         if len == 0 {
@@ -260,20 +253,15 @@ fn connection(p: &Packets, b: &Bits, bl: &Blocks, rows: &[u32], blocks: &[u32]) 
     out
 }
 
-/// The flight columns of every data packet (see the module docs).
-pub fn flight_columns(p: &Packets, b: &Bits, bl: &Blocks) -> Result<FlightColumns, String> {
+/// The flight columns of every data packet (see the module docs); `bits` are the state bits
+/// of every packet (`seq::State::bits`: GAP, STRAY, NEW and NEW_ACK are read).
+pub fn flight_columns(p: &Packets, bits: &[u8], bl: &Blocks) -> Result<FlightColumns, String> {
     let n = p.validate()?;
-    for (name, l) in [
-        ("gap", b.gap.len()),
-        ("stray", b.stray.len()),
-        ("new", b.new.len()),
-    ]
-    .into_iter()
-    .chain([("new_ack", b.new_ack.len())])
-    {
-        if l != n {
-            return Err(format!("column {name} has {l} values, flow has {n}"));
-        }
+    if bits.len() != n {
+        return Err(format!(
+            "column bits has {} values, flow has {n}",
+            bits.len()
+        ));
     }
     let nb = bl.row.len();
     if bl.left.len() != nb || bl.right.len() != nb {
@@ -307,7 +295,7 @@ pub fn flight_columns(p: &Packets, b: &Bits, bl: &Blocks) -> Result<FlightColumn
         .into_par_iter()
         .map(|c| {
             let rows = &gr.order[gr.starts[c]..gr.starts[c + 1]];
-            connection(p, b, bl, rows, &border[bstart[c]..bstart[c + 1]])
+            connection(p, bits, bl, rows, &border[bstart[c]..bstart[c + 1]])
         })
         .collect();
     // each data packet's place among the data packets, packet order
@@ -345,8 +333,9 @@ type FlightArrays<'py> = (
 
 /// The flight frame's columns per data packet: `(flight, sender_only, pipe, unacked)`.
 ///
-/// `bits` holds `seq`'s GAP, STRAY, NEW and NEW_ACK as bits 0-3; `block_row`, `block_left`,
-/// `block_right` every SACK block (rows ascending); -2^62 stands for none everywhere.
+/// `flags` is the TCP flags byte, `bits` the state bits `tcp_state` returned
+/// (`seq::State::bits`); `block_row`, `block_left`, `block_right` every SACK block (rows
+/// ascending); -2^62 stands for none everywhere.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn tcp_flight_sack<'py>(
@@ -379,30 +368,7 @@ fn tcp_flight_sack<'py>(
         left: slice(&block_left, "block_left")?,
         right: slice(&block_right, "block_right")?,
     };
-    let out = py.detach(|| {
-        super::guard(|| {
-            if bits.len() != p.flow.len() {
-                return Err(format!(
-                    "column bits has {} values, flow has {}",
-                    bits.len(),
-                    p.flow.len()
-                ));
-            }
-            let col = |k: u8| {
-                bits.iter()
-                    .map(|&x| x & (1 << k) != 0)
-                    .collect::<Vec<bool>>()
-            };
-            let (gap, stray, new, new_ack) = (col(0), col(1), col(2), col(3));
-            let b = Bits {
-                gap: &gap,
-                stray: &stray,
-                new: &new,
-                new_ack: &new_ack,
-            };
-            flight_columns(&p, &b, &bl)
-        })
-    })?;
+    let out = py.detach(|| super::guard(|| flight_columns(&p, bits, &bl)))?;
     Ok((
         out.flight.into_pyarray(py),
         out.sender_only.into_pyarray(py),

@@ -2,31 +2,31 @@
 
 :func:`prepare` turns the vantage-point packets into one frame with a row per TCP packet
 (``_i`` = its row number) and the state Wireshark's ``tcp_analyze_sequence_number`` keeps per
-direction, computed by the compiled core (``src/state/seq.rs``: one streaming loop per
-direction, each rule citing ``packet-tcp.c``). Later steps read the rows in grouped order
-(:class:`tracekit.analysis._groups.Segments`). Columns (per direction = per (flow, dir), in
-packet order):
+direction, computed by the compiled core (``src/state/seq.rs``: one streaming pass in packet
+order, a state machine per direction, each rule citing ``packet-tcp.c``). Later steps read
+the rows in grouped order (:class:`tracekit.analysis._groups.Segments`). Columns (per
+direction = per (flow, dir), in packet order):
 
 * the packet columns ``flow, dir, frame, time, seq, ack, win, sack, ts_val, ts_ecr`` (shared
   with the packets frame, not copied, when every packet is a TCP one);
 * ``g``: the direction's group id (``2·flow + dir``, UInt32); ``_go``: row numbers in grouped
   order (all rows of ``g`` = 0, then ``g`` = 1, …, each in packet order; UInt32); ``len``:
-  payload bytes; ``dend``: ``seq + len``; ``syn``, ``fin``, ``rst``, ``has_ack`` (ACK flag and
-  an ACK number); ``is_seg``: payload, SYN or FIN. A segment's *end* (Wireshark's *nextseq*)
-  is ``dend`` plus one for SYN/FIN: they occupy one sequence number.
+  payload bytes; ``dend``: ``seq + len``; ``syn``, ``has_ack`` (ACK flag and an ACK number).
+  A segment's *end* (Wireshark's *nextseq*) is ``dend`` plus one for SYN/FIN: they occupy one
+  sequence number.
 * ``nxt``: the highest end sent before this packet (Wireshark's ``fwd->nextseq``;
   zero-window probes do not advance it, as in Wireshark).
-* ``hi_dend``: the highest data end sent up to and including this packet; ``new``: a data
-  segment that raises it (new data); ``adv``: a segment (data, SYN or FIN) whose end
-  exceeds ``nxt`` — the first transmission of its end, so the end strictly increases over the
-  ``adv`` rows of a direction.
-* ``gap``: the packet starts above ``nxt`` (bytes before it were never seen here).
-* ``keepalive``, ``zwp``: Wireshark's keep-alive and zero-window-probe rules.
-* ``stray_syn``: a SYN with another sequence number after its direction has started (a stray
-  SYN-ACK inside an established connection); it takes no part in the state (never moves
-  ``nxt``, ``hi_dend`` or the highest ACK) and is no segment (``is_seg`` False).
-* ``dup``: Wireshark's duplicate-ACK rule (``tcp.analysis.duplicate_ack``); ``new_ack``: the
-  packet raises the highest ACK its direction has sent.
+* ``hi_dend``: the highest data end sent up to and including this packet.
+* ``_f``: the packet's TCP flags byte (UInt8, 0 for none); ``_b``: its state bits, one byte
+  in the one layout of ``src/state/seq.rs`` (``GAP``, ``KEEPALIVE``, ``ZWP``, ``DUP``,
+  ``NEW``, ``NEW_ACK``, ``ADV``, ``STRAY``, documented there). Both are internal: the core's
+  later passes (``tcp_rtt``, ``tcp_flight_sack``, ``tcp_retrans``) take them unchanged and
+  decode them with seq.rs's constants; no frame carries them.
+* the bits Python reads, as boolean columns: ``gap``, the packet starts above ``nxt`` (bytes
+  before it were never seen here); ``keepalive``, ``zwp``: Wireshark's keep-alive and
+  zero-window-probe rules; ``dup``: Wireshark's duplicate-ACK rule
+  (``tcp.analysis.duplicate_ack``); ``new_ack``: the packet raises the highest ACK its
+  direction has sent.
 * ``r_i``: the row of the *other* direction's latest packet before this one (null before
   it sends; UInt32); ``r_hi_ack``: the highest ACK that direction had sent by then (the
   highest cumulative ACK received so far); ``r_win``: that packet's window.
@@ -47,15 +47,15 @@ import polars as pl
 
 from tracekit import _core
 from tracekit.analysis._groups import MISSING, Segments
-from tracekit.schema import ACK, FIN, RST, SYN
+from tracekit.schema import ACK, SYN
 
 _T = TypeVar("_T")
 
 KEYS = ["flow", "dir"]
 #: Packet columns the state frame carries over unchanged.
 _PACKET_COLS = ["flow", "dir", "frame", "time", "seq", "ack", "win", "sack", "ts_val", "ts_ecr"]
-#: Boolean state columns (bit i of the byte the core returns per packet).
-_BITS = ("gap", "keepalive", "zwp", "dup", "new", "new_ack", "adv", "stray_syn")
+#: Boolean state columns: name -> its bit in ``_b`` (``src/state/seq.rs``: GAP, KEEPALIVE, ZWP, DUP, NEW_ACK).
+_BOOLS = {"gap": 1 << 0, "keepalive": 1 << 1, "zwp": 1 << 2, "dup": 1 << 3, "new_ack": 1 << 5}
 
 
 def other_side(st: pl.DataFrame, cols: dict[str, pl.Expr], *, ack_only: bool = False) -> pl.DataFrame:
@@ -220,7 +220,8 @@ def _empty(st: pl.DataFrame) -> pl.DataFrame:
     """The state of no packets (same columns and dtypes as :func:`prepare` gives a small trace)."""
     i32, u32 = pl.Int32, pl.UInt32
     types = {"len": pl.Int64, "g": u32, "dend": i32, "nxt": i32, "hi_dend": i32, "r_i": u32, "r_hi_ack": i32,
-             "r_win": i32, "_go": u32, **dict.fromkeys(("syn", "fin", "rst", "has_ack", "is_seg", *_BITS), pl.Boolean)}
+             "r_win": i32, "_go": u32, "_f": pl.UInt8, "_b": pl.UInt8,
+             **dict.fromkeys(("syn", "has_ack", *_BOOLS), pl.Boolean)}
     return st.select("_i", *_PACKET_COLS).with_columns(pl.lit(None, t).alias(c) for c, t in types.items())
 
 
@@ -244,7 +245,7 @@ def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     """Build the per-packet sequence state of every TCP connection (see the module docstring).
 
     The per-direction rules run in the compiled core (``tracekit._core.tcp_state``, Rust
-    ``src/state/seq.rs``): one loop per direction over its packets in order.
+    ``src/state/seq.rs``): one pass over the packets in order, a state per direction.
 
     Args:
         pk: Packets at the vantage point, in capture (or time) order.
@@ -263,12 +264,12 @@ def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     if base.is_empty():
         return _empty(base)
     it: type[pl.DataType] = pl.Int32 if _narrow(src, ln_s)[0] is np.int32 else pl.Int64
-    flags = src["flags"].fill_null(0).cast(pl.UInt8).to_numpy()
+    flags = src["flags"].fill_null(0).cast(pl.UInt8)
     flow = src["flow"].cast(pl.UInt32).to_numpy()
     i64 = pl.Int64
     order, nxt, hi_dend, bits, r_i, r_hi_ack, r_win = _core.tcp_state(
         flow, src["dir"].cast(pl.Int8).to_numpy(), src["seq"].cast(i64).to_numpy(),
-        src["payload"].fill_null(0).cast(pl.UInt32).to_numpy(), flags,
+        src["payload"].fill_null(0).cast(pl.UInt32).to_numpy(), flags.to_numpy(),
         src["ack"].cast(i64).fill_null(MISSING).to_numpy(), src["win"].cast(i64).fill_null(MISSING).to_numpy())
     g = flow * np.uint32(2)
     np.add(g, src["dir"].to_numpy(), out=g, casting="unsafe")
@@ -282,17 +283,15 @@ def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     del r_i
     raw["r_hi_ack"], raw["r_win"] = _narrowed(r_hi_ack, it), _narrowed(r_win, it)
     del r_hi_ack, r_win
-    raw["_go"], raw["_f"], raw["_b"] = pl.Series(order), pl.Series(flags), pl.Series(bits)
+    raw["_go"], raw["_f"], raw["_b"] = pl.Series(order), flags, pl.Series(bits)
     del order, bits, flags
     f, b = pl.col("_f"), pl.col("_b")
     state = pl.DataFrame([v.alias(k) for k, v in raw.items()])
     del raw
     return pl.concat([base, state], how="horizontal").with_columns(
-        syn=(f & SYN) != 0, fin=(f & FIN) != 0, rst=(f & RST) != 0,
-        has_ack=((f & ACK) != 0) & pl.col("ack").is_not_null(),
-        is_seg=((pl.col("len") > 0) | ((f & (SYN | FIN)) != 0)) & ((b & 128) == 0),
-        **{name: (b & (1 << k)) != 0 for k, name in enumerate(_BITS)},
-    ).drop("_f", "_b")
+        syn=(f & SYN) != 0, has_ack=((f & ACK) != 0) & pl.col("ack").is_not_null(),
+        **{name: (b & bit) != 0 for name, bit in _BOOLS.items()},
+    )
 
 
 def _narrowed(x: np.ndarray, it: type[pl.DataType]) -> pl.Series:
@@ -305,38 +304,3 @@ def _narrowed(x: np.ndarray, it: type[pl.DataType]) -> pl.Series:
     if it == pl.Int32:
         return s.cast(pl.Int32, strict=False)
     return pl.select(pl.when(pl.lit(s) != MISSING).then(pl.lit(s))).to_series()
-
-
-def holes(st: pl.DataFrame) -> pl.DataFrame:
-    """Byte ranges skipped when a later segment arrived first: ``g, h_lo, h_hi, h_i, h_time`` sorted by (g, h_lo).
-
-    A direction's holes never overlap (they open above the highest byte seen so far).
-    """
-    return pick(st, pl.col("gap"), "g", h_lo=pl.col("nxt"), h_hi=pl.col("seq"), h_i=pl.col("_i"),
-                h_time=pl.col("time")).sort("g", "h_lo")
-
-
-def find_hole(hl: pl.DataFrame, g: np.ndarray, value: np.ndarray) -> np.ndarray:
-    """Index into ``hl`` (from :func:`holes`) of the hole of group ``g`` containing ``value``, else -1."""
-    if hl.is_empty() or len(g) == 0:
-        return np.full(len(g), -1, dtype=np.int64)
-    key = hl["g"].to_numpy().astype(np.int64) * (1 << 44) + hl["h_lo"].to_numpy()
-    q = g.astype(np.int64) * (1 << 44) + np.clip(value, -(1 << 43), (1 << 43) - 1)
-    j = np.searchsorted(key, q, side="right") - 1
-    jj = np.maximum(j, 0)
-    ok = (j >= 0) & (hl["g"].to_numpy()[jj] == g) & (value < hl["h_hi"].to_numpy()[jj])
-    return np.where(ok, j, -1)
-
-
-def first_fill(st: pl.DataFrame, hl: pl.DataFrame) -> pl.DataFrame:
-    """First row of each (g, seq) among the segments that start inside a hole: ``g, seq, f_i``.
-
-    Such a segment comes after the hole opened and starts below the bytes sent by then, so
-    only the segments that start below ``nxt`` need a look (and zero-window probes: one just
-    before the hole's segment can start at its lower edge without advancing ``nxt``).
-    """
-    segs = pick(st, pl.col("is_seg") & ((pl.col("seq") < pl.col("nxt")).fill_null(False) | pl.col("zwp")),
-                "_i", "g", "seq")
-    j = find_hole(hl, segs["g"].to_numpy(), segs["seq"].to_numpy())
-    inside = segs.filter(pl.Series(j >= 0))
-    return inside.group_by("g", "seq").agg(pl.col("_i").min().alias("f_i"))

@@ -33,20 +33,7 @@ import polars as pl
 from tracekit import _core
 from tracekit.analysis._groups import MISSING
 from tracekit.analysis._state import pick, prepare, sack_blocks_of
-from tracekit.schema import ACK, FIN, FLIGHT, SYN, empty
-
-#: Bits of the state's boolean columns in the core's ``bits`` argument (``tcp_flight_sack``).
-_BITS = {"gap": 1, "stray_syn": 2, "new": 4, "new_ack": 8}
-
-
-def _flags_bits(st: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """The SYN, FIN and ACK bits of every row, and the state bits the core reads, as UInt8 arrays."""
-    u8 = pl.UInt8
-    f = st.select(
-        flags=(pl.col("syn").cast(u8) * SYN) | (pl.col("fin").cast(u8) * FIN) | (pl.col("has_ack").cast(u8) * ACK),
-        bits=pl.sum_horizontal(pl.col(c).cast(u8) * b for c, b in _BITS.items()).cast(u8),
-    )
-    return f["flags"].to_numpy(), f["bits"].to_numpy()
+from tracekit.schema import FLIGHT, empty
 
 
 def flight(pk: pl.DataFrame, *, state: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -62,12 +49,12 @@ def flight(pk: pl.DataFrame, *, state: pl.DataFrame | None = None) -> pl.DataFra
     st = prepare(pk) if state is None else state
     if st.is_empty() or not int(st.select((pl.col("len") > 0).sum()).item()):
         return empty(FLIGHT)
-    flags, bits = _flags_bits(st)
     owner, left, right, _ = sack_blocks_of(st)
     i64 = pl.Int64
     fb, only, sb, ub = _core.tcp_flight_sack(
         st["flow"].cast(pl.UInt32).to_numpy(), st["dir"].cast(pl.Int8).to_numpy(), st["seq"].cast(i64).to_numpy(),
-        st["len"].cast(pl.UInt32).to_numpy(), flags, st["ack"].cast(i64).fill_null(MISSING).to_numpy(), bits,
+        st["len"].cast(pl.UInt32).to_numpy(), st["_f"].to_numpy(), st["ack"].cast(i64).fill_null(MISSING).to_numpy(),
+        st["_b"].to_numpy(),
         *(np.ascontiguousarray(a) for a in (owner, left, right)))
     keys = pick(st, pl.col("len") > 0, "flow", "dir", "frame", "time")
     vals = pl.DataFrame({"flight_bytes": fb, "flight_sack_bytes": sb, "unacked_bytes": ub})

@@ -127,16 +127,13 @@ def min_rtt(st: pl.DataFrame, rs: pl.DataFrame, hs: pl.DataFrame | None = None) 
 def _columns(st: pl.DataFrame) -> list[np.ndarray]:
     """The state columns the core reads, as numpy (one ``select``: polars converts them in parallel).
 
-    ``flow, dir, time, seq, len, nxt, ack, r_hi_ack`` (integers as int64, -2^62 for null) and
-    the flags, one byte a packet (``src/state/retrans.rs``: ``IS_SEG`` .. ``GAP``).
+    ``flow, dir, time, seq, len, nxt, ack, r_hi_ack`` (integers as int64, -2^62 for null), the
+    TCP flags and the state bits as prepared (``_f``, ``_b``: ``src/state/seq.rs``'s layout).
     """
-    u8, i64 = pl.UInt8, pl.Int64
-    bits = (pl.col("is_seg").cast(u8) + pl.col("keepalive").cast(u8) * 2 + pl.col("zwp").cast(u8) * 4
-            + pl.col("dup").cast(u8) * 8 + pl.col("gap").cast(u8) * 16)
+    i64 = pl.Int64
     cols = st.select(
         pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8), pl.col("time").cast(pl.Float64),
-        *[pl.col(c).cast(i64).fill_null(MISSING) for c in ("seq", "len", "nxt", "ack", "r_hi_ack")],
-        bits.cast(u8).alias("bits"),
+        *[pl.col(c).cast(i64).fill_null(MISSING) for c in ("seq", "len", "nxt", "ack", "r_hi_ack")], "_f", "_b",
     )
     return [s.to_numpy() for s in cols.get_columns()]
 
@@ -169,9 +166,9 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = N
     if st["gap"].any():
         mr = min_rtt(st, rs, _rtt.handshake(st) if hs is None else hs).drop_nulls().sort("flow")
     owner, left, right, _ = sack_blocks_of(st)
-    flow, dr, time, seq, ln, nxt, ack, r_hi_ack, bits = _columns(st)
+    flow, dr, time, seq, ln, nxt, ack, r_hi_ack, flags, bits = _columns(st)
     rows, kind, episode = _core.tcp_retrans(
-        flow, dr, time, seq, ln, nxt, ack, r_hi_ack, bits, est_rows, est_srtt, owner, left, right,
+        flow, dr, time, seq, ln, nxt, ack, r_hi_ack, flags, bits, est_rows, est_srtt, owner, left, right,
         mr["flow"].cast(pl.UInt32).to_numpy(), mr["min_rtt"].cast(pl.Float64).to_numpy(), float(rto_floor_s))
     if not len(rows):
         return pl.DataFrame(schema=_SCHEMA)

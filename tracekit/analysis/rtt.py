@@ -32,16 +32,13 @@ _SCHEMA = {"_i": pl.UInt32(), **RTT}
 
 
 def _core_columns(st: pl.DataFrame) -> tuple[np.ndarray, ...]:
-    """The columns :func:`tracekit._core.tcp_rtt` reads: the packets' and their state bits (``src/state/seq.rs``)."""
-    bits = np.zeros(st.height, dtype=np.uint8)
-    for name, bit in (("keepalive", 1), ("zwp", 2), ("new_ack", 5), ("adv", 6), ("stray_syn", 7)):
-        bits |= st[name].to_numpy().view(np.uint8) << np.uint8(bit)
-    flags = st["fin"].to_numpy().view(np.uint8) | (st["syn"].to_numpy().view(np.uint8) << np.uint8(1))
+    """The columns :func:`tracekit._core.tcp_rtt` reads: the packets', their TCP flags and state bits as prepared."""
     i64 = pl.Int64
     return (
         st["g"].to_numpy(), st["time"].to_numpy(), st["seq"].cast(i64).to_numpy(), st["len"].cast(i64).to_numpy(),
-        flags, st["ack"].cast(i64).fill_null(MISSING).to_numpy(), st["ts_val"].cast(i64).fill_null(MISSING).to_numpy(),
-        st["ts_ecr"].cast(pl.UInt32).fill_null(0).to_numpy(), bits, Ints(st, "nxt").at(slice(None)),
+        st["_f"].to_numpy(), st["ack"].cast(i64).fill_null(MISSING).to_numpy(),
+        st["ts_val"].cast(i64).fill_null(MISSING).to_numpy(), st["ts_ecr"].cast(pl.UInt32).fill_null(0).to_numpy(),
+        st["_b"].to_numpy(), Ints(st, "nxt").at(slice(None)),
     )
 
 

@@ -1,7 +1,7 @@
 //! Hand-checked sequences for Wireshark's bytes in flight.
 
 use super::*;
-use crate::state::seq::{analyze, GAP, STRAY};
+use crate::state::seq::analyze;
 
 const A: u8 = ACK;
 
@@ -24,9 +24,7 @@ fn run(pk: &[(i8, i64, u32, u8, i64)]) -> (Vec<i64>, Vec<bool>) {
         win: &win,
     };
     let bits = analyze(&p).expect("valid").bits;
-    let gap: Vec<bool> = bits.iter().map(|b| b & GAP != 0).collect();
-    let stray: Vec<bool> = bits.iter().map(|b| b & STRAY != 0).collect();
-    let f = flight(&p, &gap, &stray).expect("valid");
+    let f = flight(&p, &bits).expect("valid");
     (f.raw, f.sender_only)
 }
 

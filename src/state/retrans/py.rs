@@ -11,8 +11,10 @@ type RetransArrays<'py> = (
 
 /// Retransmissions of the prepared state (see `retrans`): `(rows, kind, episode)`.
 ///
-/// Kinds: 0 fast, 1 rto, 2 spurious. `min_rtt_flow` (ascending) and `min_rtt` give each
-/// flow's out-of-order window; `rto_floor` is the sender stack's minimum RTO (seconds).
+/// `flags` is the TCP flags byte, `bits` the state bits `tcp_state` returned
+/// (`seq::State::bits`). Kinds: 0 fast, 1 rto, 2 spurious. `min_rtt_flow` (ascending) and
+/// `min_rtt` give each flow's out-of-order window; `rto_floor` is the sender stack's minimum
+/// RTO (seconds).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn tcp_retrans<'py>(
@@ -25,6 +27,7 @@ fn tcp_retrans<'py>(
     nxt: numpy::PyReadonlyArray1<'py, i64>,
     ack: numpy::PyReadonlyArray1<'py, i64>,
     r_hi_ack: numpy::PyReadonlyArray1<'py, i64>,
+    flags: numpy::PyReadonlyArray1<'py, u8>,
     bits: numpy::PyReadonlyArray1<'py, u8>,
     est_rows: numpy::PyReadonlyArray1<'py, u32>,
     est_srtt: numpy::PyReadonlyArray1<'py, f64>,
@@ -46,6 +49,7 @@ fn tcp_retrans<'py>(
         nxt: slice(&nxt, "nxt")?,
         ack: slice(&ack, "ack")?,
         r_hi_ack: slice(&r_hi_ack, "r_hi_ack")?,
+        flags: slice(&flags, "flags")?,
         bits: slice(&bits, "bits")?,
         est_rows: slice(&est_rows, "est_rows")?,
         est_srtt: slice(&est_srtt, "est_srtt")?,

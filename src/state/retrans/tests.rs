@@ -1,10 +1,7 @@
 //! Hand-checked sequences for the retransmission rules.
 
 use super::*;
-use crate::state::seq::{
-    analyze, Packets, ACK, DUP as S_DUP, FIN, GAP as S_GAP, KEEPALIVE as S_KA, STRAY, SYN,
-    ZWP as S_ZWP,
-};
+use crate::state::seq::{analyze, Packets, ACK, SYN};
 
 const A: u8 = ACK;
 const M: i64 = MISSING;
@@ -35,19 +32,6 @@ fn run_with(pk: &[P], est: &[(u32, f64)], ooo_s: Option<f64>) -> Vec<Retrans> {
     })
     .expect("valid");
     let len: Vec<i64> = len32.iter().map(|&l| i64::from(l)).collect();
-    let bits: Vec<u8> = (0..n)
-        .map(|i| {
-            let b = st.bits[i];
-            let seg = (len[i] > 0 || flags[i] & (SYN | FIN) != 0) && b & STRAY == 0;
-            let mut out = u8::from(seg) * IS_SEG;
-            for (from, to) in [(S_KA, KEEPALIVE), (S_ZWP, ZWP), (S_DUP, DUP), (S_GAP, GAP)] {
-                if b & from != 0 {
-                    out |= to;
-                }
-            }
-            out
-        })
-        .collect();
     let (est_rows, est_srtt): (Vec<u32>, Vec<f64>) = est.iter().copied().unzip();
     let (mut sr, mut sl, mut sh) = (vec![], vec![], vec![]);
     for (i, p) in pk.iter().enumerate() {
@@ -66,7 +50,8 @@ fn run_with(pk: &[P], est: &[(u32, f64)], ooo_s: Option<f64>) -> Vec<Retrans> {
         nxt: &st.nxt,
         ack: &ack,
         r_hi_ack: &st.r_hi_ack,
-        bits: &bits,
+        flags: &flags,
+        bits: &st.bits,
         est_rows: &est_rows,
         est_srtt: &est_srtt,
         sack_row: &sr,
@@ -215,6 +200,7 @@ fn bad_columns_are_an_error_not_a_panic() {
         nxt: &[M, M],
         ack: &[M, M],
         r_hi_ack: &[M, M],
+        flags: &[0, 0],
         bits: &[0, 0],
         est_rows: &[],
         est_srtt: &[],

@@ -1,7 +1,7 @@
 //! Hand-checked sequences for the SACK scoreboard and the flight columns.
 
 use super::*;
-use crate::state::seq::{analyze, ACK, GAP, NEW, NEW_ACK, STRAY};
+use crate::state::seq::{analyze, ACK};
 
 const A: u8 = ACK;
 const M: i64 = MISSING;
@@ -28,8 +28,6 @@ fn run(pk: &[Pk]) -> FlightColumns {
         win: &win,
     };
     let bits = analyze(&p).expect("valid").bits;
-    let col = |b: u8| bits.iter().map(|x| x & b != 0).collect::<Vec<bool>>();
-    let (gap, stray, new, new_ack) = (col(GAP), col(STRAY), col(NEW), col(NEW_ACK));
     let (mut row, mut left, mut right) = (vec![], vec![], vec![]);
     for (i, p) in pk.iter().enumerate() {
         for &(l, r) in p.5 {
@@ -38,18 +36,12 @@ fn run(pk: &[Pk]) -> FlightColumns {
             right.push(r);
         }
     }
-    let b = Bits {
-        gap: &gap,
-        stray: &stray,
-        new: &new,
-        new_ack: &new_ack,
-    };
     let bl = Blocks {
         row: &row,
         left: &left,
         right: &right,
     };
-    flight_columns(&p, &b, &bl).expect("valid")
+    flight_columns(&p, &bits, &bl).expect("valid")
 }
 
 const NO: &[(i64, i64)] = &[];
@@ -156,17 +148,17 @@ fn bad_block_rows_are_an_error() {
         ack: &[1],
         win: &[M],
     };
-    let f = [false];
-    let b = Bits {
-        gap: &f,
-        stray: &f,
-        new: &f,
-        new_ack: &f,
-    };
     let bl = Blocks {
         row: &[3],
         left: &[1],
         right: &[2],
     };
-    assert!(flight_columns(&p, &b, &bl).is_err());
+    assert!(flight_columns(&p, &[0], &bl).is_err());
+    // a bits column of another length
+    let ok = Blocks {
+        row: &[0],
+        left: &[1],
+        right: &[2],
+    };
+    assert!(flight_columns(&p, &[0, 0], &ok).is_err());
 }

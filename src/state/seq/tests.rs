@@ -156,3 +156,56 @@ fn stray_syn_ack_never_moves_the_sequence_state() {
     assert_eq!(st.bits[6], NEW_ACK);
     assert_eq!(st.r_hi_ack[5], 101);
 }
+
+#[test]
+fn interleaved_flows_keep_their_own_state_and_sparse_ids_give_the_same() {
+    // two connections, their packets interleaved; flow ids 0/1, then ids far apart (the map)
+    let pk: [(u32, i8, i64, u32, u8, i64); 8] = [
+        (0, 0, 1, 10, A, 1),
+        (1, 0, 1, 20, A, 1),
+        (0, 1, 1, 0, A, 11),
+        (0, 0, 11, 10, A, 1),
+        (1, 1, 1, 0, A, 21),
+        (1, 0, 41, 20, A, 1), // skips 21..41 of flow 1 only
+        (0, 1, 1, 0, A, 11),  // a duplicate ACK of flow 0
+        (0, 1, 1, 0, A, 11),
+    ];
+    let state = |ids: [u32; 2]| {
+        let flow: Vec<u32> = pk.iter().map(|p| ids[p.0 as usize]).collect();
+        let dir: Vec<i8> = pk.iter().map(|p| p.1).collect();
+        let seq: Vec<i64> = pk.iter().map(|p| p.2).collect();
+        let len: Vec<u32> = pk.iter().map(|p| p.3).collect();
+        let flags: Vec<u8> = pk.iter().map(|p| p.4).collect();
+        let ack: Vec<i64> = pk.iter().map(|p| p.5).collect();
+        let win = vec![100i64; pk.len()];
+        let p = Packets {
+            flow: &flow,
+            dir: &dir,
+            seq: &seq,
+            len: &len,
+            flags: &flags,
+            ack: &ack,
+            win: &win,
+        };
+        analyze(&p).expect("valid")
+    };
+    let st = state([0, 1]);
+    assert_eq!(st.order, vec![0, 3, 2, 6, 7, 1, 5, 4]);
+    assert_eq!(st.r_i, vec![-1, -1, 0, 2, 1, 4, 3, 3]);
+    assert_eq!(
+        st.nxt,
+        vec![MISSING, MISSING, MISSING, 11, MISSING, 21, 1, 1]
+    );
+    assert_eq!(st.bits[5], GAP | NEW | ADV);
+    assert_eq!(st.bits[3], NEW | ADV);
+    assert_eq!((st.bits[6] & DUP, st.bits[7] & DUP), (DUP, DUP));
+    assert_eq!(st.r_hi_ack, vec![MISSING, MISSING, 1, 11, 1, 21, 1, 1]);
+    let sparse = state([3_000_000_000, 4_000_000_000]);
+    assert_eq!(sparse.order, st.order);
+    assert_eq!(sparse.nxt, st.nxt);
+    assert_eq!(sparse.hi_dend, st.hi_dend);
+    assert_eq!(sparse.bits, st.bits);
+    assert_eq!(sparse.r_i, st.r_i);
+    assert_eq!(sparse.r_hi_ack, st.r_hi_ack);
+    assert_eq!(sparse.r_win, st.r_win);
+}
