@@ -193,6 +193,15 @@ def one_flow(df: pl.DataFrame, flow: int, dir: int) -> pl.DataFrame:
     return df.filter((pl.col("flow") == flow) & (pl.col("dir") == dir))
 
 
+def in_time_order(df: pl.DataFrame, *, maintain_order: bool = False) -> pl.DataFrame:
+    """``df.sort("time")``, skipped when the rows already are in time order (a capture's per-direction
+    series are: the sort of 300,000 rows cost ~10 ms a series, to change nothing)."""
+    t = df["time"]
+    if t.null_count() == 0 and t.is_sorted():
+        return df
+    return df.sort("time", maintain_order=maintain_order)
+
+
 def zoom(name: str) -> alt.Parameter:
     # Explicit names: altair's automatic ones come from a global counter (non-deterministic specs).
     return alt.selection_interval(bind="scales", encodings=["x"], name=f"{name}_zoom")

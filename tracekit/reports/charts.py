@@ -43,6 +43,7 @@ from tracekit.reports._chartkit import (
     axis_from_zero,
     from_zero,
     has,
+    in_time_order,
     layer,
     layered,
     notes_of,
@@ -135,8 +136,8 @@ def cwnd(
         NoData: when there is neither a window nor a flight series for this direction.
     """
     bag = Bag(name)
-    cw = one_flow(cwnd, flow, dir).sort("time") if has(cwnd, "flow", "dir", "time", "cwnd_bytes") else None
-    fl = one_flow(flight, flow, dir).sort("time") if has(flight, "flow", "dir", "time", "flight_bytes") else None
+    cw = in_time_order(one_flow(cwnd, flow, dir)) if has(cwnd, "flow", "dir", "time", "cwnd_bytes") else None
+    fl = in_time_order(one_flow(flight, flow, dir)) if has(flight, "flow", "dir", "time", "flight_bytes") else None
     if (cw is None or cw.is_empty()) and (fl is None or fl.is_empty()):
         raise NoData("no congestion-window samples or estimate, and no bytes-in-flight series")
     layers: list[alt.Chart] = []
