@@ -189,8 +189,18 @@ def has(df: pl.DataFrame | None, *cols: str) -> TypeGuard[pl.DataFrame]:
     return df is not None and df.height > 0 and all(c in df.columns for c in cols)
 
 
-def one_flow(df: pl.DataFrame, flow: int, dir: int) -> pl.DataFrame:
-    return df.filter((pl.col("flow") == flow) & (pl.col("dir") == dir))
+def one_flow(df: pl.DataFrame, flow: int, dir: int | None = None) -> pl.DataFrame:
+    """The rows of one connection direction (of the connection: ``dir`` None).
+
+    A report hands each chart its direction's rows already cut (:class:`tracekit.reports.figures._Split`):
+    a frame whose every row matches is returned as it is, not copied by a filter that keeps all of it.
+    """
+    cond = pl.col("flow") == flow
+    if dir is not None:
+        cond = cond & (pl.col("dir") == dir)
+    if df.height and df.select(cond.fill_null(False).all()).item():
+        return df
+    return df.filter(cond)
 
 
 def in_time_order(df: pl.DataFrame, *, maintain_order: bool = False) -> pl.DataFrame:

@@ -79,7 +79,7 @@ def time_sequence(
     need = ("flow", "dir", "time", "seq", "payload")
     if not has(packets, *need):
         raise NoData("no packets with sequence numbers")
-    pk = packets.filter(pl.col("flow") == flow)
+    pk = one_flow(packets, flow)
     data = in_time_order(pk.filter((pl.col("dir") == dir) & (pl.col("payload") > 0) & pl.col("seq").is_not_null()),
                          maintain_order=True)
     if data.is_empty():
