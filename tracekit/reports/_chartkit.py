@@ -282,6 +282,11 @@ class _Layers(alt.LayerChart):
 _NOT_IN_A_LAYER = ("autosize", "config", "padding", "background", "$schema", "width", "height", "view")
 
 
+def _slot(chart: alt.Chart | alt.LayerChart, key: str) -> Any:
+    """A schema property as set on the chart (``Undefined`` when not set), without altair's lookup rules."""
+    return chart._kwds.get(key, alt.Undefined)
+
+
 def _plain_layer(charts: tuple[alt.Chart | alt.LayerChart, ...]) -> alt.LayerChart | None:
     """The LayerChart ``alt.layer`` builds from tracekit's layers, without its copies, or None.
 
@@ -295,20 +300,20 @@ def _plain_layer(charts: tuple[alt.Chart | alt.LayerChart, ...]) -> alt.LayerCha
     if not charts or not all(type(c) is alt.Chart for c in charts):
         return None
     first, rest = charts[0], charts[1:]
-    datas = [c._get("data") for c in charts]
+    datas = [_slot(c, "data") for c in charts]
     if any(d is alt.Undefined for d in datas) or (rest and all(d is datas[0] for d in datas)):
         return None
-    if any(c._get(k) is not alt.Undefined for c in charts for k in _NOT_IN_A_LAYER):
+    if any(_slot(c, k) is not alt.Undefined for c in charts for k in _NOT_IN_A_LAYER):
         return None
-    if any(c._get("params") is not alt.Undefined for c in rest) or first._get("name") is alt.Undefined:
+    if any(_slot(c, "params") is not alt.Undefined for c in rest) or _slot(first, "name") is alt.Undefined:
         return None
-    params = first._get("params")
+    params = _slot(first, "params")
     lifted: list[Any] = []
     if params is not alt.Undefined:
         if not all(type(p) is alt.SelectionParameter for p in params) or len(params) != 1:
             return None
         lifted = [alt.TopLevelSelectionParameter(**params[0].to_dict(validate=False), views=[first.name])]
-    top = alt.Undefined
+    top: Any = alt.Undefined
     if lifted or not rest:
         first = first.copy(deep=False)
         first.params = alt.Undefined
