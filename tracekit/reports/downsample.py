@@ -109,7 +109,7 @@ def _bucket(x: str, buckets: int) -> pl.Expr:
 
 def _finite(s: pl.Series) -> np.ndarray | None:
     """The column as float64 numbers, or None when it has nulls, NaN or infinities (the general path)."""
-    if not s.dtype.is_numeric() or s.null_count():
+    if not (s.dtype.is_integer() or s.dtype.is_float()) or s.null_count():
         return None
     a = s.to_numpy()
     if a.dtype.kind == "f" and not np.isfinite(a).all():
