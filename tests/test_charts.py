@@ -57,6 +57,26 @@ def test_minmax_leaves_short_series_alone() -> None:
     assert minmax(df, "t", "y").equals(df)
 
 
+def test_minmax_sorted_path_keeps_the_general_paths_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The segment-reduction path for time-ordered series (downsample._m4_sorted) keeps exactly the
+    rows of polars' group-by path, ties in x and in y included (first row holding an extreme)."""
+    from tracekit.reports import downsample
+
+    rng = np.random.default_rng(7)
+    cases = []
+    for i in range(60):
+        n = int(rng.integers(2, 30_000))
+        t = np.sort(rng.integers(0, int(rng.integers(1, 4_000)), n)).astype(float) / 7.0  # many equal times
+        y = rng.integers(0, int(rng.integers(1, 40)), n)  # many equal values
+        cases.append((pl.DataFrame({"t": t, "y": y / 3.0 if i % 2 else y, "row": np.arange(n)}),
+                      int(rng.choice([8, 40, 400, 2000]))))
+    fast = [downsample._m4(df, "t", "y", mp) for df, mp in cases]
+    assert all(downsample._m4_sorted(df["t"], df["y"], max(1, mp // 4)) is not None for df, mp in cases)
+    monkeypatch.setattr(downsample, "_m4_sorted", lambda *a: None)  # the general (group-by) path
+    for (df, mp), got in zip(cases, fast, strict=True):
+        assert got.equals(downsample._m4(df, "t", "y", mp))
+
+
 def test_cap_spreads_markers_and_counts_the_rest() -> None:
     df = pl.DataFrame({"t": np.arange(10_000, dtype=float), "f": [0] * 9_000 + [1] * 1_000})
     kept, left = cap(df, by=["f"], n=100)
@@ -217,6 +237,24 @@ def test_specs_are_deterministic(full: Any) -> None:
     again = [charts.spec(f.chart) for f in figures(full)]
     assert json.dumps(first, sort_keys=True) == json.dumps(again, sort_keys=True)
     assert "param_" not in json.dumps(first) and "view_" not in json.dumps(first)
+
+
+@pytest.mark.parametrize("rel", ["ns2/lab_reno", "linux/bulk_lossy.pcap"])
+def test_plain_layering_gives_altairs_spec(rel: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Layered charts built without altair's copies (_chartkit._plain_layer) serialise exactly as
+    ``alt.layer``'s (key order too: the page's bytes stay the same), and validate."""
+    import tracekit
+    from tracekit.reports import _chartkit
+
+    analysis = tracekit.analyze(tracekit.read(SAMPLES / rel))
+    plain = [f.chart for f in figures(analysis) if f.present]
+    assert any(isinstance(c, _chartkit._Layers) for c in plain)
+    monkeypatch.setattr(_chartkit, "_plain_layer", lambda charts: None)
+    altair_way = [f.chart for f in figures(analysis) if f.present]
+    assert not any(isinstance(c, _chartkit._Layers) for c in altair_way)
+    assert json.dumps([charts.spec(c) for c in plain]) == json.dumps([charts.spec(c) for c in altair_way])
+    for c in plain:
+        c.to_dict(validate=True)
 
 
 # ---- golden specs: every sample × chart kind ------------------------------------------------------

@@ -96,6 +96,23 @@ class Parts:
         return self._series.get((flow, d), NO_SERIES)
 
 
+def _phase_code(dtype: pl.DataType) -> pl.Expr:
+    """The phase as :data:`SLOW_START` ... codes; the schema's Enum already holds them as its physical
+    integers (its categories are in that order), which spares a comparison of every row with three names."""
+    ph = pl.col("phase")
+    if dtype == schema.PHASE and list(schema.PHASES) == ["slow_start", "congestion_avoidance", "recovery"]:
+        return ph.to_physical().cast(pl.Int8).fill_null(-1).alias("phase")
+    return (pl.when(ph == "slow_start").then(SLOW_START).when(ph == "congestion_avoidance").then(CONGESTION_AVOIDANCE)
+            .when(ph == "recovery").then(RECOVERY).otherwise(-1).cast(pl.Int8).alias("phase"))
+
+
+def _source(dtype: pl.DataType) -> pl.Expr:
+    """The source column, as text only where it is not (an Enum's values read as text already:
+    only one per direction is read, so the whole column is not cast)."""
+    src = pl.col("source")
+    return src if isinstance(dtype, (pl.Enum, pl.Categorical, pl.String)) else src.cast(pl.String)
+
+
 def split_series(an: Analysis) -> dict[tuple[int, int], Series]:
     """Every direction's :class:`Series`: one pass over the cwnd frame, each direction a slice of it."""
     cw = frame(an, "cwnd")
@@ -104,12 +121,9 @@ def split_series(an: Analysis) -> dict[tuple[int, int], Series]:
     red = getattr(an, "reductions", None)
     red = reductions(cw) if red is None else red  # an analysis built by hand: found here
     times = {k: g["time"].to_numpy() for k, g in red.partition_by("flow", "dir", as_dict=True).items()}
-    ph = pl.col("phase")
     cols = chosen(cw).select(
         pl.col("flow").cast(pl.Int64).fill_null(-1), pl.col("dir").cast(pl.Int64).fill_null(-1), "time",
-        pl.col("cwnd_bytes").cast(pl.Float64), pl.col("source").cast(pl.String),
-        pl.when(ph == "slow_start").then(SLOW_START).when(ph == "congestion_avoidance").then(CONGESTION_AVOIDANCE)
-        .when(ph == "recovery").then(RECOVERY).otherwise(-1).cast(pl.Int8).alias("phase"))
+        pl.col("cwnd_bytes").cast(pl.Float64), _source(cw.schema["source"]), _phase_code(cw.schema["phase"]))
     if cols.is_empty():
         return {}
     f, d = cols["flow"].to_numpy(), cols["dir"].to_numpy()

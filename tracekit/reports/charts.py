@@ -43,6 +43,7 @@ from tracekit.reports._chartkit import (
     axis_from_zero,
     from_zero,
     has,
+    in_time_order,
     layer,
     layered,
     notes_of,
@@ -80,14 +81,20 @@ __all__ = [
 
 
 def _phase_bands(cw: pl.DataFrame) -> pl.DataFrame:
-    """Contiguous runs of one phase as [start, end) bands (end = the next run's start)."""
+    """Contiguous runs of one phase as [start, end) bands (end = the next run's start).
+
+    Runs are found on the phase's codes (an Enum's physical integers), and only the few band
+    rows become text: casting 300,000 phases to strings first cost more than the rest of the chart.
+    """
+    dtype = cw.schema["phase"]
+    code = pl.col("phase").to_physical() if isinstance(dtype, (pl.Enum, pl.Categorical)) else pl.col("phase")
     runs = (
-        cw.select("time", pl.col("phase").cast(pl.String))
-        .filter(pl.col("phase").is_not_null())
-        .with_columns(run=(pl.col("phase") != pl.col("phase").shift(1)).fill_null(True).cum_sum())
+        cw.select("time", "phase", code.alias("code"))
+        .filter(pl.col("code").is_not_null())
+        .with_columns(run=(pl.col("code") != pl.col("code").shift(1)).fill_null(True).cum_sum())
         .group_by("run", maintain_order=True)
         .agg(pl.col("phase").first(), pl.col("time").min().alias("t"))
-        .with_columns(t2=pl.col("t").shift(-1).fill_null(cw["time"].max()))
+        .with_columns(pl.col("phase").cast(pl.String), t2=pl.col("t").shift(-1).fill_null(cw["time"].max()))
     )
     # congestion avoidance is the unshaded default; only the other phases get a band
     return runs.filter(pl.col("phase").is_in(["slow_start", "recovery"])).select(
@@ -129,8 +136,8 @@ def cwnd(
         NoData: when there is neither a window nor a flight series for this direction.
     """
     bag = Bag(name)
-    cw = one_flow(cwnd, flow, dir).sort("time") if has(cwnd, "flow", "dir", "time", "cwnd_bytes") else None
-    fl = one_flow(flight, flow, dir).sort("time") if has(flight, "flow", "dir", "time", "flight_bytes") else None
+    cw = in_time_order(one_flow(cwnd, flow, dir)) if has(cwnd, "flow", "dir", "time", "cwnd_bytes") else None
+    fl = in_time_order(one_flow(flight, flow, dir)) if has(flight, "flow", "dir", "time", "flight_bytes") else None
     if (cw is None or cw.is_empty()) and (fl is None or fl.is_empty()):
         raise NoData("no congestion-window samples or estimate, and no bytes-in-flight series")
     layers: list[alt.Chart] = []
@@ -154,19 +161,24 @@ def _window_layers(cw: pl.DataFrame, name: str, bag: Bag, traced: str, y_title: 
                    x0: bool) -> list[alt.Chart]:
     """The cwnd chart's window layers: phase bands, one step line per source, and ssthresh."""
     layers: list[alt.Chart] = []
-    src = pl.col("source").cast(pl.String) if "source" in cw.columns else pl.lit("trace")
-    src = src.fill_null("trace").replace("trace", traced)
-    cw = cw.with_columns(s=pl.concat_str(pl.lit("cwnd ("), src, pl.lit(")")))
     own = f"cwnd ({traced})"
+    label = _one_label(cw, traced)
+    if label is None:  # several sources: each row's series name
+        src = pl.col("source").cast(pl.String) if "source" in cw.columns else pl.lit("trace")
+        src = src.fill_null("trace").replace("trace", traced)
+        cw = cw.with_columns(s=pl.concat_str(pl.lit("cwnd ("), src, pl.lit(")")))
     if "phase" in cw.columns and cw["phase"].null_count() < cw.height:
         # bands from one source only: the traced window when present (it is exact)
-        pref = cw.filter(pl.col("s") == own)
+        pref = cw.filter(pl.col("s") == own) if label is None else (cw if label == own else cw.clear())
         bands = _phase_bands(pref if pref.height else cw)
         bands, _ = cap(bands)
         if bands.height:
             layers.append(alt.Chart(bag(records(bands)), name=f"{name}_phases")
                           .mark_rect(opacity=0.25).encode(x=alt.X("t:Q", title="time (s)"), x2=alt.X2("t2:Q")))
-    lines = minmax(cw.select("time", "s", "cwnd_bytes"), "time", "cwnd_bytes", by=["s"])
+    if label is None:
+        lines = minmax(cw.select("time", "s", "cwnd_bytes"), "time", "cwnd_bytes", by=["s"])
+    else:  # one series: thinned first, named after (the same rows)
+        lines = minmax(cw.select("time", "cwnd_bytes"), "time", "cwnd_bytes").with_columns(s=pl.lit(label))
     layers.append(alt.Chart(bag(records(lines.select(
         pl.col("time").alias("t"), pl.col("cwnd_bytes").alias("y"), "s"), {"y": 0})), name=f"{name}_cwnd")
         .mark_line(interpolate="step-after", strokeWidth=1.5)
@@ -176,8 +188,11 @@ def _window_layers(cw: pl.DataFrame, name: str, bag: Bag, traced: str, y_title: 
         # chart: values far above every window seen are not drawn.
         top = cw["cwnd_bytes"].max()
         limit = 16 * float(top) if top is not None and top > 0 else math.inf  # type: ignore[arg-type,operator]
-        kernel = traced == "kernel" and (cw["s"] == own).any()
-        pick = pl.col("s") == (pl.lit(own) if kernel else pl.col("s").first())
+        if label is None:
+            kernel = traced == "kernel" and bool((cw["s"] == own).any())
+            pick = pl.col("s") == (pl.lit(own) if kernel else pl.col("s").first())
+        else:  # one series: its rows are the first series' and, for a kernel series, the kernel's
+            kernel, pick = traced == "kernel" and label == own, pl.lit(True)
         ss = cw.filter(pl.col("ssthresh_bytes").is_not_null() & (pl.col("ssthresh_bytes") < limit) & pick)
         if ss.height:
             label = "ssthresh (kernel)" if kernel else "ssthresh"
@@ -187,6 +202,16 @@ def _window_layers(cw: pl.DataFrame, name: str, bag: Bag, traced: str, y_title: 
                           .mark_line(interpolate="step-after", strokeDash=[6, 3], strokeWidth=1)
                           .encode(x=alt.X("t:Q"), y=alt.Y("y:Q")))
     return layers
+
+
+def _one_label(cw: pl.DataFrame, traced: str) -> str | None:
+    """The series name (``cwnd (estimate)``) when every row has the same source, else None."""
+    if "source" not in cw.columns:
+        return f"cwnd ({traced})"
+    if cw["source"].n_unique() != 1:
+        return None
+    src = cw["source"][0]
+    return f"cwnd ({traced if src is None or str(src) == 'trace' else src})"
 
 
 # ---- throughput -----------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from tracekit.reports._chartkit import (
     axes,
     axis_from_zero,
     has,
+    in_time_order,
     layered,
     one_flow,
     records,
@@ -78,9 +79,9 @@ def time_sequence(
     need = ("flow", "dir", "time", "seq", "payload")
     if not has(packets, *need):
         raise NoData("no packets with sequence numbers")
-    pk = packets.filter(pl.col("flow") == flow)
-    data = pk.filter((pl.col("dir") == dir) & (pl.col("payload") > 0) & pl.col("seq").is_not_null()).sort(
-        "time", maintain_order=True)
+    pk = one_flow(packets, flow)
+    data = in_time_order(pk.filter((pl.col("dir") == dir) & (pl.col("payload") > 0) & pl.col("seq").is_not_null()),
+                         maintain_order=True)
     if data.is_empty():
         raise NoData("this direction carried no data segments with sequence numbers")
     layers: list[alt.Chart] = []
@@ -111,7 +112,7 @@ def _ack_layers(pk: pl.DataFrame, dir: int, name: str, bag: Bag, notes: list[str
     flags = pl.col("flags").fill_null(0) if "flags" in pk.columns else pl.lit(ACK)
     acks = pk.filter((pl.col("dir") == 1 - dir) & pl.col("ack").is_not_null() & ((flags & ACK) != 0)) \
         if "ack" in pk.columns else pk.clear()
-    acks = acks.sort("time", maintain_order=True)
+    acks = in_time_order(acks, maintain_order=True)
     if not acks.height:
         return []
     ack_rows = minmax(acks.select("time", "ack"), "time", "ack").select(
