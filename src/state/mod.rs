@@ -7,6 +7,7 @@
 pub mod bins;
 pub mod conn;
 pub mod cwnd;
+pub mod dirstats;
 pub mod flight;
 pub mod flowstats;
 pub mod group;
@@ -97,5 +98,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     conn::register(m)?;
     flowstats::register(m)?;
     group::register(m)?;
+    dirstats::register(m)?;
     m.add_function(wrap_pyfunction!(tcp_state, m)?)
 }
