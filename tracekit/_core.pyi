@@ -115,8 +115,7 @@ def group_rows(
 
 # src/state/dirstats.rs: per direction counts, bytes, time span, SYN options and handshake times
 def dir_stats(
-    keep: npt.NDArray[np.bool_], flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int16],
-    time: npt.NDArray[np.float64], payload: npt.NDArray[np.uint32], size: npt.NDArray[np.uint32],
-    seq: npt.NDArray[np.int64], flags: npt.NDArray[np.uint8], ack_ok: npt.NDArray[np.bool_],
-    mss: npt.NDArray[np.int32], wscale: npt.NDArray[np.int16],
+    flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int16], time: npt.NDArray[np.float64],
+    payload: npt.NDArray[np.uint32], size: npt.NDArray[np.uint32], seq: npt.NDArray[np.int64],
+    flags: npt.NDArray[np.uint8], mss: npt.NDArray[np.int32], wscale: npt.NDArray[np.int16],
 ) -> dict[str, npt.NDArray[Any]]: ...

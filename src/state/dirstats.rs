@@ -176,6 +176,8 @@ impl DirStats {
 
 /// Marks a missing direction in the `dir` column (any `i8` is a direction value).
 pub const NO_DIR: i16 = i16::MIN;
+/// Marks a packet to leave out (not TCP, or no connection id) in the `dir` column.
+pub const SKIP: i16 = i16::MIN + 1;
 
 /// The accumulators of a trace, one per (flow, dir) in order of first appearance.
 pub struct Directions {
@@ -184,6 +186,8 @@ pub struct Directions {
     /// `2·flow + dir` -> index + 1 (0: none) for the usual directions 0 and 1 of small flow ids.
     dense: Vec<u32>,
     other: HashMap<(u32, i16), u32>,
+    /// The last packet's direction and its index (packets of one direction come in runs).
+    last: Option<(u32, i16, usize)>,
 }
 
 impl Directions {
@@ -198,6 +202,7 @@ impl Directions {
             stats: Vec::new(),
             dense: vec![0; width],
             other: HashMap::new(),
+            last: None,
         }
     }
 
@@ -228,7 +233,11 @@ impl Directions {
 
     /// Feeds packet `row` of direction (`flow`, `dir`).
     pub fn on_packet(&mut self, flow: u32, dir: i16, row: i64, s: &Seg) {
-        let j = self.slot(flow, dir, row);
+        let j = match self.last {
+            Some((f, x, j)) if f == flow && x == dir => j,
+            _ => self.slot(flow, dir, row),
+        };
+        self.last = Some((flow, dir, j));
         // only the initiator's ACKs need the peer's state (the SYN-ACK seen before them)
         let peer_synack = dir == 0
             && s.in_state
@@ -252,20 +261,18 @@ impl Directions {
     }
 }
 
-/// The packet columns (one entry per packet); `keep` chooses the TCP packets with a flow.
+/// The packet columns (one entry per packet).
 pub struct Columns<'a> {
-    pub keep: &'a [bool],
     pub flow: &'a [u32],
-    /// Direction, [`NO_DIR`] for none.
+    /// Direction, [`NO_DIR`] for none, [`SKIP`] for a packet that is no TCP packet of a connection.
     pub dir: &'a [i16],
     pub time: &'a [f64],
     pub payload: &'a [u32],
     pub size: &'a [u32],
     /// [`MISSING`]: none.
     pub seq: &'a [i64],
+    /// TCP flags; the ACK bit only with an ACK number.
     pub flags: &'a [u8],
-    /// An ACK number is present.
-    pub ack_ok: &'a [bool],
     pub mss: &'a [i32],
     pub wscale: &'a [i16],
 }
@@ -275,26 +282,26 @@ const ACK: u8 = 0x10;
 
 /// Runs the accumulators over every kept packet in order.
 pub fn dir_stats(c: &Columns) -> Result<Directions, String> {
-    let n = c.keep.len();
+    let n = c.flow.len();
     let lens = [
-        c.flow.len(),
-        c.dir.len(),
         c.time.len(),
         c.payload.len(),
         c.size.len(),
         c.seq.len(),
         c.flags.len(),
-        c.ack_ok.len(),
         c.mss.len(),
         c.wscale.len(),
     ];
     if lens.iter().any(|&l| l != n) {
         return Err("dir_stats: columns of different lengths".into());
     }
-    let max_flow = (0..n).filter(|&i| c.keep[i]).map(|i| c.flow[i]).max();
+    let max_flow = (0..n)
+        .filter(|&i| c.dir[i] != SKIP)
+        .map(|i| c.flow[i])
+        .max();
     let mut d = Directions::new(max_flow, n);
     for i in 0..n {
-        if !c.keep[i] {
+        if c.dir[i] == SKIP {
             continue;
         }
         let f = c.flags[i];
@@ -304,7 +311,7 @@ pub fn dir_stats(c: &Columns) -> Result<Directions, String> {
             size: c.size[i] as i64,
             seq: c.seq[i],
             syn: f & SYN != 0,
-            has_ack: f & ACK != 0 && c.ack_ok[i],
+            has_ack: f & ACK != 0,
             in_state: c.dir[i] != NO_DIR && c.seq[i] != MISSING,
             mss: c.mss[i],
             wscale: c.wscale[i] as i32,
@@ -357,17 +364,23 @@ mod tests {
         d.on_packet(0, 0, 5, &seg(0.300, 100, 1, false, true)); // retransmission of 1..101
         d.on_packet(0, 1, 6, &seg(0.320, 0, 1, false, true));
         let a = &d.stats[0];
-        assert_eq!((a.packets, a.data_packets, a.data_bytes), (6, 3, 300));
+        assert_eq!((a.packets, a.data_packets, a.data_bytes), (5, 3, 300));
         assert_eq!(a.end_hi - a.seq_lo, 200); // the retransmission adds no unique bytes
-        assert_eq!(a.wire_bytes, 300 + 6 * 52);
+        assert_eq!(a.wire_bytes, 300 + 5 * 52);
         assert_eq!((a.start, a.end), (0.0, 0.300));
-        assert_eq!((a.mss, a.wscale, a.syn_mss, a.syn_wscale), (1460, 7, 1460, true));
+        assert_eq!(
+            (a.mss, a.wscale, a.syn_mss, a.syn_wscale),
+            (1460, 7, 1460, true)
+        );
         assert_eq!(a.max_payload, 100);
         assert_eq!(a.handshake_rtt(), 0.011);
         assert_eq!(a.syn_t, 0.0);
         let b = &d.stats[1];
         assert_eq!((b.packets, b.data_packets, b.seq_lo), (2, 0, MISSING));
-        assert_eq!((b.syn_mss, b.syn_wscale, b.synack, b.syn_t), (1400, false, true, 0.010));
+        assert_eq!(
+            (b.syn_mss, b.syn_wscale, b.synack, b.syn_t),
+            (1400, false, true, 0.010)
+        );
         assert_eq!(d.peer(0).map(|p| p.syn_mss), Some(1400));
         assert!(d.peer(1).is_some_and(|p| p.syn_wscale));
     }
@@ -393,15 +406,13 @@ mod tests {
     #[test]
     fn columns_odd_keys_and_lengths() {
         let c = Columns {
-            keep: &[true, true, false, true],
             flow: &[1 << 31, 1 << 31, 0, 5],
-            dir: &[0, NO_DIR, 0, 1],
+            dir: &[0, NO_DIR, SKIP, 1],
             time: &[0.5, 0.25, 9.0, 1.0],
             payload: &[10, 20, 30, 0],
             size: &[60, 70, 80, 40],
             seq: &[0, MISSING, 0, 0],
-            flags: &[SYN, SYN | ACK, 0, SYN | ACK],
-            ack_ok: &[false, true, false, false],
+            flags: &[SYN, SYN | ACK, 0, SYN],
             mss: &[536, -1, -1, -1],
             wscale: &[-1, 3, -1, -1],
         };
@@ -411,7 +422,7 @@ mod tests {
         assert_eq!(d.stats[1].seq_lo, MISSING); // data without sequence number
         assert!(d.stats[1].syn_t.is_nan() && !d.stats[1].synack);
         assert!(d.stats[1].syn_wscale && d.peer(1).is_none());
-        assert!(!d.stats[2].synack); // SYN flag and ACK flag, but no ACK number: no SYN-ACK
+        assert!(!d.stats[2].synack && d.stats[2].syn_t == 1.0);
         let bad = Columns { size: &[], ..c };
         assert!(dir_stats(&bad).is_err());
     }

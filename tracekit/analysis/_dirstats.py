@@ -16,8 +16,8 @@ from tracekit import _core
 from tracekit.analysis._groups import MISSING
 from tracekit.schema import ACK, SYN
 
-#: The core's "no direction" in its ``dir`` column.
-_NO_DIR = -(1 << 15)
+#: The core's "no direction" and "leave the packet out" in its ``dir`` column.
+_NO_DIR, _SKIP = -(1 << 15), -(1 << 15) + 1
 
 SCHEMA: dict[str, pl.DataType] = {
     "flow": pl.UInt32(), "dir": pl.Int8(), "src": pl.String(), "dst": pl.String(), "sport": pl.Int32(),
@@ -76,12 +76,15 @@ def of_packets(pk: pl.DataFrame) -> pl.DataFrame:
     """
     if pk.is_empty():
         return pl.DataFrame(schema=SCHEMA)
+    keep = (pl.col("proto") == "tcp") & pl.col("flow").is_not_null()
     c = pk.select(
-        keep=((pl.col("proto") == "tcp") & pl.col("flow").is_not_null()).fill_null(False),
-        flow=pl.col("flow").cast(pl.UInt32).fill_null(0), dir=pl.col("dir").cast(pl.Int16).fill_null(_NO_DIR),
+        flow=pl.col("flow").cast(pl.UInt32).fill_null(0),
+        dir=pl.when(keep).then(pl.col("dir").cast(pl.Int16).fill_null(_NO_DIR)).otherwise(_SKIP),
         time=pl.col("time").cast(pl.Float64), payload=pl.col("payload").cast(pl.UInt32).fill_null(0),
         size=pl.col("size").cast(pl.UInt32).fill_null(0), seq=pl.col("seq").cast(pl.Int64).fill_null(MISSING),
-        flags=pl.col("flags").cast(pl.UInt8).fill_null(0), ack_ok=pl.col("ack").is_not_null(),
+        # the ACK flag counts only with an ACK number
+        flags=(pl.col("flags").cast(pl.UInt8) & pl.when(pl.col("ack").is_null()).then(~ACK & 0xFF).otherwise(0xFF)
+               ).cast(pl.UInt8).fill_null(0),
         mss=pl.col("mss").cast(pl.Int32).fill_null(-1), wscale=pl.col("wscale").cast(pl.Int16).fill_null(-1),
     )
     d = _core.dir_stats(*(c[name].to_numpy() for name in c.columns))
@@ -89,26 +92,25 @@ def of_packets(pk: pl.DataFrame) -> pl.DataFrame:
     return _frame(d, pk)
 
 
-def of_state(st: pl.DataFrame) -> pl.DataFrame:
-    """:func:`of_packets` of a prepared state frame (:func:`tracekit.analysis._state.prepare`).
+def handshake_of_state(st: pl.DataFrame) -> pl.DataFrame:
+    """:func:`handshake` from a prepared state frame (:func:`tracekit.analysis._state.prepare`).
 
-    The state has no addresses, sizes or options: those columns are null or zero; the SYN
-    and handshake times are the same as from the packets.
+    The state has no sizes or options (zero and none here): of the accumulators' columns only
+    the SYN and handshake times are used, the same as from the packets.
     """
     if st.is_empty():
-        return pl.DataFrame(schema=SCHEMA)
+        return handshake(pl.DataFrame(schema=SCHEMA))
     n = st.height
     c = st.select(
-        flow=pl.col("flow").cast(pl.UInt32), dir=pl.col("dir").cast(pl.Int16), time=pl.col("time"),
-        payload=pl.col("len").cast(pl.UInt32), seq=pl.col("seq").cast(pl.Int64),
-        flags=(pl.col("syn").cast(pl.UInt8) * SYN) | (pl.col("has_ack").cast(pl.UInt8) * ACK),
+        dir=pl.col("dir").cast(pl.Int16),
+        flags=((pl.col("syn").cast(pl.UInt8) * SYN) | (pl.col("has_ack").cast(pl.UInt8) * ACK)).cast(pl.UInt8),
     )
-    yes = np.ones(n, dtype=bool)
+    zeros = np.zeros(n, dtype=np.uint32)
     d = _core.dir_stats(
-        yes, c["flow"].to_numpy(), c["dir"].to_numpy(), c["time"].to_numpy(), c["payload"].to_numpy(),
-        np.zeros(n, dtype=np.uint32), c["seq"].to_numpy(), c["flags"].to_numpy(), yes,
-        np.full(n, -1, dtype=np.int32), np.full(n, -1, dtype=np.int16))
-    return _frame(d, None)
+        st["flow"].cast(pl.UInt32).to_numpy(), c["dir"].to_numpy(), st["time"].to_numpy(), zeros, zeros,
+        st["seq"].cast(pl.Int64).to_numpy(), c["flags"].to_numpy(), np.full(n, -1, dtype=np.int32),
+        np.full(n, -1, dtype=np.int16))
+    return handshake(_frame(d, None))
 
 
 def handshake(dirs: pl.DataFrame) -> pl.DataFrame:

@@ -199,7 +199,7 @@ def handshake(st: pl.DataFrame) -> pl.DataFrame:
     Returns:
         ``flow, hs_rtt`` for flows whose three handshake packets were all seen.
     """
-    return _dirstats.handshake(_dirstats.of_state(st))
+    return _dirstats.handshake_of_state(st)
 
 
 def rtt(pk: pl.DataFrame, *, state: pl.DataFrame | None = None) -> pl.DataFrame:

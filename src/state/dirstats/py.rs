@@ -76,7 +76,11 @@ fn collect(d: &Directions) -> Out {
             v.push(x);
         }
         let peer_mss = d.peer(j).map_or(-1, |p| p.syn_mss);
-        for (v, x) in o.opts.iter_mut().zip([s.mss, s.wscale, s.syn_mss, peer_mss]) {
+        for (v, x) in o
+            .opts
+            .iter_mut()
+            .zip([s.mss, s.wscale, s.syn_mss, peer_mss])
+        {
             v.push(x);
         }
         o.window_scaling
@@ -92,7 +96,6 @@ fn collect(d: &Directions) -> Out {
 #[pyo3(name = "dir_stats")]
 fn dir_stats_py<'py>(
     py: Python<'py>,
-    keep: PyReadonlyArray1<'py, bool>,
     flow: PyReadonlyArray1<'py, u32>,
     dir: PyReadonlyArray1<'py, i16>,
     time: PyReadonlyArray1<'py, f64>,
@@ -100,12 +103,10 @@ fn dir_stats_py<'py>(
     size: PyReadonlyArray1<'py, u32>,
     seq: PyReadonlyArray1<'py, i64>,
     flags: PyReadonlyArray1<'py, u8>,
-    ack_ok: PyReadonlyArray1<'py, bool>,
     mss: PyReadonlyArray1<'py, i32>,
     wscale: PyReadonlyArray1<'py, i16>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let c = Columns {
-        keep: slice(&keep, "keep")?,
         flow: slice(&flow, "flow")?,
         dir: slice(&dir, "dir")?,
         time: slice(&time, "time")?,
@@ -113,7 +114,6 @@ fn dir_stats_py<'py>(
         size: slice(&size, "size")?,
         seq: slice(&seq, "seq")?,
         flags: slice(&flags, "flags")?,
-        ack_ok: slice(&ack_ok, "ack_ok")?,
         mss: slice(&mss, "mss")?,
         wscale: slice(&wscale, "wscale")?,
     };
