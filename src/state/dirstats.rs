@@ -67,7 +67,9 @@ pub struct DirStats {
     /// First MSS and window-scale option values seen in this direction (any segment).
     pub mss: i32,
     pub wscale: i32,
-    /// First MSS option on a SYN: what the peer may send (RFC 9293 §3.7.1).
+    /// First MSS option on a SYN of this direction. RFC 9293 §3.7.1: it bounds what the
+    /// *peer* may send; the cwnd analysis takes it as this direction's own segment size, as
+    /// before the port (equal when both SYNs carry the usual value).
     pub syn_mss: i32,
     /// A SYN of this direction carried the window-scale option (RFC 7323 §2.2).
     pub syn_wscale: bool,
@@ -246,19 +248,6 @@ impl Directions {
             && self.find(flow, 1).is_some_and(|p| self.stats[p].synack);
         self.stats[j].on_packet(s, peer_synack);
     }
-
-    /// The peer direction's accumulator (`1 - dir` of the same flow), if it sent anything.
-    pub fn peer(&self, j: usize) -> Option<&DirStats> {
-        let (flow, dir) = self.keys[j];
-        if dir == NO_DIR {
-            return None;
-        }
-        let d = 1 - dir;
-        (i8::try_from(d).is_ok())
-            .then(|| self.find(flow, d))
-            .flatten()
-            .map(|p| &self.stats[p])
-    }
 }
 
 /// The packet columns (one entry per packet).
@@ -381,8 +370,6 @@ mod tests {
             (b.syn_mss, b.syn_wscale, b.synack, b.syn_t),
             (1400, false, true, 0.010)
         );
-        assert_eq!(d.peer(0).map(|p| p.syn_mss), Some(1400));
-        assert!(d.peer(1).is_some_and(|p| p.syn_wscale));
     }
 
     /// ACKs before the SYN-ACK do not close the handshake; without a SYN there is no RTT.
@@ -421,7 +408,7 @@ mod tests {
         assert_eq!(d.stats[0].seq_lo, 0);
         assert_eq!(d.stats[1].seq_lo, MISSING); // data without sequence number
         assert!(d.stats[1].syn_t.is_nan() && !d.stats[1].synack);
-        assert!(d.stats[1].syn_wscale && d.peer(1).is_none());
+        assert!(d.stats[1].syn_wscale);
         assert!(!d.stats[2].synack && d.stats[2].syn_t == 1.0);
         let bad = Columns { size: &[], ..c };
         assert!(dir_stats(&bad).is_err());

@@ -24,7 +24,7 @@ SCHEMA: dict[str, pl.DataType] = {
     "dport": pl.Int32(), "start": pl.Float64(), "end": pl.Float64(), "packets": pl.UInt32(),
     "data_packets": pl.UInt32(), "data_bytes": pl.Int64(), "wire_bytes": pl.Int64(), "unique_bytes": pl.Int64(),
     "mss": pl.UInt16(), "wscale": pl.UInt8(), "_smss": pl.Int64(), "window_scaling": pl.Boolean(),
-    "peer_syn_mss": pl.UInt16(), "syn_t": pl.Float64(), "_syn_t": pl.Float64(), "hs_rtt": pl.Float64(),
+    "syn_mss": pl.UInt16(), "syn_t": pl.Float64(), "_syn_t": pl.Float64(), "hs_rtt": pl.Float64(),
 }
 
 
@@ -56,7 +56,7 @@ def _frame(d: dict[str, np.ndarray], pk: pl.DataFrame | None) -> pl.DataFrame:
         (hi - lo).alias("unique_bytes"),
         nulled("mss", -1, pl.UInt16()), nulled("wscale", -1, pl.UInt8()),
         pl.Series("_smss", d["max_payload"]), pl.Series("window_scaling", d["window_scaling"]),
-        nulled("peer_syn_mss", -1, pl.UInt16()), nan_null("syn_t"), nan_null("flow_syn_t").alias("_syn_t"),
+        nulled("syn_mss", -1, pl.UInt16()), nan_null("syn_t"), nan_null("flow_syn_t").alias("_syn_t"),
         nan_null("hs_rtt"),
     ])
     return out.cast(SCHEMA)  # type: ignore[arg-type]
@@ -70,7 +70,7 @@ def of_packets(pk: pl.DataFrame) -> pl.DataFrame:
         span and counts, ``unique_bytes`` (highest data end − lowest data sequence, null: no
         data with a sequence number), ``mss``/``wscale`` (first option values seen),
         ``_smss`` (largest payload), ``window_scaling`` (both SYNs carried the option),
-        ``peer_syn_mss`` (the MSS option on the peer's SYN), ``syn_t`` (its first SYN),
+        ``syn_mss`` (the MSS option on its first SYN that had one), ``syn_t`` (its first SYN),
         ``_syn_t`` (the connection's first SYN) and ``hs_rtt`` (the connection's handshake RTT);
         the SYN and handshake times only from packets with a direction and a sequence number.
     """

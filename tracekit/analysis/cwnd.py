@@ -45,9 +45,10 @@ _EVENTS = {"flow": pl.UInt32(), "dir": pl.Int8(), "source": pl.String(), "time":
 def data_directions(pk: pl.DataFrame, meta: dict[str, Any], *, dirs: pl.DataFrame | None = None) -> pl.DataFrame:
     """The TCP directions that carry payload, with their sender address and segment size.
 
-    ``mss`` is the MSS option of the peer's SYN (it bounds what this side may send, RFC 9293
-    §3.7.1), else the simulator's segment size (``meta["tcp_flows"][flow]["segment_size"]`` or
-    ``meta["segment_size"]``), else the largest payload seen.
+    ``mss`` is the MSS option of the direction's own SYN, else the simulator's segment size
+    (``meta["tcp_flows"][flow]["segment_size"]`` or ``meta["segment_size"]``), else the largest
+    payload seen. (RFC 9293 §3.7.1: the option bounds what the *peer* may send; the two agree
+    when both SYNs carry the usual value, and a one-way capture sees only its own SYN.)
 
     Args:
         pk: Packets at the vantage point.
@@ -61,11 +62,13 @@ def data_directions(pk: pl.DataFrame, meta: dict[str, Any], *, dirs: pl.DataFram
     per_flow = {int(k): v.get("segment_size") for k, v in (meta.get("tcp_flows") or {}).items()
                 if str(k).isdigit() and isinstance(v, dict)}
     seg = meta.get("segment_size")
+    # packets without a direction are no direction's SYN: their option is not taken
+    own = pl.when(pl.col("dir").is_not_null()).then(pl.col("syn_mss").cast(pl.Float64))
     return d.filter(pl.col("data_bytes") > 0).with_columns(
         _meta=pl.col("flow").replace_strict(per_flow, default=seg, return_dtype=pl.Float64)
         if per_flow else pl.lit(seg, pl.Float64)).select(
         "flow", "dir", "src", "dst", "sport", "dport",
-        pl.coalesce(pl.col("peer_syn_mss").cast(pl.Float64), "_meta", pl.col("_smss").cast(pl.Float64)).alias("mss"),
+        pl.coalesce(own, "_meta", pl.col("_smss").cast(pl.Float64)).alias("mss"),
     ).sort(KEYS)
 
 

@@ -15,7 +15,7 @@ struct Out {
     dir: Vec<i16>,
     ints: [Vec<i64>; 8],
     floats: [Vec<f64>; 5],
-    opts: [Vec<i32>; 4],
+    opts: [Vec<i32>; 3],
     window_scaling: Vec<bool>,
 }
 
@@ -30,7 +30,7 @@ const INTS: [&str; 8] = [
     "max_payload",
 ];
 const FLOATS: [&str; 5] = ["start", "end", "syn_t", "flow_syn_t", "hs_rtt"];
-const OPTS: [&str; 4] = ["mss", "wscale", "syn_mss", "peer_syn_mss"];
+const OPTS: [&str; 3] = ["mss", "wscale", "syn_mss"];
 
 fn collect(d: &Directions) -> Out {
     // per connection: the first SYN of either direction
@@ -47,7 +47,7 @@ fn collect(d: &Directions) -> Out {
         opts: Default::default(),
         window_scaling: Vec::new(),
     };
-    for (j, (&(flow, dir), s)) in d.keys.iter().zip(&d.stats).enumerate() {
+    for (&(flow, dir), s) in d.keys.iter().zip(&d.stats) {
         let side = |x: i16| d.find(flow, x).map(|p| &d.stats[p]);
         let (d0, d1) = (side(0), side(1));
         o.flow.push(flow);
@@ -75,12 +75,7 @@ fn collect(d: &Directions) -> Out {
         for (v, x) in o.floats.iter_mut().zip(floats) {
             v.push(x);
         }
-        let peer_mss = d.peer(j).map_or(-1, |p| p.syn_mss);
-        for (v, x) in o
-            .opts
-            .iter_mut()
-            .zip([s.mss, s.wscale, s.syn_mss, peer_mss])
-        {
+        for (v, x) in o.opts.iter_mut().zip([s.mss, s.wscale, s.syn_mss]) {
             v.push(x);
         }
         o.window_scaling
