@@ -118,4 +118,4 @@ def dir_stats(
     flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int16], time: npt.NDArray[np.float64],
     payload: npt.NDArray[np.uint32], size: npt.NDArray[np.uint32], seq: npt.NDArray[np.int64],
     flags: npt.NDArray[np.uint8], mss: npt.NDArray[np.int32], wscale: npt.NDArray[np.int16],
-) -> dict[str, npt.NDArray[Any]]: ...
+) -> dict[str, npt.NDArray[Any]]: ...  # size, mss, wscale may be empty: none known

@@ -257,11 +257,12 @@ pub struct Columns<'a> {
     pub dir: &'a [i16],
     pub time: &'a [f64],
     pub payload: &'a [u32],
-    pub size: &'a [u32],
     /// [`MISSING`]: none.
     pub seq: &'a [i64],
     /// TCP flags; the ACK bit only with an ACK number.
     pub flags: &'a [u8],
+    /// Bytes on the wire and the options (-1: none); empty: none known for any packet.
+    pub size: &'a [u32],
     pub mss: &'a [i32],
     pub wscale: &'a [i16],
 }
@@ -273,17 +274,17 @@ const ACK: u8 = 0x10;
 pub fn dir_stats(c: &Columns) -> Result<Directions, String> {
     let n = c.flow.len();
     let lens = [
+        c.dir.len(),
         c.time.len(),
         c.payload.len(),
-        c.size.len(),
         c.seq.len(),
         c.flags.len(),
-        c.mss.len(),
-        c.wscale.len(),
     ];
-    if lens.iter().any(|&l| l != n) {
+    let optional = [c.size.len(), c.mss.len(), c.wscale.len()];
+    if lens.iter().any(|&l| l != n) || optional.iter().any(|&l| l != n && l != 0) {
         return Err("dir_stats: columns of different lengths".into());
     }
+    let (has_size, has_mss, has_ws) = (!c.size.is_empty(), !c.mss.is_empty(), !c.wscale.is_empty());
     let max_flow = (0..n)
         .filter(|&i| c.dir[i] != SKIP)
         .map(|i| c.flow[i])
@@ -297,13 +298,13 @@ pub fn dir_stats(c: &Columns) -> Result<Directions, String> {
         let s = Seg {
             time: c.time[i],
             payload: c.payload[i] as i64,
-            size: c.size[i] as i64,
+            size: if has_size { c.size[i] as i64 } else { 0 },
             seq: c.seq[i],
             syn: f & SYN != 0,
             has_ack: f & ACK != 0,
             in_state: c.dir[i] != NO_DIR && c.seq[i] != MISSING,
-            mss: c.mss[i],
-            wscale: c.wscale[i] as i32,
+            mss: if has_mss { c.mss[i] } else { -1 },
+            wscale: if has_ws { c.wscale[i] as i32 } else { -1 },
         };
         d.on_packet(c.flow[i], c.dir[i], i as i64, &s);
     }
@@ -410,7 +411,19 @@ mod tests {
         assert!(d.stats[1].syn_t.is_nan() && !d.stats[1].synack);
         assert!(d.stats[1].syn_wscale);
         assert!(!d.stats[2].synack && d.stats[2].syn_t == 1.0);
-        let bad = Columns { size: &[], ..c };
+        let bad = Columns { size: &[1], ..c };
         assert!(dir_stats(&bad).is_err());
+        let bad = Columns { dir: &[0], ..c };
+        assert!(dir_stats(&bad).is_err());
+        // no sizes or options known: none counted
+        let bare = dir_stats(&Columns {
+            size: &[],
+            mss: &[],
+            wscale: &[],
+            ..c
+        })
+        .unwrap();
+        assert_eq!((bare.stats[0].wire_bytes, bare.stats[0].mss), (0, -1));
+        assert!(!bare.stats[1].syn_wscale);
     }
 }

@@ -95,21 +95,20 @@ def of_packets(pk: pl.DataFrame) -> pl.DataFrame:
 def handshake_of_state(st: pl.DataFrame) -> pl.DataFrame:
     """:func:`handshake` from a prepared state frame (:func:`tracekit.analysis._state.prepare`).
 
-    The state has no sizes or options (zero and none here): of the accumulators' columns only
-    the SYN and handshake times are used, the same as from the packets.
+    The state has no sizes or options (none here): of the accumulators' columns only the SYN
+    and handshake times are used, the same as from the packets.
     """
     if st.is_empty():
         return handshake(pl.DataFrame(schema=SCHEMA))
-    n = st.height
     c = st.select(
         dir=pl.col("dir").cast(pl.Int16),
         flags=((pl.col("syn").cast(pl.UInt8) * SYN) | (pl.col("has_ack").cast(pl.UInt8) * ACK)).cast(pl.UInt8),
     )
-    zeros = np.zeros(n, dtype=np.uint32)
+    none = np.zeros(0, dtype=np.uint32)  # no sizes or options in the state (empty: none)
     d = _core.dir_stats(
-        st["flow"].cast(pl.UInt32).to_numpy(), c["dir"].to_numpy(), st["time"].to_numpy(), zeros, zeros,
-        st["seq"].cast(pl.Int64).to_numpy(), c["flags"].to_numpy(), np.full(n, -1, dtype=np.int32),
-        np.full(n, -1, dtype=np.int16))
+        st["flow"].cast(pl.UInt32).to_numpy(), c["dir"].to_numpy(), st["time"].to_numpy(),
+        st["len"].cast(pl.UInt32).to_numpy(), none, st["seq"].cast(pl.Int64).to_numpy(), c["flags"].to_numpy(),
+        none.view(np.int32), none.view(np.int16))
     return handshake(_frame(d, None))
 
 
