@@ -79,7 +79,7 @@ def of_packets(pk: pl.DataFrame) -> pl.DataFrame:
     keep = (pl.col("proto") == "tcp") & pl.col("flow").is_not_null()
     c = pk.select(
         flow=pl.col("flow").cast(pl.UInt32).fill_null(0),
-        dir=pl.when(keep).then(pl.col("dir").cast(pl.Int16).fill_null(_NO_DIR)).otherwise(_SKIP),
+        dir=pl.when(keep).then(pl.col("dir").cast(pl.Int16).fill_null(_NO_DIR)).otherwise(_SKIP).cast(pl.Int16),
         time=pl.col("time").cast(pl.Float64), payload=pl.col("payload").cast(pl.UInt32).fill_null(0),
         size=pl.col("size").cast(pl.UInt32).fill_null(0), seq=pl.col("seq").cast(pl.Int64).fill_null(MISSING),
         # the ACK flag counts only with an ACK number
