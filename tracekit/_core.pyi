@@ -119,3 +119,10 @@ def tcp_srtt(
     flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int8], row: npt.NDArray[np.uint32],
     seq: npt.NDArray[np.bool_], rtt: npt.NDArray[np.float64],
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+
+# src/state/dirstats.rs: per direction counts, bytes, time span, SYN options and handshake times
+def dir_stats(
+    flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int16], time: npt.NDArray[np.float64],
+    payload: npt.NDArray[np.uint32], size: npt.NDArray[np.uint32], seq: npt.NDArray[np.int64],
+    flags: npt.NDArray[np.uint8], mss: npt.NDArray[np.int32], wscale: npt.NDArray[np.int16],
+) -> dict[str, npt.NDArray[Any]]: ...  # size, mss, wscale may be empty: none known

@@ -7,6 +7,7 @@
 pub mod bins;
 pub mod conn;
 pub mod cwnd;
+pub mod dirstats;
 pub mod flight;
 pub mod flowstats;
 pub mod group;
@@ -99,5 +100,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     flowstats::register(m)?;
     group::register(m)?;
     srtt::register(m)?;
+
+    dirstats::register(m)?;
     m.add_function(wrap_pyfunction!(tcp_state, m)?)
 }

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import polars as pl
 
-from tracekit.analysis import _state
+from tracekit.analysis import _dirstats, _state
 from tracekit.analysis import connections as _connections
 from tracekit.analysis import cwnd as _cwnd
 from tracekit.analysis import fairness as _fairness
@@ -249,20 +249,21 @@ def _per_connection(pk: pl.DataFrame, trace: Trace, floor_s: float, *, keep: boo
     st = _state.prepare(pk)
     rs = _rtt.samples(st)
     rtt_df = rs.drop("_i")
-    est, hs = _rtt.smoothed(rs), _rtt.handshake(st)  # shared by retransmissions, stalls and flows
+    dirs = _dirstats.of_packets(pk)  # per direction: flows.basic, the handshake RTT, cwnd's data directions
+    est, hs = _rtt.smoothed(rs), _dirstats.handshake(dirs)  # shared by retransmissions, stalls and flows
     rt = _retrans.classify(st, rs, est=est, hs=hs, rto_floor_s=floor_s)
     retrans_df = rt.drop("_i", "episode")
     fl = _flight(pk, state=st)
     sl = _stalls(pk, state=st, rtt_samples_df=rs, retrans=rt, est=est)
-    basic_df = _flows_basic(pk)
+    basic_df = _flows_basic(pk, dirs)
+    inputs = model_inputs(basic_df, est) if st.height else None
     flows_df = _flows(pk, all_packets=trace.packets, parts={
         "state": st, "rtt_samples": rs, "retrans": rt, "flight": fl, "stalls": sl, "vantage": detect(pk, rtt_df),
-        "smoothed": est, "handshake": hs, "basic": basic_df,
+        "smoothed": est, "basic": basic_df, "inputs": inputs,
     })
-    inputs = model_inputs(basic_df, est) if st.height else None
     has_state = st.height > 0
     del st, rs, rt, est, hs
-    cw = _cwnd.cwnd(pk, trace.samples, fl, retrans_df, trace.meta)
+    cw = _cwnd.cwnd(pk, trace.samples, fl, retrans_df, trace.meta, directions=dirs)
     if has_state:
         red = _cwnd.reductions(cw, _loss_evidence(trace.packets, retrans_df), flows_df.select(
             "flow", "dir", tol_s=pl.col("rtt_min_s")))

@@ -24,6 +24,7 @@ import numpy as np
 import polars as pl
 
 from tracekit import schema
+from tracekit.analysis import _dirstats
 from tracekit.analysis._cwnd_estimate import estimate
 from tracekit.analysis._cwnd_packets import Packets
 
@@ -41,47 +42,34 @@ _EVENTS = {"flow": pl.UInt32(), "dir": pl.Int8(), "source": pl.String(), "time":
            "cwnd_bytes": pl.Float64(), "ssthresh_bytes": pl.Float64()}
 
 
-def data_directions(pk: pl.DataFrame, meta: dict[str, Any], *, packets: Packets | None = None) -> pl.DataFrame:
+def data_directions(pk: pl.DataFrame, meta: dict[str, Any], *, dirs: pl.DataFrame | None = None) -> pl.DataFrame:
     """The TCP directions that carry payload, with their sender address and segment size.
 
-    ``mss`` is the MSS option of the peer's SYN (it bounds what this side may send),
-    else the simulator's segment size (``meta["tcp_flows"][flow]["segment_size"]`` or
-    ``meta["segment_size"]``), else the largest payload seen.
+    ``mss`` is the MSS option of the direction's own SYN, else the simulator's segment size
+    (``meta["tcp_flows"][flow]["segment_size"]`` or ``meta["segment_size"]``), else the largest
+    payload seen. (RFC 9293 §3.7.1: the option bounds what the *peer* may send; the two agree
+    when both SYNs carry the usual value, and a one-way capture sees only its own SYN.)
 
     Args:
         pk: Packets at the vantage point.
         meta: The trace's metadata.
-        packets: ``pk``'s columns if already read (:class:`tracekit.analysis._cwnd_packets.Packets`).
+        dirs: :func:`tracekit.analysis._dirstats.of_packets` of ``pk``, if at hand.
 
     Returns:
         ``flow, dir, src, dst, sport, dport, mss`` (one row per data direction).
     """
-    out_schema = {"flow": pl.UInt32(), "dir": pl.Int8(), "src": pl.String(), "dst": pl.String(),
-                  "sport": pl.Int32(), "dport": pl.Int32(), "mss": pl.Float64()}
-    if pk.is_empty():
-        return pl.DataFrame(schema=out_schema)
-    p = packets if packets is not None else Packets(pk)
-    # TCP packets with a flow (Packets.tcp), filtered lazily: only the columns used are read
-    tcp = pk.lazy().filter((pl.col("proto") == "tcp").fill_null(False) & pl.col("flow").is_not_null())
-    dirs = tcp.group_by(KEYS).agg(
-        pl.col("payload").cast(pl.Int64).sum().alias("_bytes"),
-        pl.col("payload").max().cast(pl.Float64).alias("_maxpay"),
-        pl.col("src").first().cast(pl.String).alias("src"),
-        pl.col("dst").first().cast(pl.String).alias("dst"),
-        pl.col("sport").first(), pl.col("dport").first(),
-    ).filter(pl.col("_bytes") > 0).drop("_bytes").collect()
-    syn = pk.select(*KEYS, "mss")[np.flatnonzero(p.tcp & p.syn & p.mss_ok)]
-    peer = syn.group_by(KEYS, maintain_order=True).agg(pl.col("mss").first().cast(pl.Float64).alias("_peer_mss")
-                                                       ).with_columns((1 - pl.col("dir")).cast(pl.Int8))
+    d = _dirstats.of_packets(pk) if dirs is None else dirs
     per_flow = {int(k): v.get("segment_size") for k, v in (meta.get("tcp_flows") or {}).items()
                 if str(k).isdigit() and isinstance(v, dict)}
     seg = meta.get("segment_size")
-    dirs = dirs.join(peer, on=KEYS, how="left").with_columns(
+    # packets without a direction are no direction's SYN: their option is not taken
+    own = pl.when(pl.col("dir").is_not_null()).then(pl.col("syn_mss").cast(pl.Float64))
+    return d.filter(pl.col("data_bytes") > 0).with_columns(
         _meta=pl.col("flow").replace_strict(per_flow, default=seg, return_dtype=pl.Float64)
-        if per_flow else pl.lit(seg, pl.Float64))
-    return dirs.select(
-        "flow", "dir", "src", "dst", "sport", "dport", pl.coalesce("_peer_mss", "_meta", "_maxpay").alias("mss"),
-    ).sort(KEYS).cast({"flow": pl.UInt32(), "dir": pl.Int8()})
+        if per_flow else pl.lit(seg, pl.Float64)).select(
+        "flow", "dir", "src", "dst", "sport", "dport",
+        pl.coalesce(own, "_meta", pl.col("_smss").cast(pl.Float64)).alias("mss"),
+    ).sort(KEYS)
 
 
 def _aliases(dirs: pl.DataFrame) -> pl.DataFrame:
@@ -256,7 +244,7 @@ def _phases(rows: pl.DataFrame, episodes: pl.DataFrame) -> pl.DataFrame:
 
 
 def cwnd(pk: pl.DataFrame, samples: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame,
-         meta: dict[str, Any]) -> pl.DataFrame:
+         meta: dict[str, Any], *, directions: pl.DataFrame | None = None) -> pl.DataFrame:
     """Congestion window over time for every data direction: the tool's own and an estimate.
 
     Args:
@@ -265,12 +253,13 @@ def cwnd(pk: pl.DataFrame, samples: pl.DataFrame, flight: pl.DataFrame, retrans:
         flight: The flight frame (``flow, dir, frame, time, flight_bytes, flight_sack_bytes``).
         retrans: The retransmissions frame (``flow, dir, frame, time, seq, len, kind``).
         meta: The trace's metadata (``segment_size``, ``tcp_flows``).
+        directions: :func:`tracekit.analysis._dirstats.of_packets` of ``pk``, if at hand.
 
     Returns:
         A :data:`tracekit.schema.CWND` frame sorted by flow, dir, source, time.
     """
     packets = Packets(pk)
-    dirs = data_directions(pk, meta, packets=packets)
+    dirs = data_directions(pk, meta, dirs=directions)
     est, episodes = estimate(pk, flight, retrans, dirs, packets=packets)
     del packets
     tr = _trace_rows(samples, dirs, meta)

@@ -62,9 +62,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracekit.analysis import _dirstats
 from tracekit.analysis import _flowstats as _np
-from tracekit.analysis._state import KEYS, at, pick, prepare
-from tracekit.schema import SYN
+from tracekit.analysis._state import KEYS, at, prepare
 
 FLOW_KEYS = KEYS
 RTO_MIN_S = 0.2
@@ -77,53 +77,32 @@ def with_seq_end(pk: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def basic(pk: pl.DataFrame) -> pl.DataFrame:
+def basic(pk: pl.DataFrame, dirs: pl.DataFrame | None = None) -> pl.DataFrame:
     """Counts, bytes, endpoints and window scaling per direction with payload (no sequence state).
+
+    The per-packet rules run in the compiled core's per-direction accumulator
+    (:func:`tracekit.analysis._dirstats.of_packets`, ``src/state/dirstats.rs``).
 
     Args:
         pk: Packets at the vantage point.
+        dirs: :func:`tracekit.analysis._dirstats.of_packets` of ``pk``, if at hand.
 
     Returns:
         One row per (flow, dir) that carried payload: endpoints, start/end, packet and byte
-        counts, ``unique_bytes``, ``mss``/``wscale``/``window_scaling``, throughput and goodput.
+        counts, ``unique_bytes``, ``mss``/``wscale``/``window_scaling``, throughput and goodput
+        (and ``_smss``, the largest payload, ``_syn_t``, the connection's first SYN, and
+        ``_hs_rtt``, its handshake RTT: :func:`tracekit.analysis.rtt.handshake`).
     """
-    tcp = pk.lazy().filter((pl.col("proto") == "tcp") & pl.col("flow").is_not_null()).select(
-        *FLOW_KEYS, "src", "dst", "sport", "dport", "time", "payload", "size", "seq", "mss", "wscale", "flags",
-        seq_end=pl.col("seq") + pl.col("payload").cast(pl.Int64),
-    )
-    data = pl.col("payload") > 0
-    summary = tcp.group_by(FLOW_KEYS).agg(
-        pl.col("src").first().cast(pl.String),
-        pl.col("dst").first().cast(pl.String),
-        pl.col("sport").first(),
-        pl.col("dport").first(),
-        pl.col("time").min().alias("start"),
-        pl.col("time").max().alias("end"),
-        pl.len().alias("packets"),
-        data.sum().alias("data_packets"),
-        pl.col("payload").cast(pl.Int64).sum().alias("data_bytes"),
-        pl.col("size").cast(pl.Int64).sum().alias("wire_bytes"),
-        (pl.col("seq_end").filter(data).max() - pl.col("seq").filter(data).min()).alias("unique_bytes"),
-        pl.col("mss").drop_nulls().first().alias("mss"),
-        pl.col("wscale").drop_nulls().first().alias("wscale"),
-        pl.col("payload").max().cast(pl.Int64).alias("_smss"),
-    ).filter(pl.col("data_bytes") > 0).collect()
-    flags = pl.col("flags").fill_null(0)
-    syns = tcp.filter((flags & SYN) != 0).collect()
-    # window scaling is in effect only when both SYN and SYN-ACK carried the option
-    ws = syns.group_by("flow").agg(
-        (pl.col("wscale").is_not_null() & (pl.col("dir") == 0)).any().alias("_w0"),
-        (pl.col("wscale").is_not_null() & (pl.col("dir") == 1)).any().alias("_w1"),
-    ).select("flow", window_scaling=pl.col("_w0") & pl.col("_w1"))
+    d = _dirstats.of_packets(pk) if dirs is None else dirs
     duration = pl.col("end") - pl.col("start")
-    return (
-        summary.join(ws, on="flow", how="left")
-        .with_columns(duration=duration, window_scaling=pl.col("window_scaling").fill_null(False))
-        .with_columns(
-            unique_bytes=pl.col("unique_bytes").fill_null(0),
-            throughput_bps=pl.when(pl.col("duration") > 0).then(pl.col("wire_bytes") * 8 / pl.col("duration")),
-            goodput_bps=pl.when(pl.col("duration") > 0).then(pl.col("unique_bytes") * 8 / pl.col("duration")),
-        )
+    return d.filter(pl.col("data_bytes") > 0).select(
+        *FLOW_KEYS, "src", "dst", "sport", "dport", "start", "end", "packets", "data_packets", "data_bytes",
+        "wire_bytes", "unique_bytes", "mss", "wscale", "_smss", "window_scaling", "_syn_t",
+        _hs_rtt="hs_rtt",
+    ).with_columns(duration=duration).with_columns(
+        unique_bytes=pl.col("unique_bytes").fill_null(0),
+        throughput_bps=pl.when(pl.col("duration") > 0).then(pl.col("wire_bytes") * 8 / pl.col("duration")),
+        goodput_bps=pl.when(pl.col("duration") > 0).then(pl.col("unique_bytes") * 8 / pl.col("duration")),
     )
 
 
@@ -224,14 +203,13 @@ def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: d
         parts: Frames already computed by :func:`tracekit.analysis.analyze` — ``state``,
             ``rtt_samples``, ``retrans`` (with ``_i``), ``flight``, ``stalls``, ``cwnd_stats``,
             ``vantage``, ``smoothed`` (:func:`tracekit.analysis.rtt.smoothed` of the samples),
-            ``handshake`` (:func:`tracekit.analysis.rtt.handshake`), ``basic`` (:func:`basic`)
+            ``basic`` (:func:`basic`, with the handshake RTT), ``inputs`` (:func:`model_inputs`)
             — each computed here when missing.
 
     Returns:
         One row per (flow, dir) with payload, columns in :data:`COLUMNS` order.
     """
     from tracekit.analysis import retrans as _re
-    from tracekit.analysis import rtt as _rtt
 
     parts = dict(parts or {})
     out = parts.get("basic")
@@ -242,11 +220,9 @@ def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: d
         return _finish(out)
     p = _parts(pk, st, parts)
     rs, est = p["rtt_samples"], p["smoothed"]
-    hs = parts.get("handshake")
-    hs = (_rtt.handshake(st) if hs is None else hs).rename({"hs_rtt": "handshake_rtt_s"})
     retrans_counts, flight_stats, stall_stats = _counts(st, p["retrans"], p["flight"], p["stalls"])
     out = (
-        out.join(hs, on="flow", how="left")
+        out.rename({"_hs_rtt": "handshake_rtt_s"})
         .join(_np.stats(st, est), on=KEYS, how="left")
         .join(_rtt_stats(rs), on=KEYS, how="left")
         .join(retrans_counts, on=KEYS, how="left")
@@ -266,8 +242,9 @@ def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: d
         out = out.join(cs.select([c for c in ("flow", "dir", "max_cwnd_bytes", "cwnd_source", "loss_events")
                                   if c in cs.columns]), on=KEYS, how="left")
     allp = pk if all_packets is None else all_packets
-    out = _loss_rate(_transfer_and_goodput(out, st, allp), allp)
-    return _finish(_models(out, model_inputs(out, est)))
+    out = _loss_rate(_transfer_and_goodput(out, allp), allp)
+    inputs = parts.get("inputs")
+    return _finish(_models(out, model_inputs(out, est) if inputs is None else inputs))
 
 
 def _parts(pk: pl.DataFrame, st: pl.DataFrame, parts: dict[str, Any]) -> dict[str, pl.DataFrame]:
@@ -328,11 +305,6 @@ def _loss_rate(out: pl.DataFrame, allp: pl.DataFrame) -> pl.DataFrame:
     return out.with_columns(loss_rate=pl.when(pl.col("data_packets") > 0).then(lost / pl.col("data_packets")))
 
 
-def _first_syn(st: pl.DataFrame) -> pl.DataFrame:
-    """``flow, _syn_t``: the connection's first SYN (either direction: the opener's SYN, or its SYN-ACK)."""
-    return pick(st, pl.col("syn"), "flow", "time").group_by("flow").agg(pl.col("time").min().alias("_syn_t"))
-
-
 def _received(allp: pl.DataFrame) -> pl.DataFrame:
     """``flow, dir, _rx_bytes, _rx_t``: unique payload the destination node received, and when the last came.
 
@@ -359,14 +331,14 @@ def _received(allp: pl.DataFrame) -> pl.DataFrame:
                                  pl.col("time").filter(pl.col("_new") > 0).max().alias("_rx_t"))
 
 
-def _transfer_and_goodput(out: pl.DataFrame, st: pl.DataFrame, allp: pl.DataFrame) -> pl.DataFrame:
+def _transfer_and_goodput(out: pl.DataFrame, allp: pl.DataFrame) -> pl.DataFrame:
     """``transfer_s``, ``handshake_s``, ``delivered_bytes``, ``goodput_source`` and ``goodput_bps``.
 
     Definitions: the module docstring. The goodput counts what the receiver got, not the
     highest byte sent: bytes sent but lost or still in flight at the end were never delivered,
     so a sender-side count could exceed the bottleneck's rate.
     """
-    out = out.join(_first_syn(st), on="flow", how="left").join(_received(allp), on=KEYS, how="left")
+    out = out.join(_received(allp), on=KEYS, how="left")
     syn = pl.col("_syn_t")
     has_syn = syn.is_not_null() & (syn <= pl.col("_data_t0"))
     opened = pl.when(has_syn).then(syn).otherwise(pl.col("_data_t0"))

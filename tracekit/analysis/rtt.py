@@ -24,8 +24,9 @@ import numpy as np
 import polars as pl
 
 from tracekit import _core
+from tracekit.analysis import _dirstats
 from tracekit.analysis._groups import MISSING
-from tracekit.analysis._state import Ints, pick, prepare, segments
+from tracekit.analysis._state import Ints, prepare
 from tracekit.schema import RTT, empty
 
 _SCHEMA = {"_i": pl.UInt32(), **RTT}
@@ -98,35 +99,15 @@ def est_columns(est: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 def handshake(st: pl.DataFrame) -> pl.DataFrame:
     """Per flow, SYN → the initiator's first ACK after the SYN-ACK (Wireshark's ``tcp.analysis.initial_rtt``).
 
-    Wherever the packets were observed, this spans exactly one full round trip.
+    Wherever the packets were observed, this spans exactly one full round trip. The rule is
+    the compiled core's per-direction accumulator (``src/state/dirstats.rs``), which
+    :func:`tracekit.analysis.flows.basic` runs over the packets (its ``_hs_rtt``): this runs
+    it over the prepared state's rows, the same packets.
 
     Returns:
         ``flow, hs_rtt`` for flows whose three handshake packets were all seen.
     """
-    pure_syn = pl.col("syn") & ~pl.col("has_ack")
-    syn = pick(st, (pl.col("dir") == 0) & pure_syn, "flow", "time").group_by("flow").agg(
-        pl.col("time").min().alias("_syn"))
-    synack = pick(st, (pl.col("dir") == 1) & pl.col("syn") & pl.col("has_ack"), "flow", "_i").group_by("flow").agg(
-        pl.col("_i").min().alias("_sa_i"))
-    # the initiator's first ACK after the SYN-ACK: among its packets after it (those whose r_i
-    # points at the SYN-ACK or later), the earliest ACK without SYN
-    sg = segments(st)
-    ok = (st["has_ack"] & ~st["syn"]).to_numpy()
-    t = st["time"].to_numpy()
-    flows, ack3 = [], []
-    for f, sa in synack.iter_rows():
-        j = sg.find(2 * f)
-        if j is None:
-            continue
-        rows = sg.rows(j)
-        after = rows[np.searchsorted(rows, sa, side="right"):]
-        after = after[ok[after]]
-        if after.size:
-            flows.append(f)
-            ack3.append(np.fmin.reduce(t[after]))  # (polars' min: NaN only when all are)
-    a3 = pl.DataFrame({"flow": pl.Series(flows, dtype=pl.UInt32), "_ack3": pl.Series(ack3, dtype=pl.Float64)})
-    return syn.join(a3, on="flow").select("flow", (pl.col("_ack3") - pl.col("_syn")).alias("hs_rtt")).filter(
-        pl.col("hs_rtt") >= 0)
+    return _dirstats.handshake_of_state(st)
 
 
 def rtt(pk: pl.DataFrame, *, state: pl.DataFrame | None = None) -> pl.DataFrame:
