@@ -66,22 +66,21 @@ def test_sack_blocks_of_the_latest_ack_are_subtracted_as_wireshark_does() -> Non
 
 
 def test_state_values_are_made_once_per_frame_and_go_with_it() -> None:
-    """The grouped order and the SACK blocks are computed once per state frame (several steps
-    read them), are never handed to another frame, and are dropped when their frame dies."""
+    """The SACK blocks are computed once per state frame (several steps read them), are never
+    handed to another frame, and are dropped when their frame dies."""
     import gc
 
-    st = _state.prepare(conv(*handshake(), P(0.02, 0, 1, MSS, 1), P(0.03, 1, 1, 0, 1001)))
+    sack = [[[1001, 2001]]]
+    st = _state.prepare(conv(*handshake(), P(0.02, 0, 1, MSS, 1), P(0.03, 1, 1, 0, 1001, sack=sack[0])))
     other = _state.prepare(conv(*handshake(), P(0.02, 0, 1, MSS, 1), P(0.021, 0, 1001, MSS, 1)))
-    sg = _state.segments(st)
-    assert _state.segments(st) is sg and _state.sack_blocks_of(st) is _state.sack_blocks_of(st)
-    sg_other = _state.segments(other)
-    assert sg_other is not sg and sg_other.order.tolist() == _groups.Segments(
-        other["g"].to_numpy(), other["_go"].to_numpy().astype(np.intp)).order.tolist()
+    sb = _state.sack_blocks_of(st)
+    assert _state.sack_blocks_of(st) is sb and sb[0].size == 1
+    sb_other = _state.sack_blocks_of(other)
+    assert sb_other is not sb and sb_other[0].size == 0
     # a frame seen again after another one gets its values made afresh, equal to the first ones
-    again = _state.segments(st)
-    assert again is not sg and again.order.tolist() == sg.order.tolist()
-    assert again.starts.tolist() == sg.starts.tolist() and again.keys.tolist() == sg.keys.tolist()
-    del st, sg, again
+    again = _state.sack_blocks_of(st)
+    assert again is not sb and all(a.tolist() == b.tolist() for a, b in zip(again, sb, strict=True))
+    del st, sb, again
     gc.collect()
     assert not _state._LAST  # the values went with their frame
 
@@ -192,7 +191,6 @@ def test_every_code_path_of_the_state_gives_the_same_frames(name: str, monkeypat
     assert _state.prepare(pk)["nxt"].dtype == pl.Int32  # small traces take the 32-bit path
     ref = _state_frames(pk)
     monkeypatch.setattr(_state, "_narrow", lambda src, ln: (np.int64, _groups.MISSING))
-    monkeypatch.setattr(_groups, "_LOOP_GROUPS", 0)
     assert _state.prepare(pk)["nxt"].dtype == pl.Int64
     alt = _state_frames(pk)
     for k, v in ref.items():

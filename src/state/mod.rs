@@ -43,7 +43,6 @@ pub fn guard<T>(f: impl FnOnce() -> Result<T, String> + std::panic::UnwindSafe) 
 }
 
 type StateArrays<'py> = (
-    Bound<'py, PyArray1<u32>>,
     Bound<'py, PyArray1<i64>>,
     Bound<'py, PyArray1<i64>>,
     Bound<'py, PyArray1<u8>>,
@@ -52,7 +51,7 @@ type StateArrays<'py> = (
     Bound<'py, PyArray1<i64>>,
 );
 
-/// Per-packet TCP sequence state (see `seq`): `(order, nxt, hi_dend, bits, r_i, r_hi_ack, r_win)`.
+/// Per-packet TCP sequence state (see `seq`): `(nxt, hi_dend, bits, r_i, r_hi_ack, r_win)`.
 ///
 /// `ack` and `win` carry -2^62 where the packet has none; so do the i64 outputs.
 #[pyfunction]
@@ -78,7 +77,6 @@ fn tcp_state<'py>(
     };
     let st = py.detach(|| guard(|| seq::analyze(&p)))?;
     Ok((
-        st.order.into_pyarray(py),
         st.nxt.into_pyarray(py),
         st.hi_dend.into_pyarray(py),
         st.bits.into_pyarray(py),

@@ -7,10 +7,8 @@
 //!
 //! Input is the packets of a trace in capture order, as columns. One pass in that order feeds
 //! each packet to its direction's state (`g = 2·flow + dir`), which also reads the other
-//! direction's latest packet; the results come out in packet order. Then the rows are grouped
-//! by direction (a stable counting sort, so each direction keeps its packet order): the
-//! grouped order the analyses read. (Sorting on another thread during the pass raised the
-//! peak RSS of `analyze --json` on a 1.3 M-packet capture by ~25 MB, so it runs after.)
+//! direction's latest packet; the results come out in packet order. (The passes that need a
+//! direction's rows together group them themselves: [`group_keys`].)
 
 use std::collections::HashMap;
 
@@ -61,8 +59,6 @@ pub struct Packets<'a> {
 /// Per-packet state, packet order. i64 columns hold [`MISSING`] for "none yet".
 #[derive(Debug, Default)]
 pub struct State {
-    /// Row numbers grouped by direction (ascending `g`, packet order within one).
-    pub order: Vec<u32>,
     /// Direction id `2·flow + dir` of every packet.
     pub g: Vec<u64>,
     /// Highest segment end sent by this direction before the packet (Wireshark's `nextseq`).
@@ -372,9 +368,6 @@ pub fn analyze(p: &Packets) -> Result<State, String> {
     let n = p.validate()?;
     let g: Vec<u64> = (0..n).map(|i| p.gid(i)).collect();
     let mut st = walk(p, &g);
-    // the rows grouped by direction (the analyses' grouped order)
-    let gr = group_keys(&g);
-    st.order = gr.order;
     st.g = g;
     Ok(st)
 }

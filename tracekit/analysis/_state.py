@@ -3,15 +3,13 @@
 :func:`prepare` turns the vantage-point packets into one frame with a row per TCP packet
 (``_i`` = its row number) and the state Wireshark's ``tcp_analyze_sequence_number`` keeps per
 direction, computed by the compiled core (``src/state/seq.rs``: one streaming pass in packet
-order, a state machine per direction, each rule citing ``packet-tcp.c``). Later steps read
-the rows in grouped order (:class:`tracekit.analysis._groups.Segments`). Columns (per
+order, a state machine per direction, each rule citing ``packet-tcp.c``). Columns (per
 direction = per (flow, dir), in packet order):
 
 * the packet columns ``flow, dir, frame, time, seq, ack, win, sack, ts_val, ts_ecr`` (shared
   with the packets frame, not copied, when every packet is a TCP one);
-* ``g``: the direction's group id (``2·flow + dir``, UInt32); ``_go``: row numbers in grouped
-  order (all rows of ``g`` = 0, then ``g`` = 1, …, each in packet order; UInt32); ``len``:
-  payload bytes; ``dend``: ``seq + len``; ``syn``, ``has_ack`` (ACK flag and an ACK number).
+* ``g``: the direction's group id (``2·flow + dir``, UInt32); ``len``: payload bytes; ``dend``:
+  ``seq + len``; ``syn``, ``has_ack`` (ACK flag and an ACK number).
   A segment's *end* (Wireshark's *nextseq*) is ``dend`` plus one for SYN/FIN: they occupy one
   sequence number.
 * ``nxt``: the highest end sent before this packet (Wireshark's ``fwd->nextseq``;
@@ -33,7 +31,7 @@ direction = per (flow, dir), in packet order):
 
 ``dend``, ``nxt``, ``hi_dend``, ``r_hi_ack`` and ``r_win`` are Int32 when every sequence, ACK
 and window value of the trace lies within ±2^30 (relative numbers: transfers below 1 GiB per
-direction), else Int64; :class:`Ints` and :func:`take` read them as int64.
+direction), else Int64; :class:`Ints` reads them as int64.
 """
 
 from __future__ import annotations
@@ -46,7 +44,7 @@ import numpy as np
 import polars as pl
 
 from tracekit import _core
-from tracekit.analysis._groups import MISSING, Segments
+from tracekit.analysis._groups import MISSING
 from tracekit.schema import ACK, SYN
 
 _T = TypeVar("_T")
@@ -58,21 +56,6 @@ _PACKET_COLS = ["flow", "dir", "frame", "time", "seq", "ack", "win", "sack", "ts
 _BOOLS = {"gap": 1 << 0, "keepalive": 1 << 1, "zwp": 1 << 2, "dup": 1 << 3, "new_ack": 1 << 5}
 
 
-def other_side(st: pl.DataFrame, cols: dict[str, pl.Expr], *, ack_only: bool = False) -> pl.DataFrame:
-    """Columns of some rows, labelled with the direction they concern (the other one).
-
-    Args:
-        st: A prepared frame (any subset of rows with ``_i``, ``flow``, ``dir``).
-        cols: Output name -> expression evaluated on those rows.
-        ack_only: Only rows carrying the ACK flag.
-
-    Returns:
-        A frame ``_i, flow, dir, <cols>`` where ``dir`` is the other direction.
-    """
-    return pick(st, pl.col("has_ack") if ack_only else pl.lit(True), "_i", "flow",
-                (1 - pl.col("dir")).cast(pl.Int8).alias("dir"), *[e.alias(n) for n, e in cols.items()])
-
-
 def pick(df: pl.DataFrame, cond: pl.Expr, *cols: str | pl.Expr, **named: pl.Expr) -> pl.DataFrame:
     """The rows of ``df`` where ``cond`` holds, with only the given columns.
 
@@ -80,20 +63,6 @@ def pick(df: pl.DataFrame, cond: pl.Expr, *cols: str | pl.Expr, **named: pl.Expr
     state frame (its SACK lists too) before a later ``select`` drops them.
     """
     return df.lazy().filter(cond).select(*cols, **named).collect()
-
-
-def segments(st: pl.DataFrame) -> Segments:
-    """The rows of a prepared frame in grouped order, as :class:`Segments` (no per-row rank arrays).
-
-    Made once per state frame (see :func:`_memo`): seven steps of an analysis read it, and each
-    copy of the order as intp is 8 bytes a packet. Shared: do not modify its arrays.
-    """
-    return _memo(st, "segments", lambda: Segments(st["g"].to_numpy(), _order(st)))
-
-
-def _order(st: pl.DataFrame) -> np.ndarray | None:
-    # as intp: numpy converts any other index dtype on every gather (~2x the cost of one)
-    return st["_go"].to_numpy().astype(np.intp) if "_go" in st.columns else None
 
 
 class Ints:
@@ -117,24 +86,6 @@ class Ints:
         if self.nulls and self.stand_in != fill:
             x[x == self.stand_in] = fill
         return x
-
-
-def take(st: pl.DataFrame, name: str, rows: np.ndarray | None, fill: int = MISSING) -> np.ndarray:
-    """``st[name]`` at row numbers ``rows`` (all valid; None: every row) as int64 numpy, ``fill`` for null."""
-    s = st[name]
-    if rows is not None and len(rows) * 8 < len(s):  # few rows: gather them first
-        s = s.gather(pl.Series(rows, dtype=pl.UInt32))
-        rows = None
-    return Ints(s).at(slice(None) if rows is None else rows, fill)
-
-
-def row_index(s: pl.Series) -> np.ndarray:
-    """A column of row numbers (UInt32, nullable) as int64 numpy with -1 for null."""
-    if not s.null_count():
-        return s.to_numpy().astype(np.int64)
-    x = s.fill_null((1 << 32) - 1).to_numpy().astype(np.int64)
-    x[x == (1 << 32) - 1] = -1
-    return x
 
 
 def at(st: pl.DataFrame, idx: pl.Series | np.ndarray, col: str) -> pl.Series:
@@ -201,26 +152,11 @@ def sack_blocks_of(st: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return _memo(st, "sack_blocks", lambda: sack_blocks(st["sack"]))
 
 
-def sack_above(st: pl.DataFrame) -> np.ndarray:
-    """Rows whose SACK blocks reach above their own ACK (ascending row numbers)."""
-    # a row without blocks counts as right edge -1, and a missing ACK as 2^62 (never below)
-    out = st.select(pl.arg_where(pl.col("ack") < -1))[:, 0].to_numpy().astype(np.int64)
-    owner, _, right, _ = sack_blocks_of(st)
-    if owner.size:
-        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-        hi = np.maximum.reduceat(right, starts)
-        rows = owner[starts]
-        a = take(st, "ack", rows)
-        above = np.where(hi == MISSING, -1, hi) > np.where(a == MISSING, 1 << 62, a)
-        out = np.sort(np.concatenate((out[~np.isin(out, rows)], rows[above]))) if out.size else rows[above]
-    return out
-
-
 def _empty(st: pl.DataFrame) -> pl.DataFrame:
     """The state of no packets (same columns and dtypes as :func:`prepare` gives a small trace)."""
     i32, u32 = pl.Int32, pl.UInt32
     types = {"len": pl.Int64, "g": u32, "dend": i32, "nxt": i32, "hi_dend": i32, "r_i": u32, "r_hi_ack": i32,
-             "r_win": i32, "_go": u32, "_f": pl.UInt8, "_b": pl.UInt8,
+             "r_win": i32, "_f": pl.UInt8, "_b": pl.UInt8,
              **dict.fromkeys(("syn", "has_ack", *_BOOLS), pl.Boolean)}
     return st.select("_i", *_PACKET_COLS).with_columns(pl.lit(None, t).alias(c) for c, t in types.items())
 
@@ -267,7 +203,7 @@ def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     flags = src["flags"].fill_null(0).cast(pl.UInt8)
     flow = src["flow"].cast(pl.UInt32).to_numpy()
     i64 = pl.Int64
-    order, nxt, hi_dend, bits, r_i, r_hi_ack, r_win = _core.tcp_state(
+    nxt, hi_dend, bits, r_i, r_hi_ack, r_win = _core.tcp_state(
         flow, src["dir"].cast(pl.Int8).to_numpy(), src["seq"].cast(i64).to_numpy(),
         src["payload"].fill_null(0).cast(pl.UInt32).to_numpy(), flags.to_numpy(),
         src["ack"].cast(i64).fill_null(MISSING).to_numpy(), src["win"].cast(i64).fill_null(MISSING).to_numpy())
@@ -283,8 +219,8 @@ def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     del r_i
     raw["r_hi_ack"], raw["r_win"] = _narrowed(r_hi_ack, it), _narrowed(r_win, it)
     del r_hi_ack, r_win
-    raw["_go"], raw["_f"], raw["_b"] = pl.Series(order), flags, pl.Series(bits)
-    del order, bits, flags
+    raw["_f"], raw["_b"] = flags, pl.Series(bits)
+    del bits, flags
     f, b = pl.col("_f"), pl.col("_b")
     state = pl.DataFrame([v.alias(k) for k, v in raw.items()])
     del raw
