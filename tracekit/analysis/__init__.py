@@ -31,6 +31,7 @@ from tracekit.analysis import retrans as _retrans
 from tracekit.analysis import rtt as _rtt
 from tracekit.analysis import throughput as _throughput
 from tracekit.analysis.flight import flight as _flight
+from tracekit.analysis.flight import flight_and_sacks as _flight_and_sacks
 from tracekit.analysis.flows import basic as _flows_basic
 from tracekit.analysis.flows import flows as _flows
 from tracekit.analysis.flows import model_inputs, with_cwnd_stats
@@ -252,7 +253,7 @@ def _per_connection(pk: pl.DataFrame, trace: Trace, floor_s: float, *, keep: boo
     est, hs = _rtt.smoothed(rs), _rtt.handshake(st)  # shared by retransmissions, stalls and flows
     rt = _retrans.classify(st, rs, est=est, hs=hs, rto_floor_s=floor_s)
     retrans_df = rt.drop("_i", "episode")
-    fl = _flight(pk, state=st)
+    fl, sacked_at = _flight_and_sacks(pk, state=st)
     sl = _stalls(pk, state=st, rtt_samples_df=rs, retrans=rt, est=est)
     basic_df = _flows_basic(pk)
     flows_df = _flows(pk, all_packets=trace.packets, parts={
@@ -262,7 +263,8 @@ def _per_connection(pk: pl.DataFrame, trace: Trace, floor_s: float, *, keep: boo
     inputs = model_inputs(basic_df, est) if st.height else None
     has_state = st.height > 0
     del st, rs, rt, est, hs
-    cw = _cwnd.cwnd(pk, trace.samples, fl, retrans_df, trace.meta)
+    cw = _cwnd.cwnd(pk, trace.samples, fl, retrans_df, trace.meta, sacked_at=sacked_at)
+    del sacked_at
     if has_state:
         red = _cwnd.reductions(cw, _loss_evidence(trace.packets, retrans_df), flows_df.select(
             "flow", "dir", tol_s=pl.col("rtt_min_s")))

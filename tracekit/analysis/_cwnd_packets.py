@@ -209,6 +209,29 @@ def sacked(p: Packets, flight: pl.DataFrame, d: DataIndex, mask: np.ndarray) -> 
     return rows[keep], val[keep].astype(np.int64)
 
 
+def sack_places(p: Packets, flight: pl.DataFrame, d: DataIndex, sacked_at: np.ndarray | None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Which data rows' segments get SACKed, and when, in the flight frame's row numbers.
+
+    Args:
+        sacked_at: Per flight row, from which flight row on its segment counts as SACKed
+            (:func:`tracekit.analysis.flight.flight_and_sacks`); None or no SACKed segment: none.
+
+    Returns:
+        (per data row: its flight row (-1: none), the flight row from which its segment counts
+        as SACKed (-1: never)); two empty arrays when nothing is SACKed.
+    """
+    none = np.empty(0, dtype=np.int64)
+    if sacked_at is None or sacked_at.size != flight.height or not (sacked_at >= 0).any():
+        return none, none
+    rows, k = frame_rows(p, d, flight.select(*KEYS, pl.col("frame").cast(pl.UInt64)))
+    pos = np.full(d.idx.size, -1, dtype=np.int64)
+    at = np.full(d.idx.size, -1, dtype=np.int64)
+    pos[rows] = k
+    at[rows] = np.maximum(sacked_at[k], -1)
+    return pos, at
+
+
 def _same(s: pl.Series, x: np.ndarray, sel: np.ndarray) -> bool:
     """Does ``s`` (no nulls) equal ``x[sel]``? Compared chunk by chunk and block by block (no full copies)."""
     if s.null_count():

@@ -11,7 +11,8 @@ type PipeArrays<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
 /// The cwnd estimate's pipe (see `Pipe`): `(filtered, raw)` per data row.
 ///
 /// `ev`: loss events' first rows; `ends`: rows where an event ends; `sack_at`/`sack_val`:
-/// rows with SACKed bytes and how many (a repeated row: the last value).
+/// rows with SACKed bytes and how many (a repeated row: the last value); `pay`, `pos`, `at`:
+/// per row, the `SackInfo` (all three empty: none).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn cwnd_pipe<'py>(
@@ -23,6 +24,9 @@ fn cwnd_pipe<'py>(
     new_ack: PyReadonlyArray1<'py, bool>,
     sack_at: PyReadonlyArray1<'py, i64>,
     sack_val: PyReadonlyArray1<'py, i64>,
+    pay: PyReadonlyArray1<'py, i64>,
+    pos: PyReadonlyArray1<'py, i64>,
+    at: PyReadonlyArray1<'py, i64>,
     lo: PyReadonlyArray1<'py, i64>,
     hi: PyReadonlyArray1<'py, i64>,
     min_rtt: PyReadonlyArray1<'py, f64>,
@@ -32,6 +36,7 @@ fn cwnd_pipe<'py>(
     let time = slice(&time, "time")?;
     let (dup, new_ack) = (slice(&dup, "dup")?, slice(&new_ack, "new_ack")?);
     let (sack_at, sack_val) = (slice(&sack_at, "sack_at")?, slice(&sack_val, "sack_val")?);
+    let info = (slice(&pay, "pay")?, slice(&pos, "pos")?, slice(&at, "at")?);
     let (lo, hi, ev, ends) = (
         slice(&lo, "lo")?,
         slice(&hi, "hi")?,
@@ -65,6 +70,9 @@ fn cwnd_pipe<'py>(
                 seq_end: r.0,
                 una: r.1,
                 sacked: &sacked,
+                pay: info.0,
+                pos: info.1,
+                at: info.2,
                 marks: &marks,
                 lo,
                 hi,
