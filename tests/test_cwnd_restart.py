@@ -1,6 +1,6 @@
 """The cwnd estimate after a restart, on a real capture with SACK blocks above the restarted snd_nxt.
 
-``samples/linux/cwnd_restart.pcap`` (``samples/linux/make_cwnd_restart.sh``): four CUBIC flows
+``samples/linux/cwnd_restart/cwnd_restart.pcap`` (``samples/linux/make_cwnd_restart.sh``): four CUBIC flows
 start together through a tbf on a kernel bridge (RTT tens of µs), captured at the senders.
 A burst reaches the receiver late, the senders re-send its segments one per ACK, tens of µs
 apart, and the receiver later reports each re-sent segment as a duplicate (D-SACK, RFC 2883).
@@ -51,7 +51,7 @@ def _tshark(p: Path) -> pl.DataFrame:
 
 @pytest.fixture(scope="module")
 def truth() -> tuple[pl.DataFrame, tracekit.Analysis]:
-    p = sample("linux", "cwnd_restart.pcap")
+    p = sample("linux", "cwnd_restart", "cwnd_restart.pcap")
     return _tshark(p), tracekit.analyze(tracekit.read(p))
 
 
@@ -132,3 +132,37 @@ def test_the_estimate_holds_at_least_the_resent_bytes_in_flight(truth: tuple[pl.
             assert est["cwnd_bytes"][k] >= resent[k] > 0, f"flow {flow} row {k}: {est['cwnd_bytes'][k]} < {resent[k]}"
             checked += 1
     assert checked >= 10  # (11 restarts in the sample)
+
+
+def test_reductions_on_unneeded_resends_are_no_loss_events(truth: tuple[pl.DataFrame, tracekit.Analysis]) -> None:
+    """A reduction backed only by re-sends the receiver reports as duplicates is no loss event (RFC 3708).
+
+    The truth for "unneeded": tshark's D-SACK blocks (RFC 2883) from the receiver, each covering a
+    re-sent segment. The account tells those reductions as ``reduction_spurious`` and never says
+    "Loss event" with nothing retransmitted.
+    """
+    from tracekit.explain import explain
+
+    ts, an = truth
+    dsack = ts.filter(pl.col("dsack"))
+    cmd = [need_tool("tshark"), "-r", str(sample("linux", "cwnd_restart", "cwnd_restart.pcap")), "-Y",
+           "tcp.options.sack.dsack", "-T", "fields", "-E", "occurrence=f", "-e", "frame.number",
+           "-e", "tcp.options.sack.dsack_le", "-e", "tcp.options.sack.dsack_re"]
+    edges = {int(f): (int(le), int(re)) for f, le, re in (line.split("\t") for line in subprocess.run(
+        cmd, capture_output=True, text=True, check=True).stdout.splitlines())}
+    assert len(edges) == dsack.height
+    told = explain(an)
+    spurious = [s for s in told if s.kind == "reduction_spurious"]
+    assert spurious, "no reduction told as unneeded re-sends"
+    assert not [s for s in told if s.kind.startswith("loss_") and s.values["retransmitted"] == 0]
+    red = an.reductions
+    for s in spurious:
+        row = red.filter((pl.col("flow") == s.flow) & (pl.col("time") == s.values["time"]))
+        assert row["loss_event"].to_list() == [False]
+        # the first re-send at the reduction: a later D-SACK of the same stream covers it
+        flow_rt = an.retransmissions.filter((pl.col("flow") == s.flow) & (pl.col("time") >= s.values["time"]))
+        seq, ln = flow_rt.row(0, named=True)["seq"], flow_rt.row(0, named=True)["len"]
+        sport = an.flows.filter((pl.col("flow") == s.flow) & (pl.col("dir") == 0))["sport"].item()
+        stream = ts.filter(pl.col("sport") == sport)["stream"][0]
+        frames = dsack.filter(pl.col("stream") == stream)["frame"].to_list()
+        assert any(edges[f][0] <= seq and seq + ln <= edges[f][1] for f in frames), f"{s.text}: no D-SACK"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# samples/linux/cwnd_restart.pcap: the start of FLOWS parallel CUBIC transfers through a tbf on a
+# samples/linux/cwnd_restart/cwnd_restart.pcap: the start of FLOWS parallel CUBIC transfers through a tbf on a
 # kernel bridge, captured at the senders (tcpdump -s 128), as bench/make_capture.sh makes
 # bench/data/big.pcap but small (run as root; namespaces cwr_*).
 #
@@ -18,7 +18,7 @@ set -euo pipefail
 
 [[ $EUID -eq 0 ]] || { echo "make_cwnd_restart.sh: must run as root" >&2; exit 1; }
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-OUT=${OUT:-$HERE/cwnd_restart.pcap}
+OUT=${OUT:-$HERE/cwnd_restart/cwnd_restart.pcap}
 FLOWS=${FLOWS:-4}
 BYTES=${BYTES:-1500000}
 RATE=${RATE:-600mbit}

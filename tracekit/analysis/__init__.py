@@ -377,12 +377,18 @@ def _loss_evidence(packets: pl.DataFrame, retrans: pl.DataFrame) -> pl.DataFrame
     """``flow, dir, time`` of every data retransmission and simulator drop of data: what backs a loss event.
 
     A lost SYN is left out: it lowers the initial window (RFC 6298 §5.7) before any data
-    flows, so it is no loss event of the transfer.
+    flows, so it is no loss event of the transfer. So is a ``spurious`` re-send: the receiver
+    had the data (a D-SACK reported it twice, RFC 2883, or the cumulative ACK already covered
+    it), so nothing was lost; a sender that sees the D-SACKs undoes the reduction (RFC 3708,
+    RFC 2883 §4; Linux ``tcp_try_undo_dsack`` restores cwnd once every re-send of the episode
+    is D-SACKed), so a reduction backed only by such re-sends is no loss event.
     """
+    real = (retrans["len"] > 0) & (retrans["kind"] != "spurious").fill_null(True) if "kind" in retrans.columns \
+        else retrans["len"] > 0
     cols = retrans.select("flow", "dir", "time")
     drops = packets.lazy().filter((pl.col("event") == "drop") & pl.col("flow").is_not_null()
                                   & (pl.col("payload") > 0)).select("flow", "dir", "time").collect()
-    return pl.concat([cols.filter(retrans["len"] > 0), drops.cast(cols.schema)])
+    return pl.concat([cols.filter(real), drops.cast(cols.schema)])
 
 
 #: Flow ids from this on are renumbered for the analysis (direction ids ``2·flow + dir`` are 32-bit).
