@@ -419,15 +419,15 @@ def test_core_passes_reject_inconsistent_columns() -> None:
     t, seq = np.array([0.0, 1.0]), np.array([1000, 2000], dtype=np.int64)
     no, one = np.zeros(2, dtype=bool), np.array([0], dtype=np.int64)
     none = np.empty(0, dtype=np.int64)
-    nos = (none, none, none)  # no SACK places
+    nos = (none, none, none, none)  # no SACK places
     with pytest.raises(ValueError, match="outside"):  # a direction past the rows
         _core.cwnd_pipe(t, seq, seq, no, no, none, none, *nos, one, np.array([3]), np.array([0.1]), none, none)
     with pytest.raises(ValueError, match="outside"):  # a loss event's row past the rows
         _core.cwnd_pipe(t, seq, seq, no, no, none, none, *nos, one, np.array([2]), np.array([0.1]), np.array([7]),
                         none)
-    with pytest.raises(ValueError, match="values"):  # SACK places not one per row
-        _core.cwnd_pipe(t, seq, seq, no, no, none, none, seq, one, seq, one, np.array([2]), np.array([0.1]), none,
-                        none)
+    with pytest.raises(ValueError, match="values"):  # a SACKed segment's row without its place
+        _core.cwnd_pipe(t, seq, seq, no, no, none, none, none, seq, seq, one, one, np.array([2]), np.array([0.1]),
+                        none, none)
     with pytest.raises(ValueError, match="values"):  # columns of different lengths
         _core.cwnd_phases(t, t[:1], t, no, one, np.array([2]), np.array([1000.0]))
     filt, raw = _core.cwnd_pipe(t, seq, np.zeros(2, dtype=np.int64), no, no, none, none, *nos, one, np.array([2]),

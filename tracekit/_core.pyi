@@ -71,9 +71,10 @@ def tcp_retrans(
 def cwnd_pipe(
     time: npt.NDArray[np.float64], seq_end: npt.NDArray[np.int64], una: npt.NDArray[np.int64],
     dup: npt.NDArray[np.bool_], new_ack: npt.NDArray[np.bool_], sack_at: npt.NDArray[np.int64],
-    sack_val: npt.NDArray[np.int64], pay: npt.NDArray[np.int64], pos: npt.NDArray[np.int64],
-    at: npt.NDArray[np.int64], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64],
-    min_rtt: npt.NDArray[np.float64], ev: npt.NDArray[np.int64], ends: npt.NDArray[np.int64],
+    sack_val: npt.NDArray[np.int64], sack_pos: npt.NDArray[np.int64], pay: npt.NDArray[np.int64],
+    seg_rows: npt.NDArray[np.int64], seg_at: npt.NDArray[np.int64], lo: npt.NDArray[np.int64],
+    hi: npt.NDArray[np.int64], min_rtt: npt.NDArray[np.float64], ev: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
 def cwnd_phases(
     time: npt.NDArray[np.float64], est: npt.NDArray[np.float64], ssthresh: npt.NDArray[np.float64],

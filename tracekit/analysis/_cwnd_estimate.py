@@ -218,18 +218,17 @@ def _pipe(r: Rows, eps: list[_Episode]) -> tuple[np.ndarray, np.ndarray]:
     one ACK releases count as one burst; a causal max filter over two minimum RTTs,
     restarting at every event start and end. After a restart, SACKed data above the restarted
     snd_nxt stays out of the pipe (RFC 6675 §2: only octets between HighACK and HighData; the
-    core knows which segments are SACKed from ``r.sack_pos``/``r.sack_from``). Frees the
+    core knows which segments are SACKed from ``r.seg_rows``/``r.seg_at``). Frees the
     sequence arrays of ``r``.
     """
     ev = np.array([e.i for e in eps], dtype=np.int64)
     ends = np.array([e.j_end for e in eps if e.j_end < r.hi[e.d]], dtype=np.int64)
     i, f, b = as_i64, as_f64, as_bool
-    pay = r.pay if r.sack_pos.size else r.sack_pos  # (read with the SACK places only)
     filt, raw = _core.cwnd_pipe(f(r.time), i(r.seq_end), i(r.una), b(r.dup), b(r.new_ack), i(r.sack_at),
-                                i(r.sack_val), i(pay), i(r.sack_pos), i(r.sack_from), i(r.lo), i(r.hi),
-                                f(r.min_rtt), ev, ends)
+                                i(r.sack_val), i(r.sack_pos), i(r.pay), i(r.seg_rows), i(r.seg_at), i(r.lo),
+                                i(r.hi), f(r.min_rtt), ev, ends)
     gone = np.empty(0, dtype=np.int64)  # (nothing after needs them per row)
-    r.seq_end = r.pay = r.una = r.sack_pos = r.sack_from = gone
+    r.seq_end = r.pay = r.una = r.sack_pos = r.seg_rows = r.seg_at = gone
     r.dup = r.new_ack = np.empty(0, dtype=bool)
     return filt, raw[[e.burst for e in eps if e.burst >= 0]]
 

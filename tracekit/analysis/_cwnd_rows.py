@@ -53,8 +53,9 @@ class Rows:
     new_ack: np.ndarray  # the latest ACK differs from the previous row's
     sack_at: np.ndarray  # rows with SACKed bytes above una, and how many
     sack_val: np.ndarray
-    sack_pos: np.ndarray  # per data row: its flight row, and from which flight row its segment counts
-    sack_from: np.ndarray  # as SACKed (both empty: nothing SACKed; see _cwnd_packets.sack_places)
+    sack_pos: np.ndarray  # their rows in the flight frame
+    seg_rows: np.ndarray  # rows whose segments get SACKed, and from which flight row on
+    seg_at: np.ndarray  # (_cwnd_packets.sack_places)
     retx_rows: np.ndarray
     retx_hi: np.ndarray
     retx_tack: np.ndarray
@@ -196,20 +197,20 @@ def _marks(p: Packets, flight: pl.DataFrame, retrans: pl.DataFrame, s: _Streams,
     """What the other analyses say per data row: SACKed bytes, retransmissions, and the ``fast`` ones.
 
     Returns:
-        (rows with SACKed bytes, their counts, retransmitted rows, rows the retransmission
-        analysis calls ``fast``: no timeout, and :func:`sack_places`' two arrays).
+        (rows with SACKed bytes, their counts and flight rows, retransmitted rows, rows the
+        retransmission analysis calls ``fast``: no timeout, and :func:`sack_places`' two arrays).
     """
     di = DataIndex(s.d_idx, code, s.lo, s.hi, s.frames_up)
     di.reordered = s.reordered
-    sack_at, sack_val = sacked(p, flight, di, d_mask)
-    pos, at = sack_places(p, flight, di, sacked_at)
+    sack_at, sack_val, sack_pos = sacked(p, flight, di, d_mask)
+    seg_rows, seg_at = sack_places(p, flight, di, sacked_at)
     given = fast = np.empty(0, dtype=np.int64)
     if retrans.height:
         given = frame_rows(p, di, retrans.select(*KEYS, pl.col("frame").cast(pl.UInt64)))[0]
         if "kind" in retrans.columns:  # re-sends the retransmission analysis finds no timeout
             fast = frame_rows(p, di, retrans.filter(pl.col("kind") == "fast").select(
                 *KEYS, pl.col("frame").cast(pl.UInt64)))[0]
-    return sack_at, sack_val, given, fast, pos, at
+    return sack_at, sack_val, sack_pos, given, fast, seg_rows, seg_at
 
 
 def _acks(p: Packets, s: _Streams, order: tuple[np.ndarray, ...], seq_end: np.ndarray, pay: np.ndarray,
@@ -269,7 +270,8 @@ def build(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: p
     s_code = code[s_idx]
 
     order = _capture_order(p, s)
-    sack_at, sack_val, given, fast, sack_pos, sack_from = _marks(p, flight, retrans, s, code, d_mask, sacked_at)
+    sack_at, sack_val, sack_pos, given, fast, seg_rows, seg_at = _marks(p, flight, retrans, s, code, d_mask,
+                                                                       sacked_at)
     del d_mask, code
     seq_end = p.take("seq", s.d_idx)
     pay = p.payload[s.d_idx]
@@ -291,6 +293,7 @@ def build(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: p
     return Rows(
         flow=dflow, dir=ddir, mss=_segment_sizes(dd, pay, s), min_rtt=min_rtt, syn_lost=syn_n > 1, syn_t=syn_t,
         lo=s.lo, hi=s.hi, alo=s.alo, ahi=s.ahi, time=s.time, seq_end=seq_end, pay=pay, una=una, dup=dup,
-        new_ack=new_ack, sack_at=sack_at, sack_val=sack_val, sack_pos=sack_pos, sack_from=sack_from,
+        new_ack=new_ack, sack_at=sack_at, sack_val=sack_val, sack_pos=sack_pos, seg_rows=seg_rows,
+        seg_at=seg_at,
         retx_rows=retx_rows, retx_hi=retx_hi,
         retx_tack=retx_tack, retx_tnew=retx_tnew, a_time=s.a_time, a_una=a_una, retx_fast=retx_fast)
