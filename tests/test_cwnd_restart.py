@@ -166,3 +166,12 @@ def test_reductions_on_unneeded_resends_are_no_loss_events(truth: tuple[pl.DataF
         stream = ts.filter(pl.col("sport") == sport)["stream"][0]
         frames = dsack.filter(pl.col("stream") == stream)["frame"].to_list()
         assert any(edges[f][0] <= seq and seq + ln <= edges[f][1] for f in frames), f"{s.text}: no D-SACK"
+
+
+def test_cwnd_called_alone_finds_the_sack_places_itself(truth: tuple[pl.DataFrame, tracekit.Analysis]) -> None:
+    """``cwnd()`` without ``sacked_at`` makes it from the packets: the same estimate as the analysis'."""
+    from tracekit.analysis.cwnd import cwnd
+
+    _, an = truth
+    alone = cwnd(an.packets, an.trace.samples, an.flight, an.retransmissions, an.trace.meta)
+    assert alone.equals(an.cwnd)
