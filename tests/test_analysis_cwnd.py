@@ -419,12 +419,17 @@ def test_core_passes_reject_inconsistent_columns() -> None:
     t, seq = np.array([0.0, 1.0]), np.array([1000, 2000], dtype=np.int64)
     no, one = np.zeros(2, dtype=bool), np.array([0], dtype=np.int64)
     none = np.empty(0, dtype=np.int64)
+    nos = (none, none, none, none)  # no SACK places
     with pytest.raises(ValueError, match="outside"):  # a direction past the rows
-        _core.cwnd_pipe(t, seq, seq, no, no, none, none, one, np.array([3]), np.array([0.1]), none, none)
+        _core.cwnd_pipe(t, seq, seq, no, no, none, none, *nos, one, np.array([3]), np.array([0.1]), none, none)
     with pytest.raises(ValueError, match="outside"):  # a loss event's row past the rows
-        _core.cwnd_pipe(t, seq, seq, no, no, none, none, one, np.array([2]), np.array([0.1]), np.array([7]), none)
+        _core.cwnd_pipe(t, seq, seq, no, no, none, none, *nos, one, np.array([2]), np.array([0.1]), np.array([7]),
+                        none)
+    with pytest.raises(ValueError, match="values"):  # a SACKed segment's row without its place
+        _core.cwnd_pipe(t, seq, seq, no, no, none, none, none, seq, seq, one, one, np.array([2]), np.array([0.1]),
+                        none, none)
     with pytest.raises(ValueError, match="values"):  # columns of different lengths
         _core.cwnd_phases(t, t[:1], t, no, one, np.array([2]), np.array([1000.0]))
-    filt, raw = _core.cwnd_pipe(t, seq, np.zeros(2, dtype=np.int64), no, no, none, none, one, np.array([2]),
+    filt, raw = _core.cwnd_pipe(t, seq, np.zeros(2, dtype=np.int64), no, no, none, none, *nos, one, np.array([2]),
                                 np.array([0.1]), none, none)
     assert raw.tolist() == [1000.0, 2000.0] and filt.tolist() == [2000.0, 2000.0]  # one ACK's burst

@@ -28,13 +28,14 @@ def tcp_rtt(
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64], npt.NDArray[np.uint32], npt.NDArray[np.float64]]: ...
 
 # src/state/sack.rs: the flight frame's columns per data packet (Wireshark's list and SACK
-# correction, RFC 6675 pipe without loss marking, outstanding data)
+# correction, RFC 6675 pipe without loss marking, outstanding data), and when each was SACKed
 def tcp_flight_sack(
     flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int8], seq: npt.NDArray[np.int64],
     len: npt.NDArray[np.uint32], flags: npt.NDArray[np.uint8], ack: npt.NDArray[np.int64],
     bits: npt.NDArray[np.uint8], block_row: npt.NDArray[np.int64], block_left: npt.NDArray[np.int64],
     block_right: npt.NDArray[np.int64],
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.int64],
+           npt.NDArray[np.int64]]: ...
 
 # src/state/bins.rs: throughput bins (refused, then per direction flow, dir, first bin, bins;
 # per bin wire bytes, new payload bytes, packets)
@@ -70,8 +71,10 @@ def tcp_retrans(
 def cwnd_pipe(
     time: npt.NDArray[np.float64], seq_end: npt.NDArray[np.int64], una: npt.NDArray[np.int64],
     dup: npt.NDArray[np.bool_], new_ack: npt.NDArray[np.bool_], sack_at: npt.NDArray[np.int64],
-    sack_val: npt.NDArray[np.int64], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64],
-    min_rtt: npt.NDArray[np.float64], ev: npt.NDArray[np.int64], ends: npt.NDArray[np.int64],
+    sack_val: npt.NDArray[np.int64], sack_pos: npt.NDArray[np.int64], pay: npt.NDArray[np.int64],
+    seg_rows: npt.NDArray[np.int64], seg_at: npt.NDArray[np.int64], lo: npt.NDArray[np.int64],
+    hi: npt.NDArray[np.int64], min_rtt: npt.NDArray[np.float64], ev: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
 def cwnd_phases(
     time: npt.NDArray[np.float64], est: npt.NDArray[np.float64], ssthresh: npt.NDArray[np.float64],

@@ -147,17 +147,28 @@ def losses(parts: Parts, s: Series, f: _Fmt, flow: int, d: int) -> list[Sentence
     drops = parts.get("drops", flow, d)["time"].to_numpy()
     out: list[Sentence] = []
     prev = -math.inf
+    # each event reaches back to the row before it (``tol``); its retransmissions run up to where the next one's reach
+    ks = np.searchsorted(t, times).astype(np.int64)
+    tols = np.where(ks > 0, t[ks] - t[np.maximum(ks - 1, 0)], 0.0) + 1e-6
     for i, te in enumerate(times[:_MAX_EACH]):
-        k = int(np.searchsorted(t, te))
-        tol = (t[k] - t[k - 1] if k > 0 else 0.0) + 1e-6
-        hi = times[i + 1] - tol if i + 1 < times.size else math.inf
+        k, tol = int(ks[i]), float(tols[i])
+        hi = times[i + 1] - tols[i + 1] if i + 1 < times.size else math.inf
         sel = (rtt_t >= te - tol) & (rtt_t < hi)
         kinds = rt_kind[sel]
         before = float(v[k - 1]) if k > 0 else float(v[k])
         after = _after(v, k)
         first = kinds[0] if kinds.size else None
         small = after <= max(2.0 * (f.seg or 0), 0.3 * before)
-        if first == "rto" and small:
+        if s.backed is not None and not s.backed[i]:
+            # no loss evidence (tracekit.analysis.cwnd.reductions): re-sends the receiver already had
+            # (D-SACK, RFC 2883; a sender undoes such a reduction, RFC 3708), or no re-send at all;
+            # the re-sends told are the unneeded ones it starts with (later ones back the next event)
+            kind = "reduction_spurious" if first == "spurious" else "reduction_no_loss"
+            if first == "spurious":
+                n_sp = int(np.argmin(kinds == "spurious")) if (kinds != "spurious").any() else kinds.size
+                sel = sel & (np.cumsum(sel) <= n_sp)
+                kinds = rt_kind[sel]
+        elif first == "rto" and small:
             kind = "loss_timeout"
         elif phase[k] == RECOVERY or (first == "fast" and not small):
             kind = "loss_fast_recovery"

@@ -48,6 +48,7 @@ class Series:
         phase: :data:`SLOW_START`, :data:`CONGESTION_AVOIDANCE`, :data:`RECOVERY` (-1: none).
         source: ``trace`` or ``estimate`` (None: no series).
         losses: Times of the series' reductions (:func:`tracekit.analysis.cwnd.reductions`), ascending.
+        backed: Per reduction, whether loss evidence backs it (its ``loss_event``; None: all do).
     """
 
     t: np.ndarray
@@ -55,6 +56,7 @@ class Series:
     phase: np.ndarray
     source: str | None
     losses: np.ndarray
+    backed: np.ndarray | None = None
 
     @property
     def empty(self) -> bool:
@@ -120,7 +122,10 @@ def split_series(an: Analysis) -> dict[tuple[int, int], Series]:
         return {}
     red = getattr(an, "reductions", None)
     red = reductions(cw) if red is None else red  # an analysis built by hand: found here
-    times = {k: g["time"].to_numpy() for k, g in red.partition_by("flow", "dir", as_dict=True).items()}
+    parts = red.partition_by("flow", "dir", as_dict=True)
+    times = {k: g["time"].to_numpy() for k, g in parts.items()}
+    backed = {k: g["loss_event"].fill_null(True).to_numpy() for k, g in parts.items()} \
+        if "loss_event" in red.columns else {}
     cols = chosen(cw).select(
         pl.col("flow").cast(pl.Int64).fill_null(-1), pl.col("dir").cast(pl.Int64).fill_null(-1), "time",
         pl.col("cwnd_bytes").cast(pl.Float64), _source(cw.schema["source"]), _phase_code(cw.schema["phase"]))
@@ -132,5 +137,6 @@ def split_series(an: Analysis) -> dict[tuple[int, int], Series]:
     out = {}
     for a, b in zip(starts.tolist(), [*starts[1:].tolist(), f.size], strict=True):
         key = (int(f[a]), int(d[a]))
-        out[key] = Series(t[a:b], v[a:b], phase[a:b], cols["source"][a], times.get(key, np.zeros(0)))
+        out[key] = Series(t[a:b], v[a:b], phase[a:b], cols["source"][a], times.get(key, np.zeros(0)),
+                          backed.get(key))
     return out

@@ -35,6 +35,10 @@ TEMPLATES: dict[str, str] = {
     "losses_far": "{retrans} retransmitted from {time} to {end} ({fast} fast, {rto} after a timeout); the "
                   "packets were seen away from the sender ({where}), so its window and recoveries are not told.",
     "loss_other": "Loss event at {time}: {retrans} retransmitted{dropped}; cwnd {before} → {after}.",
+    "reduction_spurious": "cwnd reduction at {time} (cwnd {before} → {after}) on {retrans} re-sent, none of "
+                          "them needed: the receiver already had the data, so this is no loss event.",
+    "reduction_no_loss": "cwnd reduction at {time} (cwnd {before} → {after}) with no loss evidence "
+                         "({retrans} retransmitted{dropped}), so this is no loss event.",
     "losses_more": "{count} more loss events from {time} to {end}.",
     "limit_cwnd": "Limited by the congestion window {cwnd_share} of the time "
                   "(receive window {rwnd_share}, application {app_share}, nothing {none_share}).",

@@ -8,7 +8,8 @@
 //! - [`Acks`]: the ACK stream merged with the segments in capture order: snd_una, the
 //!   dupACK state, retransmissions and Karn's minimum RTT (fed by `on_ack` / `on_data`);
 //! - [`Pipe`]: the pipe at each segment and its causal max filter over two minimum RTTs,
-//!   restarted at every loss event's start and end;
+//!   restarted at every loss event's start and end (SACKed data above a restarted snd_nxt is
+//!   no part of it: [`SackInfo`] tells which segments are SACKed, not only how many bytes);
 //! - [`Phase`]: congestion-avoidance interpolation between whole-segment steps, and the phase
 //!   code (slow start / congestion avoidance / recovery) of every row.
 //!
@@ -40,6 +41,27 @@ pub const NEW_ACK: u8 = 1 << 2;
 /// The segment was sent on a duplicate ACK (RFC 3042 limited transmit, dupACK inflation).
 pub const DUP: u8 = 1 << 3;
 
+/// What the SACK scoreboard (`super::sack`) says of one data row.
+#[derive(Debug, Clone, Copy)]
+pub struct SackInfo {
+    /// Its payload length (its segment is `seq_end - len .. seq_end`).
+    pub len: i64,
+    /// Its data packet's place among the capture's data packets (-1: unknown).
+    pub pos: i64,
+    /// Its segment counts as SACKed from rows whose `pos` is at least this (-1: never SACKed,
+    /// or not a first transmission: `sack::FlightColumns::sacked_at`).
+    pub at: i64,
+}
+
+impl SackInfo {
+    /// A row the scoreboard says nothing of.
+    pub const NONE: SackInfo = SackInfo {
+        len: 0,
+        pos: -1,
+        at: -1,
+    };
+}
+
 /// One burst: the segments one ACK releases (its keys at the first and last row, its maximum).
 struct Burst {
     k_first: i64,
@@ -57,6 +79,11 @@ pub struct Pipe {
     width: f64,
     /// Highest segment end since the last loss event (snd_nxt as a go-back-N sender resets it).
     snd_nxt: i64,
+    /// Highest segment end of the direction (HighData).
+    hi: i64,
+    /// The segments SACKed (now or later) and not yet cumulatively ACKed, by end: (seq, end,
+    /// from which data packet place on they count as SACKed: [`SackInfo::at`]).
+    sacks: VecDeque<(i64, i64, i64)>,
     prev_tau: f64,
     key: i64,
     keys: Vec<i64>,
@@ -75,6 +102,8 @@ impl Pipe {
         Pipe {
             width,
             snd_nxt: 0,
+            hi: 0,
+            sacks: VecDeque::new(),
             prev_tau: 0.0,
             key: 0,
             keys: Vec::with_capacity(rows),
@@ -83,9 +112,18 @@ impl Pipe {
     }
 
     /// One data segment: its time, end (seq + len), the cumulative ACK before it (una), the
-    /// bytes SACKed above una, and its marks ([`EPOCH`] .. [`DUP`]). Returns its pipe before
-    /// duplicate-ACK sends are dropped (the recoveries read it at the bursts).
-    pub fn on_row(&mut self, time: f64, seq_end: i64, una: i64, sacked: i64, marks: u8) -> f64 {
+    /// bytes SACKed above una, what the scoreboard says of it (`sk`) and its marks ([`EPOCH`] ..
+    /// [`DUP`]). Returns its pipe before duplicate-ACK sends are dropped (the recoveries read it
+    /// at the bursts).
+    pub fn on_row(
+        &mut self,
+        time: f64,
+        seq_end: i64,
+        una: i64,
+        sacked: i64,
+        sk: SackInfo,
+        marks: u8,
+    ) -> f64 {
         let first = self.keys.is_empty();
         // snd_nxt restarts at each loss event: the highest byte sent since
         if first || marks & EPOCH != 0 {
@@ -93,6 +131,8 @@ impl Pipe {
         } else {
             self.snd_nxt = self.snd_nxt.max(seq_end);
         }
+        self.hi = if first { seq_end } else { self.hi.max(seq_end) };
+        let sacked = self.sacked_below(una, sacked, sk, seq_end);
         let pipe = self.snd_nxt.wrapping_sub(una).wrapping_sub(sacked).max(0) as f64;
         // a segment sent on a duplicate ACK may exceed cwnd: not a measurement (-1)
         let v = if marks & DUP != 0 && marks & EPOCH == 0 && !first {
@@ -130,6 +170,39 @@ impl Pipe {
             b.max = b.max.max(v);
         }
         pipe
+    }
+
+    /// The bytes of `sacked` (SACKed above una, as the scoreboard counts them) that lie below
+    /// snd_nxt. RFC 6675 §2 counts in the pipe only octets between HighACK and HighData, and
+    /// after a restart (snd_nxt back at the loss event: a timeout, RFC 5681 §3.1 / Linux
+    /// `tcp_enter_loss`, resends from una) the data is what lies below the restarted snd_nxt:
+    /// SACKed blocks above it are neither in the pipe nor to be taken out of it (Linux keeps
+    /// their SACKed marks across the loss: `tcp_timeout_mark_lost` skips SACKed skbs, and
+    /// `tcp_packets_in_flight` counts only what it retransmits). Exact: each first
+    /// transmission SACKed is known with the data packet place from which it counts.
+    fn sacked_below(&mut self, una: i64, sacked: i64, sk: SackInfo, seq_end: i64) -> i64 {
+        if sk.at >= 0 {
+            // a first transmission that gets SACKed: kept by end (ends increase in capture order)
+            let seg = (seq_end.wrapping_sub(sk.len), seq_end, sk.at);
+            let at = self.sacks.partition_point(|s| s.1 <= seq_end);
+            self.sacks.insert(at, seg);
+        }
+        while self.sacks.front().is_some_and(|s| s.1 <= una) {
+            self.sacks.pop_front();
+        }
+        // every segment kept ends at or below hi: nothing lies above an un-restarted snd_nxt
+        if sacked <= 0 || self.snd_nxt >= self.hi || sk.pos < 0 {
+            return sacked;
+        }
+        let x = self.snd_nxt.max(una);
+        let from = self.sacks.partition_point(|s| s.1 <= x);
+        let above: i64 = self
+            .sacks
+            .range(from..)
+            .filter(|s| s.2 <= sk.pos)
+            .map(|s| s.1 - s.0.max(x))
+            .sum();
+        (sacked - above).max(0)
     }
 
     /// The filtered estimate of every row: the largest burst value whose last row lies in
@@ -274,6 +347,10 @@ pub struct PipeRows<'a> {
     pub una: &'a [i64],
     /// SACKed bytes above una (0: none).
     pub sacked: &'a [i64],
+    /// Payload, data packet place and SACKed-from place per row ([`SackInfo`]; all empty: none).
+    pub pay: &'a [i64],
+    pub pos: &'a [i64],
+    pub at: &'a [i64],
     pub marks: &'a [u8],
     pub lo: &'a [i64],
     pub hi: &'a [i64],
@@ -290,6 +367,17 @@ pub fn pipe(r: &PipeRows) -> Result<(Vec<f64>, Vec<f64>), String> {
         ("marks", r.marks.len()),
     ];
     same_len(n, &cols)?;
+    let info = !r.pos.is_empty();
+    if info {
+        same_len(
+            n,
+            &[
+                ("pay", r.pay.len()),
+                ("pos", r.pos.len()),
+                ("at", r.at.len()),
+            ],
+        )?;
+    }
     same_len(r.lo.len(), &[("min_rtt", r.min_rtt.len())])?;
     let b = bounds(r.lo, r.hi, n)?;
     let (mut filt, mut raw) = (vec![0.0; n], vec![0.0; n]);
@@ -300,7 +388,23 @@ pub fn pipe(r: &PipeRows) -> Result<(Vec<f64>, Vec<f64>), String> {
         .for_each(|((f, w), (&(a, e), &mr))| {
             let mut p = Pipe::new(mr, e - a);
             for (i, slot) in (a..e).zip(w.iter_mut()) {
-                *slot = p.on_row(r.time[i], r.seq_end[i], r.una[i], r.sacked[i], r.marks[i]);
+                let sk = if info {
+                    SackInfo {
+                        len: r.pay[i],
+                        pos: r.pos[i],
+                        at: r.at[i],
+                    }
+                } else {
+                    SackInfo::NONE
+                };
+                *slot = p.on_row(
+                    r.time[i],
+                    r.seq_end[i],
+                    r.una[i],
+                    r.sacked[i],
+                    sk,
+                    r.marks[i],
+                );
             }
             p.finish(f);
         });

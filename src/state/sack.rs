@@ -34,6 +34,8 @@ struct Seg {
     seq: i64,
     end: i64,
     sacked: bool,
+    /// The caller's label of the segment ([`Pkt::id`]): reported once it is SACKed.
+    id: u32,
 }
 
 /// One direction of a connection, as sender (its segments) and as receiver (its ACKs).
@@ -49,6 +51,8 @@ struct Side {
     sacked: i64,
     /// Bytes in the SACK blocks of this side's latest packet.
     last_blocks: i64,
+    /// Labels of the other side's segments this side's latest packet SACKed first.
+    newly: Vec<u32>,
     /// The highest right edge reported so far per left edge ([`MISSING`]: a block without one).
     edges: HashMap<i64, i64>,
 }
@@ -63,6 +67,9 @@ pub struct Pkt {
     pub new: bool,
     /// `seq::NEW_ACK`: it raises the highest ACK its direction has sent.
     pub new_ack: bool,
+    /// The caller's label of this segment (e.g. its row): [`Scoreboard::newly_sacked`] names
+    /// it when a block first covers it.
+    pub id: u32,
 }
 
 /// The SACK scoreboard of one connection (both directions), fed packet by packet.
@@ -112,6 +119,7 @@ impl Scoreboard {
                 }
             })
             .sum();
+        me.newly.clear();
         let own_ack = if p.ack == MISSING { -1 } else { p.ack };
         for &(left, right) in blocks {
             // a block at or below the packet's own ACK is a D-SACK (RFC 2883): a duplicate, no hole
@@ -125,7 +133,7 @@ impl Scoreboard {
                 (l, p) => Some(p.map_or(l, |v| v.max(l))),
             };
             if let Some(lo) = lo.filter(|&lo| lo < right) {
-                me.sacked += cover(&mut peer.segs, lo, right);
+                me.sacked += cover(&mut peer.segs, lo, right, &mut me.newly);
             }
         }
         if p.new && p.len > 0 {
@@ -137,9 +145,16 @@ impl Scoreboard {
                     seq: p.seq,
                     end,
                     sacked: false,
+                    id: p.id,
                 });
             }
         }
+    }
+
+    /// The labels of the other side's segments that the latest packet of direction `d` SACKed
+    /// for the first time (each segment is named once, by the packet whose block covers it whole).
+    pub fn newly_sacked(&self, d: usize) -> &[u32] {
+        &self.side[d].newly
     }
 
     /// The measures of a data packet of direction `d`, just after [`Scoreboard::on_packet`].
@@ -161,8 +176,9 @@ impl Scoreboard {
     }
 }
 
-/// Marks the segments that lie within `[lo, right)` SACKed; returns their bytes.
-fn cover(segs: &mut VecDeque<Seg>, lo: i64, right: i64) -> i64 {
+/// Marks the segments that lie within `[lo, right)` SACKed (their labels go to `newly`);
+/// returns their bytes.
+fn cover(segs: &mut VecDeque<Seg>, lo: i64, right: i64, newly: &mut Vec<u32>) -> i64 {
     // ends increase: the candidates are the segments ending in (lo, right]
     let from = segs.partition_point(|s| s.end <= lo);
     let mut bytes = 0;
@@ -173,6 +189,7 @@ fn cover(segs: &mut VecDeque<Seg>, lo: i64, right: i64) -> i64 {
         if !s.sacked && s.seq >= lo {
             s.sacked = true;
             bytes += s.end - s.seq;
+            newly.push(s.id);
         }
     }
     bytes
@@ -188,6 +205,12 @@ pub struct FlightColumns {
     pub pipe: Vec<i64>,
     /// Outstanding data ([`MISSING`]: no ACK received yet).
     pub unacked: Vec<i64>,
+    /// When a first transmission got SACKed: the number of data packets up to and including the
+    /// packet whose block covered it ([`MISSING`]: never, or not a first transmission). Data
+    /// packet `k` (its place among the data packets) sees it SACKed iff this is `<= k`: the cwnd
+    /// estimate needs *which* bytes are SACKed, not only how many (RFC 6675 §2: only SACKed
+    /// octets between HighACK and HighData leave the pipe).
+    pub sacked_at: Vec<i64>,
 }
 
 /// Every SACK block of a trace: the row carrying it (ascending), its left and right edge.
@@ -198,13 +221,22 @@ pub struct Blocks<'a> {
 }
 
 type Out = (u32, i64, bool, i64, i64);
+/// (data packet row, row of the packet that SACKed it first)
+type Sacked = (u32, u32);
 
 /// One connection: its rows in packet order and its blocks (row order); `bits` are the state
 /// bits of every packet (`seq::State::bits`).
-fn connection(p: &Packets, bits: &[u8], bl: &Blocks, rows: &[u32], blocks: &[u32]) -> Vec<Out> {
+fn connection(
+    p: &Packets,
+    bits: &[u8],
+    bl: &Blocks,
+    rows: &[u32],
+    blocks: &[u32],
+) -> (Vec<Out>, Vec<Sacked>) {
     let mut list = ListFlight::default();
     let mut board = Scoreboard::default();
     let mut out = Vec::with_capacity(rows.len());
+    let mut sacked = Vec::new();
     let mut k = 0;
     let mut mine = Vec::new();
     for &row in rows {
@@ -231,8 +263,10 @@ fn connection(p: &Packets, bits: &[u8], bl: &Blocks, rows: &[u32], blocks: &[u32
             ack,
             new: b & NEW != 0,
             new_ack: b & NEW_ACK != 0,
+            id: row,
         };
         board.on_packet(d, &pk, &mine);
+        sacked.extend(board.newly_sacked(d).iter().map(|&s| (s, row)));
         if len == 0 {
             continue;
         }
@@ -250,7 +284,7 @@ fn connection(p: &Packets, bits: &[u8], bl: &Blocks, rows: &[u32], blocks: &[u32
         };
         out.push((row, fb, only && fb != MISSING, m.pipe, m.unacked));
     }
-    out
+    (out, sacked)
 }
 
 /// The flight columns of every data packet (see the module docs); `bits` are the state bits
@@ -291,21 +325,24 @@ pub fn flight_columns(p: &Packets, bits: &[u8], bl: &Blocks) -> Result<FlightCol
         border[fill[c]] = j as u32;
         fill[c] += 1;
     }
-    let per: Vec<Vec<Out>> = (0..gr.keys.len())
+    let per: Vec<(Vec<Out>, Vec<Sacked>)> = (0..gr.keys.len())
         .into_par_iter()
         .map(|c| {
             let rows = &gr.order[gr.starts[c]..gr.starts[c + 1]];
             connection(p, bits, bl, rows, &border[bstart[c]..bstart[c + 1]])
         })
         .collect();
-    // each data packet's place among the data packets, packet order
+    // each data packet's place among the data packets, packet order; `upto[i]`: the data
+    // packets in rows 0..=i
     let mut rank = vec![u32::MAX; n];
+    let mut upto = vec![0u32; n];
     let mut m = 0u32;
     for (i, &l) in p.len.iter().enumerate() {
         if l > 0 {
             rank[i] = m;
             m += 1;
         }
+        upto[i] = m;
     }
     let m = m as usize;
     let mut out = FlightColumns {
@@ -313,13 +350,19 @@ pub fn flight_columns(p: &Packets, bits: &[u8], bl: &Blocks) -> Result<FlightCol
         sender_only: vec![false; m],
         pipe: vec![MISSING; m],
         unacked: vec![MISSING; m],
+        sacked_at: vec![MISSING; m],
     };
-    for (row, fb, only, pipe, un) in per.into_iter().flatten() {
-        let k = rank[row as usize] as usize;
-        out.flight[k] = fb;
-        out.sender_only[k] = only;
-        out.pipe[k] = pipe;
-        out.unacked[k] = un;
+    for (cols, sacked) in per {
+        for (row, fb, only, pipe, un) in cols {
+            let k = rank[row as usize] as usize;
+            out.flight[k] = fb;
+            out.sender_only[k] = only;
+            out.pipe[k] = pipe;
+            out.unacked[k] = un;
+        }
+        for (seg, by) in sacked {
+            out.sacked_at[rank[seg as usize] as usize] = i64::from(upto[by as usize]);
+        }
     }
     Ok(out)
 }
@@ -329,9 +372,11 @@ type FlightArrays<'py> = (
     Bound<'py, PyArray1<bool>>,
     Bound<'py, PyArray1<i64>>,
     Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
 );
 
-/// The flight frame's columns per data packet: `(flight, sender_only, pipe, unacked)`.
+/// The flight frame's columns per data packet: `(flight, sender_only, pipe, unacked)`, and
+/// `sacked_at` (see [`FlightColumns::sacked_at`]; not a column of the frame).
 ///
 /// `flags` is the TCP flags byte, `bits` the state bits `tcp_state` returned
 /// (`seq::State::bits`); `block_row`, `block_left`, `block_right` every SACK block (rows
@@ -374,6 +419,7 @@ fn tcp_flight_sack<'py>(
         out.sender_only.into_pyarray(py),
         out.pipe.into_pyarray(py),
         out.unacked.into_pyarray(py),
+        out.sacked_at.into_pyarray(py),
     ))
 }
 

@@ -31,6 +31,7 @@ from tracekit.analysis import retrans as _retrans
 from tracekit.analysis import rtt as _rtt
 from tracekit.analysis import throughput as _throughput
 from tracekit.analysis.flight import flight as _flight
+from tracekit.analysis.flight import flight_and_sacks as _flight_and_sacks
 from tracekit.analysis.flows import basic as _flows_basic
 from tracekit.analysis.flows import flows as _flows
 from tracekit.analysis.flows import model_inputs, with_cwnd_stats
@@ -253,7 +254,7 @@ def _per_connection(pk: pl.DataFrame, trace: Trace, floor_s: float, *, keep: boo
     est, hs = _rtt.smoothed(rs), _dirstats.handshake(dirs)  # shared by retransmissions, stalls and flows
     rt = _retrans.classify(st, rs, est=est, hs=hs, rto_floor_s=floor_s)
     retrans_df = rt.drop("_i", "episode")
-    fl = _flight(pk, state=st)
+    fl, sacked_at = _flight_and_sacks(pk, state=st)
     sl = _stalls(pk, state=st, rtt_samples_df=rs, retrans=rt, est=est)
     basic_df = _flows_basic(pk, dirs)
     inputs = model_inputs(basic_df, est) if st.height else None
@@ -263,7 +264,8 @@ def _per_connection(pk: pl.DataFrame, trace: Trace, floor_s: float, *, keep: boo
     })
     has_state = st.height > 0
     del st, rs, rt, est, hs
-    cw = _cwnd.cwnd(pk, trace.samples, fl, retrans_df, trace.meta, directions=dirs)
+    cw = _cwnd.cwnd(pk, trace.samples, fl, retrans_df, trace.meta, directions=dirs, sacked_at=sacked_at)
+    del sacked_at
     if has_state:
         red = _cwnd.reductions(cw, _loss_evidence(trace.packets, retrans_df), flows_df.select(
             "flow", "dir", tol_s=pl.col("rtt_min_s")))
@@ -376,12 +378,18 @@ def _loss_evidence(packets: pl.DataFrame, retrans: pl.DataFrame) -> pl.DataFrame
     """``flow, dir, time`` of every data retransmission and simulator drop of data: what backs a loss event.
 
     A lost SYN is left out: it lowers the initial window (RFC 6298 §5.7) before any data
-    flows, so it is no loss event of the transfer.
+    flows, so it is no loss event of the transfer. So is a ``spurious`` re-send: the receiver
+    had the data (a D-SACK reported it twice, RFC 2883, or the cumulative ACK already covered
+    it), so nothing was lost; a sender that sees the D-SACKs undoes the reduction (RFC 3708,
+    RFC 2883 §4; Linux ``tcp_try_undo_dsack`` restores cwnd once every re-send of the episode
+    is D-SACKed), so a reduction backed only by such re-sends is no loss event.
     """
+    real = (retrans["len"] > 0) & (retrans["kind"] != "spurious").fill_null(True) if "kind" in retrans.columns \
+        else retrans["len"] > 0
     cols = retrans.select("flow", "dir", "time")
     drops = packets.lazy().filter((pl.col("event") == "drop") & pl.col("flow").is_not_null()
                                   & (pl.col("payload") > 0)).select("flow", "dir", "time").collect()
-    return pl.concat([cols.filter(retrans["len"] > 0), drops.cast(cols.schema)])
+    return pl.concat([cols.filter(real), drops.cast(cols.schema)])
 
 
 #: Flow ids from this on are renumbered for the analysis (direction ids ``2·flow + dir`` are 32-bit).

@@ -14,7 +14,9 @@ data segment and corrects it where the sender is not cwnd-limited:
    twice (samples/ns2/lab_reno/Window.tr: 66 → 33 → 1). A retransmitted SYN is a loss too (cwnd starts
    at 1 segment, ssthresh 2 segments, RFC 5681).
 2. **snd_nxt restarts at each event**: go-back-N senders (timeouts, Tahoe's fast
-   retransmit) resend from snd_una, so the pipe uses the highest byte sent since.
+   retransmit) resend from snd_una, so the pipe uses the highest byte sent since; data
+   SACKed above that restarted snd_nxt is no part of the pipe (RFC 6675 §2: it counts
+   octets between HighACK and HighData), so only the SACKed bytes below it leave it.
 3. **Fast recovery or restart.** A fast-retransmit event is a Reno-style *recovery*
    (estimate = ssthresh, phase ``recovery``: ns-2 keeps the dupACK inflation out of
    ``cwnd_``, PRR converges to it) unless the sender shows go-back-N: it resends old
@@ -214,15 +216,19 @@ def _pipe(r: Rows, eps: list[_Episode]) -> tuple[np.ndarray, np.ndarray]:
     loss event (go-back-N senders resend from snd_una); segments sent on a duplicate ACK (RFC
     3042 limited transmit, fast recovery's dupACK inflation) are no measurement; the segments
     one ACK releases count as one burst; a causal max filter over two minimum RTTs,
-    restarting at every event start and end. Frees the sequence arrays of ``r``.
+    restarting at every event start and end. After a restart, SACKed data above the restarted
+    snd_nxt stays out of the pipe (RFC 6675 §2: only octets between HighACK and HighData; the
+    core knows which segments are SACKed from ``r.seg_rows``/``r.seg_at``). Frees the
+    sequence arrays of ``r``.
     """
     ev = np.array([e.i for e in eps], dtype=np.int64)
     ends = np.array([e.j_end for e in eps if e.j_end < r.hi[e.d]], dtype=np.int64)
     i, f, b = as_i64, as_f64, as_bool
     filt, raw = _core.cwnd_pipe(f(r.time), i(r.seq_end), i(r.una), b(r.dup), b(r.new_ack), i(r.sack_at),
-                                i(r.sack_val), i(r.lo), i(r.hi), f(r.min_rtt), ev, ends)
+                                i(r.sack_val), i(r.sack_pos), i(r.pay), i(r.seg_rows), i(r.seg_at), i(r.lo),
+                                i(r.hi), f(r.min_rtt), ev, ends)
     gone = np.empty(0, dtype=np.int64)  # (nothing after needs them per row)
-    r.seq_end = r.pay = r.una = gone
+    r.seq_end = r.pay = r.una = r.sack_pos = r.seg_rows = r.seg_at = gone
     r.dup = r.new_ack = np.empty(0, dtype=bool)
     return filt, raw[[e.burst for e in eps if e.burst >= 0]]
 
@@ -287,7 +293,8 @@ def _enum(codes: np.ndarray, dtype: pl.Enum, name: str) -> pl.Series:
 
 
 def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: pl.DataFrame, *,
-             packets: Packets | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+             packets: Packets | None = None, sacked_at: np.ndarray | None = None
+             ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Estimate cwnd at every data segment of every data direction (see the module docstring).
 
     Args:
@@ -296,6 +303,8 @@ def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs
         retrans: The retransmissions frame (its frames are marked as retransmissions; may be empty).
         dirs: Data directions ``flow, dir, mss`` (from :func:`tracekit.analysis.cwnd.data_directions`).
         packets: ``pk``'s columns if already read.
+        sacked_at: Per flight row, from when its segment counts as SACKed
+            (:func:`tracekit.analysis.flight.flight_and_sacks`; None: not known).
 
     Returns:
         (rows, episodes): rows with ``flow, dir, time, cwnd_bytes, ssthresh_bytes, source, phase``
@@ -305,7 +314,7 @@ def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs
     empty = pl.DataFrame(schema=ROW_SCHEMA), pl.DataFrame(schema=EP_SCHEMA)
     if pk.is_empty() or dirs.is_empty():
         return empty
-    r = build(pk, flight, retrans, dirs, packets)
+    r = build(pk, flight, retrans, dirs, packets, sacked_at)
     if r is None:
         return empty
     eps = _episodes(r)

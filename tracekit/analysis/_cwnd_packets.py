@@ -171,7 +171,8 @@ def _frame_pos(fr: np.ndarray, qf: np.ndarray) -> np.ndarray:
     return np.where(fr[r] == qf, r, -1)
 
 
-def sacked(p: Packets, flight: pl.DataFrame, d: DataIndex, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def sacked(p: Packets, flight: pl.DataFrame, d: DataIndex, mask: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """SACKed bytes above una at the data rows, as the flight analysis measured them (RFC 6675 "pipe").
 
     unacked − pipe (flight_bytes is Wireshark's figure, which already subtracts the latest
@@ -181,11 +182,11 @@ def sacked(p: Packets, flight: pl.DataFrame, d: DataIndex, mask: np.ndarray) -> 
         mask: The data packets.
 
     Returns:
-        (rows with SACKed bytes, in order, and their counts).
+        (rows with SACKed bytes, in order, their counts, and their rows in ``flight``).
     """
     none = np.empty(0, dtype=np.int64)
     if not (flight.height and "flight_sack_bytes" in flight.columns):
-        return none, none
+        return none, none, none
     b = "unacked_bytes" if "unacked_bytes" in flight.columns else "flight_bytes"
     base, sack = flight[b], flight["flight_sack_bytes"]
     if d.frames_up and flight.height == d.idx.size and not (base.null_count() or sack.null_count()):
@@ -197,16 +198,37 @@ def sacked(p: Packets, flight: pl.DataFrame, d: DataIndex, mask: np.ndarray) -> 
             nz = np.flatnonzero(v > 0)
             rows = d.rows_of(sel[nz])
             order = np.argsort(rows, kind="stable")
-            return rows[order], v[nz][order].astype(np.int64)
+            return rows[order], v[nz][order].astype(np.int64), nz[order].astype(np.int64)
     v = flight.select((pl.col(b) - pl.col("flight_sack_bytes")).clip(lower_bound=0).fill_null(0)).to_series()
-    keys = flight.select(*KEYS, pl.col("frame").cast(pl.UInt64)).with_columns(_v=v)
+    keys = flight.select(*KEYS, pl.col("frame").cast(pl.UInt64)).with_columns(_v=v).with_row_index("_pos")
     keys = keys.unique([*KEYS, "frame"])  # a repeated key: any of its rows, as the join did
-    rows, k = frame_rows(p, d, keys)
-    val = col(keys, "_v", 0)[k]
+    rows, k = frame_rows(p, d, keys.drop("_pos"))
+    val, pos = col(keys, "_v", 0)[k], keys["_pos"].to_numpy()[k].astype(np.int64)
     order = np.argsort(rows, kind="stable")
-    rows, val = rows[order], val[order]
+    rows, val, pos = rows[order], val[order], pos[order]
     keep = val != 0
-    return rows[keep], val[keep].astype(np.int64)
+    return rows[keep], val[keep].astype(np.int64), pos[keep]
+
+
+def sack_places(p: Packets, flight: pl.DataFrame, d: DataIndex, sacked_at: np.ndarray | None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The data rows whose segments get SACKed, and from which ``flight`` row on they count as SACKed.
+
+    Args:
+        sacked_at: Per flight row, from which flight row on its segment counts as SACKed
+            (:func:`tracekit.analysis.flight.flight_and_sacks`); None: unknown.
+
+    Returns:
+        (data rows, their first SACKed flight row); empty when nothing is SACKed.
+    """
+    none = np.empty(0, dtype=np.int64)
+    if sacked_at is None or sacked_at.size != flight.height:
+        return none, none
+    ks = np.flatnonzero(sacked_at >= 0)
+    if not ks.size:
+        return none, none
+    rows, k = frame_rows(p, d, flight[ks].select(*KEYS, pl.col("frame").cast(pl.UInt64)))
+    return rows.astype(np.int64), sacked_at[ks[k]].astype(np.int64)
 
 
 def _same(s: pl.Series, x: np.ndarray, sel: np.ndarray) -> bool:

@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from tracekit import _core
-from tracekit.analysis._cwnd_packets import KEYS, DataIndex, Packets, frame_rows, sacked
+from tracekit.analysis._cwnd_packets import KEYS, DataIndex, Packets, frame_rows, sack_places, sacked
 from tracekit.analysis._cwnd_seg import (
     as_f64,
     as_i64,
@@ -53,6 +53,9 @@ class Rows:
     new_ack: np.ndarray  # the latest ACK differs from the previous row's
     sack_at: np.ndarray  # rows with SACKed bytes above una, and how many
     sack_val: np.ndarray
+    sack_pos: np.ndarray  # their rows in the flight frame
+    seg_rows: np.ndarray  # rows whose segments get SACKed, and from which flight row on
+    seg_at: np.ndarray  # (_cwnd_packets.sack_places)
     retx_rows: np.ndarray
     retx_hi: np.ndarray
     retx_tack: np.ndarray
@@ -190,23 +193,24 @@ def _capture_order(p: Packets, s: _Streams) -> tuple[np.ndarray, np.ndarray, np.
 
 
 def _marks(p: Packets, flight: pl.DataFrame, retrans: pl.DataFrame, s: _Streams, code: np.ndarray,
-           d_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+           d_mask: np.ndarray, sacked_at: np.ndarray | None) -> tuple[np.ndarray, ...]:
     """What the other analyses say per data row: SACKed bytes, retransmissions, and the ``fast`` ones.
 
     Returns:
-        (rows with SACKed bytes, their counts, retransmitted rows, rows the retransmission
-        analysis calls ``fast``: no timeout).
+        (rows with SACKed bytes, their counts and flight rows, retransmitted rows, rows the
+        retransmission analysis calls ``fast``: no timeout, and :func:`sack_places`' two arrays).
     """
     di = DataIndex(s.d_idx, code, s.lo, s.hi, s.frames_up)
     di.reordered = s.reordered
-    sack_at, sack_val = sacked(p, flight, di, d_mask)
+    sack_at, sack_val, sack_pos = sacked(p, flight, di, d_mask)
+    seg_rows, seg_at = sack_places(p, flight, di, sacked_at)
     given = fast = np.empty(0, dtype=np.int64)
     if retrans.height:
         given = frame_rows(p, di, retrans.select(*KEYS, pl.col("frame").cast(pl.UInt64)))[0]
         if "kind" in retrans.columns:  # re-sends the retransmission analysis finds no timeout
             fast = frame_rows(p, di, retrans.filter(pl.col("kind") == "fast").select(
                 *KEYS, pl.col("frame").cast(pl.UInt64)))[0]
-    return sack_at, sack_val, given, fast
+    return sack_at, sack_val, sack_pos, given, fast, seg_rows, seg_at
 
 
 def _acks(p: Packets, s: _Streams, order: tuple[np.ndarray, ...], seq_end: np.ndarray, pay: np.ndarray,
@@ -242,7 +246,7 @@ def _segment_sizes(dd: pl.DataFrame, pay: np.ndarray, s: _Streams) -> np.ndarray
 
 
 def build(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: pl.DataFrame,
-          packets: Packets | None = None) -> Rows | None:
+          packets: Packets | None = None, sacked_at: np.ndarray | None = None) -> Rows | None:
     """Gather the estimate's inputs (see the module docstring); None when there are no data rows or no ACKs.
 
     Args:
@@ -251,6 +255,8 @@ def build(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: p
         retrans: The retransmissions frame (its frames are retransmissions; may be empty).
         dirs: Data directions (``flow, dir, mss``) from :func:`tracekit.analysis.cwnd.data_directions`.
         packets: ``pk``'s columns if already read.
+        sacked_at: Per flight row, from when its segment counts as SACKed
+            (:func:`tracekit.analysis.flight.flight_and_sacks`; None: unknown).
     """
     p = packets if packets is not None else Packets(pk)
     dd = dirs.filter(pl.col("dir").is_not_null()).sort(KEYS)  # packets without a direction never join one
@@ -264,7 +270,8 @@ def build(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: p
     s_code = code[s_idx]
 
     order = _capture_order(p, s)
-    sack_at, sack_val, given, fast = _marks(p, flight, retrans, s, code, d_mask)
+    sack_at, sack_val, sack_pos, given, fast, seg_rows, seg_at = _marks(p, flight, retrans, s, code, d_mask,
+                                                                       sacked_at)
     del d_mask, code
     seq_end = p.take("seq", s.d_idx)
     pay = p.payload[s.d_idx]
@@ -286,5 +293,7 @@ def build(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: p
     return Rows(
         flow=dflow, dir=ddir, mss=_segment_sizes(dd, pay, s), min_rtt=min_rtt, syn_lost=syn_n > 1, syn_t=syn_t,
         lo=s.lo, hi=s.hi, alo=s.alo, ahi=s.ahi, time=s.time, seq_end=seq_end, pay=pay, una=una, dup=dup,
-        new_ack=new_ack, sack_at=sack_at, sack_val=sack_val, retx_rows=retx_rows, retx_hi=retx_hi,
+        new_ack=new_ack, sack_at=sack_at, sack_val=sack_val, sack_pos=sack_pos, seg_rows=seg_rows,
+        seg_at=seg_at,
+        retx_rows=retx_rows, retx_hi=retx_hi,
         retx_tack=retx_tack, retx_tnew=retx_tnew, a_time=s.a_time, a_una=a_una, retx_fast=retx_fast)

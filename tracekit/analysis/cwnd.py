@@ -27,6 +27,7 @@ from tracekit import schema
 from tracekit.analysis import _dirstats
 from tracekit.analysis._cwnd_estimate import estimate
 from tracekit.analysis._cwnd_packets import Packets
+from tracekit.analysis.flight import flight_and_sacks
 
 KEYS = ["flow", "dir"]
 #: ssthresh values at or above this many bytes are a tool's "not set yet" sentinel
@@ -244,7 +245,8 @@ def _phases(rows: pl.DataFrame, episodes: pl.DataFrame) -> pl.DataFrame:
 
 
 def cwnd(pk: pl.DataFrame, samples: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame,
-         meta: dict[str, Any], *, directions: pl.DataFrame | None = None) -> pl.DataFrame:
+         meta: dict[str, Any], *, directions: pl.DataFrame | None = None,
+         sacked_at: np.ndarray | None = None) -> pl.DataFrame:
     """Congestion window over time for every data direction: the tool's own and an estimate.
 
     Args:
@@ -254,13 +256,18 @@ def cwnd(pk: pl.DataFrame, samples: pl.DataFrame, flight: pl.DataFrame, retrans:
         retrans: The retransmissions frame (``flow, dir, frame, time, seq, len, kind``).
         meta: The trace's metadata (``segment_size``, ``tcp_flows``).
         directions: :func:`tracekit.analysis._dirstats.of_packets` of ``pk``, if at hand.
+        sacked_at: Per ``flight`` row, from when its segment counts as SACKed
+            (:func:`tracekit.analysis.flight.flight_and_sacks`: made from ``pk`` when None and
+            ``flight`` has rows).
 
     Returns:
         A :data:`tracekit.schema.CWND` frame sorted by flow, dir, source, time.
     """
+    if sacked_at is None and flight.height:
+        sacked_at = flight_and_sacks(pk)[1]
     packets = Packets(pk)
     dirs = data_directions(pk, meta, dirs=directions)
-    est, episodes = estimate(pk, flight, retrans, dirs, packets=packets)
+    est, episodes = estimate(pk, flight, retrans, dirs, packets=packets, sacked_at=sacked_at)
     del packets
     tr = _trace_rows(samples, dirs, meta)
     if tr.is_empty():

@@ -46,12 +46,24 @@ def flight(pk: pl.DataFrame, *, state: pl.DataFrame | None = None) -> pl.DataFra
     Returns:
         The ``flight`` frame (:data:`tracekit.schema.FLIGHT`), in packet order.
     """
+    return flight_and_sacks(pk, state=state)[0]
+
+
+def flight_and_sacks(pk: pl.DataFrame, *, state: pl.DataFrame | None = None) -> tuple[pl.DataFrame, np.ndarray]:
+    """:func:`flight`, and from when the scoreboard holds each first transmission SACKed.
+
+    Returns:
+        (the ``flight`` frame, per row of it: the number of data packets (rows of the frame) up to
+        and including the packet whose SACK block first covered that segment whole; -2^62: never
+        SACKed, or not a first transmission). Row ``k`` of the frame sees segment ``s`` SACKed iff
+        ``sacked_at[s] <= k``: the cwnd estimate needs where the SACKed bytes lie (RFC 6675 §2).
+    """
     st = prepare(pk) if state is None else state
     if st.is_empty() or not int(st.select((pl.col("len") > 0).sum()).item()):
-        return empty(FLIGHT)
+        return empty(FLIGHT), np.empty(0, dtype=np.int64)
     owner, left, right, _ = sack_blocks_of(st)
     i64 = pl.Int64
-    fb, only, sb, ub = _core.tcp_flight_sack(
+    fb, only, sb, ub, sacked_at = _core.tcp_flight_sack(
         st["flow"].cast(pl.UInt32).to_numpy(), st["dir"].cast(pl.Int8).to_numpy(), st["seq"].cast(i64).to_numpy(),
         st["len"].cast(pl.UInt32).to_numpy(), st["_f"].to_numpy(), st["ack"].cast(i64).fill_null(MISSING).to_numpy(),
         st["_b"].to_numpy(),
@@ -59,4 +71,5 @@ def flight(pk: pl.DataFrame, *, state: pl.DataFrame | None = None) -> pl.DataFra
     keys = pick(st, pl.col("len") > 0, "flow", "dir", "frame", "time")
     vals = pl.DataFrame({"flight_bytes": fb, "flight_sack_bytes": sb, "unacked_bytes": ub})
     return keys.hstack(vals).with_columns(  # -2^62 from the core: no value
-        **{c: pl.when(pl.col(c) != MISSING).then(pl.col(c)) for c in vals.columns}, flight_sender_only=pl.Series(only))
+        **{c: pl.when(pl.col(c) != MISSING).then(pl.col(c)) for c in vals.columns},
+        flight_sender_only=pl.Series(only)), sacked_at

@@ -10,8 +10,10 @@ type PipeArrays<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
 
 /// The cwnd estimate's pipe (see `Pipe`): `(filtered, raw)` per data row.
 ///
-/// `ev`: loss events' first rows; `ends`: rows where an event ends; `sack_at`/`sack_val`:
-/// rows with SACKed bytes and how many (a repeated row: the last value).
+/// `ev`: loss events' first rows; `ends`: rows where an event ends; `sack_at`/`sack_val`/
+/// `sack_pos`: rows with SACKed bytes, how many and the row's data packet place (a repeated row:
+/// the last value); `pay`: payload per row; `seg_rows`/`seg_at`: rows whose segments get SACKed
+/// and from which place on (`SackInfo`; both empty: none).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn cwnd_pipe<'py>(
@@ -23,6 +25,10 @@ fn cwnd_pipe<'py>(
     new_ack: PyReadonlyArray1<'py, bool>,
     sack_at: PyReadonlyArray1<'py, i64>,
     sack_val: PyReadonlyArray1<'py, i64>,
+    sack_pos: PyReadonlyArray1<'py, i64>,
+    pay: PyReadonlyArray1<'py, i64>,
+    seg_rows: PyReadonlyArray1<'py, i64>,
+    seg_at: PyReadonlyArray1<'py, i64>,
     lo: PyReadonlyArray1<'py, i64>,
     hi: PyReadonlyArray1<'py, i64>,
     min_rtt: PyReadonlyArray1<'py, f64>,
@@ -32,6 +38,12 @@ fn cwnd_pipe<'py>(
     let time = slice(&time, "time")?;
     let (dup, new_ack) = (slice(&dup, "dup")?, slice(&new_ack, "new_ack")?);
     let (sack_at, sack_val) = (slice(&sack_at, "sack_at")?, slice(&sack_val, "sack_val")?);
+    let info = (
+        slice(&sack_pos, "sack_pos")?,
+        slice(&pay, "pay")?,
+        slice(&seg_rows, "seg_rows")?,
+        slice(&seg_at, "seg_at")?,
+    );
     let (lo, hi, ev, ends) = (
         slice(&lo, "lo")?,
         slice(&hi, "hi")?,
@@ -60,11 +72,24 @@ fn cwnd_pipe<'py>(
                 let slot = usize::try_from(at).ok().and_then(|i| sacked.get_mut(i));
                 *slot.ok_or_else(|| format!("SACK row {at} outside 0..{n}"))? = v;
             }
+            // the SackInfo columns, only when some segment gets SACKed
+            let (mut pos, mut seg_at) = (Vec::new(), Vec::new());
+            if !info.2.is_empty() {
+                same_len(info.2.len(), &[("seg_at", info.3.len())])?;
+                same_len(sack_at.len(), &[("sack_pos", info.0.len())])?;
+                same_len(n, &[("pay", info.1.len())])?;
+                (pos, seg_at) = (vec![-1i64; n], vec![-1i64; n]);
+                scatter(&mut pos, sack_at, info.0)?;
+                scatter(&mut seg_at, info.2, info.3)?;
+            }
             pipe(&PipeRows {
                 time,
                 seq_end: r.0,
                 una: r.1,
                 sacked: &sacked,
+                pay: if pos.is_empty() { &[] } else { info.1 },
+                pos: &pos,
+                at: &seg_at,
                 marks: &marks,
                 lo,
                 hi,
@@ -73,6 +98,16 @@ fn cwnd_pipe<'py>(
         })
     })?;
     Ok((out.0.into_pyarray(py), out.1.into_pyarray(py)))
+}
+
+/// `out[rows[k]] = vals[k]` for every k (each row checked against `out`).
+fn scatter(out: &mut [i64], rows: &[i64], vals: &[i64]) -> Result<(), String> {
+    let n = out.len();
+    for (&r, &v) in rows.iter().zip(vals) {
+        let slot = usize::try_from(r).ok().and_then(|i| out.get_mut(i));
+        *slot.ok_or_else(|| format!("row {r} outside 0..{n}"))? = v;
+    }
+    Ok(())
 }
 
 type PhaseArrays<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<u8>>);

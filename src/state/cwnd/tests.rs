@@ -9,7 +9,7 @@ fn run_pipe(mr: f64, rows: &[(f64, i64, i64, i64, u8)]) -> (Vec<f64>, Vec<f64>) 
     let mut p = Pipe::new(mr, rows.len());
     let raw = rows
         .iter()
-        .map(|&(t, e, u, s, m)| p.on_row(t, e, u, s, m))
+        .map(|&(t, e, u, s, m)| p.on_row(t, e, u, s, SackInfo::NONE, m))
         .collect();
     let mut f = vec![f64::NAN; rows.len()];
     p.finish(&mut f);
@@ -93,6 +93,45 @@ fn a_loss_event_restarts_snd_nxt_and_the_filter() {
 }
 
 #[test]
+fn sacked_data_above_a_restarted_snd_nxt_stays_out_of_the_pipe() {
+    // ten 1000-byte segments (data packets 0-9); segment 5000..6000 counts as SACKed from data
+    // packet 12 on, 8000..9000 from 10, 9000..10000 from 11. Timeouts resend 3000.. and
+    // 4000.. (EPOCH): RFC 6675 §2 counts only octets between una and the restarted snd_nxt,
+    // so the blocks above it are not taken out of it (before: 4000 - 3000 - 1000 = 0)
+    let mut p = Pipe::new(1.0, 16);
+    let sk = |pos: i64, at: i64| SackInfo { len: 1000, pos, at };
+    let mut raw = vec![];
+    for k in 0..10i64 {
+        let at = match k {
+            5 => 12,
+            8 => 10,
+            9 => 11,
+            _ => -1,
+        };
+        let m = if k == 0 { NEW_ACK } else { 0 };
+        raw.push(p.on_row(0.001 * k as f64, 1000 * (k + 1), 0, 0, sk(k, at), m));
+    }
+    let ev = NEW_ACK | EPOCH | SEG;
+    // (time, seq_end, una, SACKed above una as the scoreboard counts it, marks)
+    let rows = [
+        (1.0, 4000, 3000, 1000, ev),
+        (1.1, 5000, 4000, 2000, ev),
+        (1.2, 6000, 4000, 3000, 0),
+        (1.3, 7000, 4000, 3000, 0),
+        (1.4, 8000, 4000, 3000, 0),
+        (1.5, 11000, 4000, 3000, 0),
+    ];
+    for (k, &(t, e, u, s, m)) in rows.iter().enumerate() {
+        raw.push(p.on_row(t, e, u, s, sk(10 + k as i64, -1), m));
+    }
+    let want: Vec<f64> = (1..=10).map(|k| 1000.0 * k as f64).collect();
+    assert_eq!(raw[..10], want[..]);
+    // 4000-3000; 5000-4000; 6000-4000-1000 (5000..6000 is below snd_nxt); ... then snd_nxt
+    // passes the highest byte sent and every SACKed byte is below it: 11000-4000-3000
+    assert_eq!(raw[10..], [1000.0, 1000.0, 1000.0, 2000.0, 3000.0, 4000.0]);
+}
+
+#[test]
 fn segments_of_one_instant_stay_together_without_an_rtt() {
     // no RTT sample: a 1 µs window; a burst starting at the same instant is included
     let (f, _) = run_pipe(
@@ -166,6 +205,9 @@ fn bad_bounds_are_errors() {
         seq_end: &[1],
         una: &[0],
         sacked: &[0],
+        pay: &[],
+        pos: &[],
+        at: &[],
         marks: &[0],
         lo: &[0],
         hi: &[2],

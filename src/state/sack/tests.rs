@@ -58,6 +58,9 @@ fn latest_blocks_are_subtracted_and_the_scoreboard_keeps_all() {
     assert_eq!(c.flight[7], 8000 - 3000); // Wireshark: only the latest ACK's block
     assert_eq!(c.pipe[7], 8000 - 5000); // both blocks
     assert_eq!(c.unacked[0], M); // no ACK from the peer yet
+                                 // which segments, and from when: data packets 1-2 (1001..3001) by the ACK at row 7, 4-6 by
+                                 // the one at row 8 (seven data packets up to either); so data packet 7 sees them all
+    assert_eq!(c.sacked_at, vec![M, 7, 7, M, 7, 7, 7, M]);
 }
 
 #[test]
