@@ -175,3 +175,32 @@ def test_cwnd_called_alone_finds_the_sack_places_itself(truth: tuple[pl.DataFram
     _, an = truth
     alone = cwnd(an.packets, an.trace.samples, an.flight, an.retransmissions, an.trace.meta)
     assert alone.equals(an.cwnd)
+
+
+def test_slow_start_ends_are_told_as_what_cut_them(truth: tuple[pl.DataFrame, tracekit.Analysis]) -> None:
+    """A slow-start run cut by a reduction without loss evidence never says "a loss ended slow start".
+
+    Each ``slow_start_*`` sentence's end is matched with the reduction at that time in
+    ``an.reductions``: ``slow_start_loss`` only where ``loss_event`` is true, ``slow_start_cut``
+    only where it is false; the ``*_more`` sentences count the two kinds apart.
+    """
+    from tracekit.explain import explain
+
+    _, an = truth
+    told = explain(an)
+    red = an.reductions
+    cut = {"slow_start_loss": True, "slow_start_cut": False}
+    checked = 0
+    for s in told:
+        if s.kind in cut:
+            row = red.filter((pl.col("flow") == s.flow) & (pl.col("dir") == s.dir)
+                             & (pl.col("time") == s.values["end"]))
+            assert row["loss_event"].to_list() == [cut[s.kind]], s.text
+            checked += 1
+    assert checked and any(s.kind == "slow_start_cut" for s in told)
+    for s in told:
+        if s.kind in ("losses_more", "reductions_more"):
+            rows = red.filter((pl.col("flow") == s.flow) & (pl.col("dir") == s.dir)
+                              & (pl.col("time") >= s.values["time"]) & (pl.col("time") <= s.values["end"]))
+            want = s.kind == "losses_more"
+            assert (rows["loss_event"] == want).sum() >= s.values["count"], s.text

@@ -116,7 +116,10 @@ def slow_starts(s: Series, f: _Fmt, flow: int, d: int) -> list[Sentence]:
         if j + 1 >= n:
             kind, end = "slow_start_open", t[j]
         elif cut[j + 1]:
-            kind, end = "slow_start_loss", t[j + 1]
+            # the reduction that cut the run: told a loss only when loss evidence backs it
+            k = min(int(np.searchsorted(s.losses, t[j + 1], side="left")), s.losses.size - 1)
+            lost = s.backed is None or bool(s.backed[k])
+            kind, end = ("slow_start_loss" if lost else "slow_start_cut"), t[j + 1]
         else:
             kind, end = "slow_start_ca", t[j + 1]
         vals = {"from_cwnd_bytes": seg[0], "cwnd_bytes": seg[top], "time": t[i + top], "end": end}
@@ -186,10 +189,14 @@ def losses(parts: Parts, s: Series, f: _Fmt, flow: int, d: int) -> list[Sentence
         out.append(say(kind, shown, vals, time=te, flow=flow, dir=d))
         prev = te + tol
     if times.size > _MAX_EACH:
-        rest = times[_MAX_EACH:]
-        out.append(say("losses_more", {"count": f"{rest.size:,}", "time": numfmt.at(rest[0]),
-                                       "end": numfmt.at(rest[-1])},
-                       {"count": int(rest.size), "time": rest[0], "end": rest[-1]}, time=rest[0], flow=flow, dir=d))
+        backed = np.ones(times.size, dtype=bool) if s.backed is None else s.backed.astype(bool)
+        for kind, rest in (("losses_more", times[_MAX_EACH:][backed[_MAX_EACH:]]),
+                           ("reductions_more", times[_MAX_EACH:][~backed[_MAX_EACH:]])):
+            if rest.size:
+                out.append(say(kind, {"count": f"{rest.size:,}", "time": numfmt.at(rest[0]),
+                                      "end": numfmt.at(rest[-1])},
+                               {"count": int(rest.size), "time": rest[0], "end": rest[-1]}, time=rest[0],
+                               flow=flow, dir=d))
     return out
 
 

@@ -22,6 +22,8 @@ TEMPLATES: dict[str, str] = {
     "start_iw": "First flight at {time}: initial window {iw} ({iw_bytes}).",
     "slow_start_loss": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time}; "
                        "a loss ended slow start at {end}.",
+    "slow_start_cut": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time}; "
+                      "a cwnd reduction without loss evidence ended slow start at {end}.",
     "slow_start_ca": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time}, "
                      "then congestion avoidance from {end}.",
     "slow_start_open": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time} "
@@ -40,6 +42,7 @@ TEMPLATES: dict[str, str] = {
     "reduction_no_loss": "cwnd reduction at {time} (cwnd {before} → {after}) with no loss evidence "
                          "({retrans} retransmitted{dropped}), so this is no loss event.",
     "losses_more": "{count} more loss events from {time} to {end}.",
+    "reductions_more": "{count} more cwnd reductions without loss evidence from {time} to {end}.",
     "limit_cwnd": "Limited by the congestion window {cwnd_share} of the time "
                   "(receive window {rwnd_share}, application {app_share}, nothing {none_share}).",
     "limit_rwnd": "Limited by the advertised receive window {rwnd_share} of the time "
