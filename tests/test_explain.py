@@ -199,3 +199,28 @@ def test_every_template_is_documented() -> None:
         assert f"| `{kind}` | {text.replace('|', '/')} |" in doc, kind
     for kind, text in CLAUSES.items():
         assert f"| `{kind}` | `{text}` |" in doc, kind
+
+
+def test_every_loss_event_told_names_the_retransmissions_that_back_it() -> None:
+    """stall_cut.pcap: the timeout at 1.08 s (tshark: frame 429 is a retransmission) was once told
+    as a loss event with "0 segments retransmitted", because the account looked for its
+    retransmissions only in the span up to the next event, not as far as the loss evidence
+    reaches (one minimum RTT, :func:`tracekit.analysis.cwnd.reductions`). Every ``loss_*``
+    sentence must count at least one, and tshark must see one within that reach (a segment below
+    the highest sequence sent: at a sender-side capture tshark calls a quick re-send
+    "out-of-order" rather than a retransmission, docs/analysis.md)."""
+    p = sample("linux", "stall_cut.pcap")
+    out = subprocess.run([need_tool("tshark"), "-n", "-r", str(p), "-Y",
+                          "tcp.analysis.retransmission || tcp.analysis.fast_retransmission"
+                          " || tcp.analysis.out_of_order",
+                          "-T", "fields", "-e", "frame.time_relative"], capture_output=True, text=True, check=True)
+    resent = [float(x) for x in out.stdout.split()]
+    an = tracekit.analyze(tracekit.read(p))
+    rtt_min = an.flows["rtt_min_s"].item()
+    told = [s for s in explain(an) if s.kind.startswith("loss_")]
+    assert len(told) >= 3
+    for s in told:
+        assert s.values["retransmitted"] >= 1, s.text
+        t = s.values["time"]
+        assert any(t - 2 * rtt_min <= r <= t + rtt_min for r in resent), s.text
+    assert any(s.kind == "loss_timeout" and abs(s.values["time"] - 1.085) < 0.01 for s in told)

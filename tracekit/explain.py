@@ -139,8 +139,13 @@ def _after(v: np.ndarray, k: int) -> float:
     return float(v[j])
 
 
-def losses(parts: Parts, s: Series, f: _Fmt, flow: int, d: int) -> list[Sentence]:
-    """One sentence per loss event: what was retransmitted (and dropped) and how the sender recovered."""
+def losses(parts: Parts, s: Series, f: _Fmt, flow: int, d: int, tol_s: float | None = None) -> list[Sentence]:
+    """One sentence per loss event: what was retransmitted (and dropped) and how the sender recovered.
+
+    ``tol_s`` is the direction's minimum RTT, the reach :func:`tracekit.analysis.cwnd.reductions`
+    gives loss evidence: an event it backs whose own span (up to the next event) holds no
+    retransmission is told with the ones within that reach, never as a loss with none.
+    """
     times = s.losses
     if times.size == 0 or s.empty:
         return []
@@ -157,12 +162,15 @@ def losses(parts: Parts, s: Series, f: _Fmt, flow: int, d: int) -> list[Sentence
         k, tol = int(ks[i]), float(tols[i])
         hi = times[i + 1] - tols[i + 1] if i + 1 < times.size else math.inf
         sel = (rtt_t >= te - tol) & (rtt_t < hi)
+        backed = s.backed is None or bool(s.backed[i])
+        if backed and not sel.any() and tol_s is not None and math.isfinite(tol_s) and k > 0:
+            sel = (rtt_t >= t[k - 1] - tol_s) & (rtt_t <= te + tol_s)
         kinds = rt_kind[sel]
         before = float(v[k - 1]) if k > 0 else float(v[k])
         after = _after(v, k)
         first = kinds[0] if kinds.size else None
         small = after <= max(2.0 * (f.seg or 0), 0.3 * before)
-        if s.backed is not None and not s.backed[i]:
+        if not backed:
             # no loss evidence (tracekit.analysis.cwnd.reductions): re-sends the receiver already had
             # (D-SACK, RFC 2883; a sender undoes such a reduction, RFC 3708), or no re-send at all;
             # the re-sends told are the unneeded ones it starts with (later ones back the next event)
@@ -189,9 +197,9 @@ def losses(parts: Parts, s: Series, f: _Fmt, flow: int, d: int) -> list[Sentence
         out.append(say(kind, shown, vals, time=te, flow=flow, dir=d))
         prev = te + tol
     if times.size > _MAX_EACH:
-        backed = np.ones(times.size, dtype=bool) if s.backed is None else s.backed.astype(bool)
-        for kind, rest in (("losses_more", times[_MAX_EACH:][backed[_MAX_EACH:]]),
-                           ("reductions_more", times[_MAX_EACH:][~backed[_MAX_EACH:]])):
+        lossy = np.ones(times.size, dtype=bool) if s.backed is None else s.backed.astype(bool)
+        for kind, rest in (("losses_more", times[_MAX_EACH:][lossy[_MAX_EACH:]]),
+                           ("reductions_more", times[_MAX_EACH:][~lossy[_MAX_EACH:]])):
             if rest.size:
                 out.append(say(kind, {"count": f"{rest.size:,}", "time": numfmt.at(rest[0]),
                                       "end": numfmt.at(rest[-1])},
@@ -383,7 +391,8 @@ def explain(an: Analysis, *, link_bps: float | None = None, parts: Parts | None 
         if _far(row, s):
             body = far_losses(parts, row, flow, d) + stalls(parts, flow, d)
         else:
-            body = slow_starts(s, f, flow, d) + losses(parts, s, f, flow, d) + stalls(parts, flow, d)
+            body = (slow_starts(s, f, flow, d) + losses(parts, s, f, flow, d, row.get("rtt_min_s"))
+                    + stalls(parts, flow, d))
         out += sorted(body, key=lambda s: (s.time if s.time is not None else math.inf))
         lim = limit(row, flow, d)
         if lim is not None:
