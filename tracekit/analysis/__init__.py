@@ -15,14 +15,14 @@ Definitions of every column: docs/analysis.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import polars as pl
 
-from tracekit.analysis import _dirstats, _state
+from tracekit.analysis import _batches, _dirstats, _state
 from tracekit.analysis import connections as _connections
 from tracekit.analysis import cwnd as _cwnd
 from tracekit.analysis import fairness as _fairness
@@ -161,7 +161,8 @@ def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | No
     """Run every analysis on a trace.
 
     A large capture's per-packet state is built for one batch of whole connections at a time
-    (:func:`_batches`); the frames are the same as in one piece.
+    (:func:`tracekit.analysis._batches.batches`), the batches on every core; the frames are the
+    same as in one piece.
 
     Args:
         trace: A validated Trace.
@@ -190,9 +191,10 @@ def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | No
                                       keep_per_packet=keep_per_packet), trace, big)
     pk = vantage(trace.packets)
     b = _bin(pk, bin_s)
-    keep = keep_per_packet or pk.height < 2 * _BATCH_ROWS  # a small trace's frames cost little
+    keep = keep_per_packet or pk.height < 2 * _batches.BATCH_ROWS  # a small trace's frames cost little
     # the per-packet state (several times the packets' own size) lives for one batch of connections at a time
-    per = _merged([_per_connection(part, trace, floor_s, keep=keep) for part in _batches(pk, trace)])
+    per = _batches.merged(_batches.in_order(lambda part: _per_connection(part, trace, floor_s, keep=keep),
+                                            _batches.batches(pk, trace)))
     flows_df, views = _connections.one_per_connection(per.flows, pk, trace.meta)
     points = [v for v in flows_df["vantage_point"].unique().to_list() if v is not None]
     where = points[0] if len(points) == 1 else ("mixed" if points else None)
@@ -243,7 +245,7 @@ def _per_connection(pk: pl.DataFrame, trace: Trace, floor_s: float, *, keep: boo
 
     Each rule is per connection (RFC 9293 keeps TCP state per connection, and so do
     Wireshark's ``tcp_analyze_sequence_number`` and the core's passes), so a batch of whole
-    connections (:func:`_batches`) yields exactly the whole trace's rows for them.
+    connections (:func:`tracekit.analysis._batches.batches`) yields exactly the whole trace's rows for them.
     Unless ``keep``, the flight and RTT frames are left out once read (:func:`_flight_and_rtt`
     makes them again on demand).
     """
@@ -281,97 +283,17 @@ def _per_connection(pk: pl.DataFrame, trace: Trace, floor_s: float, *, keep: boo
 
 def _flight_and_rtt(trace: Trace, an: Analysis) -> dict[str, pl.DataFrame]:
     """The ``flight`` and ``rtt`` frames, made again batch by batch as :func:`_per_connection` made them."""
-    parts = []
-    for part in _batches(an.packets, trace):
+    def one(part: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         st = _state.prepare(part)
-        rs = _rtt.samples(st)
-        parts.append((_flight(part, state=st), rs.drop("_i")))
-        del st, rs
+        return _flight(part, state=st), _rtt.samples(st).drop("_i")
+
+    parts = _batches.in_order(one, _batches.batches(an.packets, trace))
     flight, rtt = [p[0] for p in parts], [p[1] for p in parts]
     parts.clear()
     if len(flight) == 1:
         return {"flight": flight[0], "rtt": rtt[0]}
-    return {"flight": _stacked(flight, _ORDER["flight"]), "rtt": _stacked(rtt, _ORDER["rtt"])}
-
-
-#: Packet columns no per-connection analysis reads (simulator packet ids, capture lengths, tunnels):
-#: left out of the batches' copies.
-_NOT_PER_CONNECTION = ["pkt_id", "pkt_seq", "ptype", "caplen", "tunnel", "outer_src", "outer_dst"]
-
-#: Packets per batch of connections (:func:`_batches`); smaller traces are analysed in one piece.
-_BATCH_ROWS = 1 << 18
-
-
-def _batches(pk: pl.DataFrame, trace: Trace) -> Iterator[pl.DataFrame]:
-    """``pk`` as batches of whole connections in ascending flow order, each about :data:`_BATCH_ROWS` packets.
-
-    Only a plain capture is split: every row a captured TCP segment of a connection (with a
-    direction and a sequence number), ``frame`` strictly increasing (record numbers: the
-    batches' rows go back into packet order by it), no tool or kernel series beside it.
-    Anything else, or a small trace, is one batch: ``pk`` itself. Each batch is made when the
-    previous one's state is gone.
-    """
-    if pk.height < 2 * _BATCH_ROWS or not trace.samples.is_empty() or trace.meta.get("kernel"):
-        yield pk
-        return
-    ok = pk.select(
-        pl.col("frame").is_not_null().all().alias("numbered"), (pl.col("frame") > pl.col("frame").shift(1)).all(),
-        pl.col("flow").is_not_null().all(),
-        ((pl.col("event") == "capture") & (pl.col("proto") == "tcp") & pl.col("dir").is_not_null()
-         & pl.col("seq").is_not_null()).all().alias("tcp"),
-    ).row(0)
-    counts = pk.group_by("flow").len().sort("flow") if all(ok) else pl.DataFrame()
-    if counts.height < 2:
-        yield pk
-        return
-    flows, ends = counts["flow"].to_list(), (counts["len"].cum_sum() // _BATCH_ROWS).to_list()
-    cols = pk.select(pl.exclude(_NOT_PER_CONNECTION))  # no copy: the filter below copies only these
-    lo = 0
-    for k in range(len(flows)):  # a batch ends where the running count passes a multiple of _BATCH_ROWS
-        if k + 1 == len(flows) or ends[k + 1] != ends[k]:
-            yield cols.filter(pl.col("flow").is_between(flows[lo], flows[k]))
-            lo = k + 1
-
-
-def _merged(parts: list[_PerConnection]) -> _PerConnection:
-    """The batches' frames as the whole trace's (``parts`` is emptied as they are used).
-
-    Per-packet rows go back into packet order: ascending ``frame`` (see :func:`_batches`),
-    RTT samples by method first as :func:`tracekit.analysis.rtt.samples` orders them; rows
-    per direction (flows, cwnd, stalls, reductions) are already in flow order, the batches'.
-    """
-    if len(parts) == 1:
-        return parts.pop()
-    by_name = {name: [getattr(p, name) for p in parts] for name in _PerConnection._fields}
-    parts.clear()
-    merged: dict[str, Any] = {name: None if parts_of[0] is None else _stacked(parts_of, _ORDER.get(name))
-                              for name, parts_of in by_name.items()}
-    return _PerConnection(**merged)
-
-
-#: How the per-packet frames are ordered (:func:`_merged`): packet order, RTT samples by method first.
-_ORDER: dict[str, list[pl.Expr | str]] = {
-    "flight": ["frame"], "retrans": ["frame"], "rtt": [pl.col("method") != "seq", "frame"]}
-
-
-def _stacked(frames: list[pl.DataFrame], by: list[pl.Expr | str] | None) -> pl.DataFrame:
-    """The frames one under the other (rows sorted stably by ``by`` when given), in one chunk.
-
-    Built a column at a time, each part's column dropped as the whole's is made, so only one
-    column is ever held twice (a sort or concat of the frames would hold all of them twice).
-    """
-    idx = None
-    if by is not None:
-        keys = [(pl.col(k) if isinstance(k, str) else k).alias(f"_k{i}") for i, k in enumerate(by)]
-        idx = pl.concat([f.select(keys) for f in frames]).select(
-            pl.arg_sort_by([f"_k{i}" for i in range(len(by))], maintain_order=True)).to_series()
-    cols = []
-    for name in frames[0].columns:
-        col = pl.concat([f.get_column(name) for f in frames], rechunk=False)
-        cols.append(col.rechunk() if idx is None else col.gather(idx))
-        del col
-        frames[:] = [f.drop(name) for f in frames]
-    return pl.DataFrame(cols)
+    order = _batches.ORDER
+    return {"flight": _batches.stacked(flight, order["flight"]), "rtt": _batches.stacked(rtt, order["rtt"])}
 
 
 def _loss_evidence(packets: pl.DataFrame, retrans: pl.DataFrame) -> pl.DataFrame:

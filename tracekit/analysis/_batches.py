@@ -1,0 +1,133 @@
+"""A large capture's per-packet analysis in batches of whole connections, on every core.
+
+Every per-packet rule is per connection (RFC 9293 keeps TCP state per connection; so do
+Wireshark's ``tcp_analyze_sequence_number`` and the core's passes), so a batch of whole
+connections yields exactly the whole trace's rows for them. :func:`batches` cuts a capture
+into such batches, :func:`in_order` runs them on a few threads (the core's passes and
+polars' queries release the GIL), and :func:`merged` puts their frames back into the whole
+trace's order. Only :data:`BATCH_ROWS` packets' state per thread is alive at a time.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, NamedTuple, TypeVar
+
+import polars as pl
+
+from tracekit.trace import Trace
+
+T = TypeVar("T")
+R = TypeVar("R")
+P = TypeVar("P", bound=NamedTuple)
+
+#: Packet columns no per-connection analysis reads (simulator packet ids, capture lengths, tunnels):
+#: left out of the batches' copies.
+NOT_PER_CONNECTION = ["pkt_id", "pkt_seq", "ptype", "caplen", "tunnel", "outer_src", "outer_dst"]
+
+#: Packets per batch of connections (:func:`batches`); smaller traces are analysed in one piece.
+BATCH_ROWS = 1 << 18
+
+
+def batches(pk: pl.DataFrame, trace: Trace) -> Iterator[pl.DataFrame]:
+    """``pk`` as batches of whole connections in ascending flow order, each about :data:`BATCH_ROWS` packets.
+
+    Only a plain capture is split: every row a captured TCP segment of a connection (with a
+    direction and a sequence number), ``frame`` strictly increasing (record numbers: the
+    batches' rows go back into packet order by it), no tool or kernel series beside it.
+    Anything else, or a small trace, is one batch: ``pk`` itself. Each batch is copied out
+    only when asked for, so a consumer that holds few at a time holds little.
+    """
+    if pk.height < 2 * BATCH_ROWS or not trace.samples.is_empty() or trace.meta.get("kernel"):
+        yield pk
+        return
+    ok = pk.select(
+        pl.col("frame").is_not_null().all().alias("numbered"), (pl.col("frame") > pl.col("frame").shift(1)).all(),
+        pl.col("flow").is_not_null().all(),
+        ((pl.col("event") == "capture") & (pl.col("proto") == "tcp") & pl.col("dir").is_not_null()
+         & pl.col("seq").is_not_null()).all().alias("tcp"),
+    ).row(0)
+    counts = pk.group_by("flow").len().sort("flow") if all(ok) else pl.DataFrame()
+    if counts.height < 2:
+        yield pk
+        return
+    flows, ends = counts["flow"].to_list(), (counts["len"].cum_sum() // BATCH_ROWS).to_list()
+    cols = pk.select(pl.exclude(NOT_PER_CONNECTION))  # no copy: the filter below copies only these
+    lo = 0
+    for k in range(len(flows)):  # a batch ends where the running count passes a multiple of BATCH_ROWS
+        if k + 1 == len(flows) or ends[k + 1] != ends[k]:
+            yield cols.filter(pl.col("flow").is_between(flows[lo], flows[k]))
+            lo = k + 1
+
+
+def threads() -> int:
+    """How many batches run at once: polars' own thread count (``POLARS_MAX_THREADS`` lowers both)."""
+    return max(1, pl.thread_pool_size())
+
+
+def in_order(fn: Callable[[T], R], items: Iterable[T], workers: int | None = None) -> list[R]:
+    """``fn`` of every item, in the items' order, on ``workers`` threads (default :func:`threads`).
+
+    At most ``workers`` items are in flight: the next item is drawn from ``items`` (a batch is
+    copied out then) only when a thread is about to be free, so memory stays that of
+    ``workers`` batches. Threads pay off because the work is in the core's passes and polars'
+    queries, which both release the GIL. An exception of ``fn`` is raised here, after the
+    items in flight have finished.
+    """
+    n = threads() if workers is None else workers
+    if n <= 1:
+        return [fn(x) for x in items]
+    out: list[R] = []
+    pending: deque[Future[R]] = deque()
+    with ThreadPoolExecutor(n, thread_name_prefix="tracekit-batch") as pool:
+        for x in items:
+            pending.append(pool.submit(fn, x))
+            del x  # the thread holds the batch; it is freed when fn is done with it
+            if len(pending) >= n:
+                out.append(pending.popleft().result())
+        out.extend(f.result() for f in pending)
+    return out
+
+
+def merged(parts: list[P]) -> P:
+    """The batches' frames as the whole trace's (``parts`` is emptied as they are used).
+
+    Per-packet rows go back into packet order: ascending ``frame`` (see :func:`batches`),
+    RTT samples by method first as :func:`tracekit.analysis.rtt.samples` orders them; rows
+    per direction (flows, cwnd, stalls, reductions) are already in flow order, the batches'.
+    """
+    if len(parts) == 1:
+        return parts.pop()
+    first = parts[0]
+    by_name = {name: [getattr(p, name) for p in parts] for name in first._fields}
+    parts.clear()
+    out: dict[str, Any] = {name: None if parts_of[0] is None else stacked(parts_of, ORDER.get(name))
+                           for name, parts_of in by_name.items()}
+    return first._replace(**out)
+
+
+#: How the per-packet frames are ordered (:func:`merged`): packet order, RTT samples by method first.
+ORDER: dict[str, list[pl.Expr | str]] = {
+    "flight": ["frame"], "retrans": ["frame"], "rtt": [pl.col("method") != "seq", "frame"]}
+
+
+def stacked(frames: list[pl.DataFrame], by: list[pl.Expr | str] | None) -> pl.DataFrame:
+    """The frames one under the other (rows sorted stably by ``by`` when given), in one chunk.
+
+    Built a column at a time, each part's column dropped as the whole's is made, so only one
+    column is ever held twice (a sort or concat of the frames would hold all of them twice).
+    """
+    idx = None
+    if by is not None:
+        keys = [(pl.col(k) if isinstance(k, str) else k).alias(f"_k{i}") for i, k in enumerate(by)]
+        idx = pl.concat([f.select(keys) for f in frames]).select(
+            pl.arg_sort_by([f"_k{i}" for i in range(len(by))], maintain_order=True)).to_series()
+    cols = []
+    for name in frames[0].columns:
+        col = pl.concat([f.get_column(name) for f in frames], rechunk=False)
+        cols.append(col.rechunk() if idx is None else col.gather(idx))
+        del col
+        frames[:] = [f.drop(name) for f in frames]
+    return pl.DataFrame(cols)
