@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, NamedTuple, TypeVar
 
+import numpy as np
 import polars as pl
 
 from tracekit.trace import Trace
@@ -116,18 +117,26 @@ ORDER: dict[str, list[pl.Expr | str]] = {
 def stacked(frames: list[pl.DataFrame], by: list[pl.Expr | str] | None) -> pl.DataFrame:
     """The frames one under the other (rows sorted stably by ``by`` when given), in one chunk.
 
-    Built a column at a time, each part's column dropped as the whole's is made, so only one
+    Built a column at a time, each part's column let go as the whole's is made, so only one
     column is ever held twice (a sort or concat of the frames would hold all of them twice).
+    ``frames`` is emptied.
     """
     idx = None
     if by is not None:
+        # each part is already in this order (its own rows in packet order), so numpy's stable
+        # sort (a merge of the runs) is the cheap way to interleave them
         keys = [(pl.col(k) if isinstance(k, str) else k).alias(f"_k{i}") for i, k in enumerate(by)]
-        idx = pl.concat([f.select(keys) for f in frames]).select(
-            pl.arg_sort_by([f"_k{i}" for i in range(len(by))], maintain_order=True)).to_series()
+        kf = pl.concat([f.select(keys) for f in frames])
+        idx = pl.Series(np.lexsort([kf.get_column(f"_k{i}").to_numpy() for i in reversed(range(len(by)))]))
+    # the parts as lists of columns: a part's column is let go as soon as the whole's is made
+    # (DataFrame.drop would run a query per column and part)
+    parts: list[list[pl.Series | None]] = [list(f.get_columns()) for f in frames]
+    frames.clear()
     cols = []
-    for name in frames[0].columns:
-        col = pl.concat([f.get_column(name) for f in frames], rechunk=False)
+    for j in range(len(parts[0])):
+        col = pl.concat([c for p in parts if (c := p[j]) is not None], rechunk=False)
+        for p in parts:
+            p[j] = None
         cols.append(col.rechunk() if idx is None else col.gather(idx))
         del col
-        frames[:] = [f.drop(name) for f in frames]
     return pl.DataFrame(cols)
