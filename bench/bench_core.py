@@ -6,9 +6,10 @@ Captures (git-ignored, made by ``bench/make_capture.sh``; see bench/README.md):
 * ``bench/data/big.pcap``: >= 1M packets;
 * ``bench/data/big4.pcap``: the same setup with four times the bytes (>= 4M packets).
 
-For each capture, ``--pairs`` rounds run ``tracekit analyze --json`` and ``tcptrace -l -r`` back to
-back, the order alternating from round to round, so that a slow minute of the shared host falls on
-both sides of a pair. Each command is a child process of a tiny wrapper that reports its wall time,
+For each capture, ``--pairs`` rounds run ``tracekit analyze --json`` and ``tcptrace -l -r`` (and,
+unless ``--no-one-thread``, ``analyze --json`` on one thread) back to back, the order rotating
+from round to round, so that a slow minute of the shared host falls on every side of a round.
+Each command is a child process of a tiny wrapper that reports its wall time,
 CPU time and peak RSS (``getrusage(RUSAGE_CHILDREN)``), so every number belongs to one command.
 tshark (``-T fields -e tcp.analysis.bytes_in_flight``: its full TCP analysis) takes ~1 min a run on
 the 1M capture, so it runs ``--tshark-runs`` times (default 1), on each capture. Then
@@ -51,9 +52,10 @@ _WRAPPER = textwrap.dedent("""
 """)
 
 
-def measure(argv: list[str]) -> dict[str, float]:
-    """Wall s, CPU s and peak RSS MiB of one run of ``argv`` (raises if it fails)."""
-    res = subprocess.run([sys.executable, "-c", _WRAPPER, *argv], capture_output=True, text=True, check=True)
+def measure(argv: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
+    """Wall s, CPU s and peak RSS MiB of one run of ``argv`` (raises if it fails); ``env`` adds variables."""
+    res = subprocess.run([sys.executable, "-c", _WRAPPER, *argv], capture_output=True, text=True, check=True,
+                         env={**os.environ, **(env or {})})
     out: dict[str, float] = json.loads(res.stderr.strip().splitlines()[-1])
     if out["rc"] != 0:
         raise SystemExit(f"failed ({out['rc']}): {' '.join(argv)}")
@@ -66,15 +68,23 @@ def packets(path: Path) -> int:
     return int(res.stdout.strip().splitlines()[-1].split("\t")[-1])
 
 
-def pairs(path: Path, n: int) -> dict[str, list[dict[str, float]]]:
-    """``n`` alternating rounds of analyze --json and tcptrace on ``path``."""
-    cmds = {"analyze": [*TRACEKIT, "analyze", "--json", str(path)], "tcptrace": ["tcptrace", "-l", "-r", str(path)]}
-    out: dict[str, list[dict[str, float]]] = {"analyze": [], "tcptrace": []}
-    measure(cmds["analyze"])  # untimed: bytecode, page cache
+#: ``analyze --json`` on one thread: the batches of connections one at a time (the least memory).
+ONE_THREAD = {"POLARS_MAX_THREADS": "1", "RAYON_NUM_THREADS": "1"}
+
+
+def pairs(path: Path, n: int, one_thread: bool) -> dict[str, list[dict[str, float]]]:
+    """``n`` rounds of analyze --json and tcptrace (and analyze on one thread) on ``path``, the order rotating."""
+    analyze = [*TRACEKIT, "analyze", "--json", str(path)]
+    cmds: dict[str, tuple[list[str], dict[str, str] | None]] = {
+        "analyze": (analyze, None), "tcptrace": (["tcptrace", "-l", "-r", str(path)], None)}
+    if one_thread:
+        cmds["analyze1"] = (analyze, ONE_THREAD)
+    out: dict[str, list[dict[str, float]]] = {name: [] for name in cmds}
+    measure(analyze)  # untimed: bytecode, page cache
+    names = list(cmds)
     for i in range(n):
-        order = ["analyze", "tcptrace"] if i % 2 == 0 else ["tcptrace", "analyze"]
-        for name in order:
-            out[name].append(measure(cmds[name]))
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            out[name].append(measure(*cmds[name]))
     return out
 
 
@@ -96,6 +106,8 @@ def main() -> None:
     ap.add_argument("--report-runs", type=int, default=3)
     ap.add_argument("--tshark-large", action=argparse.BooleanOptionalAction, default=True,
                     help="run tshark on the 4x capture too (~5 min a run)")
+    ap.add_argument("--one-thread", action=argparse.BooleanOptionalAction, default=True,
+                    help="also time analyze --json with POLARS_MAX_THREADS=1 RAYON_NUM_THREADS=1")
     args = ap.parse_args()
     for tool in ("tcptrace", "tshark", "capinfos"):
         if not shutil.which(tool):
@@ -108,12 +120,13 @@ def main() -> None:
     for label, path in (("1x", args.small), ("4x", args.large)):
         size_mb = path.stat().st_size / 2**20
         n = packets(path)
-        res = pairs(path, args.pairs)
+        res = pairs(path, args.pairs, args.one_thread)
         runs = args.tshark_runs if label == "1x" or args.tshark_large else 0
         ts = [measure(["tshark", "-r", str(path), "-T", "fields", "-e", "tcp.analysis.bytes_in_flight"])
               for _ in range(runs)]
         lines.append(f"| **{label}: {path.name}, {n:,} packets, {size_mb:.0f} MiB** | | | | | | |")
         lines += [row("tracekit analyze --json", res["analyze"], size_mb),
+                  *([row("tracekit analyze --json, one thread", res["analyze1"], size_mb)] if args.one_thread else []),
                   row("tcptrace -l -r", res["tcptrace"], size_mb),
                   *([row("tshark (bytes in flight)", ts, size_mb)] if ts else [])]
         ratios = [a["wall"] / t["wall"] for a, t in zip(res["analyze"], res["tcptrace"], strict=True)]
