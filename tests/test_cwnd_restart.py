@@ -4,14 +4,17 @@
 start together through a tbf on a kernel bridge (RTT tens of µs), captured at the senders.
 A burst reaches the receiver late, the senders re-send its segments one per ACK, tens of µs
 apart, and the receiver later reports each re-sent segment as a duplicate (D-SACK, RFC 2883).
-With a minimum RTT that small the estimate takes the re-sends for timeouts and restarts
-snd_nxt at them while the receiver has SACKed data above: RFC 6675 §2 counts only the octets
-between the cumulative ACK and snd_nxt in the pipe, so those SACK blocks must not be taken out
-of it (they were, and the estimate read 0 B for whole recoveries).
+Each loss event restarts snd_nxt while the receiver has SACKed data above: RFC 6675 §2 counts
+only the octets between the cumulative ACK and snd_nxt in the pipe, so those SACK blocks must
+not be taken out of it (they were, and the estimate read 0 B for whole recoveries). The estimate
+once took these re-sends for timeouts too (its own rule: no new ACK for one minimum RTT, here
+tens of µs), one restart per re-send; its timeouts are now the retransmission analysis' (RFC
+6298 §5, RTO ≥ Linux's 200 ms ``TCP_RTO_MIN``), and there are none here.
 
 The truth is Wireshark's: tshark's ``tcp.analysis.bytes_in_flight``, its retransmission marks
-(at a sender-side capture it calls many re-sends *out-of-order*: both count), and the receiver's
-cumulative ACKs as tshark decodes them.
+(at a sender-side capture it calls many re-sends *out-of-order*: both count), the time since each
+re-sent segment's first send (``tcp.analysis.rto``), and the receiver's cumulative ACKs as tshark
+decodes them.
 """
 
 from __future__ import annotations
@@ -93,18 +96,28 @@ def test_the_estimate_is_never_zero_while_data_is_in_flight(truth: tuple[pl.Data
     assert checked > 2000
 
 
-def _restarts(an: tracekit.Analysis) -> dict[int, list[int]]:
-    """Per flow: the estimate's rows (in its direction) where a timeout restarts snd_nxt (the rule under test)."""
+def _events(an: tracekit.Analysis) -> list[tuple[int, int, float, bool]]:
+    """The estimate's loss events in the data directions: (flow, row in its direction, time, timeout?).
+
+    Built as :func:`tracekit.analysis.cwnd.cwnd` builds them (its timeouts from the packets:
+    ``an.retransmissions`` carries no episodes). Every event restarts snd_nxt (the rule under test).
+    """
     from tracekit.analysis._cwnd_estimate import _episodes
     from tracekit.analysis._cwnd_rows import build
-    from tracekit.analysis.cwnd import data_directions
+    from tracekit.analysis.cwnd import _timeouts, data_directions
 
-    r = build(an.packets, an.flight, an.retransmissions, data_directions(an.packets, an.trace.meta))
+    r = build(an.packets, an.flight, an.retransmissions, data_directions(an.packets, an.trace.meta),
+              timeouts=_timeouts(an.packets, an.retransmissions, an.trace.meta))
     assert r is not None
+    return [(int(r.flow[e.d]), e.i - int(r.lo[e.d]), float(r.time[e.i]), e.to) for e in _episodes(r)
+            if r.dir[e.d] == 0]
+
+
+def _restarts(an: tracekit.Analysis) -> dict[int, list[int]]:
+    """Per flow: the estimate's rows (in its direction) where a loss event restarts snd_nxt."""
     out: dict[int, list[int]] = {}
-    for e in _episodes(r):
-        if e.to and r.dir[e.d] == 0:
-            out.setdefault(int(r.flow[e.d]), []).append(e.i - int(r.lo[e.d]))
+    for flow, k, _, _ in _events(an):
+        out.setdefault(flow, []).append(k)
     return out
 
 
@@ -131,7 +144,32 @@ def test_the_estimate_holds_at_least_the_resent_bytes_in_flight(truth: tuple[pl.
         for k in restarts.get(flow, []):
             assert est["cwnd_bytes"][k] >= resent[k] > 0, f"flow {flow} row {k}: {est['cwnd_bytes'][k]} < {resent[k]}"
             checked += 1
-    assert checked >= 10  # (11 restarts in the sample)
+    assert checked >= 2  # (one loss event in each of two flows; 11 restarts by the old timeout rule)
+
+
+def test_timeouts_are_resends_a_linux_timer_could_have_sent(truth: tuple[pl.DataFrame, tracekit.Analysis]) -> None:
+    """The estimate's timeouts are re-sends that waited at least Linux's minimum RTO since their first send.
+
+    Linux never fires the retransmission timer sooner than ``TCP_RTO_MIN`` (200 ms,
+    include/net/tcp.h) after the head segment was sent (RFC 6298 §5.1 arms it at a send), so a
+    timeout re-send is at least that late after the segment's original: tshark's
+    ``tcp.analysis.rto`` (the time since the first send of a re-sent segment). Here every re-send
+    comes within ms of its original (a delayed burst, not a loss), so the estimate has no timeout
+    at all; its old minimum-RTT rule made 11 of them (and 11 restarts of snd_nxt within 0.1 ms).
+    """
+    ts, an = truth
+    p = sample("linux", "cwnd_restart", "cwnd_restart.pcap")
+    cmd = [need_tool("tshark"), "-r", str(p), "-Y", "tcp.analysis.rto", "-T", "fields", "-e", "frame.number",
+           "-e", "tcp.analysis.rto"]
+    waited = {int(f): float(w) for f, w in (line.split("\t") for line in subprocess.run(
+        cmd, capture_output=True, text=True, check=True).stdout.splitlines())}
+    assert len(waited) >= 20  # the sample holds what the test is about: many re-sends
+    rt = an.retransmissions.filter(pl.col("dir") == 0)
+    timeouts = [(flow, t) for flow, _, t, to in _events(an) if to]
+    for flow, t in timeouts:
+        frames = rt.filter((pl.col("flow") == flow) & (pl.col("time") == t))["frame"].to_list()
+        assert frames and all(waited.get(f, 0.0) >= 0.2 for f in frames), (flow, t, [waited.get(f) for f in frames])
+    assert max(waited.values()) < 0.2 and not timeouts
 
 
 def test_reductions_on_unneeded_resends_are_no_loss_events(truth: tuple[pl.DataFrame, tracekit.Analysis]) -> None:

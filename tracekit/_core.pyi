@@ -84,12 +84,11 @@ def cwnd_phases(
 def cwnd_acks(
     time: npt.NDArray[np.float64], seq_end: npt.NDArray[np.int64], pay: npt.NDArray[np.int64],
     key: npt.NDArray[np.float64], tie: npt.NDArray[np.int64], named: npt.NDArray[np.int64],
-    fast: npt.NDArray[np.int64], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64], alo: npt.NDArray[np.int64],
-    ahi: npt.NDArray[np.int64], a_time: npt.NDArray[np.float64], a_ack: npt.NDArray[np.int64],
-    a_key: npt.NDArray[np.float64], a_tie: npt.NDArray[np.int64],
+    timeout: npt.NDArray[np.int64], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64],
+    alo: npt.NDArray[np.int64], ahi: npt.NDArray[np.int64], a_time: npt.NDArray[np.float64],
+    a_ack: npt.NDArray[np.int64], a_key: npt.NDArray[np.float64], a_tie: npt.NDArray[np.int64],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64],
-           npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.float64],
-           npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+           npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.float64]]: ...
 
 # src/state/conn.rs: connections, directions and relative numbers (every reader)
 def tcp_connections(

@@ -256,6 +256,7 @@ def _per_connection(pk: pl.DataFrame, trace: Trace, floor_s: float, *, keep: boo
     est, hs = _rtt.smoothed(rs), _dirstats.handshake(dirs)  # shared by retransmissions, stalls and flows
     rt = _retrans.classify(st, rs, est=est, hs=hs, rto_floor_s=floor_s)
     retrans_df = rt.drop("_i", "episode")
+    retrans_ep = rt.drop("_i")
     fl, sacked_at = _flight_and_sacks(pk, state=st)
     sl = _stalls(pk, state=st, rtt_samples_df=rs, retrans=rt, est=est)
     basic_df = _flows_basic(pk, dirs)
@@ -266,7 +267,8 @@ def _per_connection(pk: pl.DataFrame, trace: Trace, floor_s: float, *, keep: boo
     })
     has_state = st.height > 0
     del st, rs, rt, est, hs
-    cw = _cwnd.cwnd(pk, trace.samples, fl, retrans_df, trace.meta, directions=dirs, sacked_at=sacked_at)
+    # (with ``episode``: the estimate's timeouts are the retransmission analysis' own)
+    cw = _cwnd.cwnd(pk, trace.samples, fl, retrans_ep, trace.meta, directions=dirs, sacked_at=sacked_at)
     del sacked_at
     if has_state:
         red = _cwnd.reductions(cw, _loss_evidence(trace.packets, retrans_df), flows_df.select(

@@ -8,11 +8,14 @@ data segment and corrects it where the sender is not cwnd-limited:
 1. **Loss events.** A retransmission starts a loss event unless one is under way: an
    event lasts until the cumulative ACK passes its *recovery point* (the highest byte
    sent before it, RFC 6582 "recover"), so NewReno partial-ACK and SACK retransmissions
-   of one window count once. A retransmission after no new ACK for at least one minimum
-   RTT, and not sent at the instant an ACK arrived, is a **timeout** and always starts a
-   new event — a Reno recovery that stalls ends in one, and the simulators cut cwnd
-   twice (samples/ns2/lab_reno/Window.tr: 66 → 33 → 1). A retransmitted SYN is a loss too (cwnd starts
-   at 1 segment, ssthresh 2 segments, RFC 5681).
+   of one window count once. A **timeout** always starts a new event — a Reno recovery
+   that stalls ends in one, and the simulators cut cwnd twice (samples/ns2/lab_reno/Window.tr:
+   66 → 33 → 1). Which re-sends are timeouts is the retransmission analysis' judgement
+   (:func:`tracekit.analysis.retrans.timeout_resends`: the first re-send of each ``rto``
+   episode, RFC 6298 §5 with RTO ≥ the sender's floor, 200 ms for Linux ``TCP_RTO_MIN`` and
+   ns-2 ``minrto_``, 1 s for ns-3), never a rule of its own: a silence of one minimum RTT is
+   no timer expiry where the RTT is µs (veth, a local bridge) and the RTO is 200 ms.
+   A retransmitted SYN is a loss too (cwnd starts at 1 segment, ssthresh 2 segments, RFC 5681).
 2. **snd_nxt restarts at each event**: go-back-N senders (timeouts, Tahoe's fast
    retransmit) resend from snd_una, so the pipe uses the highest byte sent since; data
    SACKed above that restarted snd_nxt is no part of the pipe (RFC 6675 §2: it counts
@@ -153,17 +156,9 @@ class _Episode:
 def _episodes(r: Rows) -> list[_Episode]:
     """Every loss event of every direction, with its range, go-back-N verdict and burst row."""
     ri = r.retx_rows
-    d_of = np.searchsorted(r.hi, ri, side="right")  # direction of each retransmission
-    mr = r.min_rtt[d_of]
-    t_r = r.time[ri]
-    with np.errstate(invalid="ignore"):
-        timeout = (~np.isnan(mr) & ((t_r - r.retx_tnew) >= mr)
-                   # a send at the instant an ACK arrives was clocked by that ACK, not by the timer (fast
-                   # retransmits ride the third dupACK; SACK recovery resumes on dupACKs after a pause)
-                   & ((t_r - r.retx_tack) > np.minimum(ACK_CLOCKED_S, 0.05 * mr))
-                   # nor a re-send the retransmission analysis calls fast (its timeout test knows the
-                   # sender's RTO floor and the loss signals: a capture behind a local queue)
-                   & ~r.retx_fast)
+    # the retransmission analysis' timeouts (RFC 6298 §5 against the sender's RTO floor: its
+    # first re-send of each ``rto`` episode), the only judgement of a timer expiry
+    timeout = r.retx_timeout
     rlo, rhi = np.searchsorted(ri, r.lo), np.searchsorted(ri, r.hi)
     found: list[tuple[int, int, float, bool, int, int, int, int, int, int]] = []
     ctx: dict[int, tuple[np.ndarray, int, float]] = {}
@@ -293,8 +288,8 @@ def _enum(codes: np.ndarray, dtype: pl.Enum, name: str) -> pl.Series:
 
 
 def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: pl.DataFrame, *,
-             packets: Packets | None = None, sacked_at: np.ndarray | None = None
-             ) -> tuple[pl.DataFrame, pl.DataFrame]:
+             packets: Packets | None = None, sacked_at: np.ndarray | None = None,
+             timeouts: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Estimate cwnd at every data segment of every data direction (see the module docstring).
 
     Args:
@@ -305,6 +300,8 @@ def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs
         packets: ``pk``'s columns if already read.
         sacked_at: Per flight row, from when its segment counts as SACKed
             (:func:`tracekit.analysis.flight.flight_and_sacks`; None: not known).
+        timeouts: ``flow, dir, frame`` of the re-sends the retransmission timer sent
+            (:func:`tracekit.analysis.retrans.timeout_resends`; None: no timeouts).
 
     Returns:
         (rows, episodes): rows with ``flow, dir, time, cwnd_bytes, ssthresh_bytes, source, phase``
@@ -314,7 +311,7 @@ def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs
     empty = pl.DataFrame(schema=ROW_SCHEMA), pl.DataFrame(schema=EP_SCHEMA)
     if pk.is_empty() or dirs.is_empty():
         return empty
-    r = build(pk, flight, retrans, dirs, packets, sacked_at)
+    r = build(pk, flight, retrans, dirs, packets, sacked_at, timeouts)
     if r is None:
         return empty
     eps = _episodes(r)

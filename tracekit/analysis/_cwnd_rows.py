@@ -32,7 +32,7 @@ class Rows:
 
     Per direction (index ``d``, in ``(flow, dir)`` order): rows ``lo[d]:hi[d]``, ACKs
     ``alo[d]:ahi[d]``. Per retransmitted row (``retx_rows``): the highest byte sent before
-    it and the arrival times of the latest ACK and of the latest ACK that advanced.
+    it and whether the retransmission timer sent it.
     """
 
     flow: np.ndarray  # per direction
@@ -58,11 +58,9 @@ class Rows:
     seg_at: np.ndarray  # (_cwnd_packets.sack_places)
     retx_rows: np.ndarray
     retx_hi: np.ndarray
-    retx_tack: np.ndarray
-    retx_tnew: np.ndarray
     a_time: np.ndarray  # per ACK
     a_una: np.ndarray
-    retx_fast: np.ndarray  # per retransmitted row: the retransmissions frame calls it ``fast`` (no timeout)
+    retx_timeout: np.ndarray  # per retransmitted row: the retransmission analysis' timeout (retrans.timeout_resends)
 
     def sacked(self, rows: np.ndarray) -> np.ndarray:
         """SACKed bytes at ``rows``."""
@@ -192,45 +190,44 @@ def _capture_order(p: Packets, s: _Streams) -> tuple[np.ndarray, np.ndarray, np.
     return np.zeros(d_rank.size), d_rank, np.zeros(a_rank.size), a_rank
 
 
-def _marks(p: Packets, flight: pl.DataFrame, retrans: pl.DataFrame, s: _Streams, code: np.ndarray,
-           d_mask: np.ndarray, sacked_at: np.ndarray | None) -> tuple[np.ndarray, ...]:
-    """What the other analyses say per data row: SACKed bytes, retransmissions, and the ``fast`` ones.
+def _marks(p: Packets, flight: pl.DataFrame, retrans: pl.DataFrame, timeouts: pl.DataFrame | None,
+           s: _Streams, code: np.ndarray, d_mask: np.ndarray, sacked_at: np.ndarray | None
+           ) -> tuple[np.ndarray, ...]:
+    """What the other analyses say per data row: SACKed bytes, retransmissions, and the timeouts.
 
     Returns:
         (rows with SACKed bytes, their counts and flight rows, retransmitted rows, rows the
-        retransmission analysis calls ``fast``: no timeout, and :func:`sack_places`' two arrays).
+        retransmission timer sent (``timeouts``' frames), and :func:`sack_places`' two arrays).
     """
     di = DataIndex(s.d_idx, code, s.lo, s.hi, s.frames_up)
     di.reordered = s.reordered
     sack_at, sack_val, sack_pos = sacked(p, flight, di, d_mask)
     seg_rows, seg_at = sack_places(p, flight, di, sacked_at)
-    given = fast = np.empty(0, dtype=np.int64)
+    given = timer = np.empty(0, dtype=np.int64)
     if retrans.height:
         given = frame_rows(p, di, retrans.select(*KEYS, pl.col("frame").cast(pl.UInt64)))[0]
-        if "kind" in retrans.columns:  # re-sends the retransmission analysis finds no timeout
-            fast = frame_rows(p, di, retrans.filter(pl.col("kind") == "fast").select(
-                *KEYS, pl.col("frame").cast(pl.UInt64)))[0]
-    return sack_at, sack_val, sack_pos, given, fast, seg_rows, seg_at
+    if timeouts is not None and timeouts.height:
+        timer = frame_rows(p, di, timeouts.select(*KEYS, pl.col("frame").cast(pl.UInt64)))[0]
+    return sack_at, sack_val, sack_pos, given, timer, seg_rows, seg_at
 
 
 def _acks(p: Packets, s: _Streams, order: tuple[np.ndarray, ...], seq_end: np.ndarray, pay: np.ndarray,
-          given: np.ndarray, fast: np.ndarray) -> tuple[np.ndarray, ...]:
+          given: np.ndarray, timer: np.ndarray) -> tuple[np.ndarray, ...]:
     """The ACK stream walked with the data segments in capture order (``order``: :func:`_capture_order`),
     one direction at a time in the core (``tracekit._core.cwnd_acks``): the latest ACK before each
     segment, snd_una, dupACKs, retransmissions and Karn's minimum RTT.
 
     Returns:
         (latest ACK row per data row (-1: none), cumulative ACK per ACK row, una per data row,
-        sent on a duplicate ACK per data row, retransmitted rows, which are ``fast``, the
-        highest byte sent before each, the arrival time of its latest ACK and of its latest
-        advancing ACK, each direction's minimum RTT).
+        sent on a duplicate ACK per data row, retransmitted rows, which are timeouts (the
+        ``timer`` rows), the highest byte sent before each, each direction's minimum RTT).
     """
     i, f = as_i64, as_f64
     key, tie, a_key, a_tie = order
-    j, una, dup, a_una, retx_rows, retx_fast, retx_hi, retx_tack, retx_tnew, min_rtt = _core.cwnd_acks(
-        f(s.time), i(seq_end), i(pay), f(key), i(tie), i(given), i(fast), i(s.lo), i(s.hi), i(s.alo), i(s.ahi),
+    j, una, dup, a_una, retx_rows, retx_timeout, retx_hi, min_rtt = _core.cwnd_acks(
+        f(s.time), i(seq_end), i(pay), f(key), i(tie), i(given), i(timer), i(s.lo), i(s.hi), i(s.alo), i(s.ahi),
         f(s.a_time), i(p.take("ack", s.a_idx)), f(a_key), i(a_tie))
-    return j, a_una, una, dup, retx_rows, retx_fast, retx_hi, retx_tack, retx_tnew, min_rtt
+    return j, a_una, una, dup, retx_rows, retx_timeout, retx_hi, min_rtt
 
 
 def _segment_sizes(dd: pl.DataFrame, pay: np.ndarray, s: _Streams) -> np.ndarray:
@@ -246,7 +243,8 @@ def _segment_sizes(dd: pl.DataFrame, pay: np.ndarray, s: _Streams) -> np.ndarray
 
 
 def build(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: pl.DataFrame,
-          packets: Packets | None = None, sacked_at: np.ndarray | None = None) -> Rows | None:
+          packets: Packets | None = None, sacked_at: np.ndarray | None = None,
+          timeouts: pl.DataFrame | None = None) -> Rows | None:
     """Gather the estimate's inputs (see the module docstring); None when there are no data rows or no ACKs.
 
     Args:
@@ -257,6 +255,8 @@ def build(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: p
         packets: ``pk``'s columns if already read.
         sacked_at: Per flight row, from when its segment counts as SACKed
             (:func:`tracekit.analysis.flight.flight_and_sacks`; None: unknown).
+        timeouts: ``flow, dir, frame`` of the re-sends the retransmission timer sent
+            (:func:`tracekit.analysis.retrans.timeout_resends`; None: none).
     """
     p = packets if packets is not None else Packets(pk)
     dd = dirs.filter(pl.col("dir").is_not_null()).sort(KEYS)  # packets without a direction never join one
@@ -270,15 +270,14 @@ def build(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: p
     s_code = code[s_idx]
 
     order = _capture_order(p, s)
-    sack_at, sack_val, sack_pos, given, fast, seg_rows, seg_at = _marks(p, flight, retrans, s, code, d_mask,
-                                                                       sacked_at)
+    sack_at, sack_val, sack_pos, given, timer, seg_rows, seg_at = _marks(p, flight, retrans, timeouts, s, code,
+                                                                        d_mask, sacked_at)
     del d_mask, code
     seq_end = p.take("seq", s.d_idx)
     pay = p.payload[s.d_idx]
     seq_end += pay
     s.d_idx = np.empty(0, dtype=np.int64)
-    j, a_una, una, dup, retx_rows, retx_fast, retx_hi, retx_tack, retx_tnew, min_rtt = _acks(
-        p, s, order, seq_end, pay, given, fast)
+    j, a_una, una, dup, retx_rows, retx_timeout, retx_hi, min_rtt = _acks(p, s, order, seq_end, pay, given, timer)
     del order
     new_ack = np.empty(j.size, dtype=bool)  # the segments one ACK releases: a new latest ACK
     new_ack[0] = True
@@ -295,5 +294,4 @@ def build(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: p
         lo=s.lo, hi=s.hi, alo=s.alo, ahi=s.ahi, time=s.time, seq_end=seq_end, pay=pay, una=una, dup=dup,
         new_ack=new_ack, sack_at=sack_at, sack_val=sack_val, sack_pos=sack_pos, seg_rows=seg_rows,
         seg_at=seg_at,
-        retx_rows=retx_rows, retx_hi=retx_hi,
-        retx_tack=retx_tack, retx_tnew=retx_tnew, a_time=s.a_time, a_una=a_una, retx_fast=retx_fast)
+        retx_rows=retx_rows, retx_hi=retx_hi, a_time=s.a_time, a_una=a_una, retx_timeout=retx_timeout)

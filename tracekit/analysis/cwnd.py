@@ -24,7 +24,9 @@ import numpy as np
 import polars as pl
 
 from tracekit import schema
-from tracekit.analysis import _dirstats
+from tracekit.analysis import _dirstats, _state
+from tracekit.analysis import retrans as _retrans
+from tracekit.analysis import rtt as _rtt
 from tracekit.analysis._cwnd_estimate import estimate
 from tracekit.analysis._cwnd_packets import Packets
 from tracekit.analysis.flight import flight_and_sacks
@@ -244,6 +246,21 @@ def _phases(rows: pl.DataFrame, episodes: pl.DataFrame) -> pl.DataFrame:
                              .otherwise(pl.lit("congestion_avoidance")))
 
 
+def _timeouts(pk: pl.DataFrame, retrans: pl.DataFrame, meta: dict[str, Any]) -> pl.DataFrame:
+    """The re-sends the retransmission analysis calls timeouts (:func:`tracekit.analysis.retrans.timeout_resends`).
+
+    One timeout judgement (RFC 6298 §5 against the sender's RTO floor) for both analyses: a
+    frame without ``episode`` is made again from the packets by the same rules.
+    """
+    if "episode" not in retrans.columns:
+        # the rules read packets as they arrive: in capture order (time, then frame), as the estimate does
+        st = _state.prepare(pk.sort("time", "frame", maintain_order=True, nulls_last=True))
+        floor_s = meta.get("rto_floor_s")
+        floor = _retrans.rto_floor(meta, float(floor_s) if isinstance(floor_s, (int, float)) else None)[0]
+        retrans = _retrans.classify(st, _rtt.samples(st), rto_floor_s=floor)
+    return _retrans.timeout_resends(retrans)
+
+
 def cwnd(pk: pl.DataFrame, samples: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame,
          meta: dict[str, Any], *, directions: pl.DataFrame | None = None,
          sacked_at: np.ndarray | None = None) -> pl.DataFrame:
@@ -253,7 +270,11 @@ def cwnd(pk: pl.DataFrame, samples: pl.DataFrame, flight: pl.DataFrame, retrans:
         pk: Packets at the sender's vantage point (one row per packet).
         samples: The trace's samples (metric ``cwnd``/``ssthresh`` are used).
         flight: The flight frame (``flow, dir, frame, time, flight_bytes, flight_sack_bytes``).
-        retrans: The retransmissions frame (``flow, dir, frame, time, seq, len, kind``).
+        retrans: The retransmissions frame (``flow, dir, frame, time, seq, len, kind``), with
+            ``episode`` as :func:`tracekit.analysis.retrans.classify` makes it: the estimate's
+            timeouts are the re-sends that open its ``rto`` episodes. Without ``episode`` (the
+            public frame), the packets are classified again with the same rules (the RTO floor
+            from ``meta``: ``rto_floor_s`` as :func:`tracekit.analyze` records it, else by stack).
         meta: The trace's metadata (``segment_size``, ``tcp_flows``).
         directions: :func:`tracekit.analysis._dirstats.of_packets` of ``pk``, if at hand.
         sacked_at: Per ``flight`` row, from when its segment counts as SACKed
@@ -267,7 +288,8 @@ def cwnd(pk: pl.DataFrame, samples: pl.DataFrame, flight: pl.DataFrame, retrans:
         sacked_at = flight_and_sacks(pk)[1]
     packets = Packets(pk)
     dirs = data_directions(pk, meta, dirs=directions)
-    est, episodes = estimate(pk, flight, retrans, dirs, packets=packets, sacked_at=sacked_at)
+    est, episodes = estimate(pk, flight, retrans, dirs, packets=packets, sacked_at=sacked_at,
+                             timeouts=_timeouts(pk, retrans, meta))
     del packets
     tr = _trace_rows(samples, dirs, meta)
     if tr.is_empty():

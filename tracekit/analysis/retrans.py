@@ -177,6 +177,25 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = N
     ).cast(_SCHEMA)  # type: ignore[arg-type]
 
 
+def timeout_resends(rt: pl.DataFrame) -> pl.DataFrame:
+    """The re-sends the retransmission timer sent: the first of every ``rto`` episode (``flow, dir, frame``).
+
+    ``rt`` is :func:`classify`'s output (with ``episode``, in packet order). An episode is a timeout when any of
+    its re-sends is ``rto``: its later re-sends take its first one's kind, and only a D-SACK
+    (RFC 2883) or Wireshark's spurious rule turns one into ``spurious``, which says the data had
+    arrived, not that the timer did not fire (RFC 6298 §5.4-5.6: each expiry re-sends one segment,
+    the earliest unacknowledged, and starts a new episode; backed-off expiries are episodes of
+    their own). The cwnd estimate takes these as its timeouts (:mod:`._cwnd_estimate`).
+    """
+    out = {"flow": pl.UInt32(), "dir": pl.Int8(), "frame": pl.UInt64()}
+    if rt.is_empty():
+        return pl.DataFrame(schema=out)
+    keys = [*KEYS, "episode"]
+    return (rt.group_by(keys, maintain_order=True)
+            .agg(pl.col("frame").first(), (pl.col("kind") == "rto").any().alias("_rto"))
+            .filter("_rto").select(*KEYS, "frame").cast(out))  # type: ignore[arg-type]
+
+
 def retransmissions(pk: pl.DataFrame, *, state: pl.DataFrame | None = None,
                     rtt_samples: pl.DataFrame | None = None) -> pl.DataFrame:
     """Every retransmitted segment with its kind (see the module docstring).

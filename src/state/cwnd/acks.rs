@@ -6,9 +6,9 @@ use crate::state::seq::MISSING;
 use rayon::prelude::*;
 use std::collections::VecDeque;
 
-/// [`Acks::on_data`]'s result: snd_una, sent on a duplicate ACK, and for a retransmission
-/// (highest byte sent before it, arrival time of the latest ACK, of the latest advancing ACK).
-pub type Seg = (i64, bool, Option<(i64, f64, f64)>);
+/// [`Acks::on_data`]'s result: snd_una, sent on a duplicate ACK, and for a retransmission the
+/// highest byte sent before it.
+pub type Seg = (i64, bool, Option<i64>);
 
 /// The ACK stream one direction's sender receives, walked with its data segments in capture
 /// order: snd_una, the duplicate-ACK state, retransmissions and the minimum RTT.
@@ -26,8 +26,6 @@ pub struct Acks<'a> {
     first_seq: i64,
     /// Cumulative ACK of every ACK fed so far.
     pub a_una: Vec<i64>,
-    /// Arrival time of the latest advancing ACK (-inf: none).
-    t_new: f64,
     /// The latest ACK advanced snd_una.
     new: bool,
     sent_hi: i64,
@@ -46,7 +44,6 @@ impl<'a> Acks<'a> {
             a_time,
             first_seq,
             a_una: Vec::with_capacity(a_time.len()),
-            t_new: f64::NEG_INFINITY,
             new: false,
             sent_hi: MISSING,
             pending: VecDeque::new(),
@@ -73,9 +70,6 @@ impl<'a> Acks<'a> {
         self.a_una.push(una);
         self.new = una > prev;
         let t = self.a_time.get(k).copied().unwrap_or(f64::NAN);
-        if self.new {
-            self.t_new = t;
-        }
         while let Some(&(hi, ts)) = self.pending.front() {
             if hi > una {
                 break;
@@ -87,10 +81,8 @@ impl<'a> Acks<'a> {
 
     /// The next data segment: its time, start, end and whether the retransmission analysis
     /// named it. Returns (snd_una, sent on a duplicate ACK, and for a retransmission: the
-    /// highest byte sent before it, the arrival times of the latest ACK and of the latest
-    /// advancing ACK, -inf for none).
+    /// highest byte sent before it).
     pub fn on_data(&mut self, time: f64, seq: i64, end: i64, named: bool) -> Seg {
-        let acked = !self.a_una.is_empty();
         let (una, dup) = match self.a_una.last() {
             Some(&u) => (u.max(self.first_seq), !self.new),
             None => (self.first_seq, false),
@@ -98,18 +90,7 @@ impl<'a> Acks<'a> {
         let before = self.sent_hi;
         let retx = named || seq < before;
         self.sent_hi = self.sent_hi.max(end);
-        let r = retx.then(|| {
-            let t_ack = if acked {
-                self.a_time[self.a_una.len() - 1]
-            } else {
-                f64::NEG_INFINITY
-            };
-            (
-                before,
-                t_ack,
-                if acked { self.t_new } else { f64::NEG_INFINITY },
-            )
-        });
+        let r = retx.then_some(before);
         if !retx {
             let hi = self.sent_hi;
             match self.a_una.last() {
@@ -145,9 +126,10 @@ pub struct AckRows<'a> {
     pub pay: &'a [i64],
     pub key: &'a [f64],
     pub tie: &'a [i64],
-    /// Rows the retransmission analysis names, and those it calls `fast`.
+    /// Rows the retransmission analysis names, and those its retransmission timer sent
+    /// (`tracekit.analysis.retrans.timeout_resends`: the first re-send of each `rto` episode).
     pub named: &'a [bool],
-    pub fast: &'a [bool],
+    pub timeout: &'a [bool],
     pub lo: &'a [i64],
     pub hi: &'a [i64],
     pub alo: &'a [i64],
@@ -159,8 +141,7 @@ pub struct AckRows<'a> {
 }
 
 /// [`acks`]' result: per row snd_una and dupACK state, per ACK its cumulative value, the
-/// retransmitted rows with `fast`, the highest byte before, the latest ACK's and latest
-/// advancing ACK's times, and each direction's minimum RTT.
+/// retransmitted rows with `timeout` and the highest byte before, and each direction's minimum RTT.
 #[derive(Default)]
 pub struct AckState {
     /// The latest ACK before each row (an index into the ACK stream; -1: none).
@@ -180,7 +161,7 @@ struct DirOut<'a> {
     a_una: &'a mut [i64],
 }
 
-type Retx = (i64, bool, i64, f64, f64);
+type Retx = (i64, bool, i64);
 
 fn acks_of(
     r: &AckRows,
@@ -210,8 +191,8 @@ fn acks_of(
         let (u, d, rt) = st.on_data(r.time[i], seq, r.seq_end[i], r.named[i]);
         out.una[i - a] = u;
         out.dup[i - a] = d;
-        if let Some((h, ta, tn)) = rt {
-            retx.push((i as i64, r.fast[i], h, ta, tn));
+        if let Some(h) = rt {
+            retx.push((i as i64, r.timeout[i], h));
         }
     }
     while aa + fed < ae {
@@ -231,7 +212,7 @@ pub fn acks(r: &AckRows) -> Result<AckState, String> {
         ("key", r.key.len()),
         ("tie", r.tie.len()),
         ("named", r.named.len()),
-        ("fast", r.fast.len()),
+        ("timeout", r.timeout.len()),
     ];
     same_len(n, &cols)?;
     let a_cols = [

@@ -145,14 +145,13 @@ type AckArrays<'py> = (
     Bound<'py, PyArray1<bool>>,
     Bound<'py, PyArray1<i64>>,
     Bound<'py, PyArray1<f64>>,
-    Bound<'py, PyArray1<f64>>,
-    Bound<'py, PyArray1<f64>>,
 );
 
-/// The ACK stream at each data row (see `Acks`): `(j, una, dup, a_una, retx_rows, retx_fast,
-/// retx_hi, retx_tack, retx_tnew, min_rtt)`; `j` is the latest ACK before each row (-1: none).
+/// The ACK stream at each data row (see `Acks`): `(j, una, dup, a_una, retx_rows, retx_timeout,
+/// retx_hi, min_rtt)`; `j` is the latest ACK before each row (-1: none).
 ///
-/// `named`/`fast`: rows the retransmission analysis names / calls `fast` (repeats allowed).
+/// `named`/`timeout`: rows the retransmission analysis names / whose retransmission timer sent
+/// them (repeats allowed).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn cwnd_acks<'py>(
@@ -163,7 +162,7 @@ fn cwnd_acks<'py>(
     key: PyReadonlyArray1<'py, f64>,
     tie: PyReadonlyArray1<'py, i64>,
     named: PyReadonlyArray1<'py, i64>,
-    fast: PyReadonlyArray1<'py, i64>,
+    timeout: PyReadonlyArray1<'py, i64>,
     lo: PyReadonlyArray1<'py, i64>,
     hi: PyReadonlyArray1<'py, i64>,
     alo: PyReadonlyArray1<'py, i64>,
@@ -180,7 +179,7 @@ fn cwnd_acks<'py>(
         slice(&key, "key")?,
         slice(&tie, "tie")?,
     );
-    let m = (slice(&named, "named")?, slice(&fast, "fast")?);
+    let m = (slice(&named, "named")?, slice(&timeout, "timeout")?);
     let d = (
         slice(&lo, "lo")?,
         slice(&hi, "hi")?,
@@ -210,7 +209,7 @@ fn cwnd_acks<'py>(
                 key: c.3,
                 tie: c.4,
                 named: &nm,
-                fast: &fs,
+                timeout: &fs,
                 lo: d.0,
                 hi: d.1,
                 alo: d.2,
@@ -223,20 +222,16 @@ fn cwnd_acks<'py>(
         })
     })?;
     let rows: Vec<i64> = st.retx.iter().map(|x| x.0).collect();
-    let fast: Vec<bool> = st.retx.iter().map(|x| x.1).collect();
+    let timeout: Vec<bool> = st.retx.iter().map(|x| x.1).collect();
     let hi: Vec<i64> = st.retx.iter().map(|x| x.2).collect();
-    let tack: Vec<f64> = st.retx.iter().map(|x| x.3).collect();
-    let tnew: Vec<f64> = st.retx.iter().map(|x| x.4).collect();
     Ok((
         st.j.into_pyarray(py),
         st.una.into_pyarray(py),
         st.dup.into_pyarray(py),
         st.a_una.into_pyarray(py),
         rows.into_pyarray(py),
-        fast.into_pyarray(py),
+        timeout.into_pyarray(py),
         hi.into_pyarray(py),
-        tack.into_pyarray(py),
-        tnew.into_pyarray(py),
         st.min_rtt.into_pyarray(py),
     ))
 }

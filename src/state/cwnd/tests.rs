@@ -221,7 +221,7 @@ fn bad_bounds_are_errors() {
 fn run_acks(
     rows: &[(f64, i64, i64, i64, bool)],
     acks_in: &[(f64, i64, i64)],
-    fast: &[bool],
+    timeout: &[bool],
 ) -> Result<AckState, String> {
     let time: Vec<f64> = rows.iter().map(|r| r.0).collect();
     let seq_end: Vec<i64> = rows.iter().map(|r| r.2).collect();
@@ -238,7 +238,7 @@ fn run_acks(
         key: &time,
         tie: &tie,
         named: &named,
-        fast,
+        timeout,
         lo: &[0],
         hi: &[rows.len() as i64],
         alo: &[0],
@@ -269,8 +269,8 @@ fn una_dupacks_retransmissions_and_karns_rtt() {
     // the second ACK of 1000 does not advance snd_una: a duplicate (RFC 5681 §2)
     assert_eq!(st.dup, vec![false, false, false, true, false]);
     assert_eq!(st.a_una, vec![1000, 1000, 3000]);
-    // highest byte before it 3000; latest ACK at 0.6, latest advancing one at 0.5
-    assert_eq!(st.retx, vec![(3, false, 3000, 0.6, 0.5)]);
+    // highest byte before it 3000
+    assert_eq!(st.retx, vec![(3, false, 3000)]);
     // samples 0.5 (0 -> 0.5), 0.6 (0.1 -> 0.7), 0.15 (0.55 -> 0.7): the smallest
     assert!((st.min_rtt[0] - 0.15).abs() < 1e-12, "{:?}", st.min_rtt);
 }
@@ -303,10 +303,7 @@ fn named_retransmissions_give_no_rtt_sample_and_old_acks_never_lower_una() {
     assert_eq!(st.una, vec![0, 1000]);
     assert_eq!(st.a_una, vec![1000, 1000, 2000]);
     assert_eq!(st.dup, vec![false, true]);
-    assert_eq!(
-        st.retx,
-        vec![(0, true, MISSING, f64::NEG_INFINITY, f64::NEG_INFINITY)]
-    );
+    assert_eq!(st.retx, vec![(0, true, MISSING)]);
     // the named row is no sample (Karn): only 0.1 -> 0.3
     assert!((st.min_rtt[0] - 0.2).abs() < 1e-12);
 }
@@ -321,5 +318,5 @@ fn no_rtt_without_a_later_covering_ack() {
         &[(0.5, 1000, 1), (0.6, 5, 3)],
         &[false, false],
     );
-    assert!(bad.is_err(), "fast has 2 values for 1 row");
+    assert!(bad.is_err(), "timeout has 2 values for 1 row");
 }
