@@ -10,6 +10,7 @@ and from netstat -s, never from tracekit itself.
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import subprocess
@@ -86,6 +87,29 @@ def test_ss_values_and_units_match_the_log(run: str) -> None:
     assert series("unacked", "packets") == _log_values(path, "unacked")
     assert len(series("delivery_rate", "bps")) > 50 and min(series("pacing_rate", "bps")) > 1e6
     assert set(series("app_limited", "1")) <= {0.0, 1.0}
+
+
+@pytest.mark.parametrize("name", ("outage_reno", "shaper_bbr"))
+def test_ss_log_with_comment_stamps_is_read(name: str) -> None:
+    """samples/linux/make_kernel_truth.sh stamps each poll with a ``# t=EPOCH`` line: every poll is
+    read, and each socket's cwnd is the one printed (read with plain regexes from the log)."""
+    path = sample("linux", "kernel_truth", f"{name}.ss.gz")
+    text = gzip.decompress(path.read_bytes()).decode()
+    assert sniff(path) == "ss"
+    t = tracekit.read(path)
+    polls, want = [], []  # per poll: whether it listed a socket
+    node = None
+    for line in text.splitlines():
+        if line.startswith("# t="):
+            polls.append(False)
+        elif m := re.match(r"ESTAB\s+\d+\s+\d+\s+(\S+)\s+(\S+)", line):
+            node, polls[-1] = f"{m.group(1)}->{m.group(2)}", True
+        elif (m := re.search(r"\scwnd:(\d+)", line)) and node is not None:
+            want.append((node, float(m.group(1))))
+    got = t.samples.filter((pl.col("metric") == "cwnd") & (pl.col("unit") == "packets")).sort(
+        "time", maintain_order=True).select("node", "value").rows()
+    assert sum(polls) > 20 and t.samples["time"].n_unique() == sum(polls)
+    assert sorted(got) == sorted(want) and len(got) > 20
 
 
 #: One poll from the reno sample, rewritten as other iproute2 releases and options print it.

@@ -1,7 +1,7 @@
 """Wall-clock stamps written beside kernel snapshots (``ss`` logs, ``nstat``/``netstat -s`` files).
 
-Two spellings are accepted, on a line of their own (``date +%s.%N`` before a block) or as a
-prefix of every line (moreutils ``ts '%.s'`` / ``ts '%F %.T'``):
+Two spellings are accepted, on a line of their own (``date +%s.%N`` before a block, also as a
+comment ``# t=STAMP``) or as a prefix of every line (moreutils ``ts '%.s'`` / ``ts '%F %.T'``):
 
 * UNIX epoch seconds with up to 9 decimals (``1795654961.871165893``);
 * ISO-8601 date and time (``2026-11-26 01:02:03.123456``, ``T`` allowed), with an optional
@@ -19,8 +19,9 @@ from datetime import UTC, datetime
 _EPOCH = r"(?P<s>\d{9,11})(?:\.(?P<f>\d{1,9}))?"
 _ISO = (r"(?P<d>\d{4}-\d{2}-\d{2})[ T](?P<t>\d{2}:\d{2}:\d{2})(?:[.,](?P<fi>\d{1,9}))?"
         r"(?:\s?(?P<z>Z|[+-]\d{2}:?\d{2}))?")
-#: A stamp alone on its line.
-ALONE = re.compile(rf"^\s*(?:{_EPOCH}|{_ISO})\s*$")
+#: A stamp alone on its line, or as a shell comment ``# t=STAMP`` (``printf "# t=%s\n"
+#: "$EPOCHREALTIME"``, as samples/linux/make_kernel_truth.sh writes before each poll).
+ALONE = re.compile(rf"^\s*(?:#\s*t=\s*)?(?:{_EPOCH}|{_ISO})\s*$")
 #: A stamp at the start of a line, then one space (``ts``) and the line as the tool printed it.
 PREFIX = re.compile(rf"^(?:{_EPOCH}|{_ISO}) ")
 
