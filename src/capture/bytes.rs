@@ -74,6 +74,16 @@ pub trait Source {
     fn u32(&mut self, e: Endian, off: u64) -> Option<u32> {
         self.get(off, 4).and_then(|b| e.u32(b, 0))
     }
+    /// Another reader of the same bytes, for another thread (None: this one cannot be shared).
+    fn fork(&self) -> Option<Box<dyn Source + Send + '_>> {
+        None
+    }
+    /// The first read error met, if any (taken).
+    fn take_error(&mut self) -> Option<std::io::Error> {
+        None
+    }
+    /// Keep a forked reader's read error as this reader's (the first one stays).
+    fn keep_error(&mut self, _e: std::io::Error) {}
 }
 
 /// Bytes in memory (decompressed input, or bytes given by the caller).
@@ -87,6 +97,9 @@ impl Source for Mem<'_> {
         let off = usize::try_from(off).ok()?;
         self.0.get(off..off.checked_add(n)?)
     }
+    fn fork(&self) -> Option<Box<dyn Source + Send + '_>> {
+        Some(Box::new(Mem(self.0)))
+    }
 }
 
 /// Bytes read from a window of this size at a time (grown for a longer read).
@@ -96,9 +109,7 @@ const WINDOW: usize = 1 << 20;
 /// read from the file about once per pass, and memory stays at the window's size.
 pub struct FileSource {
     file: std::fs::File,
-    size: u64,
-    start: u64,
-    buf: Vec<u8>,
+    win: Window,
     /// The first read error (reported as a damaged file rather than ignored).
     pub error: Option<std::io::Error>,
 }
@@ -109,9 +120,7 @@ impl FileSource {
         let size = file.metadata()?.len();
         Ok(FileSource {
             file,
-            size,
-            start: 0,
-            buf: Vec::new(),
+            win: Window::new(size),
             error: None,
         })
     }
@@ -119,9 +128,69 @@ impl FileSource {
 
 impl Source for FileSource {
     fn size(&self) -> u64 {
-        self.size
+        self.win.size
     }
     fn get(&mut self, off: u64, n: usize) -> Option<&[u8]> {
+        self.win.get(&self.file, off, n, &mut self.error)
+    }
+    fn fork(&self) -> Option<Box<dyn Source + Send + '_>> {
+        Some(Box::new(FileView {
+            file: &self.file,
+            win: Window::new(self.win.size),
+            error: None,
+        }))
+    }
+    fn take_error(&mut self) -> Option<std::io::Error> {
+        self.error.take()
+    }
+    fn keep_error(&mut self, e: std::io::Error) {
+        self.error.get_or_insert(e);
+    }
+}
+
+/// Another window on a [`FileSource`]'s file (positioned reads share the file handle).
+struct FileView<'a> {
+    file: &'a std::fs::File,
+    win: Window,
+    error: Option<std::io::Error>,
+}
+
+impl Source for FileView<'_> {
+    fn size(&self) -> u64 {
+        self.win.size
+    }
+    fn get(&mut self, off: u64, n: usize) -> Option<&[u8]> {
+        self.win.get(self.file, off, n, &mut self.error)
+    }
+    fn take_error(&mut self) -> Option<std::io::Error> {
+        self.error.take()
+    }
+}
+
+/// The bytes of a file read last: `buf` holds the file's bytes from `start`.
+struct Window {
+    size: u64,
+    start: u64,
+    buf: Vec<u8>,
+}
+
+impl Window {
+    fn new(size: u64) -> Window {
+        Window {
+            size,
+            start: 0,
+            buf: Vec::new(),
+        }
+    }
+    /// `n` bytes at `off`, read from `file` into the window when outside it; None past the
+    /// end or on a read error (kept in `error`).
+    fn get(
+        &mut self,
+        file: &std::fs::File,
+        off: u64,
+        n: usize,
+        error: &mut Option<std::io::Error>,
+    ) -> Option<&[u8]> {
         let end = off.checked_add(n as u64)?;
         if end > self.size {
             return None;
@@ -130,9 +199,9 @@ impl Source for FileSource {
             use std::os::unix::fs::FileExt;
             let len = usize::try_from((self.size - off).min(WINDOW.max(n) as u64)).ok()?;
             self.buf.resize(len, 0);
-            if let Err(e) = self.file.read_exact_at(&mut self.buf, off) {
+            if let Err(e) = file.read_exact_at(&mut self.buf, off) {
                 self.buf.clear();
-                self.error.get_or_insert(e);
+                error.get_or_insert(e);
                 return None;
             }
             self.start = off;

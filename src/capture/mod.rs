@@ -22,6 +22,7 @@ pub mod py;
 pub mod reasm;
 pub mod rows;
 pub mod snoop;
+pub mod spans;
 pub mod tcp;
 pub mod tunnel;
 
