@@ -11,9 +11,10 @@
 //! their order are those of the sequential decode; the rows are those it would write.
 
 use super::bytes::Source;
-use super::ip::{records, Tallies};
+use super::ip::records;
 use super::reasm::Reassembler;
 use super::rows::{Cols, Rows, Side, Sink};
+use super::tally::Tallies;
 use super::Records;
 use rayon::prelude::*;
 
