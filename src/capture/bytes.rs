@@ -111,6 +111,8 @@ impl Source for Mem<'_> {
 
 /// Bytes read from a window of this size at a time (grown for a longer read).
 const WINDOW: usize = 1 << 20;
+/// The window of a reader forked for a worker thread (each thread keeps its own).
+const FORK_WINDOW: usize = 1 << 18;
 
 /// A file read through one window: both passes over a capture move forward, so each byte is
 /// read from the file about once per pass, and memory stays at the window's size.
@@ -127,7 +129,7 @@ impl FileSource {
         let size = file.metadata()?.len();
         Ok(FileSource {
             file,
-            win: Window::new(size),
+            win: Window::new(size, WINDOW),
             error: None,
         })
     }
@@ -143,7 +145,7 @@ impl Source for FileSource {
     fn fork(&self) -> Option<Box<dyn Source + Send + '_>> {
         Some(Box::new(FileView {
             file: &self.file,
-            win: Window::new(self.win.size),
+            win: Window::new(self.win.size, FORK_WINDOW),
             error: None,
         }))
     }
@@ -179,14 +181,17 @@ struct Window {
     size: u64,
     start: u64,
     buf: Vec<u8>,
+    /// Bytes read at a time (more for a longer read).
+    len: usize,
 }
 
 impl Window {
-    fn new(size: u64) -> Window {
+    fn new(size: u64, len: usize) -> Window {
         Window {
             size,
             start: 0,
             buf: Vec::new(),
+            len,
         }
     }
     /// `n` bytes at `off`, read from `file` into the window when outside it; None past the
@@ -204,7 +209,7 @@ impl Window {
         }
         if off < self.start || end > self.start + self.buf.len() as u64 {
             use std::os::unix::fs::FileExt;
-            let len = usize::try_from((self.size - off).min(WINDOW.max(n) as u64)).ok()?;
+            let len = usize::try_from((self.size - off).min(self.len.max(n) as u64)).ok()?;
             self.buf.resize(len, 0);
             if let Err(e) = file.read_exact_at(&mut self.buf, off) {
                 self.buf.clear();

@@ -286,6 +286,7 @@ pub fn read(
         &mut warnings,
         &mut counts,
     );
+    drop(recs); // before the ids are made: the peak stays that of the decode
     let ids = addrs::ids(&rows);
     if back > 0 {
         warnings.push(Warn::new(

@@ -141,7 +141,7 @@ def build(out: dict[str, Any], *, meta: dict[str, Any], log: WarningLog, limits:
     counts: dict[str, int] = dict(meta.get("counts", {}))
     counts.update(dict(out["counts"]))
     rows = Rows.from_core(out)
-    del out["rows"]
+    del out["rows"], out["ids"]  # (the arrays now belong to rows)
     cut = rows.caplen < rows.size
     headers_only = bool(np.count_nonzero(cut) * 2 > len(cut)) if cut.any() else None
     del cut
