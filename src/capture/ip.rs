@@ -21,7 +21,7 @@ use etherparse::{ip_number, UdpHeaderSlice};
 /// Records decoded per "chunk" by the reader this replaces: warnings and counts keep the
 /// order in which it logged them (first chunk where each appeared), so that a log that
 /// keeps the first message per code says what it said.
-pub(super) const CHUNK: usize = 1 << 17;
+const CHUNK: usize = 1 << 17;
 
 /// Decode every record into rows; warnings and counts are appended in log order.
 pub fn decode(
