@@ -3,8 +3,9 @@
 The file (a plain file by its path; compressed input, bytes and streams through
 :func:`tracekit._source.load`) is handed to ``tracekit._core.read_capture``, which
 walks the records, decodes every header on every core and reassembles IP fragments in frame
-order (Rust, ``src/capture/``; docs/architecture.md) and returns numpy columns and address ids. Its warnings are replayed into the reader's
-:class:`~tracekit.trace.WarningLog` in the order they arose (strict mode raises the first), its
+order (Rust, ``src/capture/``; docs/architecture.md) and returns numpy columns and address ids.
+Its warnings are replayed into the reader's :class:`~tracekit.trace.WarningLog` in the order
+they arose (strict mode raises the first), its
 located failures become :class:`~tracekit.errors.TracekitError`. Link types it lacks are read
 through tshark (:func:`fallback`). :func:`finish` is the tshark path's equivalent of
 :func:`build` (polars columns in).
