@@ -304,6 +304,24 @@ mod tests {
     }
 
     #[test]
+    fn a_header_cut_after_its_lengths_is_truncated_and_not_counted() {
+        let mut d = file(&[(1, 0, &[1, 2, 3]), (2, 0, &[4])]);
+        let at = d.len() as u64;
+        // a third header with a microsecond fraction >= 10^6 and captured > original length,
+        // cut after its captured length: neither is counted, the record is not kept
+        for v in [3u32, 2_000_000, 9, 1] {
+            d.extend_from_slice(&v.to_le_bytes());
+        }
+        d.truncate(d.len() - 2);
+        let mut w = Vec::new();
+        let (r, _) = read(&mut Mem(&d), &Limits::default(), &mut w).unwrap();
+        assert_eq!((r.len(), r.ts_ns.len(), r.origlen.len()), (2, 2, 2));
+        assert_eq!(w.len(), 1);
+        assert!(w[0].message.contains("(truncated-header)"));
+        assert_eq!((w[0].offset, w[0].frame), (Some(at), Some(3)));
+    }
+
+    #[test]
     fn huge_caplen_is_a_located_error() {
         let mut d = file(&[(1, 0, &[1])]);
         d[32..36].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
