@@ -23,7 +23,6 @@ from tracekit._source import NamedBytes
 from tracekit.cli.main import main
 from tracekit.errors import CorruptTraceError, TruncatedError, UnknownFormatError
 from tracekit.limits import Limits
-from tracekit.parsers._dense import lookup, sorted_unique
 
 PKTS, EXPECTED = craft.conversation()
 FRAMES = [craft.ether(p) for p in PKTS]
@@ -338,21 +337,36 @@ def test_a_large_capture_is_read_without_holding_the_file(tmp_path: Path) -> Non
     assert grown < 2.4 * big.stat().st_size, f"peak grew by {grown / 2**20:.0f} MB for {big.stat().st_size >> 20} MB"
 
 
-def test_dense_lookup_is_searchsorted() -> None:
+def test_many_addresses_of_both_families_keep_every_row_s_own() -> None:
+    """The reader numbers the distinct addresses (src/capture/addrs.rs); every row's src/dst text is
+    the address its packet was written with, and equal addresses share an id in src and dst."""
+    from scapy.layers.inet import IP, TCP
+    from scapy.layers.inet6 import IPv6
+
     rng = np.random.default_rng(7)
-    sets = [
-        rng.integers(0, 2**32, 5000).astype(np.uint32),  # IPv4 addresses
-        rng.integers(0, 2**62, 3000),  # port-pair keys
-        np.arange(4000, dtype=np.int64) << 20,  # regular keys: a poor hash would collide
-        np.array([5], dtype=np.uint32),
-    ]
-    for values in sets:
-        uniq = np.unique(values)
-        rows = values[rng.integers(0, len(values), 20000)]
-        assert (lookup(rows, uniq) == np.searchsorted(uniq, rows)).all()
-        assert (sorted_unique(rows) == np.unique(rows)).all()
-    many = np.unique(rng.integers(0, 2**40, 1_200_000))  # too many keys for a table: binary search
-    assert (lookup(many[::-3], many) == np.arange(len(many))[::-3]).all()
+    v4 = [f"10.{a}.{b}.{c}" for a, b, c in rng.integers(0, 256, (60, 3))] + ["255.255.255.255", "0.0.0.0"]
+    v6 = [f"2001:db8::{a:x}:{b:x}" for a, b in rng.integers(0, 65536, (40, 2))] + ["::1", "ff02::1", "::ffff:0:1"]
+    pkts = []
+    for k in range(400):
+        fam = v4 if k % 3 else v6
+        s, d = (fam[int(i)] for i in rng.integers(0, len(fam), 2))
+        ip = IP(src=s, dst=d) if fam is v4 else IPv6(src=s, dst=d)
+        pkts.append((s, d, ip / TCP(sport=1000 + k % 7, dport=80, flags="A")))
+    trace = tracekit.read(NamedBytes(craft.pcap([craft.ether(p) for _, _, p in pkts]), "many.pcap"))
+    got = trace.packets.select(pl.col("src").cast(pl.String), pl.col("dst").cast(pl.String))
+    import ipaddress
+
+    want = [(str(ipaddress.ip_address(s)), str(ipaddress.ip_address(d))) for s, d, _ in pkts]
+    assert list(zip(got["src"].to_list(), got["dst"].to_list(), strict=True)) == want
+    from tracekit._core import read_capture
+
+    out = read_capture(craft.pcap([craft.ether(p) for _, _, p in pkts]), "pcap", Limits(), "30")
+    src_id, dst_id, addr4, hi, lo = out["ids"]
+    texts = [str(ipaddress.IPv4Address(int(a))) for a in addr4] + [
+        str(ipaddress.IPv6Address((int(h) << 64) | int(low))) for h, low in zip(hi, lo, strict=True)]
+    assert len(set(texts)) == len(texts) == len({a for pair in want for a in pair})
+    assert [(texts[s], texts[d]) for s, d in zip(src_id, dst_id, strict=True)] == want
+    assert list(addr4) == sorted(addr4)  # IPv4 ascending, before the IPv6 ones
 
 
 def test_port_pairs_are_numbered_by_first_appearance() -> None:

@@ -37,26 +37,33 @@ pub struct Endian {
     pub big: bool,
 }
 
+// (a branch per read, not a function pointer: the reads inline into the record walks)
 impl Endian {
+    #[inline]
     pub fn u16(self, b: &[u8], at: usize) -> Option<u16> {
-        arr(b, at).map(if self.big {
-            u16::from_be_bytes
+        let v = arr(b, at)?;
+        Some(if self.big {
+            u16::from_be_bytes(v)
         } else {
-            u16::from_le_bytes
+            u16::from_le_bytes(v)
         })
     }
+    #[inline]
     pub fn u32(self, b: &[u8], at: usize) -> Option<u32> {
-        arr(b, at).map(if self.big {
-            u32::from_be_bytes
+        let v = arr(b, at)?;
+        Some(if self.big {
+            u32::from_be_bytes(v)
         } else {
-            u32::from_le_bytes
+            u32::from_le_bytes(v)
         })
     }
+    #[inline]
     pub fn i64(self, b: &[u8], at: usize) -> Option<i64> {
-        arr(b, at).map(if self.big {
-            i64::from_be_bytes
+        let v = arr(b, at)?;
+        Some(if self.big {
+            i64::from_be_bytes(v)
         } else {
-            i64::from_le_bytes
+            i64::from_le_bytes(v)
         })
     }
 }
@@ -74,6 +81,16 @@ pub trait Source {
     fn u32(&mut self, e: Endian, off: u64) -> Option<u32> {
         self.get(off, 4).and_then(|b| e.u32(b, 0))
     }
+    /// Another reader of the same bytes, for another thread (None: this one cannot be shared).
+    fn fork(&self) -> Option<Box<dyn Source + Send + '_>> {
+        None
+    }
+    /// The first read error met, if any (taken).
+    fn take_error(&mut self) -> Option<std::io::Error> {
+        None
+    }
+    /// Keep a forked reader's read error as this reader's (the first one stays).
+    fn keep_error(&mut self, _e: std::io::Error) {}
 }
 
 /// Bytes in memory (decompressed input, or bytes given by the caller).
@@ -87,18 +104,21 @@ impl Source for Mem<'_> {
         let off = usize::try_from(off).ok()?;
         self.0.get(off..off.checked_add(n)?)
     }
+    fn fork(&self) -> Option<Box<dyn Source + Send + '_>> {
+        Some(Box::new(Mem(self.0)))
+    }
 }
 
 /// Bytes read from a window of this size at a time (grown for a longer read).
 const WINDOW: usize = 1 << 20;
+/// The window of a reader forked for a worker thread (each thread keeps its own).
+const FORK_WINDOW: usize = 1 << 18;
 
 /// A file read through one window: both passes over a capture move forward, so each byte is
 /// read from the file about once per pass, and memory stays at the window's size.
 pub struct FileSource {
     file: std::fs::File,
-    size: u64,
-    start: u64,
-    buf: Vec<u8>,
+    win: Window,
     /// The first read error (reported as a damaged file rather than ignored).
     pub error: Option<std::io::Error>,
 }
@@ -109,9 +129,7 @@ impl FileSource {
         let size = file.metadata()?.len();
         Ok(FileSource {
             file,
-            size,
-            start: 0,
-            buf: Vec::new(),
+            win: Window::new(size, WINDOW),
             error: None,
         })
     }
@@ -119,20 +137,83 @@ impl FileSource {
 
 impl Source for FileSource {
     fn size(&self) -> u64 {
-        self.size
+        self.win.size
     }
     fn get(&mut self, off: u64, n: usize) -> Option<&[u8]> {
+        self.win.get(&self.file, off, n, &mut self.error)
+    }
+    fn fork(&self) -> Option<Box<dyn Source + Send + '_>> {
+        Some(Box::new(FileView {
+            file: &self.file,
+            win: Window::new(self.win.size, FORK_WINDOW),
+            error: None,
+        }))
+    }
+    fn take_error(&mut self) -> Option<std::io::Error> {
+        self.error.take()
+    }
+    fn keep_error(&mut self, e: std::io::Error) {
+        self.error.get_or_insert(e);
+    }
+}
+
+/// Another window on a [`FileSource`]'s file (positioned reads share the file handle).
+struct FileView<'a> {
+    file: &'a std::fs::File,
+    win: Window,
+    error: Option<std::io::Error>,
+}
+
+impl Source for FileView<'_> {
+    fn size(&self) -> u64 {
+        self.win.size
+    }
+    fn get(&mut self, off: u64, n: usize) -> Option<&[u8]> {
+        self.win.get(self.file, off, n, &mut self.error)
+    }
+    fn take_error(&mut self) -> Option<std::io::Error> {
+        self.error.take()
+    }
+}
+
+/// The bytes of a file read last: `buf` holds the file's bytes from `start`.
+struct Window {
+    size: u64,
+    start: u64,
+    buf: Vec<u8>,
+    /// Bytes read at a time (more for a longer read).
+    len: usize,
+}
+
+impl Window {
+    fn new(size: u64, len: usize) -> Window {
+        Window {
+            size,
+            start: 0,
+            buf: Vec::new(),
+            len,
+        }
+    }
+    /// `n` bytes at `off`, read from `file` into the window when outside it; None past the
+    /// end or on a read error (kept in `error`).
+    fn get(
+        &mut self,
+        file: &std::fs::File,
+        off: u64,
+        n: usize,
+        error: &mut Option<std::io::Error>,
+    ) -> Option<&[u8]> {
         let end = off.checked_add(n as u64)?;
         if end > self.size {
             return None;
         }
         if off < self.start || end > self.start + self.buf.len() as u64 {
             use std::os::unix::fs::FileExt;
-            let len = usize::try_from((self.size - off).min(WINDOW.max(n) as u64)).ok()?;
+            let len = usize::try_from((self.size - off).min(self.len.max(n) as u64)).ok()?;
             self.buf.resize(len, 0);
-            if let Err(e) = self.file.read_exact_at(&mut self.buf, off) {
+            if let Err(e) = file.read_exact_at(&mut self.buf, off) {
                 self.buf.clear();
-                self.error.get_or_insert(e);
+                error.get_or_insert(e);
                 return None;
             }
             self.start = off;

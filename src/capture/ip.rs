@@ -3,54 +3,25 @@
 //! The rules are those of Wireshark's packet-ip.c/packet-ipv6.c/packet-tcp.c/packet-udp.c
 //! for what a row holds; lengths are never trusted beyond the captured bytes (headers-only
 //! captures keep their TCP header; payload lengths come from the IP header). The IP headers
-//! are read in `l3`, the TCP header and options in `tcp`, the columns live in `rows`.
+//! are read in `l3`, the TCP header and options in `tcp`, the columns live in `rows`; spans of
+//! records are decoded on several threads by `spans`.
 
 use super::bytes::{be16, u8_at, Source};
 use super::l3::{ipv4, ipv6, Frag, Net};
 use super::link::link;
 use super::reasm::{Fragment, Head, Reassembler};
 pub use super::rows::Rows;
-use super::rows::{Row, RowHead};
+use super::rows::{Row, RowHead, Sink};
+use super::tally::{report, Tallies};
 use super::tcp::tcp;
 use super::tunnel;
-use super::{Limits, Records, Warn};
+use super::{spans, Limits, Records, Warn};
 use etherparse::{ip_number, UdpHeaderSlice};
 
 /// Records decoded per "chunk" by the reader this replaces: warnings and counts keep the
 /// order in which it logged them (first chunk where each appeared), so that a log that
 /// keeps the first message per code says what it said.
 const CHUNK: usize = 1 << 17;
-
-/// Something counted while decoding, with where it first happened.
-#[derive(Default, Clone, Copy)]
-struct Tally {
-    n: u64,
-    chunk: usize,
-    frame: u64,
-}
-
-impl Tally {
-    fn add(&mut self, chunk: usize, frame: u64) {
-        if self.n == 0 {
-            self.chunk = chunk;
-            self.frame = frame;
-        }
-        self.n += 1;
-    }
-}
-
-#[derive(Default)]
-struct Tallies {
-    non_ip: Tally,
-    short: Tally,
-    version: Tally,
-    impossible: Tally,
-    tcp_bad: Tally,
-    wscale: Tally,
-    offload: Tally,
-    beyond: Tally,
-    protected: Tally,
-}
 
 /// Decode every record into rows; warnings and counts are appended in log order.
 pub fn decode(
@@ -61,10 +32,44 @@ pub fn decode(
     warnings: &mut Vec<Warn>,
     counts: &mut Vec<(&'static str, u64)>,
 ) -> Rows {
-    let mut rows = Rows::with_capacity(recs.len());
+    decode_in(src, recs, t0, limits, warnings, counts, spans::SPAN)
+}
+
+/// [`decode`] in spans of `span` records.
+pub(super) fn decode_in(
+    src: &mut dyn Source,
+    recs: &Records,
+    t0: i64,
+    limits: &Limits,
+    warnings: &mut Vec<Warn>,
+    counts: &mut Vec<(&'static str, u64)>,
+    span: usize,
+) -> Rows {
     let mut ra = Reassembler::new(limits);
-    let mut t = Tallies::default();
-    for i in 0..recs.len() {
+    let (mut rows, mut t) = spans::decode(src, recs, t0, &mut ra, span);
+    for r in super::iplen::confirm(&mut rows) {
+        let frame = rows.frame.get(r).copied().unwrap_or(0);
+        t.beyond
+            .add(frame.saturating_sub(1) as usize / CHUNK, frame);
+    }
+    report(&t, warnings, counts);
+    ra.finish(warnings, counts);
+    rows
+}
+
+/// Decode records `range` into `sink`, in order. Without a reassembler (a span decoded apart
+/// from the others), stop at the first IP fragment and return false: reassembly depends on
+/// every fragment before, so such a span is decoded again in order, with it.
+pub(super) fn records(
+    src: &mut dyn Source,
+    recs: &Records,
+    range: std::ops::Range<usize>,
+    t0: i64,
+    mut ra: Option<&mut Reassembler>,
+    t: &mut Tallies,
+    sink: &mut Sink,
+) -> bool {
+    for i in range {
         let off = recs.data_off.get(i).copied().unwrap_or(0);
         let cap = recs.caplen.get(i).map_or(0, |&c| c as usize);
         let pkt = src.get(off, cap).unwrap_or(&[]);
@@ -76,108 +81,11 @@ pub fn decode(
             size: recs.origlen.get(i).copied().unwrap_or(0),
             caplen: cap as u32,
         };
-        packet(pkt, recs.linktype_of(i), &p, &mut ra, &mut t, &mut rows);
-    }
-    for r in super::iplen::confirm(&mut rows) {
-        let frame = rows.frame.get(r).copied().unwrap_or(0);
-        t.beyond
-            .add(frame.saturating_sub(1) as usize / CHUNK, frame);
-    }
-    report(&t, warnings, counts);
-    ra.finish(warnings, counts);
-    rows
-}
-
-/// The decoder's warnings and counts, in the order the reader logged them.
-fn report(t: &Tallies, warnings: &mut Vec<Warn>, counts: &mut Vec<(&'static str, u64)>) {
-    let mut items: Vec<(usize, usize, Warn)> = Vec::new();
-    let mut add = |k: usize, tl: &Tally, w: Warn| {
-        if tl.n > 0 {
-            items.push((tl.chunk, k, w));
+        if !packet(pkt, recs.linktype_of(i), &p, ra.as_deref_mut(), t, sink) {
+            return false;
         }
-    };
-    add(
-        0,
-        &t.short,
-        Warn::new(
-            "W-MALFORMED",
-            "packets too short for their IP header (skipped)",
-            t.short.n,
-        )
-        .at(None, Some(t.short.frame)),
-    );
-    let msg = "packets whose IP version disagrees with their link layer's type (skipped)";
-    add(
-        1,
-        &t.version,
-        Warn::new("W-MALFORMED", msg, t.version.n).at(None, Some(t.version.frame)),
-    );
-    add(
-        1,
-        &t.impossible,
-        Warn::new(
-            "W-MALFORMED",
-            "packets with impossible IP header/total lengths (kept as 'other')",
-            t.impossible.n,
-        ),
-    );
-    add(
-        2,
-        &t.tcp_bad,
-        Warn::new(
-            "W-MALFORMED",
-            "TCP segments with a bad data offset or cut before the TCP header (kept as 'other')",
-            t.tcp_bad.n,
-        ),
-    );
-    add(
-        3,
-        &t.wscale,
-        Warn::new(
-            "W-WSCALE",
-            "window scale options above 14 (clamped to 14, RFC 7323)",
-            t.wscale.n,
-        ),
-    );
-    let msg = "IP total length 0 or a jumbo payload (segmentation offload on the capturing host): length taken from the frame";
-    add(
-        4,
-        &t.offload,
-        Warn::new("W-OFFLOAD", msg, t.offload.n).at(None, Some(t.offload.frame)),
-    );
-    let msg = "TCP segments whose IP length exceeds the frame and that no later sequence or ACK number confirms: payload limited to what the frame can hold";
-    add(
-        5,
-        &t.beyond,
-        Warn::new("W-IPLEN", msg, t.beyond.n).at(None, Some(t.beyond.frame)),
-    );
-    let msg = "protected (encrypted) 802.11 data frames: not decoded (no key), counted as non-IP";
-    add(
-        6,
-        &t.protected,
-        Warn::new("W-ENCRYPTED", msg, t.protected.n).at(None, Some(t.protected.frame)),
-    );
-    items.sort_by_key(|(c, k, _)| (*c, *k));
-    warnings.extend(items.into_iter().map(|(_, _, w)| w));
-    let mut cs: Vec<(usize, usize, &'static str, u64)> = Vec::new();
-    if t.non_ip.n > 0 {
-        cs.push((t.non_ip.chunk, 0, "non_ip", t.non_ip.n));
     }
-    let bad = Tally {
-        n: t.short.n + t.version.n,
-        chunk: t.short.chunk.min(t.version.chunk),
-        frame: 0,
-    };
-    let bad_chunk = match (t.short.n, t.version.n) {
-        (0, _) => t.version.chunk,
-        (_, 0) => t.short.chunk,
-        _ => bad.chunk,
-    };
-    if bad.n > 0 {
-        cs.push((bad_chunk, 1, "malformed", bad.n));
-    }
-    cs.sort_by_key(|c| (c.0, c.1));
-    counts.extend(cs.into_iter().map(|c| (c.2, c.3)));
+    true
 }
 
 /// Per-record facts of the packet being decoded.
@@ -189,17 +97,25 @@ struct Packet {
     caplen: u32,
 }
 
-fn packet(pkt: &[u8], lt: u32, p: &Packet, ra: &mut Reassembler, t: &mut Tallies, rows: &mut Rows) {
+/// One record's row (if it has one); false when it is a fragment and `ra` is None.
+fn packet(
+    pkt: &[u8],
+    lt: u32,
+    p: &Packet,
+    ra: Option<&mut Reassembler>,
+    t: &mut Tallies,
+    rows: &mut Sink,
+) -> bool {
     let (l3, ipv) = link(pkt, lt);
     if ipv == 0 {
         t.non_ip.add(p.chunk, p.frame);
         if super::linkx::protected(pkt, lt) {
             t.protected.add(p.chunk, p.frame);
         }
-        return;
+        return true;
     }
     let Some((mut net, mut is4)) = network(pkt, l3, ipv, p, t) else {
-        return;
+        return true;
     };
     let mut l3 = l3;
     // Tunnels (issue 24 point 4): the inner packet is the row; the outermost tunnel's name and
@@ -229,17 +145,19 @@ fn packet(pkt: &[u8], lt: u32, p: &Packet, ra: &mut Reassembler, t: &mut Tallies
         (l3, net, is4) = (il3, n2, v4);
     }
     if let Some(o) = outer {
-        rows.outer_row.push(rows.len() as i64);
-        rows.outer_is4.push(o.is4);
-        rows.outer_code.push(o.code);
+        let r = rows.len() as i64;
+        let side = &mut rows.side;
+        side.outer_row.push(r);
+        side.outer_is4.push(o.is4);
+        side.outer_code.push(o.code);
         for (k, v) in [o.src >> 64, o.src, o.dst >> 64, o.dst]
             .into_iter()
             .enumerate()
         {
-            rows.outer[k].push(v as u64);
+            side.outer[k].push(v as u64);
         }
     }
-    finish(pkt, l3, is4, net, p, ra, t, rows);
+    finish(pkt, l3, is4, net, p, ra, t, rows)
 }
 
 /// The outermost tunnel of a row.
@@ -291,7 +209,8 @@ fn network(pkt: &[u8], l3: usize, ipv: u8, p: &Packet, t: &mut Tallies) -> Optio
     Some((net, is4))
 }
 
-/// Reassembly, the transport header and the row of the (innermost) IP packet.
+/// Reassembly, the transport header and the row of the (innermost) IP packet (false, and
+/// no row, for a fragment without a reassembler).
 #[allow(clippy::too_many_arguments)]
 fn finish(
     pkt: &[u8],
@@ -299,15 +218,18 @@ fn finish(
     is4: bool,
     net: Net,
     p: &Packet,
-    ra: &mut Reassembler,
+    ra: Option<&mut Reassembler>,
     t: &mut Tallies,
-    rows: &mut Rows,
-) {
+    rows: &mut Sink,
+) -> bool {
     let (mut size, mut caplen) = (p.size, p.caplen);
     let (mut l4, mut l4len, mut nh) = (net.l4, net.l4len, net.nh);
     let mut head = None;
     let mut frag = net.frag.is_some_and(|f| f.is_frag) && !net.bad;
     if let (true, Some(f)) = (frag, net.frag) {
+        let Some(ra) = ra else {
+            return false;
+        };
         if f.unread {
             ra.unread += 1; // a Fragment header cut by the snap length: nothing to reassemble
         } else if let Some(d) = ra.add(&fragment(p, pkt, l3, is4, &net, &f)) {
@@ -340,10 +262,11 @@ fn finish(
         let room = i64::from(p.size) - l4 as i64 - doff;
         if i64::from(row.payload) > room {
             let room = u32::try_from(room.max(0)).unwrap_or(0);
-            rows.beyond.push((rows.len(), room));
+            rows.side.beyond.push((rows.len(), room));
         }
     }
     append(rows, p, &net, is4, (size, caplen), &row);
+    true
 }
 
 /// The transport header of a whole datagram (its own frame, or the completing frame's copy).
@@ -354,7 +277,7 @@ fn transport(
     nh: u8,
     p: &Packet,
     t: &mut Tallies,
-    rows: &mut Rows,
+    rows: &mut Sink,
 ) -> Row {
     let mut row = Row {
         proto: 2,
@@ -386,7 +309,7 @@ fn transport(
 
 /// Append one row (IPv6 addresses to their own columns).
 fn append(
-    rows: &mut Rows,
+    rows: &mut Sink,
     p: &Packet,
     net: &Net,
     is4: bool,
@@ -395,12 +318,12 @@ fn append(
 ) {
     let r = rows.len() as i64;
     if !is4 {
-        rows.v6_row.push(r);
+        rows.side.v6_row.push(r);
         for (k, v) in [net.src >> 64, net.src, net.dst >> 64, net.dst]
             .into_iter()
             .enumerate()
         {
-            rows.v6[k].push(v as u64);
+            rows.side.v6[k].push(v as u64);
         }
     }
     let (s4, d4) = if is4 {

@@ -6,6 +6,7 @@
 //! numpy arrays and dicts. Nothing here indexes input bytes without a bounds check, so damaged
 //! input cannot panic (the Python entry point still catches unwinds, as a last guard).
 
+pub mod addrs;
 pub mod bytes;
 pub mod erf;
 pub mod ip;
@@ -22,6 +23,8 @@ pub mod py;
 pub mod reasm;
 pub mod rows;
 pub mod snoop;
+pub mod spans;
+pub mod tally;
 pub mod tcp;
 pub mod tunnel;
 
@@ -201,6 +204,8 @@ pub struct Capture {
     /// (rows are then empty and `warnings` holds those logged before that decision).
     pub unsupported: Vec<u32>,
     pub rows: Rows,
+    /// The rows' address ids.
+    pub ids: addrs::Ids,
     pub warnings: Vec<Warn>,
     pub counts: Vec<(&'static str, u64)>,
     pub records: u64,
@@ -249,6 +254,7 @@ pub fn read(
             meta,
             unsupported,
             rows: Rows::default(),
+            ids: addrs::Ids::default(),
             warnings,
             counts: Vec::new(),
             records: recs.len() as u64,
@@ -280,6 +286,8 @@ pub fn read(
         &mut warnings,
         &mut counts,
     );
+    drop(recs); // before the ids are made: the peak stays that of the decode
+    let ids = addrs::ids(&rows);
     if back > 0 {
         warnings.push(Warn::new(
             "W-NONMONOTONIC",
@@ -291,6 +299,7 @@ pub fn read(
         meta,
         unsupported,
         rows,
+        ids,
         warnings,
         counts,
         records: n,

@@ -67,12 +67,22 @@ pub fn read(
     }
     // pcap before 2.3 wrote the original length before the captured length (libpcap swaps them).
     let swapped = h.version < (2, 3);
+    // LINKTYPE_EXT: bits 28-31 give the FCS length in 16-bit words when bit 26 is set
+    let fcs = if h.lt_field & LT_FCS_PRESENT != 0 {
+        ((h.lt_field >> 28) & 0xF) * 2
+    } else {
+        0
+    };
     let walk = Walk {
         e: Endian { big },
         rec_len: h.rec_len,
         cap_at: if swapped { 12 } else { 8 },
+        nanos: h.nanos,
+        swapped,
+        fcs,
+        snaplen: h.snaplen,
     };
-    let stop = walk.run(src, limits, &mut recs.data_off)?;
+    let (stop, tallies) = walk.run(src, limits, &mut recs)?;
     let nrec = recs.data_off.len() as u64;
     if let Some((reason, at)) = stop {
         let msg = format!(
@@ -82,15 +92,6 @@ pub fn read(
         let w = Warn::new("W-TRUNCATED", msg, 1).at(Some(at), Some(nrec + 1));
         warnings.push(w.hint("the capture was cut short; rerun without --strict to keep them"));
     }
-    // LINKTYPE_EXT: bits 28-31 give the FCS length in 16-bit words when bit 26 is set
-    let fcs = if h.lt_field & LT_FCS_PRESENT != 0 {
-        ((h.lt_field >> 28) & 0xF) * 2
-    } else {
-        0
-    };
-    let tallies = fill(
-        src, &mut recs, walk.e, h.nanos, swapped, fcs, h.snaplen, h.rec_len,
-    );
     let texts = [
         "microsecond fraction >= 1,000,000 (carried into the seconds)",
         "captured length larger than the original length (original length raised)",
@@ -171,94 +172,93 @@ struct Walk {
     e: Endian,
     rec_len: usize,
     cap_at: usize,
+    nanos: bool,
+    /// pcap before 2.3: original length before the captured length.
+    swapped: bool,
+    /// FCS bytes trailing every frame (LINKTYPE_EXT).
+    fcs: u32,
+    snaplen: u32,
 }
 
+/// A record header's timestamp and lengths, when the whole record is in the file.
+type Head = [u8; 16];
+
+/// Where the record chain stops short (reason, offset), if it does.
+type Stop = Option<(&'static str, u64)>;
+
 impl Walk {
-    /// Header offsets of the complete records into `offs`; the stop reason and offset when the
-    /// file ends inside a record; an error at a captured length over the maximum.
+    /// Every complete record into `recs` (data offset, timestamp, lengths), in one pass over
+    /// the headers; the stop reason and offset when the file ends inside a record; an error at
+    /// a captured length over the maximum. Also returns the counts of microsecond fractions
+    /// >= 10^6, captured > original lengths and captured > snaplen.
     fn run(
         &self,
         src: &mut dyn Source,
         limits: &Limits,
-        offs: &mut Vec<u64>,
-    ) -> Result<Option<(&'static str, u64)>, Failure> {
+        recs: &mut Records,
+    ) -> Result<(Stop, [u64; 3]), Failure> {
         let n = src.size();
+        let mut k = [0u64; 3];
         let mut p = FILE_HEADER as u64;
-        let failed = loop {
-            let Some(cap) = src.u32(self.e, p + self.cap_at as u64) else {
-                break p;
+        let stop = loop {
+            let head: Option<Head> = src.get(p, 16).and_then(|b| super::bytes::arr(b, 0));
+            let cap = match head {
+                Some(h) => self.e.u32(&h, self.cap_at),
+                None => src.u32(self.e, p + self.cap_at as u64),
             };
+            let Some(cap) = cap else {
+                break (p < n).then_some(("truncated-header", p));
+            };
+            let frame = recs.data_off.len() as u64 + 1;
             if u64::from(cap) > limits.max_caplen {
                 return Err(Failure::corrupt(
                     format!("record claims a captured length of {} bytes, beyond the maximum of {}", commas(cap.into()), commas(limits.max_caplen)),
                     p,
                 )
-                .at(Some(p), Some(offs.len() as u64 + 1))
-                .hint(format!("the file is corrupt from here on; `editcap -r` can cut it to the first {} packets", commas(offs.len() as u64))));
+                .at(Some(p), Some(frame))
+                .hint(format!("the file is corrupt from here on; `editcap -r` can cut it to the first {} packets", commas(frame - 1))));
             }
-            offs.push(p);
-            p = p.saturating_add(self.rec_len as u64 + u64::from(cap));
+            let data = p.saturating_add(self.rec_len as u64);
+            let end = data.saturating_add(u64::from(cap));
+            match head {
+                Some(h) if end <= n => self.record(&h, data, recs, &mut k),
+                // the last record runs past the end of the file: its data, or its header
+                _ if data <= n => break Some(("truncated-data", p)),
+                _ => break Some(("truncated-header", p)),
+            }
+            p = end;
         };
-        if failed > n {
-            // the last record runs past the end of the file: its data, or its header
-            let last = offs.pop().unwrap_or(0);
-            let reason = if last + self.rec_len as u64 <= n {
-                "truncated-data"
-            } else {
-                "truncated-header"
-            };
-            return Ok(Some((reason, last)));
-        }
-        Ok((failed < n).then_some(("truncated-header", failed)))
+        Ok((stop, k))
     }
-}
 
-/// Timestamps and lengths of every record, from its header; returns the counts of
-/// microsecond fractions >= 10^6, captured > original lengths, captured > snaplen.
-#[allow(clippy::too_many_arguments)]
-fn fill(
-    src: &mut dyn Source,
-    recs: &mut Records,
-    e: Endian,
-    nanos: bool,
-    swapped: bool,
-    fcs: u32,
-    snaplen: u32,
-    rec_len: usize,
-) -> [u64; 3] {
-    let mut k = [0u64; 3];
-    let n = recs.data_off.len();
-    recs.ts_ns.reserve(n);
-    recs.caplen.reserve(n);
-    recs.origlen.reserve(n);
-    for o in recs.data_off.iter_mut() {
-        let mut f = |i: u64| i64::from(src.u32(e, *o + 4 * i).unwrap_or(0));
+    /// One complete record's timestamp and lengths (`k`: the counts of `run`).
+    fn record(&self, h: &Head, data: u64, recs: &mut Records, k: &mut [u64; 3]) {
+        let f = |i: usize| i64::from(self.e.u32(h, 4 * i).unwrap_or(0));
         let (sec, frac, mut cap, mut orig) = (f(0), f(1), f(2), f(3));
-        if swapped {
+        if self.swapped {
             std::mem::swap(&mut cap, &mut orig);
         }
-        if !nanos && frac >= 1_000_000 {
+        if !self.nanos && frac >= 1_000_000 {
             k[0] += 1; // carried into the seconds, as tshark does
         }
         if cap > orig {
             k[1] += 1;
         }
         orig = orig.max(cap);
-        if snaplen > 0 && cap > i64::from(snaplen) {
+        if self.snaplen > 0 && cap > i64::from(self.snaplen) {
             k[2] += 1;
         }
-        if fcs > 0 {
+        if self.fcs > 0 {
             // The FCS trails the frame: it is in the captured bytes only if the capture reached it.
-            orig = (orig - i64::from(fcs)).max(0);
+            orig = (orig - i64::from(self.fcs)).max(0);
             cap = cap.min(orig);
         }
-        recs.ts_ns
-            .push(sec * 1_000_000_000 + if nanos { frac } else { frac * 1000 });
+        let ns = if self.nanos { frac } else { frac * 1000 };
+        recs.ts_ns.push(sec * 1_000_000_000 + ns);
         recs.caplen.push(cap as u32);
         recs.origlen.push(orig as u32);
-        *o += rec_len as u64;
+        recs.data_off.push(data);
     }
-    k
 }
 
 #[cfg(test)]
@@ -301,6 +301,24 @@ mod tests {
         assert_eq!(w[0].code, "W-TRUNCATED");
         assert!(w[0].message.contains("(truncated-data)"));
         assert_eq!((w[0].offset, w[0].frame), (Some(43), Some(2)));
+    }
+
+    #[test]
+    fn a_header_cut_after_its_lengths_is_truncated_and_not_counted() {
+        let mut d = file(&[(1, 0, &[1, 2, 3]), (2, 0, &[4])]);
+        let at = d.len() as u64;
+        // a third header with a microsecond fraction >= 10^6 and captured > original length,
+        // cut after its captured length: neither is counted, the record is not kept
+        for v in [3u32, 2_000_000, 9, 1] {
+            d.extend_from_slice(&v.to_le_bytes());
+        }
+        d.truncate(d.len() - 2);
+        let mut w = Vec::new();
+        let (r, _) = read(&mut Mem(&d), &Limits::default(), &mut w).unwrap();
+        assert_eq!((r.len(), r.ts_ns.len(), r.origlen.len()), (2, 2, 2));
+        assert_eq!(w.len(), 1);
+        assert!(w[0].message.contains("(truncated-header)"));
+        assert_eq!((w[0].offset, w[0].frame), (Some(at), Some(3)));
     }
 
     #[test]

@@ -122,8 +122,9 @@ fn failure<'py>(py: Python<'py>, f: &Failure) -> PyResult<Bound<'py, PyDict>> {
 /// `source` is a path (read through a small window: the file is never resident) or a byte
 /// buffer (decompressed input). Returns a dict: `error` (kind, message, offset, frame, hint)
 /// on failure; else `meta`, `warnings` [(code, message, count, offset, frame, hint)],
-/// `unsupported` link types, `counts`, `records`, `t0_ns`, `rows` {column: ndarray}, and
-/// the `v6` and `sack` column tuples.
+/// `unsupported` link types, `counts`, `records`, `t0_ns`, `rows` {column: ndarray}, the
+/// address `ids` (source ids, destination ids, distinct IPv4 addresses, distinct IPv6 high
+/// and low halves), and the `outer` and `sack` column tuples.
 #[pyfunction]
 #[pyo3(signature = (source, format, limits, timeout_text))]
 pub fn read_capture<'py>(
@@ -201,26 +202,29 @@ fn output(py: Python<'_>, cap: Capture) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("counts", cap.counts.clone())?;
     d.set_item("records", cap.records)?;
     d.set_item("t0_ns", cap.t0_ns)?;
-    let r = cap.rows;
+    let mut r = cap.rows;
+    // the addresses go out as ids (below): their per-row columns are done with
+    (r.is4, r.s4, r.d4, r.v6) = Default::default();
     let cols = PyDict::new(py);
     macro_rules! put {
         ($($f:ident),*) => { $( cols.set_item(stringify!($f), r.$f.into_pyarray(py))?; )* };
     }
     put!(
-        frame, time, proto, size, caplen, payload, ports, sport, dport, is4, s4, d4, seq_raw,
-        ack_raw, flags, win_raw
+        frame, time, proto, size, caplen, payload, ports, sport, dport, seq_raw, ack_raw, flags,
+        win_raw
     );
     put!(mss, mss_ok, wscale, wscale_ok, ts_val, ts_ecr, ts_ok);
     d.set_item("rows", cols)?;
-    let [a, b, c, e] = r.v6;
+    let ids = cap.ids;
+    let (hi, lo): (Vec<u64>, Vec<u64>) = ids.v6.into_iter().unzip();
     d.set_item(
-        "v6",
+        "ids",
         (
-            r.v6_row.into_pyarray(py),
-            a.into_pyarray(py),
-            b.into_pyarray(py),
-            c.into_pyarray(py),
-            e.into_pyarray(py),
+            ids.src.into_pyarray(py),
+            ids.dst.into_pyarray(py),
+            ids.v4.into_pyarray(py),
+            hi.into_pyarray(py),
+            lo.into_pyarray(py),
         ),
     )?;
     let [a, b, c, e] = r.outer;

@@ -1,14 +1,14 @@
 //! The TCP header and its options (RFC 9293 §3.1, §3.2; RFC 7323; RFC 2018) into a row.
 
 use super::bytes::{be16, be32, be64, u8_at};
-use super::rows::{Row, Rows};
+use super::rows::{Row, Sink};
 
 /// Linux lays out the timestamp option as NOP, NOP, kind 8 length 10 on every segment.
 const TS_PREFIX: u32 = 0x0101_080A;
 
 /// TCP (RFC 9293 §3.1) into `row`; false when the header is unusable: cut before its 20
 /// fixed bytes, or a data offset below 20 or beyond the segment (Wireshark: "bogus").
-pub(super) fn tcp(seg: &[u8], b: usize, l4len: i64, row: &mut Row, rows: &mut Rows) -> bool {
+pub(super) fn tcp(seg: &[u8], b: usize, l4len: i64, row: &mut Row, rows: &mut Sink) -> bool {
     let (Some(w0), Some(w1)) = (be64(seg, b), be64(seg, b + 8)) else {
         return false;
     };
@@ -36,7 +36,7 @@ pub(super) fn tcp(seg: &[u8], b: usize, l4len: i64, row: &mut Row, rows: &mut Ro
 /// option has a length >= 2 that must fit the header, else parsing stops (Wireshark marks
 /// it malformed; the zero-length option is the classic infinite-loop trap). Later options of
 /// a kind overwrite earlier ones. Headers cut by the snap length keep what was captured.
-fn options(seg: &[u8], b: usize, he: usize, row: &mut Row, rows: &mut Rows) {
+fn options(seg: &[u8], b: usize, he: usize, row: &mut Row, rows: &mut Sink) {
     let mut pos = b + 20;
     if he >= b + 32 && be32(seg, pos) == Some(TS_PREFIX) {
         row.ts = be32(seg, b + 24).zip(be32(seg, b + 28));
@@ -66,9 +66,9 @@ fn options(seg: &[u8], b: usize, he: usize, row: &mut Row, rows: &mut Rows) {
                 for k in 0..((n - 2) / 8).min(4) {
                     let q = pos + 2 + 8 * k;
                     if let (Some(l), Some(rt)) = (be32(seg, q), be32(seg, q + 4)) {
-                        rows.sack_row.push(r);
-                        rows.sack_left.push(l.into());
-                        rows.sack_right.push(rt.into());
+                        rows.side.sack_row.push(r);
+                        rows.side.sack_left.push(l.into());
+                        rows.side.sack_right.push(rt.into());
                     }
                 }
             }

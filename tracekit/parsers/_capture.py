@@ -2,9 +2,10 @@
 
 The file (a plain file by its path; compressed input, bytes and streams through
 :func:`tracekit._source.load`) is handed to ``tracekit._core.read_capture``, which
-walks the records, decodes every header and reassembles IP fragments in one pass (Rust,
-``src/capture/``) and returns numpy columns. Its warnings are replayed into the reader's
-:class:`~tracekit.trace.WarningLog` in the order they arose (strict mode raises the first), its
+walks the records, decodes every header on every core and reassembles IP fragments in frame
+order (Rust, ``src/capture/``; docs/architecture.md) and returns numpy columns and address ids.
+Its warnings are replayed into the reader's :class:`~tracekit.trace.WarningLog` in the order
+they arose (strict mode raises the first), its
 located failures become :class:`~tracekit.errors.TracekitError`. Link types it lacks are read
 through tshark (:func:`fallback`). :func:`finish` is the tshark path's equivalent of
 :func:`build` (polars columns in).
@@ -141,7 +142,7 @@ def build(out: dict[str, Any], *, meta: dict[str, Any], log: WarningLog, limits:
     counts: dict[str, int] = dict(meta.get("counts", {}))
     counts.update(dict(out["counts"]))
     rows = Rows.from_core(out)
-    del out["rows"]
+    del out["rows"], out["ids"]  # (the arrays now belong to rows)
     cut = rows.caplen < rows.size
     headers_only = bool(np.count_nonzero(cut) * 2 > len(cut)) if cut.any() else None
     del cut

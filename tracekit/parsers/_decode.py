@@ -20,7 +20,7 @@ class Rows:
     """Decoded rows (one per IP packet) as numpy columns, in frame order.
 
     TCP fields are set on TCP rows (``proto == 0``) only; option fields where their ``*_ok``
-    mask is True. IPv6 addresses are kept apart (few captures have many).
+    mask is True. Addresses come as ids over the distinct ones (a capture has few hosts).
     """
 
     frame: np.ndarray  # uint64
@@ -32,9 +32,6 @@ class Rows:
     ports: np.ndarray  # bool: TCP or UDP with a readable header
     sport: np.ndarray  # int32
     dport: np.ndarray  # int32
-    is4: np.ndarray  # bool
-    s4: np.ndarray  # uint32 IPv4 source (0 on IPv6 rows)
-    d4: np.ndarray  # uint32
     seq_raw: np.ndarray  # uint32
     ack_raw: np.ndarray  # uint32
     flags: np.ndarray  # uint8
@@ -46,8 +43,13 @@ class Rows:
     ts_val: np.ndarray  # uint32
     ts_ecr: np.ndarray  # uint32
     ts_ok: np.ndarray  # bool
-    #: IPv6 rows: (row, src hi, src lo, dst hi, dst lo)
-    v6: list[tuple[np.ndarray, ...]] = field(default_factory=list)
+    #: Address ids (uint32) of every row's source and destination: the position of the address in
+    #: ``addr4`` then ``addr6`` (IPv4 ascending, then IPv6; ``src/capture/addrs.rs``)
+    src_id: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint32))
+    dst_id: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint32))
+    #: The distinct IPv4 addresses (uint32), then the distinct IPv6 ones as (high, low) uint64 halves
+    addr4: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint32))
+    addr6: tuple[np.ndarray, np.ndarray] = field(default_factory=lambda: (np.zeros(0, np.uint64),) * 2)
     #: SACK blocks: (row, left, right) raw 32-bit edges, in option order within a row
     sack: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
     #: tunnelled rows: (row, outer is IPv4, tunnel code, src hi, src lo, dst hi, dst lo)
@@ -59,8 +61,9 @@ class Rows:
     def from_core(cls, out: dict[str, Any]) -> Rows:
         """The rows of a ``read_capture`` result (its arrays are taken over, not copied)."""
         rows = cls(**out["rows"])
-        v6, sack = out["v6"], out["sack"]
-        rows.v6 = [tuple(v6)] if len(v6[0]) else []
+        rows.src_id, rows.dst_id, rows.addr4, hi, lo = out["ids"]
+        rows.addr6 = (hi, lo)
+        sack = out["sack"]
         rows.sack = [tuple(sack)] if len(sack[0]) else []
         outer = out.get("outer")
         rows.outer = [tuple(outer)] if outer is not None and len(outer[0]) else []

@@ -13,7 +13,6 @@ import numpy as np
 import polars as pl
 
 from tracekit.parsers._decode import Rows
-from tracekit.parsers._dense import lookup, sorted_unique
 from tracekit.parsers._tcp import SACK, Conn, connections, masked, sack_column
 from tracekit.schema import EVENT, PROTO
 
@@ -23,40 +22,20 @@ _NONE = np.empty(0, dtype=np.uint8)  # stands for a consumed column (its memory 
 def addresses(rows: Rows) -> tuple[pl.Series, pl.Series, np.ndarray, np.ndarray]:
     """Address columns (Categorical) and integer ids (same address -> same id in src and dst).
 
-    IPv4 addresses are numbered in ascending order, then IPv6 ones (in the order of their
-    16 bytes); only the distinct ones are turned into text (one ``ipaddress`` call each).
+    The reader numbers the distinct addresses (IPv4 ascending, then IPv6) and gives every row
+    their ids; only the distinct ones are turned into text here (one ``ipaddress`` call each).
 
     Returns:
         (src, dst, src ids, dst ids), ids as uint32.
     """
-    n = len(rows)
-    is4 = rows.is4
-    all4 = bool(is4.all())
-    texts: list[str] = []
-    src_id = np.zeros(n, dtype=np.uint32)
-    dst_id = np.zeros(n, dtype=np.uint32)
-    if n and is4.any():
-        s4, d4 = (rows.s4, rows.d4) if all4 else (rows.s4[is4], rows.d4[is4])
-        u4 = np.union1d(sorted_unique(s4), sorted_unique(d4))
-        if all4:
-            src_id, dst_id = lookup(s4, u4), lookup(d4, u4)
-        else:
-            src_id[is4], dst_id[is4] = lookup(s4, u4), lookup(d4, u4)
-        texts += [str(ipaddress.IPv4Address(int(v))) for v in u4.tolist()]
-        del s4, d4
-    if rows.v6:
-        r6, s_hi, s_lo, d_hi, d_lo = (np.concatenate(c) for c in zip(*rows.v6, strict=False))
-        k6 = np.stack([np.concatenate([s_hi, d_hi]), np.concatenate([s_lo, d_lo])], axis=1)
-        u6, inv = np.unique(np.ascontiguousarray(k6).view(np.dtype((np.void, 16))).ravel(), return_inverse=True)
-        inv = inv.ravel() + len(texts)
-        src_id[r6], dst_id[r6] = inv[:len(r6)], inv[len(r6):]
-        pairs = u6.view(np.uint64).reshape(-1, 2)
-        texts += [str(ipaddress.IPv6Address((int(h) << 64) | int(lo))) for h, lo in pairs.tolist()]
-    names = pl.Series(texts, dtype=pl.String).cast(pl.Categorical)
-    if not n:
+    texts = [str(ipaddress.IPv4Address(v)) for v in rows.addr4.tolist()]
+    hi, lo = rows.addr6
+    texts += [str(ipaddress.IPv6Address((h << 64) | low)) for h, low in zip(hi.tolist(), lo.tolist(), strict=True)]
+    if not len(rows):
         empty = pl.Series([], dtype=pl.Categorical)
-        return empty, empty, src_id, dst_id
-    return names.gather(src_id), names.gather(dst_id), src_id, dst_id
+        return empty, empty, rows.src_id, rows.dst_id
+    names = pl.Series(texts, dtype=pl.String).cast(pl.Categorical)
+    return names.gather(rows.src_id), names.gather(rows.dst_id), rows.src_id, rows.dst_id
 
 
 def frame(rows: Rows) -> tuple[pl.DataFrame, int]:
@@ -73,7 +52,7 @@ def frame(rows: Rows) -> tuple[pl.DataFrame, int]:
     """
     n = len(rows)
     src, dst, src_id, dst_id = addresses(rows)
-    rows.s4 = rows.d4 = rows.is4 = _NONE
+    rows.src_id = rows.dst_id = _NONE
     is_tcp = rows.proto == 0
     l4 = rows.ports
     blocks = _sack_blocks(rows)
