@@ -121,15 +121,34 @@ class Bag:
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
         self.rows: dict[str, list[dict[str, Any]]] = {}
+        #: The ``s`` values of the datasets added as frames (:meth:`frame`), by dataset name.
+        self.known: dict[str, set[str]] = {}
 
     def __call__(self, rows: list[dict[str, Any]]) -> alt.NamedData:
         name = f"{self.prefix}_d{len(self.rows)}"
         self.rows[name] = rows
         return alt.NamedData(name=name)
 
+    def frame(self, df: pl.DataFrame, digits: dict[str, int] | None = None) -> alt.NamedData:
+        """``self(records(df, digits))``, its series names read once from the frame's ``s`` column.
+
+        :meth:`series` would otherwise visit every row of every dataset in Python (a few thousand
+        per layer, ~50 ms a report of a large capture) to find the two or three names there are.
+        """
+        ref = self(records(df, digits))
+        if "s" not in df.columns:
+            self.known[ref.name] = set()
+        elif df.schema["s"] == pl.String:
+            self.known[ref.name] = set(df["s"].drop_nulls().unique().to_list())
+        return ref
+
     def series(self) -> set[str]:
         """The ``s`` (series) values the datasets carry: the legend shows only these."""
-        return {str(r["s"]) for rows in self.rows.values() for r in rows if r.get("s") is not None}
+        out: set[str] = set()
+        for name, rows in self.rows.items():
+            known = self.known.get(name)
+            out |= known if known is not None else {str(r["s"]) for r in rows if r.get("s") is not None}
+        return out
 
     def attach(self, chart: _Chart) -> _Chart:
         """Set the datasets on the finished chart (call last: later altair steps would copy them)."""
@@ -240,7 +259,7 @@ def stall_layer(stalls: pl.DataFrame | None, flow: int | None, dir: int | None, 
                      pl.lit("stall").alias("s"))
     # altair's encode() is generated at run time and typed as returning Any: the layer is a Chart
     bands: alt.Chart = (
-        alt.Chart(bag(records(data)), name=f"{name}_stalls")
+        alt.Chart(bag.frame(data), name=f"{name}_stalls")
         .mark_rect(opacity=0.18)
         .encode(x=alt.X("t:Q"), x2=alt.X2("t2:Q"), color=alt.Color("s:N"),
                 tooltip=[alt.Tooltip("t:Q", title="stall from (s)"), alt.Tooltip("t2:Q", title="to (s)"),

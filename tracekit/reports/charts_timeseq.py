@@ -21,7 +21,6 @@ from tracekit.reports._chartkit import (
     in_time_order,
     layered,
     one_flow,
-    records,
     stall_layer,
     unchecked,
     with_notes,
@@ -90,7 +89,7 @@ def time_sequence(
                   "time", "end", max_points=MAX_POINTS)
     seg_rows = segs.select(pl.col("time").alias("t"), pl.col("seq").alias("y"), pl.col("end").alias("y2"),
                            pl.lit("data").alias("s"))
-    layers.append(alt.Chart(bag(records(seg_rows)), name=f"{name}_data")
+    layers.append(alt.Chart(bag.frame(seg_rows), name=f"{name}_data")
                   .mark_rule(strokeWidth=1.5).encode(**axes("time (s)", "relative sequence number (bytes)",
                                                                              y_from_zero=False, x_from_zero=x0),
                                                      y2=alt.Y2("y2:Q")))
@@ -117,13 +116,13 @@ def _ack_layers(pk: pl.DataFrame, dir: int, name: str, bag: Bag, notes: list[str
         return []
     ack_rows = minmax(acks.select("time", "ack"), "time", "ack").select(
         pl.col("time").alias("t"), pl.col("ack").alias("y"), pl.lit("ack").alias("s"))
-    layers = [alt.Chart(bag(records(ack_rows)), name=f"{name}_ack")
+    layers = [alt.Chart(bag.frame(ack_rows), name=f"{name}_ack")
               .mark_line(interpolate="step-after", strokeWidth=1).encode(x=alt.X("t:Q"), y=alt.Y("y:Q"))]
     if "win" in acks.columns and acks["win"].null_count() < acks.height:
         win = acks.filter(pl.col("win").is_not_null()).select("time", (pl.col("ack") + pl.col("win")).alias("w"))
         win_rows = minmax(win, "time", "w").select(pl.col("time").alias("t"), pl.col("w").alias("y"),
                                                    pl.lit("window").alias("s"))
-        layers.append(alt.Chart(bag(records(win_rows)), name=f"{name}_window")
+        layers.append(alt.Chart(bag.frame(win_rows), name=f"{name}_window")
                       .mark_line(interpolate="step-after", strokeWidth=1, strokeDash=[4, 2])
                       .encode(x=alt.X("t:Q"), y=alt.Y("y:Q")))
     if "sack" in acks.columns and acks["sack"].null_count() < acks.height:
@@ -134,7 +133,7 @@ def _ack_layers(pk: pl.DataFrame, dir: int, name: str, bag: Bag, notes: list[str
         if left:
             notes.append(f"{left:,} SACK blocks not drawn")
         if blocks.height:
-            layers.append(alt.Chart(bag(records(blocks)), name=f"{name}_sack")
+            layers.append(alt.Chart(bag.frame(blocks), name=f"{name}_sack")
                           .mark_rule(strokeWidth=3, opacity=0.6)
                           .encode(x=alt.X("t:Q"), y=alt.Y("y:Q"), y2=alt.Y2("y2:Q")))
     return layers
@@ -161,7 +160,7 @@ def _retrans_layer(re_: pl.DataFrame, name: str, bag: Bag, notes: list[str]) -> 
     rows = re_.select(pl.col("time").alias("t"), (pl.col("seq") + pl.col("len").fill_null(0)).alias("y"),
                       pl.col("kind").cast(pl.String).alias("kind"), pl.lit("retransmission").alias("s"))
     # altair's encode() is generated at run time and typed as returning Any: the layer is a Chart
-    marks: alt.Chart = (alt.Chart(bag(records(rows)), name=f"{name}_retrans")
+    marks: alt.Chart = (alt.Chart(bag.frame(rows), name=f"{name}_retrans")
                         .mark_point(shape="diamond", size=40, filled=True)
                         .encode(x=alt.X("t:Q"), y=alt.Y("y:Q"), tooltip=[alt.Tooltip("t:Q", title="time (s)"),
                                                            alt.Tooltip("y:Q", title="seq end"),
