@@ -85,19 +85,22 @@ def _phase_bands(cw: pl.DataFrame) -> pl.DataFrame:
 
     Runs are found on the phase's codes (an Enum's physical integers), and only the few band
     rows become text: casting 300,000 phases to strings first cost more than the rest of the chart.
+    A run starts where the code changes; in a series in time order (a report's always is) its
+    first row holds its earliest time, so the bands are those rows, with no group-by.
     """
     dtype = cw.schema["phase"]
     code = pl.col("phase").to_physical() if isinstance(dtype, (pl.Enum, pl.Categorical)) else pl.col("phase")
-    runs = (
-        cw.select("time", "phase", code.alias("code"))
-        .filter(pl.col("code").is_not_null())
-        .with_columns(run=(pl.col("code") != pl.col("code").shift(1)).fill_null(True).cum_sum())
-        .group_by("run", maintain_order=True)
-        .agg(pl.col("phase").first(), pl.col("time").min().alias("t"))
-        .with_columns(pl.col("phase").cast(pl.String), t2=pl.col("t").shift(-1).fill_null(cw["time"].max()))
-    )
+    coded = cw.lazy().select("time", "phase", code.alias("code")).filter(pl.col("code").is_not_null())
+    new_run = (pl.col("code") != pl.col("code").shift(1)).fill_null(True)
+    t = cw["time"]
+    if t.null_count() == 0 and t.is_sorted():
+        runs = coded.filter(new_run).select("phase", pl.col("time").alias("t"))
+    else:  # the earliest time of each run
+        runs = (coded.with_columns(run=new_run.cum_sum()).group_by("run", maintain_order=True)
+                .agg(pl.col("phase").first(), pl.col("time").min().alias("t")).select("phase", "t"))
+    bands = runs.with_columns(pl.col("phase").cast(pl.String), t2=pl.col("t").shift(-1).fill_null(t.max())).collect()
     # congestion avoidance is the unshaded default; only the other phases get a band
-    return runs.filter(pl.col("phase").is_in(["slow_start", "recovery"])).select(
+    return bands.filter(pl.col("phase").is_in(["slow_start", "recovery"])).select(
         "t", "t2", pl.col("phase").alias("s"))
 
 
