@@ -211,7 +211,7 @@ def has(df: pl.DataFrame | None, *cols: str) -> TypeGuard[pl.DataFrame]:
 def one_flow(df: pl.DataFrame, flow: int, dir: int | None = None) -> pl.DataFrame:
     """The rows of one connection direction (of the connection: ``dir`` None).
 
-    A report hands each chart its direction's rows already cut (:class:`tracekit.reports.figures._Split`):
+    A report hands a chart its direction's rows already cut (:class:`tracekit.reports.figures._Split`):
     a frame whose every row matches is returned as it is, not copied by a filter that keeps all of it.
     """
     cond = pl.col("flow") == flow

@@ -78,8 +78,11 @@ def time_sequence(
     need = ("flow", "dir", "time", "seq", "payload")
     if not has(packets, *need):
         raise NoData("no packets with sequence numbers")
-    pk = one_flow(packets, flow)
-    data = in_time_order(pk.filter((pl.col("dir") == dir) & (pl.col("payload") > 0) & pl.col("seq").is_not_null()),
+    # the connection's rows, read lazily: each layer copies only the rows and columns it draws
+    # (the packets carry ~30 columns, the SACK lists among them)
+    pk = packets.lazy().filter(pl.col("flow") == flow)
+    data = in_time_order(pk.filter((pl.col("dir") == dir) & (pl.col("payload") > 0)
+                                          & pl.col("seq").is_not_null()).select("time", "seq", "payload").collect(),
                          maintain_order=True)
     if data.is_empty():
         raise NoData("this direction carried no data segments with sequence numbers")
@@ -94,7 +97,7 @@ def time_sequence(
                                                                              y_from_zero=False, x_from_zero=x0),
                                                      y2=alt.Y2("y2:Q")))
     notes: list[str] = []
-    layers += _ack_layers(pk, dir, name, bag, notes)
+    layers += _ack_layers(pk, packets.columns, dir, name, bag, notes)
     re_ = _retransmissions(retransmissions, data, flow, dir)
     if re_.height:
         layers.append(_retrans_layer(re_, name, bag, notes))
@@ -105,12 +108,16 @@ def time_sequence(
     return bag.attach(with_notes(chart, notes))
 
 
-def _ack_layers(pk: pl.DataFrame, dir: int, name: str, bag: Bag, notes: list[str]) -> list[alt.Chart]:
+def _ack_layers(pk: pl.LazyFrame, columns: list[str], dir: int, name: str, bag: Bag,
+                notes: list[str]) -> list[alt.Chart]:
     """The reverse direction's cumulative ACK, ACK + advertised window, and SACK blocks (capped; ``notes``
-    says how many were left out)."""
-    flags = pl.col("flags").fill_null(0) if "flags" in pk.columns else pl.lit(ACK)
+    says how many were left out). ``pk`` is the connection's packets, ``columns`` theirs."""
+    if "ack" not in columns:
+        return []
+    flags = pl.col("flags").fill_null(0) if "flags" in columns else pl.lit(ACK)
+    drawn = [c for c in ("time", "ack", "win", "sack") if c in columns]
     acks = pk.filter((pl.col("dir") == 1 - dir) & pl.col("ack").is_not_null() & ((flags & ACK) != 0)) \
-        if "ack" in pk.columns else pk.clear()
+        .select(drawn).collect()
     acks = in_time_order(acks, maintain_order=True)
     if not acks.height:
         return []
