@@ -115,10 +115,9 @@ def _ack_layers(pk: pl.LazyFrame, columns: list[str], dir: int, name: str, bag: 
     if "ack" not in columns:
         return []
     flags = pl.col("flags").fill_null(0) if "flags" in columns else pl.lit(ACK)
-    drawn = [c for c in ("time", "ack", "win", "sack") if c in columns]
-    acks = pk.filter((pl.col("dir") == 1 - dir) & pl.col("ack").is_not_null() & ((flags & ACK) != 0)) \
-        .select(drawn).collect()
-    acks = in_time_order(acks, maintain_order=True)
+    is_ack = (pl.col("dir") == 1 - dir) & pl.col("ack").is_not_null() & ((flags & ACK) != 0)
+    acks = in_time_order(pk.filter(is_ack).select([c for c in ("time", "ack", "win") if c in columns]).collect(),
+                         maintain_order=True)
     if not acks.height:
         return []
     ack_rows = minmax(acks.select("time", "ack"), "time", "ack").select(
@@ -132,8 +131,11 @@ def _ack_layers(pk: pl.LazyFrame, columns: list[str], dir: int, name: str, bag: 
         layers.append(alt.Chart(bag.frame(win_rows), name=f"{name}_window")
                       .mark_line(interpolate="step-after", strokeWidth=1, strokeDash=[4, 2])
                       .encode(x=alt.X("t:Q"), y=alt.Y("y:Q")))
-    if "sack" in acks.columns and acks["sack"].null_count() < acks.height:
-        blocks = (acks.filter(pl.col("sack").list.len() > 0).select("time", "sack").explode("sack")
+    if "sack" in columns:
+        # only the ACKs that carry blocks are read (the SACK lists are the packets' largest column);
+        # a stable sort and a filter commute, so these are the sorted ACKs' rows with blocks
+        sacks = pk.filter(is_ack & (pl.col("sack").list.len() > 0)).select("time", "sack").collect()
+        blocks = (in_time_order(sacks, maintain_order=True).explode("sack")
                   .select(pl.col("time").alias("t"), pl.col("sack").arr.get(0).alias("y"),
                           pl.col("sack").arr.get(1).alias("y2"), pl.lit("sack").alias("s")))
         blocks, left = cap(blocks)

@@ -175,16 +175,19 @@ def _bucket_numbers(x: np.ndarray, buckets: int) -> np.ndarray:
 
     polars divides by a scalar as a product with its inverse, so ``(x - min) * (1 / span) * buckets``
     here is its arithmetic to the last bit (a plain ``/ span`` differs at a few bucket edges).
+    The numbers stay floats (whole ones): they are only compared. No clip at 0 is needed, as
+    ``x >= min`` makes every product ``>= 0``.
     """
     lo, hi = x[0], x[-1]  # sorted and finite: the min and the max
     span = hi - lo
     if not span > 0:
-        return np.zeros(x.size, dtype=np.int64)
-    scaled = (x - lo) * (1.0 / span)
+        return np.zeros(x.size)
+    scaled: np.ndarray = np.subtract(x, lo, dtype=np.float64)
+    scaled *= 1.0 / span
     scaled *= buckets
     np.floor(scaled, out=scaled)
-    np.clip(scaled, 0, buckets - 1, out=scaled)
-    return scaled.astype(np.int64)
+    np.minimum(scaled, buckets - 1, out=scaled)
+    return scaled
 
 
 def cap(df: pl.DataFrame, *, by: list[str] | None = None, n: int = MAX_MARKERS) -> tuple[pl.DataFrame, int]:
