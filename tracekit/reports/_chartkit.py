@@ -14,6 +14,7 @@ from itertools import repeat
 from typing import Any, ParamSpec, TypeGuard, TypeVar
 
 import altair as alt
+import numpy as np
 import polars as pl
 from altair.utils.schemapi import debug_mode
 
@@ -115,19 +116,23 @@ def _json_rows(df: pl.DataFrame, rows: list[dict[str, Any]]) -> str | None:
     """``json.dumps(rows, separators=(",", ":"), ensure_ascii=False)`` of ``rows == df.to_dicts()``, from polars.
 
     polars writes numbers, strings (the same escapes), nulls and booleans as Python does, but a
-    float below 1e-4 positionally (``0.000074``, Python ``7.4e-05``): those rows are written by
-    ``json.dumps``. None for other column types.
+    float below 1e-4 positionally (``0.000074``, Python ``7.4e-05``): the rows holding one are
+    written by ``json.dumps`` (one line each of polars' NDJSON is replaced). None for other column types.
     """
     if not df.height:
         return "[]"
     if any(dtype not in _JSON_SAME for dtype in df.schema.values()):
         return None
+    tiny = np.zeros(df.height, dtype=bool)
+    for name, dtype in df.schema.items():
+        if dtype == pl.Float64:
+            a = df[name].to_numpy()  # nulls are NaN here, and NaN is not tiny
+            tiny |= (np.abs(a) < 1e-4) & (a != 0)
+    if not tiny.any():
+        return df.write_json()
     lines = df.write_ndjson().split("\n")[: df.height]
-    floats = [pl.col(c) for c, dtype in df.schema.items() if dtype == pl.Float64]
-    if floats:
-        tiny = pl.any_horizontal([(c.abs() < 1e-4) & (c != 0) for c in floats]).fill_null(False)
-        for i in df.select(pl.arg_where(tiny)).to_series().to_list():
-            lines[i] = json.dumps(rows[i], ensure_ascii=False, separators=(",", ":"))
+    for i in np.flatnonzero(tiny).tolist():
+        lines[i] = json.dumps(rows[i], ensure_ascii=False, separators=(",", ":"))
     return "[" + ",".join(lines) + "]"
 
 
