@@ -74,11 +74,13 @@ def test_dataset_json_text_is_json_dumps_of_its_rows() -> None:
     df = pl.DataFrame({"t": floats, "y": rng.integers(-(2**62), 2**62, n), "s": [text, None] * (n // 2),
                        "u": pl.Series(rng.integers(0, 2**63, n), dtype=pl.UInt64) * 2, "b": [True, None] * (n // 2)})
     plain = df.filter((pl.col("t").abs() >= 1e-4) | (pl.col("t") == 0) | pl.col("t").is_nan())  # no float < 1e-4
-    for frame, digits in ((df, None), (df, {"t": 0}), (df, {"t": 3}), (plain, None), (plain.head(7), {"t": 1})):
+    few = pl.concat([df.head(3), plain.head(500), df.slice(3, 5), plain.tail(500)])  # a few rows below 1e-4
+    for frame, digits in ((few, None), (few, {"t": 3}), (plain, None), (plain.head(7), {"t": 1})):
         rows = records(frame, digits)
         assert rows.json is not None
         assert rows.json == json.dumps(list(rows), allow_nan=False, ensure_ascii=False, separators=(",", ":"))
     assert records(df.head(0)).json == "[]"
+    assert records(df).json in (None, json.dumps(list(records(df)), ensure_ascii=False, separators=(",", ":")))
     assert records(df.select(pl.col("t").cast(pl.Float32))).json is None  # Python widens a float32 first
     specs = {"a": {"mark": "line", "datasets": {"d0": records(df.head(500)), "d1": [{"x": text}]}}, "b": [1.5]}
     assert script_json(specs) == _plain_script_json(specs)

@@ -111,29 +111,42 @@ class Rows(list[dict[str, Any]]):
 _JSON_SAME = (pl.Float64, pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64,
               pl.String, pl.Boolean, pl.Null)
 
+#: Below this many rows ``json.dumps`` of the dicts costs less than the polars calls (~0.1 ms).
+_JSON_MIN_ROWS = 64
+
 
 def _json_rows(df: pl.DataFrame, rows: list[dict[str, Any]]) -> str | None:
-    """``json.dumps(rows, separators=(",", ":"), ensure_ascii=False)`` of ``rows == df.to_dicts()``, from polars.
+    """``json.dumps(rows, separators=(",", ":"), ensure_ascii=False)`` of ``rows == df.to_dicts()``, from polars
+    (None for a few rows: :data:`_JSON_MIN_ROWS`).
 
     polars writes numbers, strings (the same escapes), nulls and booleans as Python does, but a
-    float below 1e-4 positionally (``0.000074``, Python ``7.4e-05``): the rows holding one are
-    written by ``json.dumps`` (one line each of polars' NDJSON is replaced). None for other column types.
+    float below 1e-4 positionally (``0.000074``, Python ``7.4e-05``): the few rows holding one (the
+    first times of a series) are written by ``json.dumps``, the runs between them by polars. None for
+    other column types, and when such rows are many (a LAN's RTTs): ``json.dumps`` writes it all.
     """
     if not df.height:
         return "[]"
-    if any(dtype not in _JSON_SAME for dtype in df.schema.values()):
+    schema = df.schema
+    if df.height < _JSON_MIN_ROWS or any(dtype not in _JSON_SAME for dtype in schema.values()):
         return None
     tiny = np.zeros(df.height, dtype=bool)
-    for name, dtype in df.schema.items():
+    for name, dtype in schema.items():
         if dtype == pl.Float64:
             a = df[name].to_numpy()  # nulls are NaN here, and NaN is not tiny
             tiny |= (np.abs(a) < 1e-4) & (a != 0)
-    if not tiny.any():
+    picks = np.flatnonzero(tiny).tolist()
+    if not picks:
         return df.write_json()
-    lines = df.write_ndjson().split("\n")[: df.height]
-    for i in np.flatnonzero(tiny).tolist():
-        lines[i] = json.dumps(rows[i], ensure_ascii=False, separators=(",", ":"))
-    return "[" + ",".join(lines) + "]"
+    if len(picks) * 8 > df.height:
+        return None
+    parts, start = [], 0
+    for i in [*picks, df.height]:
+        if i > start:  # polars' rows start..i, without the brackets
+            parts.append(df.slice(start, i - start).write_json()[1:-1])
+        if i < df.height:
+            parts.append(json.dumps(rows[i], ensure_ascii=False, separators=(",", ":")))
+        start = i + 1
+    return "[" + ",".join(parts) + "]"
 
 
 def records(df: pl.DataFrame, digits: dict[str, int] | None = None) -> Rows:
@@ -187,14 +200,14 @@ class Bag:
     def frame(self, df: pl.DataFrame, digits: dict[str, int] | None = None) -> alt.NamedData:
         """``self(records(df, digits))``, its series names read once from the frame's ``s`` column.
 
-        :meth:`series` would otherwise visit every row of every dataset in Python (a few thousand
-        per layer, ~50 ms a report of a large capture) to find the two or three names there are.
+        :meth:`series` would otherwise visit every row dict of every dataset in Python to find the
+        two or three names there are; a set of the column's values is made in C.
         """
         ref = self(records(df, digits))
         if "s" not in df.columns:
             self.known[ref.name] = set()
         elif df.schema["s"] == pl.String:
-            self.known[ref.name] = set(df["s"].drop_nulls().unique().to_list())
+            self.known[ref.name] = set(df["s"].to_list()) - {None}
         return ref
 
     def series(self) -> set[str]:

@@ -78,12 +78,11 @@ def time_sequence(
     need = ("flow", "dir", "time", "seq", "payload")
     if not has(packets, *need):
         raise NoData("no packets with sequence numbers")
-    # the connection's rows, read lazily: each layer copies only the rows and columns it draws
-    # (the packets carry ~30 columns, the SACK lists among them)
-    pk = packets.lazy().filter(pl.col("flow") == flow)
-    data = in_time_order(pk.filter((pl.col("dir") == dir) & (pl.col("payload") > 0)
-                                          & pl.col("seq").is_not_null()).select("time", "seq", "payload").collect(),
-                         maintain_order=True)
+    # each layer copies only the rows and the columns it reads (the packets carry ~30 columns, the
+    # SACK lists among them): a select picks columns without copying, the filter then copies those
+    pk = _Rows(packets, flow)
+    data = in_time_order(pk.get((pl.col("dir") == dir) & (pl.col("payload") > 0) & pl.col("seq").is_not_null(),
+                                "time", "seq", "payload"), maintain_order=True)
     if data.is_empty():
         raise NoData("this direction carried no data segments with sequence numbers")
     layers: list[alt.Chart] = []
@@ -97,7 +96,7 @@ def time_sequence(
                                                                              y_from_zero=False, x_from_zero=x0),
                                                      y2=alt.Y2("y2:Q")))
     notes: list[str] = []
-    layers += _ack_layers(pk, packets.columns, dir, name, bag, notes)
+    layers += _ack_layers(pk, dir, name, bag, notes)
     re_ = _retransmissions(retransmissions, data, flow, dir)
     if re_.height:
         layers.append(_retrans_layer(re_, name, bag, notes))
@@ -108,16 +107,27 @@ def time_sequence(
     return bag.attach(with_notes(chart, notes))
 
 
-def _ack_layers(pk: pl.LazyFrame, columns: list[str], dir: int, name: str, bag: Bag,
-                notes: list[str]) -> list[alt.Chart]:
+class _Rows:
+    """Rows of one connection of the packets, each read with only the columns asked for."""
+
+    def __init__(self, packets: pl.DataFrame, flow: int) -> None:
+        self.packets, self.flow, self.columns = packets, flow, packets.columns
+
+    def get(self, cond: pl.Expr, *columns: str) -> pl.DataFrame:
+        """The connection's rows where ``cond`` holds, with ``columns``."""
+        need = dict.fromkeys(["flow", *cond.meta.root_names(), *columns])
+        return self.packets.select(list(need)).filter((pl.col("flow") == self.flow) & cond).select(columns)
+
+
+def _ack_layers(pk: _Rows, dir: int, name: str, bag: Bag, notes: list[str]) -> list[alt.Chart]:
     """The reverse direction's cumulative ACK, ACK + advertised window, and SACK blocks (capped; ``notes``
-    says how many were left out). ``pk`` is the connection's packets, ``columns`` theirs."""
+    says how many were left out). ``pk`` reads the connection's packets."""
+    columns = pk.columns
     if "ack" not in columns:
         return []
     flags = pl.col("flags").fill_null(0) if "flags" in columns else pl.lit(ACK)
     is_ack = (pl.col("dir") == 1 - dir) & pl.col("ack").is_not_null() & ((flags & ACK) != 0)
-    acks = in_time_order(pk.filter(is_ack).select([c for c in ("time", "ack", "win") if c in columns]).collect(),
-                         maintain_order=True)
+    acks = in_time_order(pk.get(is_ack, *[c for c in ("time", "ack", "win") if c in columns]), maintain_order=True)
     if not acks.height:
         return []
     ack_rows = minmax(acks.select("time", "ack"), "time", "ack").select(
@@ -134,7 +144,7 @@ def _ack_layers(pk: pl.LazyFrame, columns: list[str], dir: int, name: str, bag: 
     if "sack" in columns:
         # only the ACKs that carry blocks are read (the SACK lists are the packets' largest column);
         # a stable sort and a filter commute, so these are the sorted ACKs' rows with blocks
-        sacks = pk.filter(is_ack & (pl.col("sack").list.len() > 0)).select("time", "sack").collect()
+        sacks = pk.get(is_ack & (pl.col("sack").list.len() > 0), "time", "sack")
         blocks = (in_time_order(sacks, maintain_order=True).explode("sack")
                   .select(pl.col("time").alias("t"), pl.col("sack").arr.get(0).alias("y"),
                           pl.col("sack").arr.get(1).alias("y2"), pl.lit("sack").alias("s")))
