@@ -77,6 +77,44 @@ def test_minmax_sorted_path_keeps_the_general_paths_rows(monkeypatch: pytest.Mon
         assert got.equals(downsample._m4(df, "t", "y", mp))
 
 
+def test_bucket_numbers_are_polars_arithmetic_to_the_bit() -> None:
+    """downsample._bucket_numbers (numpy) gives polars' own _bucket expression's numbers, also at the
+    bucket edges where ``x / span`` and ``x * (1 / span)`` round to different sides."""
+    from tracekit.reports import downsample
+
+    rng = np.random.default_rng(3)
+    edges = []  # offsets one ulp off k * span / buckets: there the two divisions disagree
+    for _ in range(4000):
+        span = float(rng.random() * 10.0 ** int(rng.integers(-3, 4)))
+        k = int(rng.integers(1, 500))
+        edges.append((span, float(np.nextafter(k * span / 500, rng.choice([-1.0, 1.0]) * np.inf))))
+    split = [(span, d) for span, d in edges if np.floor(d / span * 500) != np.floor(d * (1.0 / span) * 500)]
+    assert split  # the cases that tell the two apart exist
+    cases = [np.array([0.0, d, span]) + 3.25 for span, d in split[:200]]
+    cases += [np.sort(rng.random(int(rng.integers(2, 5000))) * 10.0 ** int(rng.integers(-2, 6))) for _ in range(40)]
+    cases += [np.full(5, 2.5)]  # no span: one bucket
+    for x in cases:
+        for buckets in (1, 499, 500):
+            want = pl.DataFrame({"t": x}).select(downsample._bucket("t", buckets)).to_series().to_numpy()
+            assert np.array_equal(downsample._bucket_numbers(x, buckets), want)
+
+
+def test_minmax_by_series_keeps_the_per_series_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several series thinned from their row numbers (downsample._m4_series) keep the rows, in the
+    order, that thinning each series' own copy and sorting the union gives."""
+    from tracekit.reports import downsample
+
+    rng = np.random.default_rng(11)
+    n = 60_000
+    t = np.sort(rng.integers(0, 9_000, n)).astype(float) / 3.0
+    df = pl.DataFrame({"t": t, "y": rng.integers(0, 50, n) / 7.0,
+                       "s": rng.choice(["seq", "ts", "x"], n, p=[0.6, 0.39, 0.01]), "row": np.arange(n)})
+    fast = minmax(df, "t", "y", by=["s"], max_points=400)
+    monkeypatch.setattr(downsample, "_m4_series", lambda *a: None)  # one copy per series, concatenated
+    assert fast.equals(minmax(df, "t", "y", by=["s"], max_points=400))
+    assert fast.height < n
+
+
 def test_cap_spreads_markers_and_counts_the_rest() -> None:
     df = pl.DataFrame({"t": np.arange(10_000, dtype=float), "f": [0] * 9_000 + [1] * 1_000})
     kept, left = cap(df, by=["f"], n=100)

@@ -8,6 +8,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import polars as pl
 import pytest
 from click.testing import CliRunner
 from conftest import sample
@@ -46,6 +48,54 @@ def test_script_json_cannot_end_a_script() -> None:
     assert json.loads(text) == {"a": "</script><!-- & \u2028\u2029 >"}
     with pytest.raises(ValueError):
         script_json({"x": float("nan")})
+
+
+def _plain_script_json(obj: Any) -> str:
+    """script_json as json.dumps alone writes it (a dataset's rows encoded value by value)."""
+    text = json.dumps(obj, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    for ch, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                        ("\u2029", "\\u2029")):
+        text = text.replace(ch, escaped)
+    return text
+
+
+def test_dataset_json_text_is_json_dumps_of_its_rows() -> None:
+    """The JSON a chart's dataset carries (written by polars) is json.dumps' text of its rows: every
+    control character, markup and line separator in strings, floats of every size (below 1e-4
+    Python writes an exponent), integers to 2^64, nulls, NaN and infinities (null)."""
+    from tracekit.reports._chartkit import records
+
+    rng = np.random.default_rng(4)
+    text = "".join(chr(i) for i in range(0x20)) + "\x7f/\\\"\u2028\u2029é😀" + XSS_SCRIPT
+    n = 20_000
+    floats = rng.standard_normal(n) * 10.0 ** rng.integers(-9, 22, n)
+    floats[:6] = [0.0, -0.0, 7.4e-05, 1e-4, 1e16, float("nan")]
+    floats[6:9] = [float("inf"), -1e-7, 123456.789]
+    df = pl.DataFrame({"t": floats, "y": rng.integers(-(2**62), 2**62, n), "s": [text, None] * (n // 2),
+                       "u": pl.Series(rng.integers(0, 2**63, n), dtype=pl.UInt64) * 2, "b": [True, None] * (n // 2)})
+    plain = df.filter((pl.col("t").abs() >= 1e-4) | (pl.col("t") == 0) | pl.col("t").is_nan())  # no float < 1e-4
+    few = pl.concat([df.head(3), plain.head(500), df.slice(3, 5), plain.tail(500)])  # a few rows below 1e-4
+    assert records(plain.head(7)).json is None  # a few rows: json.dumps writes them
+    for frame, digits in ((few, None), (few, {"t": 3}), (plain, None), (plain.head(100), {"t": 1})):
+        rows = records(frame, digits)
+        assert rows.json is not None
+        assert rows.json == json.dumps(list(rows), allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    assert records(df.head(0)).json == "[]"
+    assert records(df).json in (None, json.dumps(list(records(df)), ensure_ascii=False, separators=(",", ":")))
+    assert records(df.select(pl.col("t").cast(pl.Float32))).json is None  # Python widens a float32 first
+    specs = {"a": {"mark": "line", "datasets": {"d0": records(df.head(500)), "d1": [{"x": text}]}}, "b": [1.5]}
+    assert script_json(specs) == _plain_script_json(specs)
+
+
+def test_page_specs_are_json_dumps_text(hostile: Any) -> None:
+    """The spec block of a page (datasets spliced in as text) is byte for byte what json.dumps writes."""
+    from tracekit import analyze, read
+    from tracekit.reports.figures import figures
+
+    for analysis in (analyze(read(sample("linux/bulk_lossy.pcap"))), hostile):
+        specs = {f.key: H.chart_spec(f.chart) for f in figures(analysis) if f.present}
+        assert specs
+        assert script_json(specs) == _plain_script_json(specs)
 
 
 def test_payloads_never_appear_unescaped(hostile: Any) -> None:

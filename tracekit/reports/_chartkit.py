@@ -7,11 +7,14 @@ Kept apart from :mod:`tracekit.reports.charts` (time charts of one flow) and
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Callable
+from itertools import repeat
 from typing import Any, ParamSpec, TypeGuard, TypeVar
 
 import altair as alt
+import numpy as np
 import polars as pl
 from altair.utils.schemapi import debug_mode
 
@@ -86,15 +89,75 @@ def safe_label_expr(expr: pl.Expr) -> pl.Expr:
     )
 
 
-def records(df: pl.DataFrame, digits: dict[str, int] | None = None) -> list[dict[str, Any]]:
-    """Rows as JSON-ready dicts: floats rounded, NaN/inf -> null (invalid JSON otherwise).
+class Rows(list[dict[str, Any]]):
+    """A dataset's rows (what altair, the specs and the tests see) with their JSON text, ``json``.
+
+    The text is written by polars from the frame the rows come from, in one pass over its
+    columns: a page (:func:`tracekit.reports.html.script_json`) puts it in as it is, instead of
+    encoding every row dict again value by value (~50,000 rows and 0.1 s a large capture's page).
+    It is the text ``json.dumps`` gives for the rows (:func:`_json_rows`); None when it could not be
+    made. Rows are built once and never changed (the text would no longer match).
+    """
+
+    __slots__ = ("json",)
+
+    def __init__(self, rows: list[dict[str, Any]], json: str | None = None) -> None:
+        super().__init__(rows)
+        self.json = json
+
+
+#: Column types whose JSON polars writes as ``json.dumps`` does (checked by the tests): not Float32
+#: (Python widens it to a double first), not dates or lists.
+_JSON_SAME = (pl.Float64, pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64,
+              pl.String, pl.Boolean, pl.Null)
+
+#: Below this many rows ``json.dumps`` of the dicts costs less than the polars calls (~0.1 ms).
+_JSON_MIN_ROWS = 64
+
+
+def _json_rows(df: pl.DataFrame, rows: list[dict[str, Any]]) -> str | None:
+    """``json.dumps(rows, separators=(",", ":"), ensure_ascii=False)`` of ``rows == df.to_dicts()``, from polars
+    (None for a few rows: :data:`_JSON_MIN_ROWS`).
+
+    polars writes numbers, strings (the same escapes), nulls and booleans as Python does, but a
+    float below 1e-4 positionally (``0.000074``, Python ``7.4e-05``): the few rows holding one (the
+    first times of a series) are written by ``json.dumps``, the runs between them by polars. None for
+    other column types, and when such rows are many (a LAN's RTTs): ``json.dumps`` writes it all.
+    """
+    if not df.height:
+        return "[]"
+    schema = df.schema
+    if df.height < _JSON_MIN_ROWS or any(dtype not in _JSON_SAME for dtype in schema.values()):
+        return None
+    tiny = np.zeros(df.height, dtype=bool)
+    for name, dtype in schema.items():
+        if dtype == pl.Float64:
+            a = df[name].to_numpy()  # nulls are NaN here, and NaN is not tiny
+            tiny |= (np.abs(a) < 1e-4) & (a != 0)
+    picks = np.flatnonzero(tiny).tolist()
+    if not picks:
+        return df.write_json()
+    if len(picks) * 8 > df.height:
+        return None
+    parts, start = [], 0
+    for i in [*picks, df.height]:
+        if i > start:  # polars' rows start..i, without the brackets
+            parts.append(df.slice(start, i - start).write_json()[1:-1])
+        if i < df.height:
+            parts.append(json.dumps(rows[i], ensure_ascii=False, separators=(",", ":")))
+        start = i + 1
+    return "[" + ",".join(parts) + "]"
+
+
+def records(df: pl.DataFrame, digits: dict[str, int] | None = None) -> Rows:
+    """Rows as JSON-ready dicts: floats rounded, NaN/inf -> null (invalid JSON otherwise), with their JSON text.
 
     Args:
         df: A small frame (already thinned).
         digits: Decimal places per float column (default 6).
 
     Returns:
-        One dict per row.
+        One dict per row (a :class:`Rows`).
     """
     digits = digits or {}
     exprs = []
@@ -104,7 +167,12 @@ def records(df: pl.DataFrame, digits: dict[str, int] | None = None) -> list[dict
             exprs.append(
                 pl.when(col.is_finite()).then(col.round(digits.get(name, 6))).otherwise(None).alias(name)
             )
-    return (df.with_columns(exprs) if exprs else df).to_dicts()
+    out = df.with_columns(exprs) if exprs else df
+    # df.to_dicts() made column by column: one list per column, the dicts zipped in C (polars
+    # builds each row's dict in Python: twice the time for the same dicts)
+    cols = [c.to_list() for c in out.iter_columns()]
+    rows = list(map(dict, map(zip, repeat(out.columns), zip(*cols, strict=True))))
+    return Rows(rows, _json_rows(out, rows))
 
 
 class Bag:
@@ -121,15 +189,34 @@ class Bag:
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
         self.rows: dict[str, list[dict[str, Any]]] = {}
+        #: The ``s`` values of the datasets added as frames (:meth:`frame`), by dataset name.
+        self.known: dict[str, set[str]] = {}
 
     def __call__(self, rows: list[dict[str, Any]]) -> alt.NamedData:
         name = f"{self.prefix}_d{len(self.rows)}"
         self.rows[name] = rows
         return alt.NamedData(name=name)
 
+    def frame(self, df: pl.DataFrame, digits: dict[str, int] | None = None) -> alt.NamedData:
+        """``self(records(df, digits))``, its series names read once from the frame's ``s`` column.
+
+        :meth:`series` would otherwise visit every row dict of every dataset in Python to find the
+        two or three names there are; a set of the column's values is made in C.
+        """
+        ref = self(records(df, digits))
+        if "s" not in df.columns:
+            self.known[ref.name] = set()
+        elif df.schema["s"] == pl.String:
+            self.known[ref.name] = set(df["s"].to_list()) - {None}
+        return ref
+
     def series(self) -> set[str]:
         """The ``s`` (series) values the datasets carry: the legend shows only these."""
-        return {str(r["s"]) for rows in self.rows.values() for r in rows if r.get("s") is not None}
+        out: set[str] = set()
+        for name, rows in self.rows.items():
+            known = self.known.get(name)
+            out |= known if known is not None else {str(r["s"]) for r in rows if r.get("s") is not None}
+        return out
 
     def attach(self, chart: _Chart) -> _Chart:
         """Set the datasets on the finished chart (call last: later altair steps would copy them)."""
@@ -192,7 +279,7 @@ def has(df: pl.DataFrame | None, *cols: str) -> TypeGuard[pl.DataFrame]:
 def one_flow(df: pl.DataFrame, flow: int, dir: int | None = None) -> pl.DataFrame:
     """The rows of one connection direction (of the connection: ``dir`` None).
 
-    A report hands each chart its direction's rows already cut (:class:`tracekit.reports.figures._Split`):
+    A report hands a chart its direction's rows already cut (:class:`tracekit.reports.figures._Split`):
     a frame whose every row matches is returned as it is, not copied by a filter that keeps all of it.
     """
     cond = pl.col("flow") == flow
@@ -240,7 +327,7 @@ def stall_layer(stalls: pl.DataFrame | None, flow: int | None, dir: int | None, 
                      pl.lit("stall").alias("s"))
     # altair's encode() is generated at run time and typed as returning Any: the layer is a Chart
     bands: alt.Chart = (
-        alt.Chart(bag(records(data)), name=f"{name}_stalls")
+        alt.Chart(bag.frame(data), name=f"{name}_stalls")
         .mark_rect(opacity=0.18)
         .encode(x=alt.X("t:Q"), x2=alt.X2("t2:Q"), color=alt.Color("s:N"),
                 tooltip=[alt.Tooltip("t:Q", title="stall from (s)"), alt.Tooltip("t2:Q", title="to (s)"),

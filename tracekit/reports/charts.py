@@ -85,19 +85,22 @@ def _phase_bands(cw: pl.DataFrame) -> pl.DataFrame:
 
     Runs are found on the phase's codes (an Enum's physical integers), and only the few band
     rows become text: casting 300,000 phases to strings first cost more than the rest of the chart.
+    A run starts where the code changes; in a series in time order (a report's always is) its
+    first row holds its earliest time, so the bands are those rows, with no group-by.
     """
     dtype = cw.schema["phase"]
     code = pl.col("phase").to_physical() if isinstance(dtype, (pl.Enum, pl.Categorical)) else pl.col("phase")
-    runs = (
-        cw.select("time", "phase", code.alias("code"))
-        .filter(pl.col("code").is_not_null())
-        .with_columns(run=(pl.col("code") != pl.col("code").shift(1)).fill_null(True).cum_sum())
-        .group_by("run", maintain_order=True)
-        .agg(pl.col("phase").first(), pl.col("time").min().alias("t"))
-        .with_columns(pl.col("phase").cast(pl.String), t2=pl.col("t").shift(-1).fill_null(cw["time"].max()))
-    )
+    coded = cw.lazy().select("time", "phase", code.alias("code")).filter(pl.col("code").is_not_null())
+    new_run = (pl.col("code") != pl.col("code").shift(1)).fill_null(True)
+    t = cw["time"]
+    if t.null_count() == 0 and t.is_sorted():
+        runs = coded.filter(new_run).select("phase", pl.col("time").alias("t"))
+    else:  # the earliest time of each run
+        runs = (coded.with_columns(run=new_run.cum_sum()).group_by("run", maintain_order=True)
+                .agg(pl.col("phase").first(), pl.col("time").min().alias("t")).select("phase", "t"))
+    bands = runs.with_columns(pl.col("phase").cast(pl.String), t2=pl.col("t").shift(-1).fill_null(t.max())).collect()
     # congestion avoidance is the unshaded default; only the other phases get a band
-    return runs.filter(pl.col("phase").is_in(["slow_start", "recovery"])).select(
+    return bands.filter(pl.col("phase").is_in(["slow_start", "recovery"])).select(
         "t", "t2", pl.col("phase").alias("s"))
 
 
@@ -148,7 +151,7 @@ def cwnd(
     if fl is not None and fl.height:
         rows = minmax(fl.select("time", "flight_bytes"), "time", "flight_bytes").select(
             pl.col("time").alias("t"), pl.col("flight_bytes").alias("y"), pl.lit("in flight").alias("s"))
-        layers.append(alt.Chart(bag(records(rows)), name=f"{name}_flight")
+        layers.append(alt.Chart(bag.frame(rows), name=f"{name}_flight")
                       .mark_line(interpolate="step-after", strokeWidth=1, opacity=0.8)
                       .encode(**axes("time (s)", y_title, x_from_zero=x0)))
     st = stall_layer(stalls, flow, dir, name, bag)
@@ -173,14 +176,14 @@ def _window_layers(cw: pl.DataFrame, name: str, bag: Bag, traced: str, y_title: 
         bands = _phase_bands(pref if pref.height else cw)
         bands, _ = cap(bands)
         if bands.height:
-            layers.append(alt.Chart(bag(records(bands)), name=f"{name}_phases")
+            layers.append(alt.Chart(bag.frame(bands), name=f"{name}_phases")
                           .mark_rect(opacity=0.25).encode(x=alt.X("t:Q", title="time (s)"), x2=alt.X2("t2:Q")))
     if label is None:
         lines = minmax(cw.select("time", "s", "cwnd_bytes"), "time", "cwnd_bytes", by=["s"])
     else:  # one series: thinned first, named after (the same rows)
         lines = minmax(cw.select("time", "cwnd_bytes"), "time", "cwnd_bytes").with_columns(s=pl.lit(label))
-    layers.append(alt.Chart(bag(records(lines.select(
-        pl.col("time").alias("t"), pl.col("cwnd_bytes").alias("y"), "s"), {"y": 0})), name=f"{name}_cwnd")
+    layers.append(alt.Chart(bag.frame(lines.select(
+        pl.col("time").alias("t"), pl.col("cwnd_bytes").alias("y"), "s"), {"y": 0}), name=f"{name}_cwnd")
         .mark_line(interpolate="step-after", strokeWidth=1.5)
         .encode(**axes("time (s)", y_title, x_from_zero=x0), detail=alt.Detail("s:N")))
     if "ssthresh_bytes" in cw.columns:
@@ -198,7 +201,7 @@ def _window_layers(cw: pl.DataFrame, name: str, bag: Bag, traced: str, y_title: 
             label = "ssthresh (kernel)" if kernel else "ssthresh"
             ss = minmax(ss.select("time", "ssthresh_bytes"), "time", "ssthresh_bytes").select(
                 pl.col("time").alias("t"), pl.col("ssthresh_bytes").alias("y"), pl.lit(label).alias("s"))
-            layers.append(alt.Chart(bag(records(ss, {"y": 0})), name=f"{name}_ssthresh")
+            layers.append(alt.Chart(bag.frame(ss, {"y": 0}), name=f"{name}_ssthresh")
                           .mark_line(interpolate="step-after", strokeDash=[6, 3], strokeWidth=1)
                           .encode(x=alt.X("t:Q"), y=alt.Y("y:Q")))
     return layers
@@ -269,7 +272,7 @@ def throughput(
     peak = float(long["y"].drop_nans().max() or 0.0)  # type: ignore[arg-type]
     top = max(peak, link or 0.0) * HEADROOM or 1.0
     layers: list[alt.Chart] = [
-        alt.Chart(bag(records(long.select(pl.col("time").alias("t"), "y", "s"), {"y": 0})),
+        alt.Chart(bag.frame(long.select(pl.col("time").alias("t"), "y", "s"), {"y": 0}),
                   name=f"{name}_series")
         .mark_line(interpolate="step-after", strokeWidth=1.5, clip=True)
         .encode(**axes("time (s)", "bit/s", fmt="~s", top=top, x_from_zero=axis_from_zero(time_from_zero, tp["time"])),
@@ -340,7 +343,7 @@ def rtt(
     rt = minmax(rt, "time", "rtt_s", by=["s"])
     colors = {"seq": "#1f77b4", "ts": "#ff7f0e", "rtt": "#2ca02c", "stall": "#7f7f7f"}
     layers: list[alt.Chart] = [
-        alt.Chart(bag(records(rt.select(pl.col("time").alias("t"), pl.col("rtt_s").alias("y"), "s"))),
+        alt.Chart(bag.frame(rt.select(pl.col("time").alias("t"), pl.col("rtt_s").alias("y"), "s")),
                   name=f"{name}_samples")
         .mark_point(size=8, filled=True, opacity=0.7)
         .encode(**axes("time (s)", "RTT (s)", x_from_zero=axis_from_zero(time_from_zero, rt["time"])))
@@ -375,7 +378,7 @@ def queue(q: pl.DataFrame, *, title: str = "", name: str = "queue") -> alt.Layer
     df = q.with_columns(s=safe_label_expr(pl.col("link").fill_null("?"))).sort("time")
     line = minmax(df.select("time", "s", "packets"), "time", "packets", by=["s"])
     layers: list[alt.Chart] = [
-        alt.Chart(bag(records(line.select(pl.col("time").alias("t"), pl.col("packets").alias("y"), "s"))),
+        alt.Chart(bag.frame(line.select(pl.col("time").alias("t"), pl.col("packets").alias("y"), "s")),
                   name=f"{name}_len")
         .mark_line(interpolate="step-after", strokeWidth=1.2)
         .encode(x=alt.X("t:Q", title="time (s)"), y=alt.Y("y:Q", title="queue length (packets)"),
@@ -390,7 +393,7 @@ def queue(q: pl.DataFrame, *, title: str = "", name: str = "queue") -> alt.Layer
         if left:
             notes.append(f"{left:,} drop markers not drawn")
         if inc.height:
-            layers.append(alt.Chart(bag(records(inc)), name=f"{name}_drops")
+            layers.append(alt.Chart(bag.frame(inc), name=f"{name}_drops")
                           .mark_point(shape="triangle-down", size=50, filled=True, color="#d62728")
                           .encode(x=alt.X("t:Q"), y=alt.Y("y:Q"), tooltip=[alt.Tooltip("s:N", title="link"),
                                                              alt.Tooltip("t:Q", title="time (s)"),
@@ -439,7 +442,7 @@ def samples(smp: pl.DataFrame, metric: str, unit: str, *, title: str = "", name:
     label = pl.concat_str([p.fill_null("") for p in parts], separator=" ").str.strip_chars() if parts else pl.lit("")
     df = df.with_columns(s=safe_label_expr(label)).sort("time")
     df = minmax(df.select("time", "s", "value"), "time", "value", by=["s"])
-    line = alt.Chart(bag(records(df.select(pl.col("time").alias("t"), pl.col("value").alias("y"), "s"))),
+    line = alt.Chart(bag.frame(df.select(pl.col("time").alias("t"), pl.col("value").alias("y"), "s")),
                      name=f"{name}_series")
     step: Literal["step-before", "step-after"] = "step-before" if unit in ("pps", "bps") else "step-after"
     mark = line.mark_line(interpolate=step, point=df.height <= 200, strokeWidth=1.3)

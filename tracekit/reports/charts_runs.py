@@ -24,7 +24,6 @@ from tracekit.reports._chartkit import (
     label_color,
     layer,
     props,
-    records,
     safe_label,
     safe_label_expr,
     unchecked,
@@ -82,7 +81,7 @@ def flows_bar(
     head += f" — Jain's index {index:.3f} over {fl.height} flows" if index is not None else ""
     order = fl["label"].to_list()
     bars = (
-        alt.Chart(bag(records(fl.select("label", pl.col("goodput_bps").alias("y")), {"y": 0})),
+        alt.Chart(bag.frame(fl.select("label", pl.col("goodput_bps").alias("y")), {"y": 0}),
                   name=f"{name}_bars")
         .mark_bar()
         .encode(y=alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=260)),
@@ -97,8 +96,8 @@ def flows_bar(
         if bins.height:
             bins, _ = cap(bins.sort("time"), by=["label"], n=MAX_POINTS // 2)
             box = (
-                alt.Chart(bag(records(bins.select("label", pl.col("throughput_bps").alias("y")),
-                                                  {"y": 0})), name=f"{name}_box")
+                alt.Chart(bag.frame(bins.select("label", pl.col("throughput_bps").alias("y")), {"y": 0}),
+                          name=f"{name}_box")
                 .mark_boxplot(extent="min-max")
                 .encode(y=alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labels=False)),
                         x=alt.X("y:Q", title="throughput per bin (bit/s)", axis=alt.Axis(format="~s")))
@@ -209,15 +208,15 @@ def ellipse(points: pl.DataFrame, *, title: str = "", name: str = "ellipse",
     rnd = {"x": 6, "y": 0}
     color = label_color([safe_label(v) for v in order] if order else pts["label"].unique(maintain_order=True).to_list())
     layers = [
-        alt.Chart(bag(records(kept.select("label", pl.col("rtt_s").alias("x"),
-                                                      pl.col("throughput_bps").alias("y")), rnd)),
+        alt.Chart(bag.frame(kept.select("label", pl.col("rtt_s").alias("x"),
+                                         pl.col("throughput_bps").alias("y")), rnd),
                   name=f"{name}_samples").mark_point(size=10, opacity=0.25, filled=True).encode(
             x=alt.X("x:Q", **from_zero("RTT (s)")),
             y=alt.Y("y:Q", **from_zero("throughput (bit/s)", "~s")), color=color),
-        alt.Chart(bag(records(pl.DataFrame(outline), rnd)), name=f"{name}_ring")
+        alt.Chart(bag.frame(pl.DataFrame(outline), rnd), name=f"{name}_ring")
         .mark_line(strokeWidth=2, clip=True).encode(x=alt.X("x:Q"), y=alt.Y("y:Q"), order=alt.Order("i:Q"), color=color,
                                           detail=alt.Detail("label:N")),
-        alt.Chart(bag(records(pl.DataFrame(means), rnd)), name=f"{name}_mean")
+        alt.Chart(bag.frame(pl.DataFrame(means), rnd), name=f"{name}_mean")
         .mark_point(shape="cross", size=120, filled=True).encode(
             x=alt.X("x:Q"), y=alt.Y("y:Q"), color=color,
             tooltip=[alt.Tooltip("label:N", title="flow"), alt.Tooltip("x:Q", title="mean RTT (s)", format=".4f"),
@@ -272,7 +271,7 @@ def overlay(
         raise NoData("no run has this series")
     order = order if order is not None else list(dict.fromkeys(df["label"].to_list()))
     data = minmax(data, "t", "y", by=["label"])
-    base = alt.Chart(bag(records(data.select("label", "t", "y"))), name=f"{name}_runs")
+    base = alt.Chart(bag.frame(data.select("label", "t", "y")), name=f"{name}_runs")
     drawn = (base.mark_line(interpolate="step-after", strokeWidth=1.3) if mark == "line"
              else base.mark_point(size=10, filled=True, opacity=0.7))
     color = label_color([safe_label(v) for v in order])
@@ -330,8 +329,8 @@ def sweep_chart(
     # metrics here are rates, times and counts: their axis starts at 0 (a small difference must not look big)
     y_enc = alt.Y("y:Q", **from_zero(y_title, y_format))
     color = label_color(data["group"].unique(maintain_order=True).to_list(), field="group")
-    base = alt.Chart(bag(records(data.select("x", "y", "group", *(["path"] if "path" in data.columns
-                                                                             else [])))), name=f"{name}_runs")
+    base = alt.Chart(bag.frame(data.select("x", "y", "group", *(["path"] if "path" in data.columns
+                                                                    else []))), name=f"{name}_runs")
     tips = [alt.Tooltip("x:Q" if numeric_x else "x:O", title=safe_label(x_title)),
             alt.Tooltip("y:Q", title=y_title, format=y_format or ",.4~g"), alt.Tooltip("group:N", title="group")]
     if "path" in data.columns:

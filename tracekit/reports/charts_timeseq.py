@@ -21,7 +21,6 @@ from tracekit.reports._chartkit import (
     in_time_order,
     layered,
     one_flow,
-    records,
     stall_layer,
     unchecked,
     with_notes,
@@ -79,9 +78,11 @@ def time_sequence(
     need = ("flow", "dir", "time", "seq", "payload")
     if not has(packets, *need):
         raise NoData("no packets with sequence numbers")
-    pk = one_flow(packets, flow)
-    data = in_time_order(pk.filter((pl.col("dir") == dir) & (pl.col("payload") > 0) & pl.col("seq").is_not_null()),
-                         maintain_order=True)
+    # each layer copies only the rows and the columns it reads (the packets carry ~30 columns, the
+    # SACK lists among them): a select picks columns without copying, the filter then copies those
+    pk = _Rows(packets, flow)
+    data = in_time_order(pk.get((pl.col("dir") == dir) & (pl.col("payload") > 0) & pl.col("seq").is_not_null(),
+                                "time", "seq", "payload"), maintain_order=True)
     if data.is_empty():
         raise NoData("this direction carried no data segments with sequence numbers")
     layers: list[alt.Chart] = []
@@ -90,7 +91,7 @@ def time_sequence(
                   "time", "end", max_points=MAX_POINTS)
     seg_rows = segs.select(pl.col("time").alias("t"), pl.col("seq").alias("y"), pl.col("end").alias("y2"),
                            pl.lit("data").alias("s"))
-    layers.append(alt.Chart(bag(records(seg_rows)), name=f"{name}_data")
+    layers.append(alt.Chart(bag.frame(seg_rows), name=f"{name}_data")
                   .mark_rule(strokeWidth=1.5).encode(**axes("time (s)", "relative sequence number (bytes)",
                                                                              y_from_zero=False, x_from_zero=x0),
                                                      y2=alt.Y2("y2:Q")))
@@ -106,35 +107,52 @@ def time_sequence(
     return bag.attach(with_notes(chart, notes))
 
 
-def _ack_layers(pk: pl.DataFrame, dir: int, name: str, bag: Bag, notes: list[str]) -> list[alt.Chart]:
+class _Rows:
+    """Rows of one connection of the packets, each read with only the columns asked for."""
+
+    def __init__(self, packets: pl.DataFrame, flow: int) -> None:
+        self.packets, self.flow, self.columns = packets, flow, packets.columns
+
+    def get(self, cond: pl.Expr, *columns: str) -> pl.DataFrame:
+        """The connection's rows where ``cond`` holds, with ``columns``."""
+        need = dict.fromkeys(["flow", *cond.meta.root_names(), *columns])
+        return self.packets.select(list(need)).filter((pl.col("flow") == self.flow) & cond).select(columns)
+
+
+def _ack_layers(pk: _Rows, dir: int, name: str, bag: Bag, notes: list[str]) -> list[alt.Chart]:
     """The reverse direction's cumulative ACK, ACK + advertised window, and SACK blocks (capped; ``notes``
-    says how many were left out)."""
-    flags = pl.col("flags").fill_null(0) if "flags" in pk.columns else pl.lit(ACK)
-    acks = pk.filter((pl.col("dir") == 1 - dir) & pl.col("ack").is_not_null() & ((flags & ACK) != 0)) \
-        if "ack" in pk.columns else pk.clear()
-    acks = in_time_order(acks, maintain_order=True)
+    says how many were left out). ``pk`` reads the connection's packets."""
+    columns = pk.columns
+    if "ack" not in columns:
+        return []
+    flags = pl.col("flags").fill_null(0) if "flags" in columns else pl.lit(ACK)
+    is_ack = (pl.col("dir") == 1 - dir) & pl.col("ack").is_not_null() & ((flags & ACK) != 0)
+    acks = in_time_order(pk.get(is_ack, *[c for c in ("time", "ack", "win") if c in columns]), maintain_order=True)
     if not acks.height:
         return []
     ack_rows = minmax(acks.select("time", "ack"), "time", "ack").select(
         pl.col("time").alias("t"), pl.col("ack").alias("y"), pl.lit("ack").alias("s"))
-    layers = [alt.Chart(bag(records(ack_rows)), name=f"{name}_ack")
+    layers = [alt.Chart(bag.frame(ack_rows), name=f"{name}_ack")
               .mark_line(interpolate="step-after", strokeWidth=1).encode(x=alt.X("t:Q"), y=alt.Y("y:Q"))]
     if "win" in acks.columns and acks["win"].null_count() < acks.height:
         win = acks.filter(pl.col("win").is_not_null()).select("time", (pl.col("ack") + pl.col("win")).alias("w"))
         win_rows = minmax(win, "time", "w").select(pl.col("time").alias("t"), pl.col("w").alias("y"),
                                                    pl.lit("window").alias("s"))
-        layers.append(alt.Chart(bag(records(win_rows)), name=f"{name}_window")
+        layers.append(alt.Chart(bag.frame(win_rows), name=f"{name}_window")
                       .mark_line(interpolate="step-after", strokeWidth=1, strokeDash=[4, 2])
                       .encode(x=alt.X("t:Q"), y=alt.Y("y:Q")))
-    if "sack" in acks.columns and acks["sack"].null_count() < acks.height:
-        blocks = (acks.filter(pl.col("sack").list.len() > 0).select("time", "sack").explode("sack")
+    if "sack" in columns:
+        # only the ACKs that carry blocks are read (the SACK lists are the packets' largest column);
+        # a stable sort and a filter commute, so these are the sorted ACKs' rows with blocks
+        sacks = pk.get(is_ack & (pl.col("sack").list.len() > 0), "time", "sack")
+        blocks = (in_time_order(sacks, maintain_order=True).explode("sack")
                   .select(pl.col("time").alias("t"), pl.col("sack").arr.get(0).alias("y"),
                           pl.col("sack").arr.get(1).alias("y2"), pl.lit("sack").alias("s")))
         blocks, left = cap(blocks)
         if left:
             notes.append(f"{left:,} SACK blocks not drawn")
         if blocks.height:
-            layers.append(alt.Chart(bag(records(blocks)), name=f"{name}_sack")
+            layers.append(alt.Chart(bag.frame(blocks), name=f"{name}_sack")
                           .mark_rule(strokeWidth=3, opacity=0.6)
                           .encode(x=alt.X("t:Q"), y=alt.Y("y:Q"), y2=alt.Y2("y2:Q")))
     return layers
@@ -161,7 +179,7 @@ def _retrans_layer(re_: pl.DataFrame, name: str, bag: Bag, notes: list[str]) -> 
     rows = re_.select(pl.col("time").alias("t"), (pl.col("seq") + pl.col("len").fill_null(0)).alias("y"),
                       pl.col("kind").cast(pl.String).alias("kind"), pl.lit("retransmission").alias("s"))
     # altair's encode() is generated at run time and typed as returning Any: the layer is a Chart
-    marks: alt.Chart = (alt.Chart(bag(records(rows)), name=f"{name}_retrans")
+    marks: alt.Chart = (alt.Chart(bag.frame(rows), name=f"{name}_retrans")
                         .mark_point(shape="diamond", size=40, filled=True)
                         .encode(x=alt.X("t:Q"), y=alt.Y("y:Q"), tooltip=[alt.Tooltip("t:Q", title="time (s)"),
                                                            alt.Tooltip("y:Q", title="seq end"),

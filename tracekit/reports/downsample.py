@@ -57,15 +57,36 @@ def minmax(
             return df
         if sizes.height == 1:  # one series (a capture's cwnd estimate, say): no split, the same rows
             return _m4(df, x, y, max_points)
-        rows = df.with_row_index(idx)
         # one filter per series (polars' partition_by costs ~10x more on 1M rows)
-        parts = [rows.filter(pl.all_horizontal([pl.col(c).eq_missing(pl.lit(v, dtype=df.schema[c]))
-                                                for c, v in key.items()]))
+        conds = [pl.all_horizontal([pl.col(c).eq_missing(pl.lit(v, dtype=df.schema[c])) for c, v in key.items()])
                  for key in sizes.drop("len").iter_rows(named=True)]
         # (a short series beside a long one is bucketed too, as it always was: pages stay the same)
-        kept = [_m4(p, x, y, max_points) for p in parts]
+        rows_kept = _m4_series(df, x, y, conds, max_points)
+        if rows_kept is not None:
+            return df[rows_kept]
+        rows = df.with_row_index(idx)
+        kept = [_m4(rows.filter(cond), x, y, max_points) for cond in conds]
         return pl.concat(kept).sort(idx).drop(idx)
     return _m4(df, x, y, max_points)
+
+
+def _m4_series(df: pl.DataFrame, x: str, y: str, conds: list[pl.Expr], max_points: int) -> np.ndarray | None:
+    """The rows :func:`_m4` keeps of each series (``conds`` select them), in frame order; None
+    unless every series is in x order without nulls or NaN (:func:`_m4_sorted`).
+
+    Only each series' row numbers and its two columns are taken out, not a copy of its rows;
+    the kept rows are gathered once, already in order (no concatenation, no sort).
+    """
+    buckets = max(1, max_points // 4)
+    xs, ys = df[x], df[y]
+    kept = []
+    for cond in conds:
+        pos = df.select(pl.arg_where(cond)).to_series()
+        picks = _m4_sorted(xs.gather(pos), ys.gather(pos), buckets)
+        if picks is None:
+            return None
+        kept.append(pos.to_numpy()[picks])
+    return np.sort(np.concatenate(kept)) if kept else None
 
 
 def _m4(df: pl.DataFrame, x: str, y: str, max_points: int) -> pl.DataFrame:
@@ -123,17 +144,16 @@ def _m4_sorted(xs: pl.Series, ys: pl.Series, buckets: int) -> np.ndarray | None:
     Every series a report thins is sorted by time first, so each bucket is one run of rows and
     the four picks are found with segment reductions in one pass, where the general path
     (a hash group-by, then a join) costs ~10x more on 300,000 rows. The picks are the
-    general path's: the bucket of each row comes from the same arithmetic
-    (``floor((x - min) / span * buckets)``), and ``arg_min``/``arg_max`` take the first row
-    holding the extreme (polars' rule), so the same rows are kept.
+    general path's: the bucket of each row comes from the same arithmetic (:func:`_bucket_numbers`),
+    and ``arg_min``/``arg_max`` take the first row holding the extreme (polars' rule), so the
+    same rows are kept.
     """
     if xs.dtype != pl.Float64 or not xs.len():
         return None
     x, y = _finite(xs), _finite(ys)
     if x is None or y is None or (x.size > 1 and not (x[1:] >= x[:-1]).all()):
         return None
-    # polars' own arithmetic (it divides by a scalar as a product with its inverse)
-    b = xs.to_frame().select(_bucket(xs.name, buckets)).to_series().to_numpy()
+    b = _bucket_numbers(x, buckets)
     starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
     ends = np.r_[starts[1:], x.size]
     # first row of a bucket holds its smallest x; the first row holding its largest x is
@@ -141,12 +161,33 @@ def _m4_sorted(xs: pl.Series, ys: pl.Series, buckets: int) -> np.ndarray | None:
     last_x = np.searchsorted(x, x[ends - 1], side="left")
     picks = [starts, last_x]
     lengths = ends - starts
-    seg = np.repeat(np.arange(starts.size), lengths)
     for red in (np.minimum, np.maximum):
         hit = np.flatnonzero(y == np.repeat(red.reduceat(y, starts), lengths))
-        first = np.r_[True, seg[hit][1:] != seg[hit][:-1]]
-        picks.append(hit[first])
+        # the bucket numbers rise along the rows: a hit whose bucket differs from the previous
+        # hit's is the first one of its bucket
+        bh = b[hit]
+        picks.append(hit[np.r_[True, bh[1:] != bh[:-1]]])
     return np.unique(np.concatenate(picks))
+
+
+def _bucket_numbers(x: np.ndarray, buckets: int) -> np.ndarray:
+    """:func:`_bucket` of a sorted, finite x in numpy: the same numbers, without a polars query per series.
+
+    polars divides by a scalar as a product with its inverse, so ``(x - min) * (1 / span) * buckets``
+    here is its arithmetic to the last bit (a plain ``/ span`` differs at a few bucket edges).
+    The numbers stay floats (whole ones): they are only compared. No clip at 0 is needed, as
+    ``x >= min`` makes every product ``>= 0``.
+    """
+    lo, hi = x[0], x[-1]  # sorted and finite: the min and the max
+    span = hi - lo
+    if not span > 0:
+        return np.zeros(x.size)
+    scaled: np.ndarray = np.subtract(x, lo, dtype=np.float64)
+    scaled *= 1.0 / span
+    scaled *= buckets
+    np.floor(scaled, out=scaled)
+    np.minimum(scaled, buckets - 1, out=scaled)
+    return scaled
 
 
 def cap(df: pl.DataFrame, *, by: list[str] | None = None, n: int = MAX_MARKERS) -> tuple[pl.DataFrame, int]:

@@ -123,8 +123,6 @@ def main_directions(flows: pl.DataFrame, limit: int = MAX_FLOWS) -> tuple[pl.Dat
     return ranked.head(limit), max(0, ranked.height - limit)
 
 
-#: Columns of the packets the time-sequence graph reads (the others are not copied per flow).
-TIMESEQ_COLUMNS = ("flow", "dir", "time", "seq", "payload", "ack", "flags", "win", "sack")
 #: Columns of the flight frame the cwnd chart reads.
 FLIGHT_COLUMNS = ("flow", "dir", "time", "flight_bytes")
 
@@ -146,14 +144,14 @@ def chart_bin(shown: pl.DataFrame) -> float | None:
 
 
 class _Split:
-    """A per-packet frame cut once per charted direction (only the columns drawn), for all its charts.
+    """A per-sample frame (cwnd, flight, RTT) cut once per charted direction (only the columns drawn).
 
     Each chart of a direction would otherwise filter the whole frame again and copy all its
-    columns (30 for the packets, with the SACK lists): with six directions and four charts that
-    is most of a report's polars time on a large capture. One filter per direction beats polars'
-    ``partition_by`` here (measured on 1.3M packets: 4 filters 0.01 s, partition_by 0.11-0.15 s).
-    A direction without rows gets the whole frame, so its chart says why it has nothing to
-    draw exactly as before.
+    columns. One filter per direction beats polars' ``partition_by`` here (measured on 1.3M
+    packets: 4 filters 0.01 s, partition_by 0.11-0.15 s). A direction without rows gets the
+    whole frame, so its chart says why it has nothing to draw exactly as before. The packets
+    are not cut here: the time-sequence graph reads its two row sets (data one way, ACKs the
+    other) lazily, copying only the rows and the few columns it draws.
     """
 
     def __init__(self, df: pl.DataFrame | None, keys: list[str], columns: tuple[str, ...] | None = None) -> None:
@@ -210,7 +208,6 @@ def figures(analysis: Analysis, *, max_flows: int = MAX_FLOWS, kinds: tuple[str,
             if kind in kinds:
                 out.append(Figure(kind, kind, TITLES[kind], reason="no TCP connection carried data"))
     want = [k for k in FLOW_KINDS if k in kinds]
-    packets = _Split(analysis.packets, ["flow"], TIMESEQ_COLUMNS)
     cwnd, flight = _Split(frame(analysis, "cwnd"), ["flow", "dir"]), _Split(frame(analysis, "flight"), ["flow", "dir"],
                                                                             FLIGHT_COLUMNS)
     rtts = _Split(rtt, ["flow", "dir"])
@@ -222,7 +219,7 @@ def figures(analysis: Analysis, *, max_flows: int = MAX_FLOWS, kinds: tuple[str,
         models = {c: row.get(c) for c in charts.MODEL_COLUMNS}
         x0 = not starts_late(row.get("start"), row.get("end"))
         makers: dict[str, tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = {
-            "timeseq": (charts.time_sequence, (packets.get(f), f, d), {"retransmissions": retrans, "stalls": stalls}),
+            "timeseq": (charts.time_sequence, (analysis.packets, f, d), {"retransmissions": retrans, "stalls": stalls}),
             "cwnd": (charts.cwnd, (_or_empty(cwnd.get(f, d)), f, d),
                      {"flight": flight.get(f, d), "stalls": stalls, "traced": traced}),
             "throughput": (charts.throughput, (_or_empty(tput), f, d),

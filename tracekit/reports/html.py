@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from tracekit._core import linktypes
 from tracekit._files import write_atomic, write_output
 from tracekit.errors import OutputError
-from tracekit.reports._chartkit import safe_label, spec
+from tracekit.reports._chartkit import Rows, safe_label, spec
 from tracekit.reports.answers import explain_html, lab_flows, tool_table_html
 from tracekit.reports.figures import FLOW_KINDS, figures, flow_labels
 from tracekit.reports.kernel import kernel_html
@@ -105,11 +105,29 @@ def script_json(obj: Any) -> str:
     Raises:
         ValueError: on NaN/inf (invalid JSON; charts map them to null first).
     """
-    text = json.dumps(obj, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    text = _dumps(obj)
     for ch, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(ch, escaped)
     return text
+
+
+def _dumps(obj: Any) -> str:
+    """``json.dumps(obj, allow_nan=False, ensure_ascii=False, separators=(",", ":"))``, with the JSON text
+    a chart's datasets already carry (:class:`~tracekit.reports._chartkit.Rows`) put in as it is.
+
+    Only dicts with text keys are walked (the page's specs, each spec, its ``datasets``); anything
+    else is encoded by ``json.dumps`` as before, so the page is the same text, byte for byte.
+    """
+    if isinstance(obj, Rows) and obj.json is not None:
+        return obj.json
+    if isinstance(obj, dict) and all(isinstance(k, str) for k in obj):
+        return "{" + ",".join(f"{_encode(k)}:{_dumps(v)}" for k, v in obj.items()) + "}"
+    return _encode(obj)
+
+
+def _encode(obj: Any) -> str:
+    return json.dumps(obj, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
 
 
 def _vl_version() -> str | None:
