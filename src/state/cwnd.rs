@@ -40,6 +40,14 @@ pub const SEG: u8 = 1 << 1;
 pub const NEW_ACK: u8 = 1 << 2;
 /// The segment was sent on a duplicate ACK (RFC 3042 limited transmit, dupACK inflation).
 pub const DUP: u8 = 1 << 3;
+/// The loss event starting here is a timeout (with [`EPOCH`]): every segment outstanding and not
+/// SACKed counts as lost from here on (RFC 5681 §3.1, RFC 6675 §5.1; Linux `tcp_enter_loss`).
+pub const TIMEOUT: u8 = 1 << 4;
+
+/// Output flags of a row: its burst was application-limited (a lower bound of cwnd, no reading).
+pub const APP: u8 = 1 << 0;
+/// Output flags of a row: no cwnd-limited burst in its window, the estimate is held.
+pub const HELD: u8 = 1 << 1;
 
 /// What the SACK scoreboard (`super::sack`) says of one data row.
 #[derive(Debug, Clone, Copy)]
@@ -62,11 +70,23 @@ impl SackInfo {
     };
 }
 
-/// One burst: the segments one ACK releases (its keys at the first and last row, its maximum).
+/// One burst: the segments one ACK releases (its keys at the first and last row, its maximum,
+/// its first row, and whether the application had given nothing more: see [`Pipe::on_row`]).
 struct Burst {
     k_first: i64,
     k_last: i64,
     max: f64,
+    row: usize,
+    app: bool,
+}
+
+/// The previous row, as the application-limited test needs it.
+#[derive(Clone, Copy)]
+struct Prev {
+    /// Its end (seq + len).
+    end: i64,
+    /// It extended HighData (new data beyond everything sent before).
+    top: bool,
 }
 
 /// The pipe and its max filter over one direction's data segments.
@@ -81,6 +101,14 @@ pub struct Pipe {
     snd_nxt: i64,
     /// Highest segment end of the direction (HighData).
     hi: i64,
+    /// A segment sent longer than this after the latest ACK was not clocked by it (seconds).
+    clocked: f64,
+    /// The capture sees what the sender sends when it sends it ([`at_sender`]).
+    here: bool,
+    prev: Option<Prev>,
+    /// Since a timeout: the byte ranges sent (new or re-sent) since it, merged and ascending
+    /// (None: the latest loss event was no timeout).
+    since: Option<Vec<(i64, i64)>>,
     /// The segments SACKed (now or later) and not yet cumulatively ACKed, by end: (seq, end,
     /// from which data packet place on they count as SACKed: [`SackInfo::at`]).
     sacks: VecDeque<(i64, i64, i64)>,
@@ -92,8 +120,11 @@ pub struct Pipe {
 
 impl Pipe {
     /// A direction whose minimum RTT is `min_rtt_s` (NaN: no sample; a 1 µs window then keeps
-    /// only the segments of one instant together).
-    pub fn new(min_rtt_s: f64, rows: usize) -> Self {
+    /// only the segments of one instant together) and whose segments sent within `clocked_s`
+    /// of an ACK's arrival were clocked by it; `at_sender`: the capture is the sender's own
+    /// view ([`at_sender`]; else neither application-limited bursts nor the lost bytes after a
+    /// timeout are looked for).
+    pub fn new(min_rtt_s: f64, clocked_s: f64, at_sender: bool, rows: usize) -> Self {
         let width = if min_rtt_s.is_nan() {
             1e-6
         } else {
@@ -103,6 +134,10 @@ impl Pipe {
             width,
             snd_nxt: 0,
             hi: 0,
+            clocked: clocked_s,
+            here: at_sender,
+            prev: None,
+            since: None,
             sacks: VecDeque::new(),
             prev_tau: 0.0,
             key: 0,
@@ -112,9 +147,19 @@ impl Pipe {
     }
 
     /// One data segment: its time, end (seq + len), the cumulative ACK before it (una), the
-    /// bytes SACKed above una, what the scoreboard says of it (`sk`) and its marks ([`EPOCH`] ..
-    /// [`DUP`]). Returns its pipe before duplicate-ACK sends are dropped (the recoveries read it
-    /// at the bursts).
+    /// bytes SACKed above una, what the scoreboard says of it (`sk`: its length at least), its
+    /// marks ([`EPOCH`] .. [`TIMEOUT`]) and when the latest ACK before it arrived (`ack_t`, NaN:
+    /// none). Returns its pipe before duplicate-ACK sends are dropped (the recoveries read it at
+    /// the bursts).
+    ///
+    /// **Application-limited bursts.** A burst whose last segment extended HighData, after which
+    /// an ACK advanced snd_una and the sender sent nothing on it (its next segment comes later
+    /// than `clocked` after the latest ACK, or never), had nothing more to send: the application
+    /// had given no more (a receiver window that opens again is an ACK, and the segments it
+    /// releases are clocked by it). Its pipe is a lower bound of cwnd, not a reading: RFC 7661
+    /// §4 does not validate cwnd while the sender is application-limited, Linux
+    /// `tcp_cwnd_validate` / `tcp_is_cwnd_limited` grow it only when the window was filled.
+    #[allow(clippy::too_many_arguments)]
     pub fn on_row(
         &mut self,
         time: f64,
@@ -123,17 +168,37 @@ impl Pipe {
         sacked: i64,
         sk: SackInfo,
         marks: u8,
+        ack_t: f64,
     ) -> f64 {
         let first = self.keys.is_empty();
+        if let Some(p) = self.prev.filter(|_| self.here) {
+            // the previous row ended an application-limited burst (no clocked send on the ACK)
+            // (no ACK before it, NaN: not clocked either)
+            let clocked = time - ack_t <= self.clocked;
+            if p.top && una >= p.end && !clocked {
+                if let Some(b) = self.bursts.last_mut() {
+                    b.app = true;
+                }
+            }
+        }
+        self.prev = Some(Prev {
+            end: seq_end,
+            top: first || seq_end > self.hi,
+        });
         // snd_nxt restarts at each loss event: the highest byte sent since
         if first || marks & EPOCH != 0 {
             self.snd_nxt = seq_end;
+            self.since = (marks & TIMEOUT != 0 && self.here).then(Vec::new);
         } else {
             self.snd_nxt = self.snd_nxt.max(seq_end);
         }
         self.hi = if first { seq_end } else { self.hi.max(seq_end) };
         let sacked = self.sacked_below(una, sacked, sk, seq_end);
-        let pipe = self.snd_nxt.wrapping_sub(una).wrapping_sub(sacked).max(0) as f64;
+        let mut pipe = self.snd_nxt.wrapping_sub(una).wrapping_sub(sacked).max(0);
+        if self.since.is_some() {
+            pipe = (pipe - self.lost_unsent(una, sk, seq_end)).max(0);
+        }
+        let pipe = pipe as f64;
         // a segment sent on a duplicate ACK may exceed cwnd: not a measurement (-1)
         let v = if marks & DUP != 0 && marks & EPOCH == 0 && !first {
             -1.0
@@ -164,12 +229,69 @@ impl Pipe {
                 k_first: self.key,
                 k_last: self.key,
                 max: v,
+                row: self.keys.len() - 1,
+                app: false,
             });
         } else if let Some(b) = self.bursts.last_mut() {
             b.k_last = self.key;
             b.max = b.max.max(v);
         }
         pipe
+    }
+
+    /// After a timeout, the bytes below snd_nxt neither sent since it nor SACKed: RFC 5681 §3.1
+    /// (and Linux `tcp_enter_loss` → `tcp_timeout_mark_lost`) takes every outstanding segment
+    /// not SACKed for lost when the timer fires, and RFC 6675 §4's pipe leaves a lost segment
+    /// out until it is re-sent. So after a timeout the pipe is what was sent since (new or
+    /// re-sent), not yet ACKed or SACKed, and a hole the sender has not re-sent yet (Linux sends
+    /// new data beyond it when cwnd allows) is no part of it. `seq_end` is this row's end.
+    fn lost_unsent(&mut self, una: i64, sk: SackInfo, seq_end: i64) -> i64 {
+        let Some(since) = self.since.as_mut() else {
+            return 0;
+        };
+        // this segment joins the ranges sent since the timeout (merged, ascending)
+        let (a, b) = (seq_end.wrapping_sub(sk.len.max(0)), seq_end);
+        let at = since.partition_point(|r| r.1 < a);
+        let mut end = at;
+        let (mut lo, mut hi) = (a, b);
+        while end < since.len() && since[end].0 <= hi {
+            lo = lo.min(since[end].0);
+            hi = hi.max(since[end].1);
+            end += 1;
+        }
+        since.splice(at..end, [(lo, hi)]);
+        let gone = since.partition_point(|r| r.1 <= una);
+        since.drain(..gone);
+        // the gaps between una and snd_nxt that nothing sent since the timeout covers
+        let mut gaps = Vec::new();
+        let mut from = una;
+        for &(s, e) in since.iter() {
+            if s >= self.snd_nxt {
+                break;
+            }
+            if s > from {
+                gaps.push((from, s));
+            }
+            from = from.max(e);
+        }
+        if from < self.snd_nxt {
+            gaps.push((from, self.snd_nxt));
+        }
+        // SACKed segments in the gaps were never lost (nor in the pipe)
+        let mut out = 0;
+        for (g0, g1) in gaps {
+            let sacked: i64 = if sk.pos >= 0 {
+                self.sacks
+                    .iter()
+                    .filter(|s| s.2 <= sk.pos && s.1 > g0 && s.0 < g1)
+                    .map(|s| s.1.min(g1) - s.0.max(g0))
+                    .sum()
+            } else {
+                0
+            };
+            out += (g1 - g0 - sacked).max(0);
+        }
+        out
     }
 
     /// The bytes of `sacked` (SACKed above una, as the scoreboard counts them) that lie below
@@ -206,12 +328,38 @@ impl Pipe {
     }
 
     /// The filtered estimate of every row: the largest burst value whose last row lies in
-    /// (key − SPAN, key], bursts starting at the same key after the row included.
-    pub fn finish(&self, out: &mut [f64]) {
+    /// (key − SPAN, key], bursts starting at the same key after the row included; and each
+    /// row's flags ([`APP`], [`HELD`]). `end_una`: the highest cumulative ACK the sender got
+    /// after its last segment (its last burst is application-limited when that ACK advanced
+    /// snd_una and nothing more was sent).
+    ///
+    /// An application-limited burst (and a duplicate-ACK send) reads no window: while the window
+    /// holds no other burst, the estimate keeps its last value (RFC 7661 §4: cwnd is neither
+    /// validated nor reduced while application-limited), raised where such a burst's pipe is
+    /// higher (cwnd is at least what is outstanding).
+    pub fn finish(&mut self, end_una: i64, out: &mut [f64], flags: &mut [u8]) {
+        if let (Some(p), Some(b)) = (self.prev, self.bursts.last_mut()) {
+            if p.top && end_una >= p.end && self.here {
+                b.app = true;
+            }
+        }
+        for (k, b) in self.bursts.iter().enumerate() {
+            if b.app && b.max >= 0.0 {
+                let end = self.bursts.get(k + 1).map_or(flags.len(), |n| n.row);
+                flags[b.row..end].iter_mut().for_each(|f| *f |= APP);
+            }
+        }
+        // measured[k]: cwnd-limited bursts among the first k
+        let mut measured = Vec::with_capacity(self.bursts.len() + 1);
+        measured.push(0u32);
+        for b in &self.bursts {
+            let m = measured[measured.len() - 1] + u32::from(!b.app && b.max >= 0.0);
+            measured.push(m);
+        }
         let mut win: VecDeque<usize> = VecDeque::new(); // bursts in the window, decreasing max
         let (mut left, mut right) = (0usize, 0usize); // next burst to enter; first inside
         let mut last = 0.0;
-        for (&k, slot) in self.keys.iter().zip(out.iter_mut()) {
+        for ((&k, slot), f) in self.keys.iter().zip(out.iter_mut()).zip(flags.iter_mut()) {
             while right < self.bursts.len() && self.bursts[right].k_first <= k {
                 let m = self.bursts[right].max;
                 while win.back().is_some_and(|&q| self.bursts[q].max <= m) {
@@ -227,9 +375,13 @@ impl Pipe {
                 win.pop_front();
             }
             let v = win.front().map_or(-1.0, |&q| self.bursts[q].max);
-            // no measurement in the window (only dupACK sends): the last value, else 0
-            if v >= 0.0 {
+            if measured[right] > measured[left] {
                 last = v;
+            } else {
+                // no reading in the window (only dupACK sends or application-limited bursts):
+                // the last value (0 at the start), or the pipe where it is higher
+                last = f64::max(last, v);
+                *f |= HELD;
             }
             *slot = last;
         }
@@ -347,18 +499,46 @@ pub struct PipeRows<'a> {
     pub una: &'a [i64],
     /// SACKed bytes above una (0: none).
     pub sacked: &'a [i64],
-    /// Payload, data packet place and SACKed-from place per row ([`SackInfo`]; all empty: none).
+    /// Payload per row (empty: unknown), data packet place and SACKed-from place per row
+    /// ([`SackInfo`]; both empty: none).
     pub pay: &'a [i64],
     pub pos: &'a [i64],
     pub at: &'a [i64],
     pub marks: &'a [u8],
+    /// When the latest ACK before each row arrived (NaN: none; empty: unknown).
+    pub ack_t: &'a [f64],
     pub lo: &'a [i64],
     pub hi: &'a [i64],
     pub min_rtt: &'a [f64],
+    /// Per direction: the ACK-clock tolerance (seconds) and the last cumulative ACK (empty:
+    /// no application-limited bursts are looked for).
+    pub clocked: &'a [f64],
+    pub end_una: &'a [i64],
 }
 
-/// The filtered pipe and the raw pipe of every row, direction by direction.
-pub fn pipe(r: &PipeRows) -> Result<(Vec<f64>, Vec<f64>), String> {
+/// A capture whose segments leave this soon after the ACK that released them is the sender's
+/// own view (seconds): a sender's kernel answers an ACK within tens of µs, a simulator's agent at
+/// once; a capture a link away adds that link's round trip and its queueing.
+pub const AT_SENDER_S: f64 = 1e-4;
+
+/// Is the capture the sender's own view? Some segment left within [`AT_SENDER_S`] of the ACK
+/// that released it (a new ACK, not a duplicate). Away from the sender its reply shows up a round
+/// trip of the capture's own later, spread by queueing, and segments dropped before the capture
+/// point are missing: neither the ACK clock nor what was (re-)sent after a timeout can be read
+/// there.
+pub fn at_sender(time: &[f64], ack_t: &[f64], marks: &[u8]) -> bool {
+    time.iter()
+        .zip(ack_t)
+        .zip(marks)
+        .skip(1)
+        .any(|((&t, &a), &m)| m & NEW_ACK != 0 && m & DUP == 0 && t - a <= AT_SENDER_S)
+}
+
+/// [`pipe`]'s result: filtered and raw pipe, and the flags ([`APP`], [`HELD`]), per row.
+pub type PipeOut = (Vec<f64>, Vec<f64>, Vec<u8>);
+
+/// The filtered pipe, the raw pipe and the flags of every row, direction by direction.
+pub fn pipe(r: &PipeRows) -> Result<PipeOut, String> {
     let n = r.time.len();
     let cols = [
         ("seq_end", r.seq_end.len()),
@@ -369,34 +549,53 @@ pub fn pipe(r: &PipeRows) -> Result<(Vec<f64>, Vec<f64>), String> {
     same_len(n, &cols)?;
     let info = !r.pos.is_empty();
     if info {
-        same_len(
-            n,
-            &[
-                ("pay", r.pay.len()),
-                ("pos", r.pos.len()),
-                ("at", r.at.len()),
-            ],
-        )?;
+        same_len(n, &[("pos", r.pos.len()), ("at", r.at.len())])?;
+    }
+    if info || !r.pay.is_empty() {
+        same_len(n, &[("pay", r.pay.len())])?;
+    }
+    if !r.ack_t.is_empty() {
+        same_len(n, &[("ack_t", r.ack_t.len())])?;
     }
     same_len(r.lo.len(), &[("min_rtt", r.min_rtt.len())])?;
+    let app = !r.clocked.is_empty() && !r.ack_t.is_empty();
+    if app {
+        same_len(
+            r.lo.len(),
+            &[("clocked", r.clocked.len()), ("end_una", r.end_una.len())],
+        )?;
+    }
     let b = bounds(r.lo, r.hi, n)?;
-    let (mut filt, mut raw) = (vec![0.0; n], vec![0.0; n]);
+    let (mut filt, mut raw, mut flags) = (vec![0.0; n], vec![0.0; n], vec![0u8; n]);
     split(&mut filt, &b)?
         .into_par_iter()
         .zip(split(&mut raw, &b)?)
-        .zip(b.par_iter().zip(r.min_rtt))
-        .for_each(|((f, w), (&(a, e), &mr))| {
-            let mut p = Pipe::new(mr, e - a);
+        .zip(split(&mut flags, &b)?)
+        .zip(b.par_iter().enumerate())
+        .for_each(|(((f, w), fl), (d, &(a, e)))| {
+            // without the ACK clock no burst is taken for application-limited
+            let (clocked, end_una) = if app {
+                (r.clocked[d], r.end_una[d])
+            } else {
+                (f64::INFINITY, i64::MIN)
+            };
+            let here = app && at_sender(&r.time[a..e], &r.ack_t[a..e], &r.marks[a..e]);
+            let mut p = Pipe::new(r.min_rtt[d], clocked, here, e - a);
             for (i, slot) in (a..e).zip(w.iter_mut()) {
+                let len = r.pay.get(i).copied().unwrap_or(0);
                 let sk = if info {
                     SackInfo {
-                        len: r.pay[i],
+                        len,
                         pos: r.pos[i],
                         at: r.at[i],
                     }
                 } else {
-                    SackInfo::NONE
+                    SackInfo {
+                        len,
+                        ..SackInfo::NONE
+                    }
                 };
+                let ack_t = r.ack_t.get(i).copied().unwrap_or(f64::NAN);
                 *slot = p.on_row(
                     r.time[i],
                     r.seq_end[i],
@@ -404,11 +603,12 @@ pub fn pipe(r: &PipeRows) -> Result<(Vec<f64>, Vec<f64>), String> {
                     r.sacked[i],
                     sk,
                     r.marks[i],
+                    ack_t,
                 );
             }
-            p.finish(f);
+            p.finish(end_una, f, fl);
         });
-    Ok((filt, raw))
+    Ok((filt, raw, flags))
 }
 
 /// Interpolated estimates and phase codes of every row, direction by direction.
