@@ -20,18 +20,30 @@ data segment and corrects it where the sender is not cwnd-limited:
    retransmit) resend from snd_una, so the pipe uses the highest byte sent since; data
    SACKed above that restarted snd_nxt is no part of the pipe (RFC 6675 §2: it counts
    octets between HighACK and HighData), so only the SACKed bytes below it leave it.
+   After a **timeout** every segment outstanding and not SACKed is lost (RFC 5681 §3.1,
+   Linux ``tcp_enter_loss``/``tcp_timeout_mark_lost``) and out of RFC 6675 §4's pipe until
+   re-sent: the pipe is what was sent since (new or re-sent), not a hole not re-sent yet.
 3. **Fast recovery or restart.** A fast-retransmit event is a Reno-style *recovery*
    (estimate = ssthresh, phase ``recovery``: ns-2 keeps the dupACK inflation out of
    ``cwnd_``, PRR converges to it) unless the sender shows go-back-N: it resends old
    data beyond the first hole, contiguously, before any new data (a SACK sender skips
    the SACKed segments). When it sends nothing at all until the event ends, the burst
-   the ending ACK releases decides: Tahoe sends ~2 segments, Reno resumes at ssthresh.
+   the ending ACK releases decides: Tahoe sends ~2 segments, Reno resumes at ssthresh —
+   unless that burst is application-limited (step 5): it then tells neither, and the event
+   stays a recovery. After a recovery, rows that read no window yet keep its ssthresh.
 4. **ssthresh** = half the estimate just before the event (with SACK information, half
    the un-SACKed flight if smaller: RFC 5681 eq. 4's FlightSize, as ns-3 does), rounded
    down to whole segments, at least 2 MSS (ns-2 and Linux keep whole segments).
 5. **Not measurements of the window**: segments sent on duplicate ACKs (RFC 3042 limited
-   transmit, dupACK inflation) are skipped; the segments one ACK releases count as one
-   burst (a capture sees them spaced by the serialisation time).
+   transmit, dupACK inflation) are skipped, and so are **application-limited** bursts: the
+   burst ended at HighData, an ACK then covered all of it, and nothing new left within
+   :data:`ACK_CLOCKED_S` of the latest ACK: the sender had nothing more to send (RFC 7661 §4
+   validates no window then; Linux grows cwnd only when ``tcp_is_cwnd_limited``). While no
+   other burst is in the filter window the estimate keeps its value (raised where such a
+   pipe is higher). The segments one ACK releases count as one burst (a capture sees them
+   spaced by the serialisation time). The two rules on application-limited bursts and
+   timeouts need the sender's own view: a direction where no segment left within 100 µs of
+   the ACK that released it (a capture a link away) keeps the plain pipe.
 6. **Smoothing**: a causal max filter over two minimum RTTs (queueing and delayed ACKs
    stretch the RTT), restarted at every event start and end so that no pre-loss window
    is carried across a reduction.
