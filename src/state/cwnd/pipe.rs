@@ -49,6 +49,8 @@ pub struct Pipe {
     /// Since a timeout: the byte ranges sent (new or re-sent) since it, merged and ascending
     /// (None: the latest loss event was no timeout).
     since: Option<Vec<(i64, i64)>>,
+    /// HighData when the timer fired: once snd_una passes it nothing is lost any more.
+    lost_to: i64,
     /// The segments SACKed (now or later) and not yet cumulatively ACKed, by end: (seq, end,
     /// from which data packet place on they count as SACKed: [`SackInfo::at`]).
     sacks: VecDeque<(i64, i64, i64)>,
@@ -78,6 +80,7 @@ impl Pipe {
             here: at_sender,
             prev: None,
             since: None,
+            lost_to: 0,
             sacks: VecDeque::new(),
             prev_tau: 0.0,
             key: 0,
@@ -129,6 +132,7 @@ impl Pipe {
         if first || marks & EPOCH != 0 {
             self.snd_nxt = seq_end;
             self.since = (marks & TIMEOUT != 0 && self.here).then(Vec::new);
+            self.lost_to = if first { seq_end } else { self.hi.max(seq_end) };
         } else {
             self.snd_nxt = self.snd_nxt.max(seq_end);
         }
@@ -186,6 +190,9 @@ impl Pipe {
     /// re-sent), not yet ACKed or SACKed, and a hole the sender has not re-sent yet (Linux sends
     /// new data beyond it when cwnd allows) is no part of it. `seq_end` is this row's end.
     fn lost_unsent(&mut self, una: i64, sk: SackInfo, seq_end: i64) -> i64 {
+        if una >= self.lost_to {
+            self.since = None; // every byte the timeout took for lost is ACKed
+        }
         let Some(since) = self.since.as_mut() else {
             return 0;
         };
@@ -221,9 +228,12 @@ impl Pipe {
         let mut out = 0;
         for (g0, g1) in gaps {
             let sacked: i64 = if sk.pos >= 0 {
+                // (kept by end, and they do not overlap: those ending above g0 until one starts at g1)
+                let from = self.sacks.partition_point(|s| s.1 <= g0);
                 self.sacks
-                    .iter()
-                    .filter(|s| s.2 <= sk.pos && s.1 > g0 && s.0 < g1)
+                    .range(from..)
+                    .take_while(|s| s.0 < g1)
+                    .filter(|s| s.2 <= sk.pos)
                     .map(|s| s.1.min(g1) - s.0.max(g0))
                     .sum()
             } else {
