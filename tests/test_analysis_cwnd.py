@@ -420,16 +420,22 @@ def test_core_passes_reject_inconsistent_columns() -> None:
     no, one = np.zeros(2, dtype=bool), np.array([0], dtype=np.int64)
     none = np.empty(0, dtype=np.int64)
     nos = (none, none, none, none)  # no SACK places
+    no_clock = (none, np.empty(0), np.empty(0), none)  # no timeouts, no ACK clock
     with pytest.raises(ValueError, match="outside"):  # a direction past the rows
-        _core.cwnd_pipe(t, seq, seq, no, no, none, none, *nos, one, np.array([3]), np.array([0.1]), none, none)
+        _core.cwnd_pipe(t, seq, seq, no, no, none, none, *nos, one, np.array([3]), np.array([0.1]), none, none,
+                        *no_clock)
     with pytest.raises(ValueError, match="outside"):  # a loss event's row past the rows
         _core.cwnd_pipe(t, seq, seq, no, no, none, none, *nos, one, np.array([2]), np.array([0.1]), np.array([7]),
-                        none)
+                        none, *no_clock)
     with pytest.raises(ValueError, match="values"):  # a SACKed segment's row without its place
         _core.cwnd_pipe(t, seq, seq, no, no, none, none, none, seq, seq, one, one, np.array([2]), np.array([0.1]),
-                        none, none)
+                        none, none, *no_clock)
+    with pytest.raises(ValueError, match="values"):  # an ACK time per row, but not for every row
+        _core.cwnd_pipe(t, seq, seq, no, no, none, none, *nos, one, np.array([2]), np.array([0.1]), none, none,
+                        none, t[:1], np.array([1e-3]), one)
     with pytest.raises(ValueError, match="values"):  # columns of different lengths
         _core.cwnd_phases(t, t[:1], t, no, one, np.array([2]), np.array([1000.0]))
-    filt, raw = _core.cwnd_pipe(t, seq, np.zeros(2, dtype=np.int64), no, no, none, none, *nos, one, np.array([2]),
-                                np.array([0.1]), none, none)
+    filt, raw, flags = _core.cwnd_pipe(t, seq, np.zeros(2, dtype=np.int64), no, no, none, none, *nos, one,
+                                       np.array([2]), np.array([0.1]), none, none, *no_clock)
+    assert flags.tolist() == [0, 0]
     assert raw.tolist() == [1000.0, 2000.0] and filt.tolist() == [2000.0, 2000.0]  # one ACK's burst

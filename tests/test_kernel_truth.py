@@ -206,3 +206,29 @@ def test_cli_rto_floor_in_json() -> None:
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
     assert doc["trace"]["rto_floor_s"] == 1.5 and doc["trace"]["rto_floor_from"] == "user"
+
+
+def test_after_a_timeout_the_pipe_is_what_was_sent_since() -> None:
+    """outage_reno's third timeout (2.572 s): Linux re-sent the head, then new data beyond a 17 KB hole it
+    had not re-sent. RFC 5681 §3.1 / ``tcp_enter_loss`` take everything outstanding for lost, so the
+    estimate counts only what was sent since: from one segment up, never above the kernel's cwnd at
+    its next ``ss`` poll (cwnd only grows from the timeout to it), and within one MSS of it there.
+    Counting up to the highest byte sent read 20,272 B at the first new segment."""
+    from tracekit.kernel import _kernel_rows, attach
+
+    p = sample("linux", "kernel_truth", "outage_reno.pcap")
+    an = tracekit.analyze(attach(tracekit.read(p), [tracekit.read(p.with_name("outage_reno.ss.gz"))]))
+    big = an.flows.filter(pl.col("data_bytes") > 1_000_000).row(0, named=True)
+    rto = an.retransmissions.filter((pl.col("flow") == big["flow"]) & (pl.col("dir") == big["dir"])
+                                    & (pl.col("kind") == "rto")).sort("time")
+    # the first re-send of each timer expiry: the re-sends after a silence of at least 200 ms (TCP_RTO_MIN)
+    gaps = rto["time"].diff().fill_null(float("inf"))
+    t3 = float(rto.filter(gaps >= 0.2)["time"][2])
+    polls = _kernel_rows(an.trace.samples).filter((pl.col("flow") == big["flow"]) & (pl.col("time") > t3)).sort("time")
+    poll = polls.row(0, named=True)
+    est = an.cwnd.filter((pl.col("source") == "estimate") & (pl.col("flow") == big["flow"])
+                         & (pl.col("dir") == big["dir"]) & pl.col("time").is_between(t3, poll["time"]))
+    mss = poll["kernel_bytes"] / poll["_cw"]
+    assert est.height > 10 and est["cwnd_bytes"][0] == mss  # one segment at the timeout (RFC 5681 §3.1)
+    assert est["cwnd_bytes"].max() <= poll["kernel_bytes"]  # type: ignore[operator]
+    assert abs(est["cwnd_bytes"][-1] - poll["kernel_bytes"]) <= mss

@@ -10,6 +10,9 @@
 //! - [`Pipe`]: the pipe at each segment and its causal max filter over two minimum RTTs,
 //!   restarted at every loss event's start and end (SACKed data above a restarted snd_nxt is
 //!   no part of it: [`SackInfo`] tells which segments are SACKed, not only how many bytes);
+//!   after a timeout only what was sent since is in it (RFC 5681 §3.1, RFC 6675 §4), and an
+//!   application-limited burst reads no window (RFC 7661 §4): both where the capture is the
+//!   sender's own view ([`at_sender`]);
 //! - [`Phase`]: congestion-avoidance interpolation between whole-segment steps, and the phase
 //!   code (slow start / congestion avoidance / recovery) of every row.
 //!
@@ -18,19 +21,16 @@
 //! interpolation up to the next whole-segment step (both kept per direction).
 
 mod acks;
+mod pipe;
 mod py;
 
 pub use acks::{acks, AckRows};
+pub use pipe::Pipe;
 use pyo3::prelude::*;
 use rayon::prelude::*;
-use std::collections::VecDeque;
 
 /// Width of the max filter, in minimum RTTs (queueing and delayed ACKs stretch an RTT).
 pub const FILTER_RTTS: f64 = 2.0;
-/// A window spans this many key units (thousandths of the filter width, rounded).
-const SPAN: i64 = 1000;
-/// Step of the key at a segment start (no window reaches back across it).
-const CUT: i64 = SPAN + 1;
 
 /// Row marks: a loss event starts here (snd_nxt restarts: go-back-N senders resend from snd_una).
 pub const EPOCH: u8 = 1 << 0;
@@ -40,6 +40,14 @@ pub const SEG: u8 = 1 << 1;
 pub const NEW_ACK: u8 = 1 << 2;
 /// The segment was sent on a duplicate ACK (RFC 3042 limited transmit, dupACK inflation).
 pub const DUP: u8 = 1 << 3;
+/// The loss event starting here is a timeout (with [`EPOCH`]): every segment outstanding and not
+/// SACKed counts as lost from here on (RFC 5681 §3.1, RFC 6675 §5.1; Linux `tcp_enter_loss`).
+pub const TIMEOUT: u8 = 1 << 4;
+
+/// Output flags of a row: its burst was application-limited (a lower bound of cwnd, no reading).
+pub const APP: u8 = 1 << 0;
+/// Output flags of a row: no cwnd-limited burst in its window, the estimate is held.
+pub const HELD: u8 = 1 << 1;
 
 /// What the SACK scoreboard (`super::sack`) says of one data row.
 #[derive(Debug, Clone, Copy)]
@@ -60,180 +68,6 @@ impl SackInfo {
         pos: -1,
         at: -1,
     };
-}
-
-/// One burst: the segments one ACK releases (its keys at the first and last row, its maximum).
-struct Burst {
-    k_first: i64,
-    k_last: i64,
-    max: f64,
-}
-
-/// The pipe and its max filter over one direction's data segments.
-///
-/// `on_row` takes the rows in capture order; `finish` gives the filtered estimate of every row
-/// (-1 where the window holds only duplicate-ACK sends is filled with the last value, 0 at a
-/// direction's start).
-pub struct Pipe {
-    /// Filter width in seconds.
-    width: f64,
-    /// Highest segment end since the last loss event (snd_nxt as a go-back-N sender resets it).
-    snd_nxt: i64,
-    /// Highest segment end of the direction (HighData).
-    hi: i64,
-    /// The segments SACKed (now or later) and not yet cumulatively ACKed, by end: (seq, end,
-    /// from which data packet place on they count as SACKed: [`SackInfo::at`]).
-    sacks: VecDeque<(i64, i64, i64)>,
-    prev_tau: f64,
-    key: i64,
-    keys: Vec<i64>,
-    bursts: Vec<Burst>,
-}
-
-impl Pipe {
-    /// A direction whose minimum RTT is `min_rtt_s` (NaN: no sample; a 1 µs window then keeps
-    /// only the segments of one instant together).
-    pub fn new(min_rtt_s: f64, rows: usize) -> Self {
-        let width = if min_rtt_s.is_nan() {
-            1e-6
-        } else {
-            (FILTER_RTTS * min_rtt_s).max(1e-6)
-        };
-        Pipe {
-            width,
-            snd_nxt: 0,
-            hi: 0,
-            sacks: VecDeque::new(),
-            prev_tau: 0.0,
-            key: 0,
-            keys: Vec::with_capacity(rows),
-            bursts: Vec::new(),
-        }
-    }
-
-    /// One data segment: its time, end (seq + len), the cumulative ACK before it (una), the
-    /// bytes SACKed above una, what the scoreboard says of it (`sk`) and its marks ([`EPOCH`] ..
-    /// [`DUP`]). Returns its pipe before duplicate-ACK sends are dropped (the recoveries read it
-    /// at the bursts).
-    pub fn on_row(
-        &mut self,
-        time: f64,
-        seq_end: i64,
-        una: i64,
-        sacked: i64,
-        sk: SackInfo,
-        marks: u8,
-    ) -> f64 {
-        let first = self.keys.is_empty();
-        // snd_nxt restarts at each loss event: the highest byte sent since
-        if first || marks & EPOCH != 0 {
-            self.snd_nxt = seq_end;
-        } else {
-            self.snd_nxt = self.snd_nxt.max(seq_end);
-        }
-        self.hi = if first { seq_end } else { self.hi.max(seq_end) };
-        let sacked = self.sacked_below(una, sacked, sk, seq_end);
-        let pipe = self.snd_nxt.wrapping_sub(una).wrapping_sub(sacked).max(0) as f64;
-        // a segment sent on a duplicate ACK may exceed cwnd: not a measurement (-1)
-        let v = if marks & DUP != 0 && marks & EPOCH == 0 && !first {
-            -1.0
-        } else {
-            pipe
-        };
-        // the key: time in thousandths of the filter width, rounded; each step capped at
-        // CUT (non-finite or absurd times stay small), and CUT at every filter restart
-        let tau = ((time / self.width) * 1000.0).round_ties_even();
-        let step = if first || marks & SEG != 0 {
-            CUT
-        } else {
-            let s = tau - self.prev_tau;
-            (if s.is_nan() {
-                CUT as f64
-            } else {
-                s.min(CUT as f64)
-            })
-            .max(0.0) as i64
-        };
-        self.prev_tau = tau;
-        self.key += step;
-        self.keys.push(self.key);
-        // the segments one ACK releases leave together (a capture spaces them by the link's
-        // serialisation time): the window is what is outstanding after the last of them
-        if first || marks & (SEG | NEW_ACK) != 0 {
-            self.bursts.push(Burst {
-                k_first: self.key,
-                k_last: self.key,
-                max: v,
-            });
-        } else if let Some(b) = self.bursts.last_mut() {
-            b.k_last = self.key;
-            b.max = b.max.max(v);
-        }
-        pipe
-    }
-
-    /// The bytes of `sacked` (SACKed above una, as the scoreboard counts them) that lie below
-    /// snd_nxt. RFC 6675 §2 counts in the pipe only octets between HighACK and HighData, and
-    /// after a restart (snd_nxt back at the loss event: a timeout, RFC 5681 §3.1 / Linux
-    /// `tcp_enter_loss`, resends from una) the data is what lies below the restarted snd_nxt:
-    /// SACKed blocks above it are neither in the pipe nor to be taken out of it (Linux keeps
-    /// their SACKed marks across the loss: `tcp_timeout_mark_lost` skips SACKed skbs, and
-    /// `tcp_packets_in_flight` counts only what it retransmits). Exact: each first
-    /// transmission SACKed is known with the data packet place from which it counts.
-    fn sacked_below(&mut self, una: i64, sacked: i64, sk: SackInfo, seq_end: i64) -> i64 {
-        if sk.at >= 0 {
-            // a first transmission that gets SACKed: kept by end (ends increase in capture order)
-            let seg = (seq_end.wrapping_sub(sk.len), seq_end, sk.at);
-            let at = self.sacks.partition_point(|s| s.1 <= seq_end);
-            self.sacks.insert(at, seg);
-        }
-        while self.sacks.front().is_some_and(|s| s.1 <= una) {
-            self.sacks.pop_front();
-        }
-        // every segment kept ends at or below hi: nothing lies above an un-restarted snd_nxt
-        if sacked <= 0 || self.snd_nxt >= self.hi || sk.pos < 0 {
-            return sacked;
-        }
-        let x = self.snd_nxt.max(una);
-        let from = self.sacks.partition_point(|s| s.1 <= x);
-        let above: i64 = self
-            .sacks
-            .range(from..)
-            .filter(|s| s.2 <= sk.pos)
-            .map(|s| s.1 - s.0.max(x))
-            .sum();
-        (sacked - above).max(0)
-    }
-
-    /// The filtered estimate of every row: the largest burst value whose last row lies in
-    /// (key − SPAN, key], bursts starting at the same key after the row included.
-    pub fn finish(&self, out: &mut [f64]) {
-        let mut win: VecDeque<usize> = VecDeque::new(); // bursts in the window, decreasing max
-        let (mut left, mut right) = (0usize, 0usize); // next burst to enter; first inside
-        let mut last = 0.0;
-        for (&k, slot) in self.keys.iter().zip(out.iter_mut()) {
-            while right < self.bursts.len() && self.bursts[right].k_first <= k {
-                let m = self.bursts[right].max;
-                while win.back().is_some_and(|&q| self.bursts[q].max <= m) {
-                    win.pop_back();
-                }
-                win.push_back(right);
-                right += 1;
-            }
-            while self.bursts[left].k_last <= k - SPAN {
-                left += 1;
-            }
-            while win.front().is_some_and(|&q| q < left) {
-                win.pop_front();
-            }
-            let v = win.front().map_or(-1.0, |&q| self.bursts[q].max);
-            // no measurement in the window (only dupACK sends): the last value, else 0
-            if v >= 0.0 {
-                last = v;
-            }
-            *slot = last;
-        }
-    }
 }
 
 /// Congestion-avoidance growth and the phase of one direction's rows.
@@ -347,18 +181,46 @@ pub struct PipeRows<'a> {
     pub una: &'a [i64],
     /// SACKed bytes above una (0: none).
     pub sacked: &'a [i64],
-    /// Payload, data packet place and SACKed-from place per row ([`SackInfo`]; all empty: none).
+    /// Payload per row (empty: unknown), data packet place and SACKed-from place per row
+    /// ([`SackInfo`]; both empty: none).
     pub pay: &'a [i64],
     pub pos: &'a [i64],
     pub at: &'a [i64],
     pub marks: &'a [u8],
+    /// When the latest ACK before each row arrived (NaN: none; empty: unknown).
+    pub ack_t: &'a [f64],
     pub lo: &'a [i64],
     pub hi: &'a [i64],
     pub min_rtt: &'a [f64],
+    /// Per direction: the ACK-clock tolerance (seconds) and the last cumulative ACK (empty:
+    /// no application-limited bursts are looked for).
+    pub clocked: &'a [f64],
+    pub end_una: &'a [i64],
 }
 
-/// The filtered pipe and the raw pipe of every row, direction by direction.
-pub fn pipe(r: &PipeRows) -> Result<(Vec<f64>, Vec<f64>), String> {
+/// A capture whose segments leave this soon after the ACK that released them is the sender's
+/// own view (seconds): a sender's kernel answers an ACK within tens of µs, a simulator's agent at
+/// once; a capture a link away adds that link's round trip and its queueing.
+pub const AT_SENDER_S: f64 = 1e-4;
+
+/// Is the capture the sender's own view? Some segment left within [`AT_SENDER_S`] of the ACK
+/// that released it (a new ACK, not a duplicate). Away from the sender its reply shows up a round
+/// trip of the capture's own later, spread by queueing, and segments dropped before the capture
+/// point are missing: neither the ACK clock nor what was (re-)sent after a timeout can be read
+/// there.
+pub fn at_sender(time: &[f64], ack_t: &[f64], marks: &[u8]) -> bool {
+    time.iter()
+        .zip(ack_t)
+        .zip(marks)
+        .skip(1)
+        .any(|((&t, &a), &m)| m & NEW_ACK != 0 && m & DUP == 0 && t - a <= AT_SENDER_S)
+}
+
+/// [`pipe`]'s result: filtered and raw pipe, and the flags ([`APP`], [`HELD`]), per row.
+pub type PipeOut = (Vec<f64>, Vec<f64>, Vec<u8>);
+
+/// The filtered pipe, the raw pipe and the flags of every row, direction by direction.
+pub fn pipe(r: &PipeRows) -> Result<PipeOut, String> {
     let n = r.time.len();
     let cols = [
         ("seq_end", r.seq_end.len()),
@@ -369,34 +231,53 @@ pub fn pipe(r: &PipeRows) -> Result<(Vec<f64>, Vec<f64>), String> {
     same_len(n, &cols)?;
     let info = !r.pos.is_empty();
     if info {
-        same_len(
-            n,
-            &[
-                ("pay", r.pay.len()),
-                ("pos", r.pos.len()),
-                ("at", r.at.len()),
-            ],
-        )?;
+        same_len(n, &[("pos", r.pos.len()), ("at", r.at.len())])?;
+    }
+    if info || !r.pay.is_empty() {
+        same_len(n, &[("pay", r.pay.len())])?;
+    }
+    if !r.ack_t.is_empty() {
+        same_len(n, &[("ack_t", r.ack_t.len())])?;
     }
     same_len(r.lo.len(), &[("min_rtt", r.min_rtt.len())])?;
+    let app = !r.clocked.is_empty() && !r.ack_t.is_empty();
+    if app {
+        same_len(
+            r.lo.len(),
+            &[("clocked", r.clocked.len()), ("end_una", r.end_una.len())],
+        )?;
+    }
     let b = bounds(r.lo, r.hi, n)?;
-    let (mut filt, mut raw) = (vec![0.0; n], vec![0.0; n]);
+    let (mut filt, mut raw, mut flags) = (vec![0.0; n], vec![0.0; n], vec![0u8; n]);
     split(&mut filt, &b)?
         .into_par_iter()
         .zip(split(&mut raw, &b)?)
-        .zip(b.par_iter().zip(r.min_rtt))
-        .for_each(|((f, w), (&(a, e), &mr))| {
-            let mut p = Pipe::new(mr, e - a);
+        .zip(split(&mut flags, &b)?)
+        .zip(b.par_iter().enumerate())
+        .for_each(|(((f, w), fl), (d, &(a, e)))| {
+            // without the ACK clock no burst is taken for application-limited
+            let (clocked, end_una) = if app {
+                (r.clocked[d], r.end_una[d])
+            } else {
+                (f64::INFINITY, i64::MIN)
+            };
+            let here = app && at_sender(&r.time[a..e], &r.ack_t[a..e], &r.marks[a..e]);
+            let mut p = Pipe::new(r.min_rtt[d], clocked, here, e - a);
             for (i, slot) in (a..e).zip(w.iter_mut()) {
+                let len = r.pay.get(i).copied().unwrap_or(0);
                 let sk = if info {
                     SackInfo {
-                        len: r.pay[i],
+                        len,
                         pos: r.pos[i],
                         at: r.at[i],
                     }
                 } else {
-                    SackInfo::NONE
+                    SackInfo {
+                        len,
+                        ..SackInfo::NONE
+                    }
                 };
+                let ack_t = r.ack_t.get(i).copied().unwrap_or(f64::NAN);
                 *slot = p.on_row(
                     r.time[i],
                     r.seq_end[i],
@@ -404,11 +285,12 @@ pub fn pipe(r: &PipeRows) -> Result<(Vec<f64>, Vec<f64>), String> {
                     r.sacked[i],
                     sk,
                     r.marks[i],
+                    ack_t,
                 );
             }
-            p.finish(f);
+            p.finish(end_una, f, fl);
         });
-    Ok((filt, raw))
+    Ok((filt, raw, flags))
 }
 
 /// Interpolated estimates and phase codes of every row, direction by direction.

@@ -20,18 +20,30 @@ data segment and corrects it where the sender is not cwnd-limited:
    retransmit) resend from snd_una, so the pipe uses the highest byte sent since; data
    SACKed above that restarted snd_nxt is no part of the pipe (RFC 6675 §2: it counts
    octets between HighACK and HighData), so only the SACKed bytes below it leave it.
+   After a **timeout** every segment outstanding and not SACKed is lost (RFC 5681 §3.1,
+   Linux ``tcp_enter_loss``/``tcp_timeout_mark_lost``) and out of RFC 6675 §4's pipe until
+   re-sent: the pipe is what was sent since (new or re-sent), not a hole not re-sent yet.
 3. **Fast recovery or restart.** A fast-retransmit event is a Reno-style *recovery*
    (estimate = ssthresh, phase ``recovery``: ns-2 keeps the dupACK inflation out of
    ``cwnd_``, PRR converges to it) unless the sender shows go-back-N: it resends old
    data beyond the first hole, contiguously, before any new data (a SACK sender skips
    the SACKed segments). When it sends nothing at all until the event ends, the burst
-   the ending ACK releases decides: Tahoe sends ~2 segments, Reno resumes at ssthresh.
+   the ending ACK releases decides: Tahoe sends ~2 segments, Reno resumes at ssthresh —
+   unless that burst is application-limited (step 5): it then tells neither, and the event
+   stays a recovery. After a recovery, rows that read no window yet keep its ssthresh.
 4. **ssthresh** = half the estimate just before the event (with SACK information, half
    the un-SACKed flight if smaller: RFC 5681 eq. 4's FlightSize, as ns-3 does), rounded
    down to whole segments, at least 2 MSS (ns-2 and Linux keep whole segments).
 5. **Not measurements of the window**: segments sent on duplicate ACKs (RFC 3042 limited
-   transmit, dupACK inflation) are skipped; the segments one ACK releases count as one
-   burst (a capture sees them spaced by the serialisation time).
+   transmit, dupACK inflation) are skipped, and so are **application-limited** bursts: the
+   burst ended at HighData, an ACK then covered all of it, and nothing new left within
+   :data:`ACK_CLOCKED_S` of the latest ACK: the sender had nothing more to send (RFC 7661 §4
+   validates no window then; Linux grows cwnd only when ``tcp_is_cwnd_limited``). While no
+   other burst is in the filter window the estimate keeps its value (raised where such a
+   pipe is higher). The segments one ACK releases count as one burst (a capture sees them
+   spaced by the serialisation time). The two rules on application-limited bursts and
+   timeouts need the sender's own view: a direction where no segment left within 100 µs of
+   the ACK that released it (a capture a link away) keeps the plain pipe.
 6. **Smoothing**: a causal max filter over two minimum RTTs (queueing and delayed ACKs
    stretch the RTT), restarted at every event start and end so that no pre-loss window
    is carried across a reduction.
@@ -62,6 +74,8 @@ from tracekit.analysis._cwnd_seg import as_bool, as_f64, as_i64, ranges
 KEYS = ["flow", "dir"]
 #: A data segment sent within this long after an ACK arrived was clocked by it.
 ACK_CLOCKED_S = 1e-3
+#: The core's row flags (``tracekit._core.cwnd_pipe``): an application-limited burst; no reading in the window.
+APP, HELD = 1, 2
 ROW_SCHEMA = {"flow": pl.UInt32(), "dir": pl.Int8(), "time": pl.Float64(), "cwnd_bytes": pl.Float64(),
               "ssthresh_bytes": pl.Float64(), "source": schema.CWND_SOURCE, "phase": schema.PHASE}
 EP_SCHEMA = {"flow": pl.UInt32(), "dir": pl.Int8(), "start": pl.Float64(), "end": pl.Float64(),
@@ -204,35 +218,54 @@ def _episodes(r: Rows) -> list[_Episode]:
     return out
 
 
-def _pipe(r: Rows, eps: list[_Episode]) -> tuple[np.ndarray, np.ndarray]:
-    """The pipe at each data segment, filtered (the estimate before recoveries), and its raw value at the bursts.
+def _pipe(r: Rows, eps: list[_Episode]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pipe at each data segment, filtered (the estimate before recoveries), raw, and the core's row flags.
 
     One pass per direction in the core (``tracekit._core.cwnd_pipe``): snd_nxt restarts at each
-    loss event (go-back-N senders resend from snd_una); segments sent on a duplicate ACK (RFC
-    3042 limited transmit, fast recovery's dupACK inflation) are no measurement; the segments
-    one ACK releases count as one burst; a causal max filter over two minimum RTTs,
-    restarting at every event start and end. After a restart, SACKed data above the restarted
-    snd_nxt stays out of the pipe (RFC 6675 §2: only octets between HighACK and HighData; the
-    core knows which segments are SACKed from ``r.seg_rows``/``r.seg_at``). Frees the
-    sequence arrays of ``r``.
+    loss event (go-back-N senders resend from snd_una); after a timeout only what was sent since
+    is in the pipe (everything outstanding then is lost, RFC 5681 §3.1, RFC 6675 §4); segments
+    sent on a duplicate ACK (RFC 3042 limited transmit, fast recovery's dupACK inflation) and
+    application-limited bursts (RFC 7661 §4) are no reading; the segments one ACK releases count
+    as one burst; a causal max filter over two minimum RTTs, restarting at every event start and
+    end. After a restart, SACKed data above the restarted snd_nxt stays out of the pipe (RFC 6675
+    §2: only octets between HighACK and HighData; the core knows which segments are SACKed from
+    ``r.seg_rows``/``r.seg_at``). Frees the sequence arrays of ``r``.
     """
     ev = np.array([e.i for e in eps], dtype=np.int64)
+    ev_to = np.array([e.i for e in eps if e.to], dtype=np.int64)
     ends = np.array([e.j_end for e in eps if e.j_end < r.hi[e.d]], dtype=np.int64)
+    clocked = np.full(r.lo.size, ACK_CLOCKED_S)  # (at the sender: docs/analysis.md, application-limited bursts)
+    has = r.ahi > r.alo
+    end_una = np.full(r.lo.size, np.iinfo(np.int64).min, dtype=np.int64)
+    end_una[has] = r.a_una[r.ahi[has] - 1]
     i, f, b = as_i64, as_f64, as_bool
-    filt, raw = _core.cwnd_pipe(f(r.time), i(r.seq_end), i(r.una), b(r.dup), b(r.new_ack), i(r.sack_at),
-                                i(r.sack_val), i(r.sack_pos), i(r.pay), i(r.seg_rows), i(r.seg_at), i(r.lo),
-                                i(r.hi), f(r.min_rtt), ev, ends)
+    filt, raw, flags = _core.cwnd_pipe(f(r.time), i(r.seq_end), i(r.una), b(r.dup), b(r.new_ack), i(r.sack_at),
+                                       i(r.sack_val), i(r.sack_pos), i(r.pay), i(r.seg_rows), i(r.seg_at), i(r.lo),
+                                       i(r.hi), f(r.min_rtt), ev, ends, ev_to, f(r.ack_t), f(clocked), end_una)
     gone = np.empty(0, dtype=np.int64)  # (nothing after needs them per row)
     r.seq_end = r.pay = r.una = r.sack_pos = r.seg_rows = r.seg_at = gone
     r.dup = r.new_ack = np.empty(0, dtype=bool)
-    return filt, raw[[e.burst for e in eps if e.burst >= 0]]
+    r.ack_t = np.empty(0)
+    return filt, raw, flags
 
 
-def _recoveries(r: Rows, eps: list[_Episode], est: np.ndarray, raw_burst: np.ndarray
+def _held_after(est: np.ndarray, raw: np.ndarray, flags: np.ndarray, read: np.ndarray, a: int, b: int, s: float
+                ) -> None:
+    """After a recovery, the rows ``a:`` up to the first with a reading (``read``: those rows, ascending)
+    keep ssthresh, or the pipe of application-limited bursts where higher (cwnd is at least what is out)."""
+    k = int(np.searchsorted(read, a))
+    stop = min(int(read[k]) if k < read.size else b, b)
+    if stop > a:
+        app = np.where(flags[a:stop] & APP, raw[a:stop], -1.0)
+        est[a:stop] = np.maximum.accumulate(np.maximum(app, s))
+
+
+def _recoveries(r: Rows, eps: list[_Episode], est: np.ndarray, raw: np.ndarray, flags: np.ndarray
                 ) -> tuple[dict[int, float], np.ndarray, list[dict[str, object]]]:
     """Second pass over the loss events: recovery or restart, ssthresh, the estimate inside recoveries.
 
-    ``est`` (the filtered pipe) is overwritten inside recoveries; each event's ssthresh is
+    ``est`` (the filtered pipe) is overwritten inside recoveries and after them where no burst
+    reads the window yet (``flags``: the core's ``APP`` and ``HELD``); each event's ssthresh is
     half the estimate just before it, as the earlier events left it.
 
     Returns:
@@ -241,7 +274,7 @@ def _recoveries(r: Rows, eps: list[_Episode], est: np.ndarray, raw_burst: np.nda
     in_rec = np.zeros(est.size, dtype=bool)
     ssth: dict[int, float] = {}
     episodes: list[dict[str, object]] = []
-    b = 0
+    read = np.flatnonzero((flags & HELD) == 0) if eps else np.empty(0, dtype=np.int64)
     for e in eps:
         mss = float(r.mss[e.d])
         # at a direction's first row nothing has changed the filtered value yet
@@ -251,15 +284,17 @@ def _recoveries(r: Rows, eps: list[_Episode], est: np.ndarray, raw_burst: np.nda
             pre = min(pre, float(max(e.hi - e.una - e.sacked, 0)))
         s = max(math.floor(pre / 2.0 / mss) * mss, 2.0 * mss) if mss > 0 else pre / 2.0
         restart = e.gbn
-        if e.burst >= 0:
-            # Tahoe restarts from one segment (sends ~2), Reno resumes at ssthresh
-            restart = bool(raw_burst[b] < 0.75 * s)
-            b += 1
+        if e.burst >= 0 and not flags[e.burst] & APP:
+            # Tahoe restarts from one segment (sends ~2), Reno resumes at ssthresh; a burst the
+            # application cut short (RFC 7661 §4) tells neither: the event stays a recovery
+            restart = bool(raw[e.burst] < 0.75 * s)
         recovery = (not e.to) and not restart
         ssth[e.i] = s
         if recovery:
             in_rec[e.i:e.last] = True
             est[e.i:e.last] = s
+            # cwnd leaves a recovery at ssthresh (RFC 6582 §3.2 step 6, RFC 6937 §3.1)
+            _held_after(est, raw, flags, read, e.last, int(r.hi[e.d]), s)
         episodes.append({"flow": int(r.flow[e.d]), "dir": int(r.dir[e.d]), "start": float(r.time[e.i]),
                          "end": e.end if e.end != math.inf else None, "kind": "rto" if e.to else "fast",
                          "recovery": recovery, "ssthresh_bytes": s})
@@ -315,9 +350,9 @@ def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs
     if r is None:
         return empty
     eps = _episodes(r)
-    est, raw_burst = _pipe(r, eps)
-    ssth, in_rec, episodes = _recoveries(r, eps, est, raw_burst)
-    del eps, raw_burst
+    est, raw, flags = _pipe(r, eps)
+    ssth, in_rec, episodes = _recoveries(r, eps, est, raw, flags)
+    del eps, raw, flags
     st = _ssthresh(r, ssth)
     # congestion avoidance spread between whole-segment steps, and the phase codes (the core's
     # ``cwnd_phases``: slow start while cwnd < ssthresh or none yet, RFC 5681 §3.1)

@@ -61,6 +61,7 @@ class Rows:
     a_time: np.ndarray  # per ACK
     a_una: np.ndarray
     retx_timeout: np.ndarray  # per retransmitted row: the retransmission analysis' timeout (retrans.timeout_resends)
+    ack_t: np.ndarray  # per data row: when the latest ACK before it arrived (NaN: none)
 
     def sacked(self, rows: np.ndarray) -> np.ndarray:
         """SACKed bytes at ``rows``."""
@@ -283,6 +284,8 @@ def build(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: p
     new_ack[0] = True
     np.not_equal(j[1:], j[:-1], out=new_ack[1:])
     s.a_idx = np.empty(0, dtype=np.int64)
+    ack_t = s.a_time[np.maximum(j, 0)] if s.a_time.size else np.zeros(j.size)
+    ack_t[j < 0] = np.nan
     del j
 
     # a retransmitted SYN: the transfer starts with cwnd = 1 segment, ssthresh = 2
@@ -294,4 +297,4 @@ def build(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: p
         lo=s.lo, hi=s.hi, alo=s.alo, ahi=s.ahi, time=s.time, seq_end=seq_end, pay=pay, una=una, dup=dup,
         new_ack=new_ack, sack_at=sack_at, sack_val=sack_val, sack_pos=sack_pos, seg_rows=seg_rows,
         seg_at=seg_at,
-        retx_rows=retx_rows, retx_hi=retx_hi, a_time=s.a_time, a_una=a_una, retx_timeout=retx_timeout)
+        retx_rows=retx_rows, retx_hi=retx_hi, a_time=s.a_time, a_una=a_una, retx_timeout=retx_timeout, ack_t=ack_t)

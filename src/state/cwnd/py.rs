@@ -1,16 +1,26 @@
 //! The Python entry points of the cwnd passes: numpy columns in, numpy columns out.
 
-use super::{acks, mark, phases, pipe, same_len, AckRows, PipeRows, DUP, EPOCH, NEW_ACK, SEG};
+use super::{
+    acks, mark, phases, pipe, same_len, AckRows, PipeRows, DUP, EPOCH, NEW_ACK, SEG, TIMEOUT,
+};
 use crate::state::guard;
 use crate::state::slice;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
-type PipeArrays<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>);
+type PipeArrays<'py> = (
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<f64>>,
+    Bound<'py, PyArray1<u8>>,
+);
 
-/// The cwnd estimate's pipe (see `Pipe`): `(filtered, raw)` per data row.
+/// The cwnd estimate's pipe (see `Pipe`): `(filtered, raw, flags)` per data row (flags: `APP`
+/// 1, the row's burst was application-limited; `HELD` 2, its window read no cwnd-limited burst).
 ///
-/// `ev`: loss events' first rows; `ends`: rows where an event ends; `sack_at`/`sack_val`/
+/// `ev`: loss events' first rows; `ev_to`: those that are timeouts; `ends`: rows where an
+/// event ends; `ack_t`: when the latest ACK before each row arrived (NaN: none); `clocked`/
+/// `end_una`: per direction, the ACK-clock tolerance (s) and the last cumulative ACK (all three
+/// empty: no application-limited test); `sack_at`/`sack_val`/
 /// `sack_pos`: rows with SACKed bytes, how many and the row's data packet place (a repeated row:
 /// the last value); `pay`: payload per row; `seg_rows`/`seg_at`: rows whose segments get SACKed
 /// and from which place on (`SackInfo`; both empty: none).
@@ -34,6 +44,10 @@ fn cwnd_pipe<'py>(
     min_rtt: PyReadonlyArray1<'py, f64>,
     ev: PyReadonlyArray1<'py, i64>,
     ends: PyReadonlyArray1<'py, i64>,
+    ev_to: PyReadonlyArray1<'py, i64>,
+    ack_t: PyReadonlyArray1<'py, f64>,
+    clocked: PyReadonlyArray1<'py, f64>,
+    end_una: PyReadonlyArray1<'py, i64>,
 ) -> PyResult<PipeArrays<'py>> {
     let time = slice(&time, "time")?;
     let (dup, new_ack) = (slice(&dup, "dup")?, slice(&new_ack, "new_ack")?);
@@ -55,6 +69,12 @@ fn cwnd_pipe<'py>(
         slice(&una, "una")?,
         slice(&min_rtt, "min_rtt")?,
     );
+    let clock = (
+        slice(&ev_to, "ev_to")?,
+        slice(&ack_t, "ack_t")?,
+        slice(&clocked, "clocked")?,
+        slice(&end_una, "end_una")?,
+    );
     let out = py.detach(|| {
         guard(|| {
             let n = time.len();
@@ -66,6 +86,7 @@ fn cwnd_pipe<'py>(
                 .map(|(&d, &a)| if d { DUP } else { 0 } | if a { NEW_ACK } else { 0 })
                 .collect();
             mark(&mut marks, ev, EPOCH | SEG)?;
+            mark(&mut marks, clock.0, TIMEOUT)?;
             mark(&mut marks, ends, SEG)?;
             let mut sacked = vec![0i64; n];
             for (&at, &v) in sack_at.iter().zip(sack_val) {
@@ -77,7 +98,6 @@ fn cwnd_pipe<'py>(
             if !info.2.is_empty() {
                 same_len(info.2.len(), &[("seg_at", info.3.len())])?;
                 same_len(sack_at.len(), &[("sack_pos", info.0.len())])?;
-                same_len(n, &[("pay", info.1.len())])?;
                 (pos, seg_at) = (vec![-1i64; n], vec![-1i64; n]);
                 scatter(&mut pos, sack_at, info.0)?;
                 scatter(&mut seg_at, info.2, info.3)?;
@@ -87,17 +107,24 @@ fn cwnd_pipe<'py>(
                 seq_end: r.0,
                 una: r.1,
                 sacked: &sacked,
-                pay: if pos.is_empty() { &[] } else { info.1 },
+                pay: info.1,
                 pos: &pos,
                 at: &seg_at,
                 marks: &marks,
+                ack_t: clock.1,
                 lo,
                 hi,
                 min_rtt: r.2,
+                clocked: clock.2,
+                end_una: clock.3,
             })
         })
     })?;
-    Ok((out.0.into_pyarray(py), out.1.into_pyarray(py)))
+    Ok((
+        out.0.into_pyarray(py),
+        out.1.into_pyarray(py),
+        out.2.into_pyarray(py),
+    ))
 }
 
 /// `out[rows[k]] = vals[k]` for every k (each row checked against `out`).

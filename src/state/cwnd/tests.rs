@@ -6,13 +6,13 @@ use crate::state::seq::MISSING;
 
 /// One direction's rows as (time, seq_end, una, sacked, marks), min RTT `mr`: (filtered, raw).
 fn run_pipe(mr: f64, rows: &[(f64, i64, i64, i64, u8)]) -> (Vec<f64>, Vec<f64>) {
-    let mut p = Pipe::new(mr, rows.len());
+    let mut p = Pipe::new(mr, f64::INFINITY, false, rows.len());
     let raw = rows
         .iter()
-        .map(|&(t, e, u, s, m)| p.on_row(t, e, u, s, SackInfo::NONE, m))
+        .map(|&(t, e, u, s, m)| p.on_row(t, e, u, s, SackInfo::NONE, m, f64::NAN))
         .collect();
     let mut f = vec![f64::NAN; rows.len()];
-    p.finish(&mut f);
+    p.finish(i64::MIN, &mut f, &mut vec![0; rows.len()]);
     (f, raw)
 }
 
@@ -98,7 +98,7 @@ fn sacked_data_above_a_restarted_snd_nxt_stays_out_of_the_pipe() {
     // packet 12 on, 8000..9000 from 10, 9000..10000 from 11. Timeouts resend 3000.. and
     // 4000.. (EPOCH): RFC 6675 §2 counts only octets between una and the restarted snd_nxt,
     // so the blocks above it are not taken out of it (before: 4000 - 3000 - 1000 = 0)
-    let mut p = Pipe::new(1.0, 16);
+    let mut p = Pipe::new(1.0, f64::INFINITY, false, 16);
     let sk = |pos: i64, at: i64| SackInfo { len: 1000, pos, at };
     let mut raw = vec![];
     for k in 0..10i64 {
@@ -109,7 +109,15 @@ fn sacked_data_above_a_restarted_snd_nxt_stays_out_of_the_pipe() {
             _ => -1,
         };
         let m = if k == 0 { NEW_ACK } else { 0 };
-        raw.push(p.on_row(0.001 * k as f64, 1000 * (k + 1), 0, 0, sk(k, at), m));
+        raw.push(p.on_row(
+            0.001 * k as f64,
+            1000 * (k + 1),
+            0,
+            0,
+            sk(k, at),
+            m,
+            f64::NAN,
+        ));
     }
     let ev = NEW_ACK | EPOCH | SEG;
     // (time, seq_end, una, SACKed above una as the scoreboard counts it, marks)
@@ -122,7 +130,7 @@ fn sacked_data_above_a_restarted_snd_nxt_stays_out_of_the_pipe() {
         (1.5, 11000, 4000, 3000, 0),
     ];
     for (k, &(t, e, u, s, m)) in rows.iter().enumerate() {
-        raw.push(p.on_row(t, e, u, s, sk(10 + k as i64, -1), m));
+        raw.push(p.on_row(t, e, u, s, sk(10 + k as i64, -1), m, f64::NAN));
     }
     let want: Vec<f64> = (1..=10).map(|k| 1000.0 * k as f64).collect();
     assert_eq!(raw[..10], want[..]);
@@ -209,9 +217,12 @@ fn bad_bounds_are_errors() {
         pos: &[],
         at: &[],
         marks: &[0],
+        ack_t: &[],
         lo: &[0],
         hi: &[2],
         min_rtt: &[1.0],
+        clocked: &[],
+        end_una: &[],
     };
     assert!(pipe(&r).is_err());
     assert!(phases(&[0.0], &[1.0], &[1.0], &[false], &[0], &[1], &[]).is_err());
@@ -319,4 +330,78 @@ fn no_rtt_without_a_later_covering_ack() {
         &[false, false],
     );
     assert!(bad.is_err(), "timeout has 2 values for 1 row");
+}
+
+/// One direction's rows as (time, seq_end, una, marks, ack_t) of 1000-byte segments, clocked
+/// within 1 ms, `here`: the sender's own view; the last ACK is `end_una`: (filtered, raw, flags).
+fn run_clocked(
+    here: bool,
+    rows: &[(f64, i64, i64, u8, f64)],
+    end_una: i64,
+) -> (Vec<f64>, Vec<f64>, Vec<u8>) {
+    let mut p = Pipe::new(0.1, 1e-3, here, rows.len());
+    let sk = SackInfo {
+        len: 1000,
+        ..SackInfo::NONE
+    };
+    let raw = rows
+        .iter()
+        .map(|&(t, e, u, m, a)| p.on_row(t, e, u, 0, sk, m, a))
+        .collect();
+    let (mut f, mut fl) = (vec![f64::NAN; rows.len()], vec![0; rows.len()]);
+    p.finish(end_una, &mut f, &mut fl);
+    (f, raw, fl)
+}
+
+#[test]
+fn an_application_limited_burst_reads_no_window() {
+    // ten segments out (10000); the ACK of all of them releases one 376-byte tail (the write's
+    // end), its ACK at 1.1 s releases nothing until the application writes again at 1.5 s
+    let rows = [
+        (0.0, 10000, 0, NEW_ACK, f64::NAN),
+        (1.0005, 10376, 10000, NEW_ACK, 1.0),
+        (1.5, 11376, 10376, NEW_ACK, 1.1),
+    ];
+    let (f, raw, fl) = run_clocked(true, &rows, 11376);
+    assert_eq!(raw, vec![10000.0, 376.0, 1000.0]);
+    // RFC 7661 §4: neither the tail nor the next write (also ACKed in full, nothing after) lowers it
+    assert_eq!(f, vec![10000.0, 10000.0, 10000.0]);
+    assert_eq!(fl, vec![0, APP | HELD, APP | HELD]);
+    // a segment sent on the ACK that covered the tail: cwnd-limited, a reading
+    let clocked = [rows[0], rows[1], (1.1002, 11376, 10376, NEW_ACK, 1.1)];
+    let (f, _, fl) = run_clocked(true, &clocked, 10376);
+    assert_eq!(f, vec![10000.0, 376.0, 1000.0]);
+    assert_eq!(fl, vec![0, 0, 0]);
+    // away from the sender the ACK clock cannot be read: every burst is a reading, as before
+    let (f, _, fl) = run_clocked(false, &rows, 11376);
+    assert_eq!(f, vec![10000.0, 376.0, 1000.0]);
+    assert_eq!(fl, vec![0, 0, 0]);
+}
+
+#[test]
+fn after_a_timeout_only_what_was_sent_since_is_in_the_pipe() {
+    // ten segments out; the timer re-sends the head, its ACK releases a new segment beyond the
+    // nine not re-sent (lost: RFC 5681 §3.1, Linux tcp_timeout_mark_lost), then the next hole
+    let to = NEW_ACK | EPOCH | SEG | TIMEOUT;
+    let mut rows: Vec<_> = (0..10)
+        .map(|k| {
+            (
+                0.001 * k as f64,
+                1000 * (k + 1),
+                0,
+                if k == 0 { NEW_ACK } else { 0 },
+                0.0,
+            )
+        })
+        .collect();
+    rows.extend([
+        (1.0, 1000, 0, to, 0.0),
+        (1.2, 11000, 1000, NEW_ACK, 1.2),
+        (1.2, 2000, 1000, 0, 1.2),
+    ]);
+    let (_, raw, _) = run_clocked(true, &rows, 1000);
+    assert_eq!(raw[10..], [1000.0, 1000.0, 2000.0]);
+    // without the sender's view (or before: snd_nxt − una) the hole counted: 10000, 10000
+    let (_, raw, _) = run_clocked(false, &rows, 1000);
+    assert_eq!(raw[10..], [1000.0, 10000.0, 10000.0]);
 }
