@@ -23,20 +23,9 @@ use etherparse::{ip_number, UdpHeaderSlice};
 /// keeps the first message per code says what it said.
 const CHUNK: usize = 1 << 17;
 
-/// Decode every record into rows; warnings and counts are appended in log order.
-pub fn decode(
-    src: &mut dyn Source,
-    recs: &Records,
-    t0: i64,
-    limits: &Limits,
-    warnings: &mut Vec<Warn>,
-    counts: &mut Vec<(&'static str, u64)>,
-) -> Rows {
-    decode_in(src, recs, t0, limits, warnings, counts, spans::SPAN)
-}
-
-/// [`decode`] in spans of `span` records.
-pub(super) fn decode_in(
+/// Decode every record into rows, in spans of `span` records (`spans`); warnings and counts are
+/// appended in log order.
+pub fn decode_in(
     src: &mut dyn Source,
     recs: &Records,
     t0: i64,

@@ -32,13 +32,14 @@ fn decode_frames(frames: &[Vec<u8>]) -> (Rows, Vec<Warn>, Vec<(&'static str, u64
         data.extend_from_slice(f);
     }
     let (mut w, mut c) = (Vec::new(), Vec::new());
-    let rows = decode(
+    let rows = decode_in(
         &mut Mem(&data),
         &recs,
         0,
         &Limits::default(),
         &mut w,
         &mut c,
+        crate::capture::spans::SPAN,
     );
     (rows, w, c)
 }

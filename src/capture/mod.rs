@@ -228,6 +228,17 @@ pub fn read(
     format: Format,
     limits: &Limits,
 ) -> Result<Capture, Failure> {
+    read_in_spans(src, format, limits, spans::SPAN)
+}
+
+/// [`read`] with the records decoded in spans of `span` (the fuzz target compares small spans,
+/// which take the parallel path on small inputs, with the one-span read).
+pub fn read_in_spans(
+    src: &mut dyn bytes::Source,
+    format: Format,
+    limits: &Limits,
+    span: usize,
+) -> Result<Capture, Failure> {
     let mut warnings = Vec::new();
     let (recs, meta) = match format {
         Format::Pcap => pcap::read(src, limits, &mut warnings),
@@ -278,13 +289,14 @@ pub fn read(
     let t0 = recs.ts_ns.first().copied();
     let back = recs.ts_ns.windows(2).filter(|w| w[1] < w[0]).count() as u64;
     let mut counts = Vec::new();
-    let rows = ip::decode(
+    let rows = ip::decode_in(
         src,
         &recs,
         t0.unwrap_or(0),
         limits,
         &mut warnings,
         &mut counts,
+        span,
     );
     drop(recs); // before the ids are made: the peak stays that of the decode
     let ids = addrs::ids(&rows);
