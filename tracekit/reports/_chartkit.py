@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from itertools import repeat
 from typing import Any, ParamSpec, TypeGuard, TypeVar
 
@@ -115,9 +115,9 @@ _JSON_SAME = (pl.Float64, pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UI
 _JSON_MIN_ROWS = 64
 
 
-def _json_rows(df: pl.DataFrame, rows: list[dict[str, Any]]) -> str | None:
-    """``json.dumps(rows, separators=(",", ":"), ensure_ascii=False)`` of ``rows == df.to_dicts()``, from polars
-    (None for a few rows: :data:`_JSON_MIN_ROWS`).
+def _json_rows(df: pl.DataFrame, row: Callable[[int], dict[str, Any]]) -> str | None:
+    """``json.dumps(rows, separators=(",", ":"), ensure_ascii=False)`` of the rows ``df.to_dicts()``, from polars
+    (None for a few rows: :data:`_JSON_MIN_ROWS`); ``row(i)`` gives row ``i`` as a dict.
 
     polars writes numbers, strings (the same escapes), nulls and booleans as Python does, but a
     float below 1e-4 positionally (``0.000074``, Python ``7.4e-05``): the few rows holding one (the
@@ -144,9 +144,29 @@ def _json_rows(df: pl.DataFrame, rows: list[dict[str, Any]]) -> str | None:
         if i > start:  # polars' rows start..i, without the brackets
             parts.append(df.slice(start, i - start).write_json()[1:-1])
         if i < df.height:
-            parts.append(json.dumps(rows[i], ensure_ascii=False, separators=(",", ":")))
+            parts.append(json.dumps(row(i), ensure_ascii=False, separators=(",", ":")))
         start = i + 1
     return "[" + ",".join(parts) + "]"
+
+
+def _rounded(df: pl.DataFrame, digits: dict[str, int] | None) -> pl.DataFrame:
+    """``df`` with its floats rounded (``digits`` per column, default 6) and NaN/inf as null (invalid JSON)."""
+    digits = digits or {}
+    exprs = []
+    for name, dtype in df.schema.items():
+        if dtype.is_float():
+            col = pl.col(name)
+            exprs.append(
+                pl.when(col.is_finite()).then(col.round(digits.get(name, 6))).otherwise(None).alias(name)
+            )
+    return df.with_columns(exprs) if exprs else df
+
+
+def _dicts(df: pl.DataFrame) -> list[dict[str, Any]]:
+    """``df.to_dicts()`` made column by column: one list per column, the dicts zipped in C (polars
+    builds each row's dict in Python: twice the time for the same dicts)."""
+    cols = [c.to_list() for c in df.iter_columns()]
+    return list(map(dict, map(zip, repeat(df.columns), zip(*cols, strict=True))))
 
 
 def records(df: pl.DataFrame, digits: dict[str, int] | None = None) -> Rows:
@@ -159,20 +179,51 @@ def records(df: pl.DataFrame, digits: dict[str, int] | None = None) -> Rows:
     Returns:
         One dict per row (a :class:`Rows`).
     """
-    digits = digits or {}
-    exprs = []
-    for name, dtype in df.schema.items():
-        if dtype.is_float():
-            col = pl.col(name)
-            exprs.append(
-                pl.when(col.is_finite()).then(col.round(digits.get(name, 6))).otherwise(None).alias(name)
-            )
-    out = df.with_columns(exprs) if exprs else df
-    # df.to_dicts() made column by column: one list per column, the dicts zipped in C (polars
-    # builds each row's dict in Python: twice the time for the same dicts)
-    cols = [c.to_list() for c in out.iter_columns()]
-    rows = list(map(dict, map(zip, repeat(out.columns), zip(*cols, strict=True))))
-    return Rows(rows, _json_rows(out, rows))
+    out = _rounded(df, digits)
+    rows = _dicts(out)
+    return Rows(rows, _json_rows(out, rows.__getitem__))
+
+
+class FrameRows:
+    """A chart's dataset kept as its (rounded) frame and JSON text; the row dicts are made on first use.
+
+    A page needs only the text (:func:`tracekit.reports.html.script_json` puts it in as it is), so
+    :meth:`Bag.frame` stores this instead of :func:`records`' dicts: a large capture's page would
+    otherwise build ~50,000 dicts it never reads, and the cyclic garbage collector, which tracks every
+    dict until a full collection, would walk them again and again while the page is built.
+    Everything else sees the same rows: :func:`spec` hands out :meth:`rows` (a :class:`Rows`), and
+    altair's own ``to_dict`` reads them by iteration.
+    """
+
+    __slots__ = ("_rows", "frame", "json")
+
+    def __init__(self, frame: pl.DataFrame, json: str | None) -> None:
+        self.frame = frame
+        self.json = json
+        self._rows: Rows | None = None
+
+    def rows(self) -> Rows:
+        """The rows as :func:`records` gives them (made once)."""
+        if self._rows is None:
+            self._rows = Rows(_dicts(self.frame), self.json)
+        return self._rows
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.rows())
+
+    def __len__(self) -> int:
+        return self.frame.height
+
+    def __eq__(self, other: object) -> bool:
+        return self.rows() == (other.rows() if isinstance(other, FrameRows) else other)
+
+    __hash__ = None  # type: ignore[assignment]  # compared by value, like the list it stands for
+
+
+def frame_rows(df: pl.DataFrame, digits: dict[str, int] | None = None) -> FrameRows:
+    """:func:`records` without the dicts: the rounded frame and its JSON text (:class:`FrameRows`)."""
+    out = _rounded(df, digits)
+    return FrameRows(out, _json_rows(out, lambda i: out.row(i, named=True)))
 
 
 class Bag:
@@ -188,22 +239,23 @@ class Bag:
 
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
-        self.rows: dict[str, list[dict[str, Any]]] = {}
+        self.rows: dict[str, list[dict[str, Any]] | FrameRows] = {}
         #: The ``s`` values of the datasets added as frames (:meth:`frame`), by dataset name.
         self.known: dict[str, set[str]] = {}
 
-    def __call__(self, rows: list[dict[str, Any]]) -> alt.NamedData:
+    def __call__(self, rows: list[dict[str, Any]] | FrameRows) -> alt.NamedData:
         name = f"{self.prefix}_d{len(self.rows)}"
         self.rows[name] = rows
         return alt.NamedData(name=name)
 
     def frame(self, df: pl.DataFrame, digits: dict[str, int] | None = None) -> alt.NamedData:
-        """``self(records(df, digits))``, its series names read once from the frame's ``s`` column.
+        """``self(records(df, digits))`` as a :class:`FrameRows` (no dicts until asked for), its series
+        names read once from the frame's ``s`` column.
 
         :meth:`series` would otherwise visit every row dict of every dataset in Python to find the
         two or three names there are; a set of the column's values is made in C.
         """
-        ref = self(records(df, digits))
+        ref = self(frame_rows(df, digits))
         if "s" not in df.columns:
             self.known[ref.name] = set()
         elif df.schema["s"] == pl.String:
@@ -225,11 +277,13 @@ class Bag:
         return chart
 
 
-def spec(chart: Any) -> dict[str, Any]:
+def spec(chart: Any, *, lazy: bool = False) -> dict[str, Any]:
     """The Vega-Lite dict of a chart, fast: the datasets are added after altair's ``to_dict``.
 
     Equal to ``chart.to_dict(validate=False)``; altair's own conversion walks every
-    row of every dataset value by value (~0.25 s per 10,000 rows).
+    row of every dataset value by value (~0.25 s per 10,000 rows). ``lazy``: datasets kept
+    as :class:`FrameRows` stay so (for :func:`tracekit.reports.html.script_json`, which
+    needs only their text); otherwise they are handed out as their rows.
     """
     kwds = getattr(chart, "_kwds", None)
     datasets = kwds.get("datasets", alt.Undefined) if isinstance(kwds, dict) else alt.Undefined
@@ -243,6 +297,8 @@ def spec(chart: Any) -> dict[str, Any]:
             out: dict[str, Any] = chart.to_dict(validate=False)
     finally:
         kwds["datasets"] = datasets
+    if not lazy:
+        datasets = {k: v.rows() if isinstance(v, FrameRows) else v for k, v in datasets.items()}
     out["datasets"] = {**out.get("datasets", {}), **datasets}
     return out
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from tracekit._core import linktypes
 from tracekit._files import write_atomic, write_output
 from tracekit.errors import OutputError
-from tracekit.reports._chartkit import Rows, safe_label, spec
+from tracekit.reports._chartkit import FrameRows, Rows, safe_label, spec
 from tracekit.reports.answers import explain_html, lab_flows, tool_table_html
 from tracekit.reports.figures import FLOW_KINDS, figures, flow_labels
 from tracekit.reports.kernel import kernel_html
@@ -119,8 +119,10 @@ def _dumps(obj: Any) -> str:
     Only dicts with text keys are walked (the page's specs, each spec, its ``datasets``); anything
     else is encoded by ``json.dumps`` as before, so the page is the same text, byte for byte.
     """
-    if isinstance(obj, Rows) and obj.json is not None:
+    if isinstance(obj, Rows | FrameRows) and obj.json is not None:
         return obj.json
+    if isinstance(obj, FrameRows):  # no text (a few rows, other types): json.dumps of its rows
+        return _encode(obj.rows())
     if isinstance(obj, dict) and all(isinstance(k, str) for k in obj):
         return "{" + ",".join(f"{_encode(k)}:{_dumps(v)}" for k, v in obj.items()) + "}"
     return _encode(obj)
@@ -218,7 +220,7 @@ def figure_html(fig: Figure, key: str, specs: dict[str, dict[str, Any]]) -> str:
     """The chart ``<div>`` (its spec added to ``specs``) or the reason it is missing."""
     if not fig.present:
         return f'<p class="missing" data-missing="{esc(fig.kind)}">{esc(fig.title)}: not drawn — {esc(fig.reason)}</p>'
-    specs[key] = chart_spec(fig.chart)
+    specs[key] = spec(fig.chart, lazy=True)  # the page needs only the datasets' text
     notes = "".join(f'<p class="note">{esc(n)}</p>' for n in fig.notes)
     return f'<div class="chart" id="chart-{key}" data-kind="{esc(fig.kind)}"></div>{notes}'
 
