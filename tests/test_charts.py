@@ -297,20 +297,20 @@ def test_plain_layering_gives_altairs_spec(rel: str, monkeypatch: pytest.MonkeyP
 
 @pytest.mark.parametrize("rel", ["linux/stall_cut.pcap", "ns2/lab_reno"])
 def test_page_datasets_are_the_rows_text_without_dicts(rel: str) -> None:
-    """A page keeps each chart dataset as its frame and JSON text (_chartkit.FrameRows): no row dict is
+    """A page keeps each chart dataset as its frame and JSON text (datasets.FrameRows): no row dict is
     made for it, and its spec block is the text json.dumps writes of the rows that spec() and altair's
     own to_dict hand everyone else."""
     import tracekit
-    from tracekit.reports import _chartkit
+    from tracekit.reports.datasets import FrameRows
     from tracekit.reports.html import script_json
 
     analysis = tracekit.analyze(tracekit.read(SAMPLES / rel))
     drawn = [f for f in figures(analysis) if f.present]
     lazy = {f.key: charts.spec(f.chart, lazy=True) for f in drawn}
-    kept = [d for s in lazy.values() for d in s["datasets"].values() if isinstance(d, _chartkit.FrameRows)]
+    kept = [d for s in lazy.values() for d in s["datasets"].values() if isinstance(d, FrameRows)]
     assert kept and all(d._rows is None for d in kept)  # the page path made no dicts
     eager = {f.key: charts.spec(f.chart) for f in drawn}
-    assert not any(isinstance(d, _chartkit.FrameRows) for s in eager.values() for d in s["datasets"].values())
+    assert not any(isinstance(d, FrameRows) for s in eager.values() for d in s["datasets"].values())
     text = json.dumps(eager, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
     for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
                     ("\u2029", "\\u2029")):

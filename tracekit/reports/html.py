@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 from tracekit._core import linktypes
 from tracekit._files import write_atomic, write_output
 from tracekit.errors import OutputError
-from tracekit.reports._chartkit import FrameRows, Rows, safe_label, spec
+from tracekit.reports._chartkit import safe_label, spec
 from tracekit.reports.answers import explain_html, lab_flows, tool_table_html
+from tracekit.reports.datasets import FrameRows, Rows
 from tracekit.reports.figures import FLOW_KINDS, figures, flow_labels
 from tracekit.reports.kernel import kernel_html
 from tracekit.reports.markup import cell as cell  # re-exported: the pages build on them
@@ -114,7 +115,7 @@ def script_json(obj: Any) -> str:
 
 def _dumps(obj: Any) -> str:
     """``json.dumps(obj, allow_nan=False, ensure_ascii=False, separators=(",", ":"))``, with the JSON text
-    a chart's datasets already carry (:class:`~tracekit.reports._chartkit.Rows`) put in as it is.
+    a chart's datasets already carry (:class:`~tracekit.reports.datasets.Rows`) put in as it is.
 
     Only dicts with text keys are walked (the page's specs, each spec, its ``datasets``); anything
     else is encoded by ``json.dumps`` as before, so the page is the same text, byte for byte.
