@@ -59,7 +59,7 @@ def batches(pk: pl.DataFrame, trace: Trace) -> Iterator[pl.DataFrame]:
     cols = pk.select(pl.exclude(NOT_PER_CONNECTION))  # no copy: the gather below copies only these
     rows.reverse()  # popped from the end: each batch's row numbers are let go once it is cut
     while rows:
-        yield cols.select(pl.all().gather(pl.Series(rows.pop())))
+        yield cols[pl.Series(rows.pop())]  # a take of these rows from every column (faster than a gather expression)
 
 
 def _batch_rows(flow: pl.Series) -> list[npt.NDArray[np.uint32]]:
