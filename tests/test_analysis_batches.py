@@ -83,3 +83,35 @@ def test_in_order_keeps_the_order_and_holds_at_most_workers_items() -> None:
     assert 1 < most[0] <= 3
     with pytest.raises(ZeroDivisionError):
         _batches.in_order(lambda i: 1 // (i - 5), range(8), workers=2)
+
+
+def test_batch_rows_are_whole_flows_in_row_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The core's counting sort gives the rows a filter per batch would, dense or sparse flow ids.
+
+    The truth is a filter of the packets by each batch's flows (the cut before the core placed the rows).
+    """
+    trace = tracekit.read(sample("ns3", "dumbbell10", "db10-10-10.pcap"))
+    monkeypatch.setattr(_batches, "BATCH_ROWS", 64)
+    for ids in (trace.packets["flow"], trace.packets["flow"] * 100_003 + 7):  # readers' ids; sparse ones
+        rows = _batches._batch_rows(ids)
+        assert len(rows) >= 2
+        got = [set(ids.gather(r).unique().to_list()) for r in rows]
+        assert all(max(a) < min(b) for a, b in zip(got, got[1:], strict=False))  # ascending flow order
+        for r, flows in zip(rows, got, strict=True):
+            want = pl.Series(range(ids.len())).filter(ids.is_in(list(flows)))
+            assert r.tolist() == want.to_list()  # every row of those flows, in row order
+        assert sum(len(r) for r in rows) == ids.len()
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_stacked_is_a_stable_sort_of_the_parts(interleaved: bool) -> None:
+    """Parts one after the other are joined as they are; interleaved ones are merged as a stable sort would."""
+    a = pl.DataFrame({"frame": [1, 3, 5], "method": ["seq", "ts", "seq"], "v": [0.1, 0.2, 0.3]})
+    b = pl.DataFrame({"frame": [2, 4, 6] if interleaved else [6, 7, 8], "method": ["ts", "seq", "seq"],
+                      "v": [1.0, 2.0, 3.0]})
+    for by in (_batches.ORDER["rtt"], _batches.ORDER["flight"], None):
+        whole = pl.concat([a, b])
+        want = whole if by is None else whole.sort(by, maintain_order=True)
+        parts = [a, b]
+        assert_frame_equal(_batches.stacked(parts, by), want, check_exact=True)
+        assert parts == []

@@ -192,8 +192,9 @@ def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | No
     pk = vantage(trace.packets)
     b = _bin(pk, bin_s)
     keep = keep_per_packet or pk.height < 2 * _batches.BATCH_ROWS  # a small trace's frames cost little
+    drops = _drops(trace.packets)  # once: a filter over every packet, not one per batch
     # the per-packet state (several times the packets' own size) lives for one batch of connections at a time
-    per = _batches.merged(_batches.in_order(lambda part: _per_connection(part, trace, floor_s, keep=keep),
+    per = _batches.merged(_batches.in_order(lambda part: _per_connection(part, trace, floor_s, keep=keep, drops=drops),
                                             _batches.batches(pk, trace)))
     flows_df, views = _connections.one_per_connection(per.flows, pk, trace.meta)
     points = [v for v in flows_df["vantage_point"].unique().to_list() if v is not None]
@@ -240,14 +241,15 @@ class _PerConnection(NamedTuple):
     reductions: pl.DataFrame
 
 
-def _per_connection(pk: pl.DataFrame, trace: Trace, floor_s: float, *, keep: bool = True) -> _PerConnection:
+def _per_connection(pk: pl.DataFrame, trace: Trace, floor_s: float, *, keep: bool = True,
+                    drops: pl.DataFrame | None = None) -> _PerConnection:
     """Every analysis that reads the per-packet state, for the connections whose packets ``pk`` holds.
 
     Each rule is per connection (RFC 9293 keeps TCP state per connection, and so do
     Wireshark's ``tcp_analyze_sequence_number`` and the core's passes), so a batch of whole
     connections (:func:`tracekit.analysis._batches.batches`) yields exactly the whole trace's rows for them.
     Unless ``keep``, the flight and RTT frames are left out once read (:func:`_flight_and_rtt`
-    makes them again on demand).
+    makes them again on demand). ``drops`` are :func:`_drops` of the trace's packets (made here when None).
     """
     st = _state.prepare(pk)
     rs = _rtt.samples(st)
@@ -271,7 +273,7 @@ def _per_connection(pk: pl.DataFrame, trace: Trace, floor_s: float, *, keep: boo
     cw = _cwnd.cwnd(pk, trace.samples, fl, retrans_ep, trace.meta, directions=dirs, sacked_at=sacked_at)
     del sacked_at
     if has_state:
-        red = _cwnd.reductions(cw, _loss_evidence(trace.packets, retrans_df), flows_df.select(
+        red = _cwnd.reductions(cw, _loss_evidence(trace.packets, retrans_df, drops=drops), flows_df.select(
             "flow", "dir", tol_s=pl.col("rtt_min_s")))
         flows_df = with_cwnd_stats(flows_df, _cwnd.flow_stats(cw, events=red), inputs)
         if trace.meta.get("kernel"):  # ss samples beside the capture: the estimate's error against them
@@ -298,8 +300,10 @@ def _flight_and_rtt(trace: Trace, an: Analysis) -> dict[str, pl.DataFrame]:
     return {"flight": _batches.stacked(flight, order["flight"]), "rtt": _batches.stacked(rtt, order["rtt"])}
 
 
-def _loss_evidence(packets: pl.DataFrame, retrans: pl.DataFrame) -> pl.DataFrame:
+def _loss_evidence(packets: pl.DataFrame, retrans: pl.DataFrame, *, drops: pl.DataFrame | None = None) -> pl.DataFrame:
     """``flow, dir, time`` of every data retransmission and simulator drop of data: what backs a loss event.
+
+    ``drops`` are :func:`_drops` of ``packets`` when already made (one filter over all packets, not one per batch).
 
     A lost SYN is left out: it lowers the initial window (RFC 6298 §5.7) before any data
     flows, so it is no loss event of the transfer. So is a ``spurious`` re-send: the receiver
@@ -311,9 +315,13 @@ def _loss_evidence(packets: pl.DataFrame, retrans: pl.DataFrame) -> pl.DataFrame
     real = (retrans["len"] > 0) & (retrans["kind"] != "spurious").fill_null(True) if "kind" in retrans.columns \
         else retrans["len"] > 0
     cols = retrans.select("flow", "dir", "time")
-    drops = packets.lazy().filter((pl.col("event") == "drop") & pl.col("flow").is_not_null()
-                                  & (pl.col("payload") > 0)).select("flow", "dir", "time").collect()
-    return pl.concat([cols.filter(real), drops.cast(cols.schema)])
+    return pl.concat([cols.filter(real), (_drops(packets) if drops is None else drops).cast(cols.schema)])
+
+
+def _drops(packets: pl.DataFrame) -> pl.DataFrame:
+    """``flow, dir, time`` of every simulator drop of a data segment (loss evidence, :func:`_loss_evidence`)."""
+    return packets.lazy().filter((pl.col("event") == "drop") & pl.col("flow").is_not_null()
+                                 & (pl.col("payload") > 0)).select("flow", "dir", "time").collect()
 
 
 #: Flow ids from this on are renumbered for the analysis (direction ids ``2·flow + dir`` are 32-bit).
