@@ -4,6 +4,7 @@ use super::*;
 use crate::state::slice;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 type FlowArrays<'py> = (
     Bound<'py, PyArray1<i64>>,
@@ -71,7 +72,61 @@ fn flow_stats_py<'py>(
     ))
 }
 
+/// Per direction seen in any of the frames (ascending `2·flow + dir`): `(key, rtt_n, rtt_seq,
+/// rtt_min, rtt_mean, rtt_p50, rtt_p95, retrans, retrans_bytes, fast, rto, spurious,
+/// flight_max, flight_mean, stalls, stall_time)`; NaN / -2^62 for none (`summary`).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+#[pyo3(name = "flow_summary")]
+fn flow_summary_py<'py>(
+    py: Python<'py>,
+    rtt_key: PyReadonlyArray1<'py, u64>,
+    rtt_s: PyReadonlyArray1<'py, f64>,
+    rtt_seq: PyReadonlyArray1<'py, bool>,
+    rt_key: PyReadonlyArray1<'py, u64>,
+    rt_bytes: PyReadonlyArray1<'py, i64>,
+    rt_kind: PyReadonlyArray1<'py, u8>,
+    fl_key: PyReadonlyArray1<'py, u64>,
+    fl_bytes: PyReadonlyArray1<'py, i64>,
+    st_key: PyReadonlyArray1<'py, u64>,
+    st_dur: PyReadonlyArray1<'py, f64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let r = summary::Inputs {
+        rtt_key: slice(&rtt_key, "rtt_key")?,
+        rtt_s: slice(&rtt_s, "rtt_s")?,
+        rtt_seq: slice(&rtt_seq, "rtt_seq")?,
+        rt_key: slice(&rt_key, "rt_key")?,
+        rt_bytes: slice(&rt_bytes, "rt_bytes")?,
+        rt_kind: slice(&rt_kind, "rt_kind")?,
+        fl_key: slice(&fl_key, "fl_key")?,
+        fl_bytes: slice(&fl_bytes, "fl_bytes")?,
+        st_key: slice(&st_key, "st_key")?,
+        st_dur: slice(&st_dur, "st_dur")?,
+    };
+    let o = py.detach(|| crate::state::guard(|| summary::flow_summary(&r)))?;
+    let d = PyDict::new(py);
+    d.set_item("key", o.key.into_pyarray(py))?;
+    d.set_item("rtt_n", o.rtt_n.into_pyarray(py))?;
+    d.set_item("rtt_seq", o.rtt_seq.into_pyarray(py))?;
+    for (name, c) in ["rtt_min", "rtt_mean", "rtt_p50", "rtt_p95"]
+        .into_iter()
+        .zip(o.rtt)
+    {
+        d.set_item(name, c.into_pyarray(py))?;
+    }
+    let names = ["retrans", "retrans_bytes", "fast", "rto", "spurious"];
+    for (name, c) in names.into_iter().zip(o.retrans) {
+        d.set_item(name, c.into_pyarray(py))?;
+    }
+    d.set_item("flight_max", o.flight_max.into_pyarray(py))?;
+    d.set_item("flight_mean", o.flight_mean.into_pyarray(py))?;
+    d.set_item("stalls", o.stalls.into_pyarray(py))?;
+    d.set_item("stall_time", o.stall_time.into_pyarray(py))?;
+    Ok(d)
+}
+
 /// Adds this module's functions to `tracekit._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(flow_stats_py, m)?)
+    m.add_function(wrap_pyfunction!(flow_stats_py, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_summary_py, m)?)
 }
