@@ -132,8 +132,9 @@ def dir_stats(
 
 # src/state/flowstats/summary.rs: per direction RTT, retransmission, flight and stall summaries
 def flow_summary(
-    rtt_key: npt.NDArray[np.uint64], rtt_s: npt.NDArray[np.float64], rtt_seq: npt.NDArray[np.bool_],
-    rt_key: npt.NDArray[np.uint64], rt_bytes: npt.NDArray[np.int64], rt_kind: npt.NDArray[np.uint8],
-    fl_key: npt.NDArray[np.uint64], fl_bytes: npt.NDArray[np.int64],
-    st_key: npt.NDArray[np.uint64], st_dur: npt.NDArray[np.float64],
+    rtt: tuple[npt.NDArray[np.uint32], npt.NDArray[np.int8]], rtt_s: npt.NDArray[np.float64],
+    rtt_seq: npt.NDArray[np.bool_], rt: tuple[npt.NDArray[np.uint32], npt.NDArray[np.int8]],
+    rt_bytes: npt.NDArray[np.int64], rt_kind: npt.NDArray[np.uint8],
+    fl: tuple[npt.NDArray[np.uint32], npt.NDArray[np.int8]], fl_bytes: npt.NDArray[np.int64],
+    st: tuple[npt.NDArray[np.uint32], npt.NDArray[np.int8]], st_dur: npt.NDArray[np.float64],
 ) -> dict[str, npt.NDArray[Any]]: ...

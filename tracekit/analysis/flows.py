@@ -115,7 +115,9 @@ def model_inputs(basic_df: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
     per-packet state is freed, and the models run once the loss events are known
     (:func:`with_cwnd_stats`).
     """
-    last = est.sort("_i").group_by(KEYS).agg(pl.col("srtt").last(), pl.col("rttvar").last())
+    # each direction's estimate at its latest sample (highest ``_i``): a gather, not a sort
+    at_last = pl.col("_i").arg_max()
+    last = est.group_by(KEYS).agg(pl.col("srtt").get(at_last), pl.col("rttvar").get(at_last))
     return basic_df.select(*KEYS, "_smss").join(last, on=KEYS, how="left")
 
 
@@ -252,9 +254,9 @@ def _parts(pk: pl.DataFrame, st: pl.DataFrame, parts: dict[str, Any]) -> dict[st
 _KIND_CODES = {"fast": 1, "rto": 2, "spurious": 3}
 
 
-def _key(df: pl.DataFrame) -> np.ndarray:
-    """The direction key ``2·flow + dir`` of each row (uint64), as the core's ``flow_summary`` takes it."""
-    return df.select((pl.col("flow").cast(pl.UInt64) * 2 + pl.col("dir").cast(pl.UInt64)).alias("k"))["k"].to_numpy()
+def _keys(df: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """A frame's ``flow`` (uint32) and ``dir`` (int8) columns, as the core's ``flow_summary`` takes them."""
+    return df["flow"].cast(pl.UInt32).to_numpy(), df["dir"].cast(pl.Int8).to_numpy()
 
 
 def _summary(st: pl.DataFrame, rs: pl.DataFrame, rt: pl.DataFrame, fl: pl.DataFrame, sl: pl.DataFrame
@@ -273,10 +275,10 @@ def _summary(st: pl.DataFrame, rs: pl.DataFrame, rt: pl.DataFrame, fl: pl.DataFr
     rt_bytes = rt.select(b=over.fill_null(pl.col("len")).cast(pl.Int64))["b"].to_numpy()
     kind = rt["kind"].replace_strict(_KIND_CODES, default=0, return_dtype=pl.UInt8).to_numpy()
     d = _core.flow_summary(
-        _key(rs), rs["rtt_s"].cast(pl.Float64).fill_null(np.nan).to_numpy(), (rs["method"] == "seq").to_numpy(),
-        _key(rt), rt_bytes, kind,
-        _key(fl), fl["flight_bytes"].cast(pl.Int64).fill_null(MISSING).to_numpy(),
-        _key(sl), sl["duration"].cast(pl.Float64).to_numpy())
+        _keys(rs), rs["rtt_s"].cast(pl.Float64).fill_null(np.nan).to_numpy(), (rs["method"] == "seq").to_numpy(),
+        _keys(rt), rt_bytes, kind,
+        _keys(fl), fl["flight_bytes"].cast(pl.Int64).fill_null(MISSING).to_numpy(),
+        _keys(sl), sl["duration"].cast(pl.Float64).to_numpy())
     key, has_rtt, no_flight = d["key"], d["rtt_n"] > 0, d["flight_max"] == MISSING
 
     def nulled(x: np.ndarray, none: np.ndarray) -> pl.Series:

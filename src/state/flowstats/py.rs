@@ -72,6 +72,16 @@ fn flow_stats_py<'py>(
     ))
 }
 
+/// A frame's `flow` and `dir` columns.
+type KeyArrays<'py> = (PyReadonlyArray1<'py, u32>, PyReadonlyArray1<'py, i8>);
+
+fn keys<'a>(k: &'a KeyArrays<'_>, what: &str) -> PyResult<summary::Keys<'a>> {
+    Ok(summary::Keys {
+        flow: slice(&k.0, what)?,
+        dir: slice(&k.1, what)?,
+    })
+}
+
 /// Per direction seen in any of the frames (ascending `2·flow + dir`): `(key, rtt_n, rtt_seq,
 /// rtt_min, rtt_mean, rtt_p50, rtt_p95, retrans, retrans_bytes, fast, rto, spurious,
 /// flight_max, flight_mean, stalls, stall_time)`; NaN / -2^62 for none (`summary`).
@@ -80,27 +90,27 @@ fn flow_stats_py<'py>(
 #[pyo3(name = "flow_summary")]
 fn flow_summary_py<'py>(
     py: Python<'py>,
-    rtt_key: PyReadonlyArray1<'py, u64>,
+    rtt: KeyArrays<'py>,
     rtt_s: PyReadonlyArray1<'py, f64>,
     rtt_seq: PyReadonlyArray1<'py, bool>,
-    rt_key: PyReadonlyArray1<'py, u64>,
+    rt: KeyArrays<'py>,
     rt_bytes: PyReadonlyArray1<'py, i64>,
     rt_kind: PyReadonlyArray1<'py, u8>,
-    fl_key: PyReadonlyArray1<'py, u64>,
+    fl: KeyArrays<'py>,
     fl_bytes: PyReadonlyArray1<'py, i64>,
-    st_key: PyReadonlyArray1<'py, u64>,
+    st: KeyArrays<'py>,
     st_dur: PyReadonlyArray1<'py, f64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let r = summary::Inputs {
-        rtt_key: slice(&rtt_key, "rtt_key")?,
+        rtt: keys(&rtt, "rtt keys")?,
         rtt_s: slice(&rtt_s, "rtt_s")?,
         rtt_seq: slice(&rtt_seq, "rtt_seq")?,
-        rt_key: slice(&rt_key, "rt_key")?,
+        rt: keys(&rt, "retrans keys")?,
         rt_bytes: slice(&rt_bytes, "rt_bytes")?,
         rt_kind: slice(&rt_kind, "rt_kind")?,
-        fl_key: slice(&fl_key, "fl_key")?,
+        fl: keys(&fl, "flight keys")?,
         fl_bytes: slice(&fl_bytes, "fl_bytes")?,
-        st_key: slice(&st_key, "st_key")?,
+        st: keys(&st, "stall keys")?,
         st_dur: slice(&st_dur, "st_dur")?,
     };
     let o = py.detach(|| crate::state::guard(|| summary::flow_summary(&r)))?;

@@ -57,19 +57,22 @@ impl Kahan {
     }
 }
 
-/// polars' linear quantile of sorted values (none: NaN).
-pub fn quantile(sorted: &[f64], q: f64) -> f64 {
-    let Some(last) = sorted.len().checked_sub(1) else {
+/// polars' linear quantile (none: NaN): the values at `(n − 1)·q`, interpolated between the
+/// two around it; found by selection (`v` is reordered), not a full sort.
+pub fn quantile(v: &mut [f64], q: f64) -> f64 {
+    let Some(last) = v.len().checked_sub(1) else {
         return f64::NAN;
     };
     let at = last as f64 * q;
     let lo = at.floor() as usize;
     let hi = at.ceil() as usize;
+    let (_, &mut low, above) = v.select_nth_unstable_by(lo, f64::total_cmp);
     if lo == hi {
-        return sorted[lo];
+        return low;
     }
+    let high = above.iter().copied().fold(f64::INFINITY, f64::min);
     let p = at - lo as f64;
-    p * (sorted[hi] - sorted[lo]) + sorted[lo]
+    p * (high - low) + low
 }
 
 /// The RTT columns of one direction.
@@ -164,10 +167,13 @@ impl Summary {
             return None;
         }
         let mut sum = Kahan::default();
-        v.iter().for_each(|&x| sum.add(x));
-        v.sort_unstable_by(f64::total_cmp);
+        let mut min = f64::INFINITY;
+        for &x in v.iter() {
+            sum.add(x);
+            min = min.min(x);
+        }
         Some(RttRow {
-            min: v[0],
+            min,
             mean: sum.mean(),
             p50: quantile(v, 0.5),
             p95: quantile(v, 0.95),
@@ -187,23 +193,31 @@ impl Summary {
     }
 }
 
-/// The rows of the four frames, each as `(direction key 2·flow + dir, value…)` columns.
+/// One frame's rows: each row's connection id and direction (0 or 1).
+#[derive(Clone, Copy)]
+pub struct Keys<'a> {
+    pub flow: &'a [u32],
+    pub dir: &'a [i8],
+}
+
+/// The rows of the four frames, each a [`Keys`] and its value columns.
 pub struct Inputs<'a> {
-    pub rtt_key: &'a [u64],
+    pub rtt: Keys<'a>,
     pub rtt_s: &'a [f64],
     pub rtt_seq: &'a [bool],
-    pub rt_key: &'a [u64],
+    pub rt: Keys<'a>,
     pub rt_bytes: &'a [i64],
     pub rt_kind: &'a [u8],
-    pub fl_key: &'a [u64],
+    pub fl: Keys<'a>,
     pub fl_bytes: &'a [i64],
-    pub st_key: &'a [u64],
+    pub st: Keys<'a>,
     pub st_dur: &'a [f64],
 }
 
 /// Per direction seen in any frame (ascending key), the summary columns.
 #[derive(Debug, Default)]
 pub struct Columns {
+    /// `2·flow + dir`.
     pub key: Vec<u64>,
     /// RTT: count 0 for none (then the floats are NaN).
     pub rtt_n: Vec<i64>,
@@ -217,8 +231,70 @@ pub struct Columns {
     pub stall_time: Vec<f64>,
 }
 
-fn same_len(a: usize, b: &[usize], what: &str) -> Result<(), String> {
-    if b.iter().any(|&l| l != a) {
+/// The accumulators by direction key: a table for the usual dense connection ids, a map for
+/// any other.
+struct Table {
+    dense: Vec<u32>,
+    other: std::collections::HashMap<u64, u32>,
+    dirs: Vec<(u64, Summary)>,
+}
+
+impl Table {
+    fn new(frames: &[Keys]) -> Self {
+        let rows: usize = frames.iter().map(|k| k.flow.len()).sum();
+        let max = frames.iter().flat_map(|k| k.flow.iter().copied()).max();
+        let width = match max {
+            Some(f) if (f as usize) <= rows + 1024 => 2 * (f as usize + 1),
+            _ => 0,
+        };
+        Table {
+            dense: vec![0; width],
+            other: Default::default(),
+            dirs: Vec::new(),
+        }
+    }
+
+    /// The index of direction `key`'s accumulator (made on first sight).
+    fn index(&mut self, key: u64) -> usize {
+        let id = match self.dense.get_mut(key as usize) {
+            Some(id) => id,
+            None => self.other.entry(key).or_insert(0),
+        };
+        if *id == 0 {
+            self.dirs.push((key, Summary::default()));
+            *id = self.dirs.len() as u32;
+        }
+        *id as usize - 1
+    }
+
+    /// Feeds each row `i` of a frame to its direction's accumulator (rows of one direction
+    /// mostly come in runs: the last one's index is kept).
+    fn feed(
+        &mut self,
+        k: Keys,
+        what: &str,
+        mut f: impl FnMut(&mut Summary, usize),
+    ) -> Result<(), String> {
+        if k.dir.len() != k.flow.len() {
+            return Err(format!("flow_summary: {what} columns of different lengths"));
+        }
+        let mut last = (u64::MAX, 0);
+        for (i, (&flow, &dir)) in k.flow.iter().zip(k.dir).enumerate() {
+            if dir != 0 && dir != 1 {
+                return Err(format!("flow_summary: {what} row {i} has direction {dir}"));
+            }
+            let key = 2 * u64::from(flow) + dir as u64;
+            if key != last.0 {
+                last = (key, self.index(key));
+            }
+            f(&mut self.dirs[last.1].1, i);
+        }
+        Ok(())
+    }
+}
+
+fn same_len(n: usize, b: &[usize], what: &str) -> Result<(), String> {
+    if b.iter().any(|&l| l != n) {
         return Err(format!("flow_summary: {what} columns of different lengths"));
     }
     Ok(())
@@ -226,29 +302,23 @@ fn same_len(a: usize, b: &[usize], what: &str) -> Result<(), String> {
 
 /// Feeds every row to its direction's [`Summary`] and collects the columns.
 pub fn flow_summary(r: &Inputs) -> Result<Columns, String> {
-    same_len(r.rtt_key.len(), &[r.rtt_s.len(), r.rtt_seq.len()], "rtt")?;
+    same_len(r.rtt.flow.len(), &[r.rtt_s.len(), r.rtt_seq.len()], "rtt")?;
     same_len(
-        r.rt_key.len(),
+        r.rt.flow.len(),
         &[r.rt_bytes.len(), r.rt_kind.len()],
         "retrans",
     )?;
-    same_len(r.fl_key.len(), &[r.fl_bytes.len()], "flight")?;
-    same_len(r.st_key.len(), &[r.st_dur.len()], "stalls")?;
-    let mut dirs: std::collections::BTreeMap<u64, Summary> = Default::default();
-    for (i, &k) in r.rtt_key.iter().enumerate() {
-        dirs.entry(k).or_default().on_rtt(r.rtt_s[i], r.rtt_seq[i]);
-    }
-    for (i, &k) in r.rt_key.iter().enumerate() {
-        dirs.entry(k)
-            .or_default()
-            .on_retrans(r.rt_bytes[i], r.rt_kind[i]);
-    }
-    for (i, &k) in r.fl_key.iter().enumerate() {
-        dirs.entry(k).or_default().on_flight(r.fl_bytes[i]);
-    }
-    for (i, &k) in r.st_key.iter().enumerate() {
-        dirs.entry(k).or_default().on_stall(r.st_dur[i]);
-    }
+    same_len(r.fl.flow.len(), &[r.fl_bytes.len()], "flight")?;
+    same_len(r.st.flow.len(), &[r.st_dur.len()], "stalls")?;
+    let mut t = Table::new(&[r.rtt, r.rt, r.fl, r.st]);
+    t.feed(r.rtt, "rtt", |s, i| s.on_rtt(r.rtt_s[i], r.rtt_seq[i]))?;
+    t.feed(r.rt, "retrans", |s, i| {
+        s.on_retrans(r.rt_bytes[i], r.rt_kind[i])
+    })?;
+    t.feed(r.fl, "flight", |s, i| s.on_flight(r.fl_bytes[i]))?;
+    t.feed(r.st, "stalls", |s, i| s.on_stall(r.st_dur[i]))?;
+    let mut dirs = t.dirs;
+    dirs.sort_unstable_by_key(|d| d.0);
     let mut o = Columns::default();
     for (k, mut s) in dirs {
         o.key.push(k);
@@ -295,11 +365,11 @@ mod tests {
 
     #[test]
     fn quantiles_interpolate_linearly() {
-        let v = [1.0, 2.0, 4.0, 8.0];
-        assert_eq!(quantile(&v, 0.5), 3.0); // between 2 and 4
-        assert_eq!(quantile(&v, 0.95), 7.399999999999999); // polars 2.1: 7.399999999999999
-        assert_eq!(quantile(&[5.0], 0.95), 5.0);
-        assert!(quantile(&[], 0.5).is_nan());
+        let mut v = [8.0, 2.0, 4.0, 1.0];
+        assert_eq!(quantile(&mut v, 0.5), 3.0); // between 2 and 4
+        assert_eq!(quantile(&mut v, 0.95), 7.399999999999999); // polars 2.1: 7.399999999999999
+        assert_eq!(quantile(&mut [5.0], 0.95), 5.0);
+        assert!(quantile(&mut [], 0.5).is_nan());
     }
 
     #[test]
@@ -317,16 +387,17 @@ mod tests {
 
     #[test]
     fn counts_and_directions() {
+        let k = |flow, dir| Keys { flow, dir };
         let r = Inputs {
-            rtt_key: &[3],
+            rtt: k(&[1], &[1]),
             rtt_s: &[0.5],
             rtt_seq: &[false],
-            rt_key: &[0, 0, 0],
+            rt: k(&[0, 0, 0], &[0, 0, 0]),
             rt_bytes: &[100, 0, 50],
             rt_kind: &[FAST, SPURIOUS, 0],
-            fl_key: &[0, 0, 0],
+            fl: k(&[0, 0, 0], &[0, 0, 0]),
             fl_bytes: &[10, MISSING, 20],
-            st_key: &[2],
+            st: k(&[1], &[0]),
             st_dur: &[1.5],
         };
         let o = flow_summary(&r).unwrap();
@@ -346,5 +417,18 @@ mod tests {
         );
         let bad = Inputs { rt_kind: &[], ..r };
         assert!(flow_summary(&bad).is_err());
+        let bad = Inputs {
+            st: k(&[1], &[2]),
+            ..r
+        };
+        assert!(flow_summary(&bad).unwrap_err().contains("direction 2"));
+        let far = Inputs {
+            st: k(&[u32::MAX], &[1]),
+            ..r
+        };
+        assert_eq!(
+            *flow_summary(&far).unwrap().key.last().unwrap(),
+            2 * u64::from(u32::MAX) + 1
+        );
     }
 }
