@@ -377,7 +377,7 @@ mod tests {
         let mut s = Summary::default();
         s.on_rtt(0.0, true); // a zero sample says nothing
         s.on_rtt(0.3, false);
-        assert_eq!(s.clone().rtt().unwrap().seq, false);
+        assert!(!s.clone().rtt().unwrap().seq);
         s.on_rtt(0.2, true);
         s.on_rtt(0.1, true);
         let r = s.rtt().unwrap();
