@@ -8,8 +8,8 @@ import json
 import numpy as np
 import polars as pl
 import pytest
-from polars.testing import assert_frame_equal
 from conftest import make_events, make_trace, need_tool, sample
+from polars.testing import assert_frame_equal
 from tcpconv import P, conv, handshake
 
 import tracekit
