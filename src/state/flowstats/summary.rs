@@ -10,6 +10,7 @@
 //! `(n − 1)·q`, interpolated between the two around it.
 
 use super::MISSING;
+use rayon::prelude::*;
 
 /// polars' `KahanSum`: compensated, the correction never added back at the end; a value that is
 /// not finite is added plainly.
@@ -153,6 +154,12 @@ impl Summary {
     pub fn on_stall(&mut self, duration: f64) {
         self.stalls += 1;
         self.stall_time.add(duration);
+    }
+
+    /// Takes the flight values of `other` (the same direction's, fed separately).
+    pub fn take_flight(&mut self, other: &Summary) {
+        self.flight_max = other.flight_max;
+        self.flight = other.flight;
     }
 
     /// The RTT columns (None: no sample above 0).
@@ -310,19 +317,35 @@ pub fn flow_summary(r: &Inputs) -> Result<Columns, String> {
     )?;
     same_len(r.fl.flow.len(), &[r.fl_bytes.len()], "flight")?;
     same_len(r.st.flow.len(), &[r.st_dur.len()], "stalls")?;
-    let mut t = Table::new(&[r.rtt, r.rt, r.fl, r.st]);
-    t.feed(r.rtt, "rtt", |s, i| s.on_rtt(r.rtt_s[i], r.rtt_seq[i]))?;
-    t.feed(r.rt, "retrans", |s, i| {
-        s.on_retrans(r.rt_bytes[i], r.rt_kind[i])
-    })?;
-    t.feed(r.fl, "flight", |s, i| s.on_flight(r.fl_bytes[i]))?;
-    t.feed(r.st, "stalls", |s, i| s.on_stall(r.st_dur[i]))?;
+    // the flight rows (one per data segment: the most) on one thread, the others on another
+    let (a, b) = rayon::join(
+        || -> Result<Table, String> {
+            let mut t = Table::new(&[r.rtt, r.rt, r.st]);
+            t.feed(r.rtt, "rtt", |s, i| s.on_rtt(r.rtt_s[i], r.rtt_seq[i]))?;
+            t.feed(r.rt, "retrans", |s, i| {
+                s.on_retrans(r.rt_bytes[i], r.rt_kind[i])
+            })?;
+            t.feed(r.st, "stalls", |s, i| s.on_stall(r.st_dur[i]))?;
+            Ok(t)
+        },
+        || -> Result<Table, String> {
+            let mut t = Table::new(&[r.fl]);
+            t.feed(r.fl, "flight", |s, i| s.on_flight(r.fl_bytes[i]))?;
+            Ok(t)
+        },
+    );
+    let (mut t, fl) = (a?, b?);
+    for (k, f) in fl.dirs {
+        let j = t.index(k);
+        t.dirs[j].1.take_flight(&f);
+    }
     let mut dirs = t.dirs;
     dirs.sort_unstable_by_key(|d| d.0);
+    // the percentiles' selections, a direction per task
+    let rtts: Vec<Option<RttRow>> = dirs.par_iter_mut().map(|(_, s)| s.rtt()).collect();
     let mut o = Columns::default();
-    for (k, mut s) in dirs {
+    for ((k, s), rt) in dirs.into_iter().zip(rtts) {
         o.key.push(k);
-        let rt = s.rtt();
         o.rtt_n.push(rt.map_or(0, |x| x.n));
         o.rtt_seq.push(rt.is_some_and(|x| x.seq));
         let f = rt.map_or([f64::NAN; 4], |x| [x.min, x.mean, x.p50, x.p95]);
