@@ -279,22 +279,25 @@ def _summary(st: pl.DataFrame, rs: pl.DataFrame, rt: pl.DataFrame, fl: pl.DataFr
         _keys(rt), rt_bytes, kind,
         _keys(fl), fl["flight_bytes"].cast(pl.Int64).fill_null(MISSING).to_numpy(),
         _keys(sl), sl["duration"].cast(pl.Float64).to_numpy())
-    key, has_rtt, no_flight = d["key"], d["rtt_n"] > 0, d["flight_max"] == MISSING
-
-    def nulled(x: np.ndarray, none: np.ndarray) -> pl.Series:
-        return pl.Series(x).set(pl.Series(none), None)
-
-    return pl.DataFrame({
+    key = d["key"]
+    out = pl.DataFrame({
         "flow": pl.Series(key >> 1, dtype=pl.UInt32), "dir": pl.Series(key & 1, dtype=pl.Int8),
-        **{c: nulled(d[c], ~has_rtt) for c in ("rtt_min", "rtt_mean", "rtt_p50", "rtt_p95")},
-        "rtt_samples": nulled(d["rtt_n"], ~has_rtt),
-        "rtt_method": nulled(np.where(d["rtt_seq"], "seq", "ts"), ~has_rtt),
+        **{f"{c}_s": d[c] for c in ("rtt_min", "rtt_mean", "rtt_p50", "rtt_p95")},
+        "rtt_samples": d["rtt_n"], "_seq": d["rtt_seq"],
         "retrans_packets": d["retrans"], "retrans_bytes": d["retrans_bytes"], "retrans_fast": d["fast"],
         "retrans_rto": d["rto"], "retrans_spurious": d["spurious"],
-        "flight_max_bytes": nulled(d["flight_max"], no_flight),
-        "flight_mean_bytes": nulled(d["flight_mean"], no_flight),
+        "flight_max_bytes": d["flight_max"], "flight_mean_bytes": d["flight_mean"],
         "stall_count": d["stalls"], "stall_time_s": d["stall_time"],
-    }).rename({f"rtt_{q}": f"rtt_{q}_s" for q in ("min", "mean", "p50", "p95")})
+    })
+    # the core's stand-ins as nulls: no RTT sample above 0, no flight value
+    has_rtt, has_flight = pl.col("rtt_samples") > 0, pl.col("flight_max_bytes") != MISSING
+    return out.with_columns(
+        *[pl.when(has_rtt).then(pl.col(f"rtt_{q}_s")) for q in ("min", "mean", "p50", "p95")],
+        pl.when(has_rtt).then(pl.col("rtt_samples")),
+        rtt_method=pl.when(has_rtt).then(pl.when(pl.col("_seq")).then(pl.lit("seq")).otherwise(pl.lit("ts"))),
+        flight_max_bytes=pl.when(has_flight).then(pl.col("flight_max_bytes")),
+        flight_mean_bytes=pl.when(has_flight).then(pl.col("flight_mean_bytes")),
+    ).drop("_seq")
 
 
 def _loss_rate(out: pl.DataFrame, allp: pl.DataFrame) -> pl.DataFrame:
