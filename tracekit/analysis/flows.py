@@ -115,9 +115,7 @@ def model_inputs(basic_df: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
     per-packet state is freed, and the models run once the loss events are known
     (:func:`with_cwnd_stats`).
     """
-    # each direction's estimate at its latest sample (highest ``_i``): a gather, not a sort
-    at_last = pl.col("_i").arg_max()
-    last = est.group_by(KEYS).agg(pl.col("srtt").get(at_last), pl.col("rttvar").get(at_last))
+    last = est.sort("_i").group_by(KEYS).agg(pl.col("srtt").last(), pl.col("rttvar").last())
     return basic_df.select(*KEYS, "_smss").join(last, on=KEYS, how="left")
 
 
