@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 from conftest import make_events, make_trace, need_tool, sample
+from polars.testing import assert_frame_equal
 from tcpconv import P, conv, handshake
 
 import tracekit
@@ -259,3 +260,30 @@ def test_limited_shares_do_not_depend_on_the_block_size(monkeypatch: pytest.Monk
         monkeypatch.undo()
         assert_frame_equal(got, ref, rel_tol=1e-12)
         assert ref["limited_cwnd_share"].is_not_null().all()
+
+
+@pytest.mark.parametrize("name", ["bulk_lossy", "stall_cut"])
+def test_per_direction_summaries_are_polars_aggregates_of_the_frames(name: str) -> None:
+    """The core's per-direction accumulators (src/state/flowstats/summary.rs) give, bit for bit,
+    what polars' own group-by aggregates give over the rtt, retransmissions, flight and stalls
+    frames: mean as polars sums, percentiles with its linear interpolation."""
+    an = analyze(tracekit.read(sample("linux", f"{name}.pcap")))
+    keys = ["flow", "dir"]
+    seq = pl.col("method") == "seq"
+    rtt = (an.rtt.filter(pl.col("rtt_s") > 0).filter(seq | ~seq.any().over(keys)).group_by(keys).agg(
+        rtt_min_s=pl.col("rtt_s").min(), rtt_mean_s=pl.col("rtt_s").mean(), rtt_p50_s=pl.col("rtt_s").median(),
+        rtt_p95_s=pl.col("rtt_s").quantile(0.95, "linear"), rtt_samples=pl.len().cast(pl.Int64),
+        rtt_method=pl.col("method").first()))
+    kinds = [(pl.col("kind") == k).sum().cast(pl.Int64).alias(f"retrans_{k}") for k in ("fast", "rto", "spurious")]
+    rt = an.retransmissions.group_by(keys).agg(pl.len().cast(pl.Int64).alias("retrans_packets"), *kinds)
+    fl = an.flight.group_by(keys).agg(flight_max_bytes=pl.col("flight_bytes").max(),
+                                         flight_mean_bytes=pl.col("flight_bytes").mean())
+    sl = an.stalls.group_by(keys).agg(stall_count=pl.len().cast(pl.Int64), stall_time_s=pl.col("duration").sum())
+    want = an.flows.select(keys)
+    for part in (rtt, rt, fl, sl):
+        want = want.join(part, on=keys, how="left", maintain_order="left")
+    want = want.with_columns(pl.col("retrans_packets", "retrans_fast", "retrans_rto", "retrans_spurious",
+                                    "stall_count").fill_null(0), pl.col("stall_time_s").fill_null(0.0))
+    assert want["rtt_samples"].min() > 100 and want["retrans_packets"].sum() > 0
+    assert want["stall_count"].sum() > 0 or name != "stall_cut"
+    assert_frame_equal(an.flows.select(want.columns), want)

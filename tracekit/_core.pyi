@@ -129,3 +129,12 @@ def dir_stats(
     payload: npt.NDArray[np.uint32], size: npt.NDArray[np.uint32], seq: npt.NDArray[np.int64],
     flags: npt.NDArray[np.uint8], mss: npt.NDArray[np.int32], wscale: npt.NDArray[np.int16],
 ) -> dict[str, npt.NDArray[Any]]: ...  # size, mss, wscale may be empty: none known
+
+# src/state/flowstats/summary.rs: per direction RTT, retransmission, flight and stall summaries
+def flow_summary(
+    rtt: tuple[npt.NDArray[np.uint32], npt.NDArray[np.int8]], rtt_s: npt.NDArray[np.float64],
+    rtt_seq: npt.NDArray[np.bool_], rt: tuple[npt.NDArray[np.uint32], npt.NDArray[np.int8]],
+    rt_bytes: npt.NDArray[np.int64], rt_kind: npt.NDArray[np.uint8],
+    fl: tuple[npt.NDArray[np.uint32], npt.NDArray[np.int8]], fl_bytes: npt.NDArray[np.int64],
+    st: tuple[npt.NDArray[np.uint32], npt.NDArray[np.int8]], st_dur: npt.NDArray[np.float64],
+) -> dict[str, npt.NDArray[Any]]: ...

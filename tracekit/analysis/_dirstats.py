@@ -32,33 +32,32 @@ def _frame(d: dict[str, np.ndarray], pk: pl.DataFrame | None) -> pl.DataFrame:
     """The core's columns as the per-direction frame (nulls for its stand-ins)."""
     if not len(d["flow"]):
         return pl.DataFrame(schema=SCHEMA)
-
-    def nulled(name: str, none: int, dtype: pl.DataType) -> pl.Series:
-        x = d[name]
-        return pl.Series(name, x).set(pl.Series(x == none), None).cast(dtype)
-
-    def nan_null(name: str) -> pl.Series:
-        return pl.Series(name, d[name]).fill_nan(None)
-
-    lo, hi = nulled("seq_lo", MISSING, pl.Int64()), nulled("end_hi", MISSING, pl.Int64())
     rows = pl.Series(d["first_row"], dtype=pl.UInt32)
     if pk is not None:
         at_first = pk.select(pl.col("src", "dst").gather(rows).cast(pl.String), pl.col("sport", "dport").gather(rows))
     else:
         at_first = pl.DataFrame({c: pl.Series(c, [None] * len(rows), SCHEMA[c]) for c in ("src", "dst", "sport",
                                                                                              "dport")})
-    out = pl.DataFrame([
-        pl.Series("flow", d["flow"], dtype=pl.UInt32), nulled("dir", _NO_DIR, pl.Int8()),
-        *at_first.get_columns(),
-        pl.Series("start", d["start"]), pl.Series("end", d["end"]),
-        *[pl.Series(c, d[c]).cast(pl.UInt32) for c in ("packets", "data_packets")],
-        *[pl.Series(c, d[c]) for c in ("data_bytes", "wire_bytes")],
-        (hi - lo).alias("unique_bytes"),
-        nulled("mss", -1, pl.UInt16()), nulled("wscale", -1, pl.UInt8()),
-        pl.Series("_smss", d["max_payload"]), pl.Series("window_scaling", d["window_scaling"]),
-        nulled("syn_mss", -1, pl.UInt16()), nan_null("syn_t"), nan_null("flow_syn_t").alias("_syn_t"),
-        nan_null("hs_rtt"),
-    ])
+    raw = pl.DataFrame({
+        "flow": d["flow"], "dir": d["dir"], "start": d["start"], "end": d["end"], "packets": d["packets"],
+        "data_packets": d["data_packets"], "data_bytes": d["data_bytes"], "wire_bytes": d["wire_bytes"],
+        "seq_lo": d["seq_lo"], "end_hi": d["end_hi"], "mss": d["mss"], "wscale": d["wscale"],
+        "_smss": d["max_payload"], "window_scaling": d["window_scaling"], "syn_mss": d["syn_mss"],
+        "syn_t": d["syn_t"], "_syn_t": d["flow_syn_t"], "hs_rtt": d["hs_rtt"],
+    }).hstack(at_first)
+
+    def nulled(name: str, none: int) -> pl.Expr:
+        return pl.when(pl.col(name) != none).then(pl.col(name))
+
+    lo, hi = nulled("seq_lo", MISSING), nulled("end_hi", MISSING)
+    # the core's stand-ins as nulls, in one pass
+    out = raw.select(
+        "flow", nulled("dir", _NO_DIR), "src", "dst", "sport", "dport", "start", "end", "packets", "data_packets",
+        "data_bytes", "wire_bytes", unique_bytes=hi - lo, mss=nulled("mss", -1), wscale=nulled("wscale", -1),
+        _smss="_smss", window_scaling="window_scaling", syn_mss=nulled("syn_mss", -1),
+        syn_t=pl.col("syn_t").fill_nan(None), _syn_t=pl.col("_syn_t").fill_nan(None),
+        hs_rtt=pl.col("hs_rtt").fill_nan(None),
+    )
     return out.cast(SCHEMA)  # type: ignore[arg-type]
 
 

@@ -9,7 +9,6 @@ frame. Definitions: the :mod:`.flows` docstring.
 
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 
 from tracekit import _core
@@ -27,11 +26,6 @@ _SCHEMA = {"flow": pl.UInt32, "dir": pl.Int8, "_data_t0": pl.Float64, "_acked_t"
 _BLOCK = 1 << 18
 
 _INTS = ("dend", "ack", "win", "hi_dend", "r_hi_ack", "r_win")
-
-
-def _missing(x: np.ndarray) -> pl.Series:
-    """An int64 column with null for :data:`MISSING`."""
-    return pl.Series(x).set(pl.Series(x == MISSING), None)
 
 
 def stats(st: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
@@ -58,12 +52,16 @@ def stats(st: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
         st["g"].to_numpy(), st["len"].to_numpy(), st["time"].to_numpy(), dend, st["new_ack"].to_numpy(), ack, win,
         hi_dend, r_hi_ack, r_win, *est_columns(est), _BLOCK)
     del ints, dend, ack, win, hi_dend, r_hi_ack, r_win
-    return pl.DataFrame({
-        "flow": pl.Series(key >> 1, dtype=pl.UInt32), "dir": pl.Series(key & 1, dtype=pl.Int8),
-        "_data_t0": pl.Series(t0), "_acked_t": pl.Series(acked_t).fill_nan(None),
-        "_ack_bytes": _missing(ack_bytes), "_ack_t": pl.Series(ack_t).fill_nan(None),
-        "init_window_bytes": _missing(iw_b), "init_window_segments": _missing(iw_n),
-        "max_rwnd_bytes": _missing(rwin).cast(st["win"].dtype),
-        **{f"limited_{k}_share": pl.Series(v, dtype=pl.Float64).fill_nan(None)
-           for k, v in (("cwnd", cw), ("rwnd", rw), ("app", app))},
-    })
+    # the core's columns as they are, then its stand-ins as nulls in one pass
+    cols = {"_data_t0": t0, "_acked_t": acked_t, "_ack_bytes": ack_bytes, "_ack_t": ack_t, "init_window_bytes": iw_b,
+            "init_window_segments": iw_n, "max_rwnd_bytes": rwin, "limited_cwnd_share": cw,
+            "limited_rwnd_share": rw, "limited_app_share": app}
+    out = pl.DataFrame({"flow": pl.Series(key >> 1, dtype=pl.UInt32), "dir": pl.Series(key & 1, dtype=pl.Int8),
+                        **cols})
+    int_cols = ("_ack_bytes", "init_window_bytes", "init_window_segments")
+    return out.with_columns(
+        *[pl.when(pl.col(c) != MISSING).then(pl.col(c)) for c in int_cols],
+        pl.when(pl.col("max_rwnd_bytes") != MISSING).then(pl.col("max_rwnd_bytes")).cast(st["win"].dtype),
+        *[pl.col(c).fill_nan(None) for c in ("_acked_t", "_ack_t", "limited_cwnd_share", "limited_rwnd_share",
+                                             "limited_app_share")],
+    )

@@ -62,8 +62,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracekit import _core
 from tracekit.analysis import _dirstats
 from tracekit.analysis import _flowstats as _np
+from tracekit.analysis._groups import MISSING
 from tracekit.analysis._state import KEYS, at, prepare
 
 FLOW_KEYS = KEYS
@@ -104,31 +106,6 @@ def basic(pk: pl.DataFrame, dirs: pl.DataFrame | None = None) -> pl.DataFrame:
         throughput_bps=pl.when(pl.col("duration") > 0).then(pl.col("wire_bytes") * 8 / pl.col("duration")),
         goodput_bps=pl.when(pl.col("duration") > 0).then(pl.col("unique_bytes") * 8 / pl.col("duration")),
     )
-
-
-def _rtt_stats(rs: pl.DataFrame) -> pl.DataFrame:
-    if rs.is_empty():
-        return pl.DataFrame(
-            schema={
-                "flow": pl.UInt32,
-                "dir": pl.Int8,
-                "rtt_min_s": pl.Float64,
-                "rtt_mean_s": pl.Float64,
-                "rtt_p50_s": pl.Float64,
-                "rtt_p95_s": pl.Float64,
-                "rtt_samples": pl.Int64,
-                "rtt_method": pl.String,
-            }
-        )
-    # per direction the sequence-number samples, else (none) the timestamp ones: one lazy
-    # filter with a window instead of a join, so the samples keep their order
-    seq = pl.col("method") == "seq"
-    use = rs.lazy().filter(pl.col("rtt_s") > 0).filter(seq | ~seq.any().over(KEYS))
-    return use.group_by(KEYS).agg(
-        pl.col("rtt_s").min().alias("rtt_min_s"), pl.col("rtt_s").mean().alias("rtt_mean_s"),
-        pl.col("rtt_s").median().alias("rtt_p50_s"), pl.col("rtt_s").quantile(0.95, "linear").alias("rtt_p95_s"),
-        pl.len().cast(pl.Int64).alias("rtt_samples"), pl.col("method").first().alias("rtt_method"),
-    ).collect()
 
 
 def model_inputs(basic_df: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
@@ -220,15 +197,11 @@ def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: d
         return _finish(out)
     p = _parts(pk, st, parts)
     rs, est = p["rtt_samples"], p["smoothed"]
-    retrans_counts, flight_stats, stall_stats = _counts(st, p["retrans"], p["flight"], p["stalls"])
     out = (
         out.rename({"_hs_rtt": "handshake_rtt_s"})
         .join(_np.stats(st, est), on=KEYS, how="left")
-        .join(_rtt_stats(rs), on=KEYS, how="left")
-        .join(retrans_counts, on=KEYS, how="left")
+        .join(_summary(st, rs, p["retrans"], p["flight"], p["stalls"]), on=KEYS, how="left")
         .join(_re.dup_acks(st), on=KEYS, how="left")
-        .join(flight_stats, on=KEYS, how="left")
-        .join(stall_stats, on=KEYS, how="left")
         .join(p["vantage"], on="flow", how="left")
         .with_columns(
             pl.col("retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto", "retrans_spurious",
@@ -275,21 +248,54 @@ def _parts(pk: pl.DataFrame, st: pl.DataFrame, parts: dict[str, Any]) -> dict[st
     return {"rtt_samples": rs, "retrans": rt, "flight": fl, "stalls": sl, "vantage": vp, "smoothed": est}
 
 
-def _counts(st: pl.DataFrame, rt: pl.DataFrame, fl: pl.DataFrame, sl: pl.DataFrame
-            ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """Per direction: retransmissions (bytes that had been sent before, and by kind), flight and stalls."""
+#: The retransmission kinds' codes in the core's ``flow_summary`` (``src/state/flowstats/summary.rs``).
+_KIND_CODES = {"fast": 1, "rto": 2, "spurious": 3}
+
+
+def _keys(df: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """A frame's ``flow`` (uint32) and ``dir`` (int8) columns, as the core's ``flow_summary`` takes them."""
+    return df["flow"].cast(pl.UInt32).to_numpy(), df["dir"].cast(pl.Int8).to_numpy()
+
+
+def _summary(st: pl.DataFrame, rs: pl.DataFrame, rt: pl.DataFrame, fl: pl.DataFrame, sl: pl.DataFrame
+             ) -> pl.DataFrame:
+    """Per direction the RTT, retransmission, flight and stall columns, in one core call.
+
+    The per-direction accumulators are ``src/state/flowstats/summary.rs``: RTT samples above
+    0 s, the ``seq`` ones where there are any (else ``ts``: ``rtt_method``), their min, mean,
+    median and 95th percentile (polars' linear interpolation); retransmissions (only the bytes
+    below the highest byte sent before count as re-sent, Wireshark's rule) by kind; the max and
+    mean bytes in flight; the stalls' count and time.
+    """
+    # the part of each retransmission that had been sent before: up to the highest end sent
+    # (``nxt``) and the data end of the segment
     over = (pl.min_horizontal(at(st, rt["_i"], "dend"), at(st, rt["_i"], "nxt")) - rt["seq"]).clip(lower_bound=0)
-    rts = rt.with_columns(over=over).group_by(KEYS).agg(
-        pl.len().cast(pl.Int64).alias("retrans_packets"),
-        pl.col("over").fill_null(pl.col("len")).sum().alias("retrans_bytes"),
-        *[(pl.col("kind") == k).sum().cast(pl.Int64).alias(f"retrans_{k}") for k in ("fast", "rto", "spurious")],
-    )
-    fls = fl.group_by(KEYS).agg(pl.col("flight_bytes").max().alias("flight_max_bytes"),
-                                pl.col("flight_bytes").mean().alias("flight_mean_bytes"))
-    sls = sl.group_by(KEYS).agg(
-        pl.len().cast(pl.Int64).alias("stall_count"), pl.col("duration").sum().alias("stall_time_s")
-    )
-    return rts, fls, sls
+    rt_bytes = rt.select(b=over.fill_null(pl.col("len")).cast(pl.Int64))["b"].to_numpy()
+    kind = rt["kind"].replace_strict(_KIND_CODES, default=0, return_dtype=pl.UInt8).to_numpy()
+    d = _core.flow_summary(
+        _keys(rs), rs["rtt_s"].cast(pl.Float64).fill_null(np.nan).to_numpy(), (rs["method"] == "seq").to_numpy(),
+        _keys(rt), rt_bytes, kind,
+        _keys(fl), fl["flight_bytes"].cast(pl.Int64).fill_null(MISSING).to_numpy(),
+        _keys(sl), sl["duration"].cast(pl.Float64).to_numpy())
+    key = d["key"]
+    out = pl.DataFrame({
+        "flow": pl.Series(key >> 1, dtype=pl.UInt32), "dir": pl.Series(key & 1, dtype=pl.Int8),
+        **{f"{c}_s": d[c] for c in ("rtt_min", "rtt_mean", "rtt_p50", "rtt_p95")},
+        "rtt_samples": d["rtt_n"], "_seq": d["rtt_seq"],
+        "retrans_packets": d["retrans"], "retrans_bytes": d["retrans_bytes"], "retrans_fast": d["fast"],
+        "retrans_rto": d["rto"], "retrans_spurious": d["spurious"],
+        "flight_max_bytes": d["flight_max"], "flight_mean_bytes": d["flight_mean"],
+        "stall_count": d["stalls"], "stall_time_s": d["stall_time"],
+    })
+    # the core's stand-ins as nulls: no RTT sample above 0, no flight value
+    has_rtt, has_flight = pl.col("rtt_samples") > 0, pl.col("flight_max_bytes") != MISSING
+    return out.with_columns(
+        *[pl.when(has_rtt).then(pl.col(f"rtt_{q}_s")) for q in ("min", "mean", "p50", "p95")],
+        pl.when(has_rtt).then(pl.col("rtt_samples")),
+        rtt_method=pl.when(has_rtt).then(pl.when(pl.col("_seq")).then(pl.lit("seq")).otherwise(pl.lit("ts"))),
+        flight_max_bytes=pl.when(has_flight).then(pl.col("flight_max_bytes")),
+        flight_mean_bytes=pl.when(has_flight).then(pl.col("flight_mean_bytes")),
+    ).drop("_seq")
 
 
 def _loss_rate(out: pl.DataFrame, allp: pl.DataFrame) -> pl.DataFrame:
