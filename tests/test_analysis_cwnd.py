@@ -420,7 +420,7 @@ def test_core_passes_reject_inconsistent_columns() -> None:
     no, one = np.zeros(2, dtype=bool), np.array([0], dtype=np.int64)
     none = np.empty(0, dtype=np.int64)
     nos = (none, none, none, none)  # no SACK places
-    no_clock = (none, np.empty(0), np.empty(0), none)  # no timeouts, no ACK clock
+    no_clock = (none, np.empty(0), np.empty(0), none, np.empty(0))  # no timeouts, no ACK clock, no restart limit
     with pytest.raises(ValueError, match="outside"):  # a direction past the rows
         _core.cwnd_pipe(t, seq, seq, no, no, none, none, *nos, one, np.array([3]), np.array([0.1]), none, none,
                         *no_clock)
@@ -432,7 +432,10 @@ def test_core_passes_reject_inconsistent_columns() -> None:
                         none, none, *no_clock)
     with pytest.raises(ValueError, match="values"):  # an ACK time per row, but not for every row
         _core.cwnd_pipe(t, seq, seq, no, no, none, none, *nos, one, np.array([2]), np.array([0.1]), none, none,
-                        none, t[:1], np.array([1e-3]), one)
+                        none, t[:1], np.array([1e-3]), one, np.empty(0))
+    with pytest.raises(ValueError, match="values"):  # a restart limit per direction, but two for one direction
+        _core.cwnd_pipe(t, seq, seq, no, no, none, none, *nos, one, np.array([2]), np.array([0.1]), none, none,
+                        *no_clock[:4], np.array([0.2, 0.2]))
     with pytest.raises(ValueError, match="values"):  # columns of different lengths
         _core.cwnd_phases(t, t[:1], t, no, one, np.array([2]), np.array([1000.0]))
     filt, raw, flags = _core.cwnd_pipe(t, seq, np.zeros(2, dtype=np.int64), no, no, none, none, *nos, one,

@@ -75,7 +75,7 @@ def cwnd_pipe(
     seg_rows: npt.NDArray[np.int64], seg_at: npt.NDArray[np.int64], lo: npt.NDArray[np.int64],
     hi: npt.NDArray[np.int64], min_rtt: npt.NDArray[np.float64], ev: npt.NDArray[np.int64],
     ends: npt.NDArray[np.int64], ev_to: npt.NDArray[np.int64], ack_t: npt.NDArray[np.float64],
-    clocked: npt.NDArray[np.float64], end_una: npt.NDArray[np.int64],
+    clocked: npt.NDArray[np.float64], end_una: npt.NDArray[np.int64], restart: npt.NDArray[np.float64],
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.uint8]]: ...
 def cwnd_phases(
     time: npt.NDArray[np.float64], est: npt.NDArray[np.float64], ssthresh: npt.NDArray[np.float64],

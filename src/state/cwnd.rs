@@ -196,6 +196,9 @@ pub struct PipeRows<'a> {
     /// no application-limited bursts are looked for).
     pub clocked: &'a [f64],
     pub end_una: &'a [i64],
+    /// Per direction: the idle after which a window may restart ([`Pipe::restart_after`]; empty:
+    /// the empty-pipe rule is off).
+    pub restart: &'a [f64],
 }
 
 /// A capture whose segments leave this soon after the ACK that released them is the sender's
@@ -247,6 +250,10 @@ pub fn pipe(r: &PipeRows) -> Result<PipeOut, String> {
             &[("clocked", r.clocked.len()), ("end_una", r.end_una.len())],
         )?;
     }
+    let rules = !r.restart.is_empty();
+    if rules {
+        same_len(r.lo.len(), &[("restart", r.restart.len())])?;
+    }
     let b = bounds(r.lo, r.hi, n)?;
     let (mut filt, mut raw, mut flags) = (vec![0.0; n], vec![0.0; n], vec![0u8; n]);
     split(&mut filt, &b)?
@@ -263,6 +270,9 @@ pub fn pipe(r: &PipeRows) -> Result<PipeOut, String> {
             };
             let here = app && at_sender(&r.time[a..e], &r.ack_t[a..e], &r.marks[a..e]);
             let mut p = Pipe::new(r.min_rtt[d], clocked, here, e - a);
+            if rules {
+                p = p.restart_after(r.restart[d]);
+            }
             for (i, slot) in (a..e).zip(w.iter_mut()) {
                 let len = r.pay.get(i).copied().unwrap_or(0);
                 let sk = if info {

@@ -38,7 +38,13 @@ data segment and corrects it where the sender is not cwnd-limited:
    transmit, dupACK inflation) are skipped, and so are **application-limited** bursts: the
    burst ended at HighData, an ACK then covered all of it, and nothing new left within
    :data:`ACK_CLOCKED_S` of the latest ACK: the sender had nothing more to send (RFC 7661 §4
-   validates no window then; Linux grows cwnd only when ``tcp_is_cwnd_limited``). While no
+   validates no window then; Linux grows cwnd only when ``tcp_is_cwnd_limited``). So is a
+   burst that starts from an **empty pipe** (everything sent before was ACKed) after an idle
+   shorter than :data:`RESTART_S`, however soon after the ACK: outside a loss event cwnd falls
+   only after an idle of one RTO (RFC 5681 §4.1, Linux ``tcp_cwnd_restart``), and a
+   cwnd-limited sender whose pipe empties sends its whole window on that ACK, so the burst is
+   what the application had given (a write's tail, a write once the socket buffer drained),
+   a lower bound of cwnd (not at a loss event's start or end). While no
    other burst is in the filter window the estimate keeps its value (raised where such a
    pipe is higher). The segments one ACK releases count as one burst (a capture sees them
    spaced by the serialisation time). The two rules on application-limited bursts and
@@ -74,6 +80,9 @@ from tracekit.analysis._cwnd_seg import as_bool, as_f64, as_i64, ranges
 KEYS = ["flow", "dir"]
 #: A data segment sent within this long after an ACK arrived was clocked by it.
 ACK_CLOCKED_S = 1e-3
+#: A sender may restart its window after an idle this long (RFC 5681 §4.1 after one RTO; Linux
+#: ``tcp_cwnd_restart``, its RTO at least ``TCP_RTO_MIN`` = 200 ms, as ns-2's ``minrto_``).
+RESTART_S = 0.2
 #: The core's row flags (``tracekit._core.cwnd_pipe``): an application-limited burst; no reading in the window.
 APP, HELD = 1, 2
 ROW_SCHEMA = {"flow": pl.UInt32(), "dir": pl.Int8(), "time": pl.Float64(), "cwnd_bytes": pl.Float64(),
@@ -239,9 +248,11 @@ def _pipe(r: Rows, eps: list[_Episode]) -> tuple[np.ndarray, np.ndarray, np.ndar
     end_una = np.full(r.lo.size, np.iinfo(np.int64).min, dtype=np.int64)
     end_una[has] = r.a_una[r.ahi[has] - 1]
     i, f, b = as_i64, as_f64, as_bool
+    restart = np.full(r.lo.size, RESTART_S)  # (a burst from an empty pipe: docs/analysis.md)
     filt, raw, flags = _core.cwnd_pipe(f(r.time), i(r.seq_end), i(r.una), b(r.dup), b(r.new_ack), i(r.sack_at),
                                        i(r.sack_val), i(r.sack_pos), i(r.pay), i(r.seg_rows), i(r.seg_at), i(r.lo),
-                                       i(r.hi), f(r.min_rtt), ev, ends, ev_to, f(r.ack_t), f(clocked), end_una)
+                                       i(r.hi), f(r.min_rtt), ev, ends, ev_to, f(r.ack_t), f(clocked), end_una,
+                                       restart)
     gone = np.empty(0, dtype=np.int64)  # (nothing after needs them per row)
     r.seq_end = r.pay = r.una = r.sack_pos = r.seg_rows = r.seg_at = gone
     r.dup = r.new_ack = np.empty(0, dtype=bool)

@@ -45,6 +45,11 @@ pub struct Pipe {
     clocked: f64,
     /// The capture sees what the sender sends when it sends it ([`super::at_sender`]).
     here: bool,
+    /// A burst that starts from an empty pipe after an idle shorter than this is
+    /// application-limited (seconds; 0: the rule is off). See [`Pipe::on_row`].
+    restart: f64,
+    /// When the previous row was sent.
+    prev_time: f64,
     prev: Option<Prev>,
     /// Since a timeout: the byte ranges sent (new or re-sent) since it, merged and ascending
     /// (None: the latest loss event was no timeout).
@@ -78,6 +83,8 @@ impl Pipe {
             hi: 0,
             clocked: clocked_s,
             here: at_sender,
+            restart: 0.0,
+            prev_time: f64::NAN,
             prev: None,
             since: None,
             lost_to: 0,
@@ -87,6 +94,14 @@ impl Pipe {
             keys: Vec::with_capacity(rows),
             bursts: Vec::new(),
         }
+    }
+
+    /// The empty-pipe rule of [`Pipe::on_row`] (off by default): `restart_s` is the idle after
+    /// which a sender may restart its window (RFC 5681 §4.1; Linux `tcp_cwnd_restart` after one
+    /// RTO, at least `TCP_RTO_MIN`).
+    pub fn restart_after(mut self, restart_s: f64) -> Self {
+        self.restart = restart_s;
+        self
     }
 
     /// One data segment: its time, end (seq + len), the cumulative ACK before it (una), the
@@ -102,6 +117,14 @@ impl Pipe {
     /// releases are clocked by it). Its pipe is a lower bound of cwnd, not a reading: RFC 7661
     /// §4 does not validate cwnd while the sender is application-limited, Linux
     /// `tcp_cwnd_validate` / `tcp_is_cwnd_limited` grow it only when the window was filled.
+    ///
+    /// **A burst from an empty pipe** ([`Pipe::restart_after`]): its first segment left when
+    /// everything sent before had been ACKed, after an idle shorter than `restart`. Outside a loss
+    /// event cwnd falls only after an idle of one RTO (RFC 5681 §4.1, Linux `tcp_cwnd_restart`),
+    /// and a cwnd-limited sender whose pipe empties sends its whole window on that ACK: such a
+    /// burst is what the application had given (a write's tail, a write once the socket buffer
+    /// drained), a lower bound of cwnd, however soon after the ACK it left. Not at a filter
+    /// restart (a loss event's start or end reads the window that event left).
     #[allow(clippy::too_many_arguments)]
     pub fn on_row(
         &mut self,
@@ -124,6 +147,14 @@ impl Pipe {
                 }
             }
         }
+        // a new burst from an empty pipe, not at a filter restart, after a short idle
+        let empty = self.here
+            && !first
+            && marks & SEG == 0
+            && una >= self.hi
+            && seq_end > self.hi
+            && time - self.prev_time < self.restart;
+        self.prev_time = time;
         self.prev = Some(Prev {
             end: seq_end,
             top: first || seq_end > self.hi,
@@ -174,7 +205,7 @@ impl Pipe {
                 k_last: self.key,
                 max: v,
                 row: self.keys.len() - 1,
-                app: false,
+                app: empty,
             });
         } else if let Some(b) = self.bursts.last_mut() {
             b.k_last = self.key;

@@ -20,7 +20,8 @@ type PipeArrays<'py> = (
 /// `ev`: loss events' first rows; `ev_to`: those that are timeouts; `ends`: rows where an
 /// event ends; `ack_t`: when the latest ACK before each row arrived (NaN: none); `clocked`/
 /// `end_una`: per direction, the ACK-clock tolerance (s) and the last cumulative ACK (all three
-/// empty: no application-limited test); `sack_at`/`sack_val`/
+/// empty: no application-limited test); `restart`: per direction, the idle after which a window
+/// may restart (`Pipe::restart_after`; empty: no empty-pipe test); `sack_at`/`sack_val`/
 /// `sack_pos`: rows with SACKed bytes, how many and the row's data packet place (a repeated row:
 /// the last value); `pay`: payload per row; `seg_rows`/`seg_at`: rows whose segments get SACKed
 /// and from which place on (`SackInfo`; both empty: none).
@@ -48,6 +49,7 @@ fn cwnd_pipe<'py>(
     ack_t: PyReadonlyArray1<'py, f64>,
     clocked: PyReadonlyArray1<'py, f64>,
     end_una: PyReadonlyArray1<'py, i64>,
+    restart: PyReadonlyArray1<'py, f64>,
 ) -> PyResult<PipeArrays<'py>> {
     let time = slice(&time, "time")?;
     let (dup, new_ack) = (slice(&dup, "dup")?, slice(&new_ack, "new_ack")?);
@@ -75,6 +77,7 @@ fn cwnd_pipe<'py>(
         slice(&clocked, "clocked")?,
         slice(&end_una, "end_una")?,
     );
+    let restart = slice(&restart, "restart")?;
     let out = py.detach(|| {
         guard(|| {
             let n = time.len();
@@ -117,6 +120,7 @@ fn cwnd_pipe<'py>(
                 min_rtt: r.2,
                 clocked: clock.2,
                 end_una: clock.3,
+                restart,
             })
         })
     })?;

@@ -223,6 +223,7 @@ fn bad_bounds_are_errors() {
         min_rtt: &[1.0],
         clocked: &[],
         end_una: &[],
+        restart: &[],
     };
     assert!(pipe(&r).is_err());
     assert!(phases(&[0.0], &[1.0], &[1.0], &[false], &[0], &[1], &[]).is_err());
@@ -404,4 +405,62 @@ fn after_a_timeout_only_what_was_sent_since_is_in_the_pipe() {
     // without the sender's view (or before: snd_nxt − una) the hole counted: 10000, 10000
     let (_, raw, _) = run_clocked(false, &rows, 1000);
     assert_eq!(raw[10..], [1000.0, 10000.0, 10000.0]);
+}
+
+/// One direction's rows as in [`run_clocked`] (minimum RTT 10 ms), windows restarting after an
+/// idle of `restart_s` (0: the empty-pipe rule off): (filtered, flags).
+fn run_restart(
+    rows: &[(f64, i64, i64, u8, f64)],
+    end_una: i64,
+    restart_s: f64,
+) -> (Vec<f64>, Vec<u8>) {
+    let mut p = Pipe::new(0.01, 1e-3, true, rows.len()).restart_after(restart_s);
+    let sk = SackInfo {
+        len: 1000,
+        ..SackInfo::NONE
+    };
+    for &(t, e, u, m, a) in rows {
+        p.on_row(t, e, u, 0, sk, m, a);
+    }
+    let (mut f, mut fl) = (vec![f64::NAN; rows.len()], vec![0; rows.len()]);
+    p.finish(end_una, &mut f, &mut fl);
+    (f, fl)
+}
+
+#[test]
+fn a_burst_from_an_empty_pipe_reads_no_window() {
+    // ten segments out; the ACK of all of them releases one segment at once (the application's
+    // next write), whose ACK releases two more at once: clocked bursts, yet from an empty pipe
+    let mut rows: Vec<_> = (0..10)
+        .map(|k| {
+            (
+                0.001 * k as f64,
+                1000 * (k + 1),
+                0,
+                if k == 0 { NEW_ACK } else { 0 },
+                f64::NAN,
+            )
+        })
+        .collect();
+    rows.extend([
+        (0.1001, 11000, 10000, NEW_ACK, 0.1),
+        (0.1501, 12000, 11000, NEW_ACK, 0.15),
+        (0.1502, 13000, 11000, 0, 0.15),
+    ]);
+    let (f, fl) = run_restart(&rows, 12000, 0.2);
+    // RFC 5681 §4.1: no idle of an RTO, so cwnd is still at least the 10000 read before
+    assert_eq!(f[10..], [10000.0, 10000.0, 10000.0]);
+    assert_eq!(fl[10..], [APP | HELD, APP | HELD, APP | HELD]);
+    // the rule off: each burst is a reading (1000, then 2000)
+    let (f, fl) = run_restart(&rows, 12000, 0.0);
+    assert_eq!(f[10..], [1000.0, 2000.0, 2000.0]);
+    assert_eq!(fl[10..], [0, 0, 0]);
+    // after an idle longer than the restart limit the burst is a reading again (a restart)
+    let mut idle = rows.clone();
+    idle[10] = (0.5, 11000, 10000, NEW_ACK, 0.1);
+    idle[11] = (0.5501, 12000, 11000, NEW_ACK, 0.55);
+    idle[12] = (0.5502, 13000, 11000, 0, 0.55);
+    let (f, fl) = run_restart(&idle, 12000, 0.2);
+    assert_eq!(f[10], 1000.0);
+    assert_eq!(fl[10], 0);
 }
