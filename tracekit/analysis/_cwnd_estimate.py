@@ -286,6 +286,7 @@ def _recoveries(r: Rows, eps: list[_Episode], est: np.ndarray, raw: np.ndarray, 
     ssth: dict[int, float] = {}
     episodes: list[dict[str, object]] = []
     read = np.flatnonzero((flags & HELD) == 0) if eps else np.empty(0, dtype=np.int64)
+    last_to: dict[int, tuple[int, float]] = {}  # per direction: snd_una and ssthresh at its latest timeout
     for e in eps:
         mss = float(r.mss[e.d])
         # at a direction's first row nothing has changed the filtered value yet
@@ -294,6 +295,16 @@ def _recoveries(r: Rows, eps: list[_Episode], est: np.ndarray, raw: np.ndarray, 
             # with SACK information, FlightSize (RFC 5681 eq. 4) is what is outstanding and not SACKed
             pre = min(pre, float(max(e.hi - e.una - e.sacked, 0)))
         s = max(math.floor(pre / 2.0 / mss) * mss, 2.0 * mss) if mss > 0 else pre / 2.0
+        held = last_to.get(e.d) if e.to else None
+        if held is not None and held[0] == e.una:
+            # the timer fired again for the segment it had re-sent (nothing ACKed since: a backed-off
+            # expiry, RFC 6298 §5.5): ssthresh is held constant (RFC 5681 §3.1; Linux ``tcp_enter_loss``
+            # recomputes it only on the first expiry, ``icsk_retransmits == 0``)
+            s = held[1]
+        if e.to:
+            last_to[e.d] = (e.una, s)
+        else:
+            last_to.pop(e.d, None)
         restart = e.gbn
         if e.burst >= 0 and not flags[e.burst] & APP:
             # Tahoe restarts from one segment (sends ~2), Reno resumes at ssthresh; a burst the
