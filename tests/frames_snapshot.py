@@ -25,7 +25,8 @@ INPUTS = (
     "ns2/lab_tahoe", "ns2/lab_reno", "ns2/lab_lossy", "ns2/dumbbell", "ns2/sweep/win8", "ns2/sweep/win64",
     "ns2/wireless/wireless.tr", "ns3/dumbbell", "netsim/Packet_Trace_ftp_tcp.csv",
     "linux/kernel_truth/outage_reno.pcap", "linux/kernel_truth/shaper_bbr.pcap", "linux/kernel/reno",
-    "ns2/big_queue", "ns3/dumbbell10", "ns3/fragments/fragments-0-0.pcap",
+    "ns2/big_queue", "ns3/dumbbell10", "ns3/fragments/fragments-0-0.pcap", "ns2/outage",
+    "linux/app_chunks/chunks.pcap",
 )
 
 

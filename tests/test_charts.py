@@ -330,6 +330,7 @@ MISSING: dict[tuple[str, str], str] = {
     ("ns3/dumbbell/*.pcap", "flows"): "the sender's pcap holds one connection",
     ("ns2/lab_*", "flows"): "the tpWindow lab runs one FTP flow",
     ("ns2/big_queue", "flows"): "the tpWindow lab runs one FTP flow",
+    ("ns2/outage", "flows"): "the outage run has one FTP flow",
     ("ns2/sweep/*", "flows"): "the tpWindow lab runs one FTP flow",
     ("ns2/grading/*", "flows"): "the tpWindow lab runs one FTP flow",
     ("ns2/grading/submissions/*", "flows"): "the tpWindow lab runs one FTP flow",

@@ -31,6 +31,7 @@ Scripts:
   reproduces the corpus files `Window.tr`, `WindowMon.tr` and `outWindow.head10000.tr` byte for byte.
   Trace file is `out.tr` (the lab calls it `outWindow.tr`); no nam file.
 - `dumbbell.tcl` — 4 TCP flows through a 1.5 Mb/s bottleneck; trace-all + cwnd_ agent trace + queue monitor.
+- `outage.tcl` — one Reno flow whose link drops everything from 2 s to 6 s (backed-off timer); cwnd_ and ssthresh_ agent trace.
 - `wireless.tcl` — 3 mobile nodes, DSDV, one TCP flow; old CMU format or `use-newtrace`.
 - `make_readme.sh` — writes this file.
 
@@ -90,6 +91,19 @@ starts 0.1/0.6/1.1/1.6 s; 10 s.
 | \`dumbbell/cwnd.tr\` | agent trace of cwnd_ (4 senders; col 2 = sender node) | $(lines dumbbell/cwnd.tr) | - |
 | \`dumbbell/queue.tr\` | queue monitor r0->r1, \`q -t T -s 4 -d 5 -l BYTES -p PKTS\` | $(lines dumbbell/queue.tr) | - |
 | \`dumbbell/run.json\` | parameters | | |
+
+## outage/ (\`ns outage.tcl\`)
+
+Node 0 -> node 1, 5 Mb/s 20 ms DropTail queue 50, Agent/TCP/Reno (packetSize_ 1000, window_ 60) from 0.1 s;
+an \`ErrorModel\` on 0->1 drops every packet from 2 s to 6 s, so the retransmission timer fires for one
+segment at 2.30, 2.70, 3.50, 5.10 and 8.30 s (doubling); ns-2 sets \`ssthresh_\` to 30 at the first
+expiry and to 2 at every later one (\`TcpAgent::timeout\` → \`closecwnd(0)\`); 12 s.
+
+| file | what | lines | d events |
+|---|---|---|---|
+| \`$(tr_of outage)\` | trace-all | $(lines $(tr_of outage)) | $(dstat $(tr_of outage)) |
+| \`outage/cwnd.tr\` | agent trace of cwnd_ and ssthresh_ | $(lines outage/cwnd.tr) | - |
+| \`outage/run.json\` | parameters | | |
 
 ## wireless/ (\`ns wireless.tcl old|new 18\`)
 

@@ -33,7 +33,7 @@ tp() {
 }
 
 if [ "${ONLY:-}" = oscillation ]; then rm -rf oscillation
-else rm -rf lab_tahoe lab_reno lab_lossy big_queue sweep oscillation grading dumbbell wireless
+else rm -rf lab_tahoe lab_reno lab_lossy big_queue sweep oscillation grading dumbbell wireless outage
 fi
 
 # ---- 1b. the lab's "largest window without oscillation": the lab run (Tahoe, 100 ms, queue 20, 20 s)
@@ -111,6 +111,13 @@ mkdir -p dumbbell
 (cd dumbbell && "$NS" "$HERE/dumbbell.tcl" 10 >/dev/null)
 add_json dumbbell command '"ns dumbbell.tcl 10"'
 shrink dumbbell/out.tr
+
+# ---- 4b. outage: one Reno flow whose link drops everything from 2 s to 6 s: the timer fires 5 times
+# for one segment (backed off); the agent traces cwnd_ and ssthresh_ (ns-2 halves ssthresh every time)
+mkdir -p outage
+(cd outage && "$NS" "$HERE/outage.tcl" >/dev/null)
+add_json outage command '"ns outage.tcl"'
+shrink outage/out.tr
 
 # ---- 5. wireless: 3 mobile nodes, DSDV, one TCP flow, old and new trace formats, 18 s
 mkdir -p wireless

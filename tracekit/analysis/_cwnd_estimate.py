@@ -271,13 +271,14 @@ def _held_after(est: np.ndarray, raw: np.ndarray, flags: np.ndarray, read: np.nd
         est[a:stop] = np.maximum.accumulate(np.maximum(app, s))
 
 
-def _recoveries(r: Rows, eps: list[_Episode], est: np.ndarray, raw: np.ndarray, flags: np.ndarray
-                ) -> tuple[dict[int, float], np.ndarray, list[dict[str, object]]]:
+def _recoveries(r: Rows, eps: list[_Episode], est: np.ndarray, raw: np.ndarray, flags: np.ndarray,
+                hold_backoff: bool = True) -> tuple[dict[int, float], np.ndarray, list[dict[str, object]]]:
     """Second pass over the loss events: recovery or restart, ssthresh, the estimate inside recoveries.
 
     ``est`` (the filtered pipe) is overwritten inside recoveries and after them where no burst
     reads the window yet (``flags``: the core's ``APP`` and ``HELD``); each event's ssthresh is
-    half the estimate just before it, as the earlier events left it.
+    half the estimate just before it, as the earlier events left it, except that a backed-off
+    expiry holds it when ``hold_backoff`` (RFC 5681 §3.1, Linux, ns-3; ns-2 halves it every time).
 
     Returns:
         (ssthresh set at each event's first row, in-recovery mask, episodes).
@@ -295,11 +296,13 @@ def _recoveries(r: Rows, eps: list[_Episode], est: np.ndarray, raw: np.ndarray, 
             # with SACK information, FlightSize (RFC 5681 eq. 4) is what is outstanding and not SACKed
             pre = min(pre, float(max(e.hi - e.una - e.sacked, 0)))
         s = max(math.floor(pre / 2.0 / mss) * mss, 2.0 * mss) if mss > 0 else pre / 2.0
-        held = last_to.get(e.d) if e.to else None
+        held = last_to.get(e.d) if e.to and hold_backoff else None
         if held is not None and held[0] == e.una:
             # the timer fired again for the segment it had re-sent (nothing ACKed since: a backed-off
             # expiry, RFC 6298 §5.5): ssthresh is held constant (RFC 5681 §3.1; Linux ``tcp_enter_loss``
-            # recomputes it only on the first expiry, ``icsk_retransmits == 0``)
+            # recomputes it only on the first expiry, ``icsk_retransmits == 0``; ns-3's ``ReTxTimeout``
+            # only unless ``IsHeadRetransmitted``; ns-2's ``TcpAgent::timeout`` halves the window every
+            # time, ``closecwnd(0)``: ssthresh = max(window() / 2, 2), so it is no hold there)
             s = held[1]
         if e.to:
             last_to[e.d] = (e.una, s)
@@ -346,7 +349,7 @@ def _enum(codes: np.ndarray, dtype: pl.Enum, name: str) -> pl.Series:
 
 def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: pl.DataFrame, *,
              packets: Packets | None = None, sacked_at: np.ndarray | None = None,
-             timeouts: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+             timeouts: pl.DataFrame | None = None, hold_backoff: bool = True) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Estimate cwnd at every data segment of every data direction (see the module docstring).
 
     Args:
@@ -359,6 +362,8 @@ def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs
             (:func:`tracekit.analysis.flight.flight_and_sacks`; None: not known).
         timeouts: ``flow, dir, frame`` of the re-sends the retransmission timer sent
             (:func:`tracekit.analysis.retrans.timeout_resends`; None: no timeouts).
+        hold_backoff: A backed-off expiry holds ssthresh (RFC 5681 §3.1: Linux, ns-3); False for ns-2,
+            which halves it at every expiry.
 
     Returns:
         (rows, episodes): rows with ``flow, dir, time, cwnd_bytes, ssthresh_bytes, source, phase``
@@ -373,7 +378,7 @@ def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs
         return empty
     eps = _episodes(r)
     est, raw, flags = _pipe(r, eps)
-    ssth, in_rec, episodes = _recoveries(r, eps, est, raw, flags)
+    ssth, in_rec, episodes = _recoveries(r, eps, est, raw, flags, hold_backoff)
     del eps, raw, flags
     st = _ssthresh(r, ssth)
     # congestion avoidance spread between whole-segment steps, and the phase codes (the core's

@@ -289,7 +289,8 @@ def cwnd(pk: pl.DataFrame, samples: pl.DataFrame, flight: pl.DataFrame, retrans:
     packets = Packets(pk)
     dirs = data_directions(pk, meta, dirs=directions)
     est, episodes = estimate(pk, flight, retrans, dirs, packets=packets, sacked_at=sacked_at,
-                             timeouts=_timeouts(pk, retrans, meta))
+                             timeouts=_timeouts(pk, retrans, meta),
+                             hold_backoff=_retrans.rto_floor(meta)[1] != "ns-2")
     del packets
     tr = _trace_rows(samples, dirs, meta)
     if tr.is_empty():
