@@ -152,11 +152,15 @@ def test_the_core_rejects_columns_of_unequal_length() -> None:
     from tracekit import _core
 
     i64, z, u8 = np.zeros(2, np.int64), np.zeros(0, np.int64), np.zeros(2, np.uint8)
+    cols = [np.zeros(2, np.uint32), np.zeros(2, np.int8), np.zeros(2, np.uint64), np.zeros(2), i64,
+            np.zeros(2, np.uint32), u8, i64, i64, i64, np.zeros(2, np.uint32)]
     with pytest.raises(ValueError, match="time"):
-        _core.tcp_retrans(np.zeros(2, np.uint32), np.zeros(2, np.int8), np.zeros(1), i64, i64, i64, i64, i64,
-                          u8, u8, np.zeros(0, np.uint32), np.zeros(0), z, z, z, np.zeros(0, np.uint32),
-                          np.zeros(0), 0.2)
+        _core.TcpState(*cols[:3], np.zeros(1), *cols[4:])
     with pytest.raises(ValueError, match="flags"):
-        _core.tcp_retrans(np.zeros(2, np.uint32), np.zeros(2, np.int8), np.zeros(2), i64, i64, i64, i64, i64,
-                          u8[:1], u8, np.zeros(0, np.uint32), np.zeros(0), z, z, z, np.zeros(0, np.uint32),
-                          np.zeros(0), 0.2)
+        _core.TcpState(*cols[:6], u8[:1], *cols[7:])
+    st = _core.TcpState(*cols)
+    with pytest.raises(ValueError, match="min_rtt_flow"):
+        _core.tcp_retrans(st, np.zeros(0, np.uint32), np.zeros(0), z, z, z, np.zeros(1, np.uint32), np.zeros(0), 0.2)
+    with pytest.raises(ValueError, match="not contiguous"):
+        _core.tcp_retrans(st, np.zeros(0, np.uint32), np.zeros(0), z, np.zeros(4, np.int64)[::2], z,
+                          np.zeros(0, np.uint32), np.zeros(0), 0.2)

@@ -415,5 +415,8 @@ fn walk(p: &Packets, g: &[u64]) -> State {
     st
 }
 
+mod py;
+pub use py::{register, TcpState};
+
 #[cfg(test)]
 mod tests;
