@@ -179,11 +179,11 @@ def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     h = _new_core_state(src.rename({"payload": "len", "flags": "_f"}))
     g, ln, dend, nxt, hi_dend, bits, r_i, r_hi_ack, r_win, flags = h.columns()
     it: type[pl.DataType] = pl.Int32 if _narrow(src, pl.Series(ln))[0] is np.int32 else pl.Int64
-    # the core's int64 columns (MISSING: none) become nullable columns of the chosen width in one
-    # step each; r_i: -1 where the other direction has not sent yet (rows < 2^32: only -1 becomes null)
+    # the core's int64 columns (MISSING: none) become nullable columns of the chosen width;
+    # r_i: -1 where the other direction has not sent yet (rows < 2^32: only -1 becomes null)
     state = pl.DataFrame([
-        pl.Series("len", ln), pl.Series("g", g), pl.Series("dend", dend).cast(it), _narrowed(nxt, it).alias("nxt"),
-        _narrowed(hi_dend, it).alias("hi_dend"), pl.Series("r_i", r_i).cast(pl.UInt32, strict=False),
+        pl.Series("len", ln), pl.Series("g", g), _narrowed(dend, it).alias("dend"), _narrowed(nxt, it).alias("nxt"),
+        _narrowed(hi_dend, it).alias("hi_dend"), _narrowed(r_i, pl.UInt32, -1).alias("r_i"),
         _narrowed(r_hi_ack, it).alias("r_hi_ack"), _narrowed(r_win, it).alias("r_win"),
         pl.Series("_f", flags), pl.Series("_b", bits)])
     del g, ln, dend, nxt, hi_dend, bits, r_i, r_hi_ack, r_win, flags
@@ -236,13 +236,13 @@ def core_state(st: pl.DataFrame) -> _core.TcpState:
     return h
 
 
-def _narrowed(x: np.ndarray, it: type[pl.DataType]) -> pl.Series:
-    """An int64 state column of the core (:data:`MISSING` for none) as a nullable column of dtype ``it``.
+def _narrowed(x: np.ndarray, it: type[pl.DataType] | None, none: int = MISSING) -> pl.Series:
+    """An integer state column of the core (``none`` where it has no value) as a nullable column of dtype ``it``.
 
-    Polars reads the core's array without copying; to Int32 a non-strict cast is the whole
-    step (only :data:`MISSING` lies outside the range :func:`_narrow` checked, and it becomes null).
+    ``it`` None keeps the core's dtype. Values lie in the range :func:`_narrow` checked, so
+    numpy narrows them as they are; the few rows without a value (a direction's first packets)
+    become null one by one, not by a checked cast of the whole column.
     """
-    s = pl.Series(x)
-    if it == pl.Int32:
-        return s.cast(pl.Int32, strict=False)
-    return pl.select(pl.when(pl.lit(s) != MISSING).then(pl.lit(s))).to_series()
+    missing = np.flatnonzero(x == none)
+    s = pl.Series(x.astype(np.int32) if it == pl.Int32 else x.astype(np.uint32) if it == pl.UInt32 else x)
+    return s.scatter(missing, None) if len(missing) else s
