@@ -361,15 +361,19 @@ fn tcp_rtt<'py>(py: Python<'py>, state: &Bound<'py, TcpState>) -> PyResult<Sampl
     let out = py.detach(|| {
         guard(|| {
             let (sq, ts) = samples(&c)?;
-            let n_seq = sq.len();
-            let all: Vec<Sample> = sq.into_iter().chain(ts).collect();
-            let rows: Vec<u32> = all.iter().map(|s| s.ack_row).collect();
-            let at = |r: &u32| *r as usize;
-            let flow: Vec<u32> = rows.iter().map(|r| h.flow[at(r)]).collect();
-            let dir: Vec<i8> = rows.iter().map(|r| 1 - h.dir[at(r)]).collect();
-            let frame: Vec<u64> = rows.iter().map(|r| h.frame[at(r)]).collect();
-            let time: Vec<f64> = rows.iter().map(|r| h.time[at(r)]).collect();
-            let rtt: Vec<f64> = all.iter().map(|s| s.rtt).collect();
+            let (n_seq, n) = (sq.len(), sq.len() + ts.len());
+            let mut rows = Vec::with_capacity(n);
+            let mut rtt = Vec::with_capacity(n);
+            for s in sq.iter().chain(&ts) {
+                rows.push(s.ack_row);
+                rtt.push(s.rtt);
+            }
+            drop((sq, ts));
+            let at = |col: &[u32]| -> Vec<u32> { rows.iter().map(|&r| col[r as usize]).collect() };
+            let flow = at(&h.flow);
+            let dir: Vec<i8> = rows.iter().map(|&r| 1 - h.dir[r as usize]).collect();
+            let frame: Vec<u64> = rows.iter().map(|&r| h.frame[r as usize]).collect();
+            let time: Vec<f64> = rows.iter().map(|&r| h.time[r as usize]).collect();
             Ok((rows, flow, dir, frame, time, rtt, n_seq))
         })
     })?;

@@ -176,17 +176,16 @@ def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     base = src.drop("payload", "flags").with_row_index("_i")
     if base.is_empty():
         return _empty(base)
+    narrow = _narrow(src, src["payload"])[0] is np.int32
     h = _new_core_state(src.rename({"payload": "len", "flags": "_f"}))
-    g, ln, dend, nxt, hi_dend, bits, r_i, r_hi_ack, r_win, flags = h.columns()
-    it: type[pl.DataType] = pl.Int32 if _narrow(src, pl.Series(ln))[0] is np.int32 else pl.Int64
-    # the core's int64 columns (MISSING: none) become nullable columns of the chosen width;
-    # r_i: -1 where the other direction has not sent yet (rows < 2^32: only -1 becomes null)
+    g, ln, flags, bits, ints = h.columns(narrow)
+    # the integer state columns: int32 when narrow, the few rows without a value set null
     state = pl.DataFrame([
-        pl.Series("len", ln), pl.Series("g", g), _narrowed(dend, it).alias("dend"), _narrowed(nxt, it).alias("nxt"),
-        _narrowed(hi_dend, it).alias("hi_dend"), _narrowed(r_i, pl.UInt32, -1).alias("r_i"),
-        _narrowed(r_hi_ack, it).alias("r_hi_ack"), _narrowed(r_win, it).alias("r_win"),
+        pl.Series("len", ln), pl.Series("g", g),
+        *[pl.Series(name, x).scatter(none, None) if len(none) else pl.Series(name, x)
+          for name, (x, none) in zip(("dend", "nxt", "hi_dend", "r_i", "r_hi_ack", "r_win"), ints, strict=True)],
         pl.Series("_f", flags), pl.Series("_b", bits)])
-    del g, ln, dend, nxt, hi_dend, bits, r_i, r_hi_ack, r_win, flags
+    del g, ln, flags, bits, ints
     f, b = pl.col("_f"), pl.col("_b")
     st = pl.concat([base, state], how="horizontal").with_columns(
         syn=(f & SYN) != 0, has_ack=((f & ACK) != 0) & pl.col("ack").is_not_null(),
@@ -234,15 +233,3 @@ def core_state(st: pl.DataFrame) -> _core.TcpState:
         h = _new_core_state(st)
         _keep_core_state(st, h)
     return h
-
-
-def _narrowed(x: np.ndarray, it: type[pl.DataType] | None, none: int = MISSING) -> pl.Series:
-    """An integer state column of the core (``none`` where it has no value) as a nullable column of dtype ``it``.
-
-    ``it`` None keeps the core's dtype. Values lie in the range :func:`_narrow` checked, so
-    numpy narrows them as they are; the few rows without a value (a direction's first packets)
-    become null one by one, not by a checked cast of the whole column.
-    """
-    missing = np.flatnonzero(x == none)
-    s = pl.Series(x.astype(np.int32) if it == pl.Int32 else x.astype(np.uint32) if it == pl.UInt32 else x)
-    return s.scatter(missing, None) if len(missing) else s

@@ -5,7 +5,7 @@
 //! (`tcp_rtt`, `tcp_retrans`, `tcp_stalls`) take it as it is instead of the frame's columns
 //! converted to numpy again for each of them: the packet columns cross into the core once.
 
-use super::{analyze, Packets, State, NEW_ACK, SYN};
+use super::{analyze, Packets, State, MISSING, NEW_ACK, SYN};
 use crate::state::{guard, slice};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
@@ -107,18 +107,37 @@ impl TcpState {
     }
 }
 
+/// `g, len, flags, bits` and the integer state columns, each with its rows of no value.
 type Columns<'py> = (
     Bound<'py, PyArray1<u32>>,
     Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<i64>>,
     Bound<'py, PyArray1<u8>>,
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<i64>>,
     Bound<'py, PyArray1<u8>>,
+    Vec<(Bound<'py, PyAny>, Bound<'py, PyArray1<u32>>)>,
 );
+
+/// `x` as a numpy column (i32 when `narrow`: the caller checked that every value fits) and the
+/// rows where it holds `none`.
+fn narrowed<'py>(
+    py: Python<'py>,
+    x: &[i64],
+    none: i64,
+    narrow: bool,
+) -> (Bound<'py, PyAny>, Bound<'py, PyArray1<u32>>) {
+    let missing: Vec<u32> = (0..x.len() as u32)
+        .filter(|&i| x[i as usize] == none)
+        .collect();
+    let col = if narrow {
+        x.iter()
+            .map(|&v| v as i32)
+            .collect::<Vec<i32>>()
+            .into_pyarray(py)
+            .into_any()
+    } else {
+        PyArray1::from_slice(py, x).into_any()
+    };
+    (col, missing.into_pyarray(py))
+}
 
 #[pymethods]
 impl TcpState {
@@ -172,23 +191,31 @@ impl TcpState {
         self.flow.len()
     }
 
-    /// The columns of the prepared frame: `(g, len, dend, nxt, hi_dend, bits, r_i, r_hi_ack,
-    /// r_win, flags)`; `dend` is `seq + len`, `r_i` -1 and the other state columns -2^62 for
-    /// none, `flags` 0 for none.
-    fn columns<'py>(&self, py: Python<'py>) -> Columns<'py> {
+    /// The columns of the prepared frame: `(g, len, flags, bits, ints)`, `flags` 0 for none,
+    /// `ints` the pairs (column, rows of no value) of `dend, nxt, hi_dend, r_i, r_hi_ack,
+    /// r_win`: `dend` is `seq + len`, `r_i` uint32, the others int32 when `narrow` (the caller
+    /// checked that every value fits), else int64.
+    fn columns<'py>(&self, py: Python<'py>, narrow: bool) -> Columns<'py> {
         let st = &self.st;
         let dend: Vec<i64> = self.seq.iter().zip(&self.len).map(|(s, l)| s + l).collect();
+        let mut ints: Vec<_> = [&dend, &st.nxt, &st.hi_dend]
+            .into_iter()
+            .map(|x| narrowed(py, x, MISSING, narrow))
+            .collect();
+        let r_missing: Vec<u32> = (0..st.r_i.len() as u32)
+            .filter(|&i| st.r_i[i as usize] < 0)
+            .collect();
+        let r_i: Vec<u32> = st.r_i.iter().map(|&r| r as u32).collect();
+        ints.push((r_i.into_pyarray(py).into_any(), r_missing.into_pyarray(py)));
+        for x in [&st.r_hi_ack, &st.r_win] {
+            ints.push(narrowed(py, x, MISSING, narrow));
+        }
         (
             PyArray1::from_slice(py, &self.g),
             PyArray1::from_slice(py, &self.len),
-            dend.into_pyarray(py),
-            PyArray1::from_slice(py, &st.nxt),
-            PyArray1::from_slice(py, &st.hi_dend),
-            PyArray1::from_slice(py, &st.bits),
-            PyArray1::from_slice(py, &st.r_i),
-            PyArray1::from_slice(py, &st.r_hi_ack),
-            PyArray1::from_slice(py, &st.r_win),
             PyArray1::from_slice(py, &self.flags),
+            PyArray1::from_slice(py, &st.bits),
+            ints,
         )
     }
 }
