@@ -16,8 +16,8 @@
 //! entry per timestamp clock tick within the last 2^31 ticks.
 
 use super::guard;
-use super::seq::TcpState;
 use super::seq::{is_seg, ADV, FIN, KEEPALIVE, MISSING, NEW_ACK, SYN, ZWP};
+use super::seq::{Cols, TcpState};
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
 use std::collections::{HashMap, VecDeque};
@@ -345,16 +345,19 @@ type SampleArrays<'py> = (
 /// measures (the ACK's other one), `rtt` in seconds.
 #[pyfunction]
 fn tcp_rtt<'py>(py: Python<'py>, state: &Bound<'py, TcpState>) -> PyResult<SampleArrays<'py>> {
-    let h = state.get();
+    state.get().with_cols(py, |h| tcp_rtt_of(py, h))
+}
+
+fn tcp_rtt_of<'py>(py: Python<'py>, h: &Cols) -> PyResult<SampleArrays<'py>> {
     let c = Columns {
-        g: &h.g,
-        time: &h.time,
-        seq: &h.seq,
-        len: &h.len,
-        flags: &h.flags,
-        ack: &h.ack,
-        ts_val: &h.ts_val,
-        ts_ecr: &h.ts_ecr,
+        g: h.g,
+        time: h.time,
+        seq: h.seq,
+        len: h.len,
+        flags: h.flags,
+        ack: h.ack,
+        ts_val: h.ts_val,
+        ts_ecr: h.ts_ecr,
         bits: &h.st.bits,
         nxt: &h.st.nxt,
     };
@@ -370,7 +373,7 @@ fn tcp_rtt<'py>(py: Python<'py>, state: &Bound<'py, TcpState>) -> PyResult<Sampl
             }
             drop((sq, ts));
             let at = |col: &[u32]| -> Vec<u32> { rows.iter().map(|&r| col[r as usize]).collect() };
-            let flow = at(&h.flow);
+            let flow = at(h.flow);
             let dir: Vec<i8> = rows.iter().map(|&r| 1 - h.dir[r as usize]).collect();
             let frame: Vec<u64> = rows.iter().map(|&r| h.frame[r as usize]).collect();
             let time: Vec<f64> = rows.iter().map(|&r| h.time[r as usize]).collect();

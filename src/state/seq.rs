@@ -416,7 +416,7 @@ fn walk(p: &Packets, g: &[u64]) -> State {
 }
 
 mod py;
-pub use py::{register, TcpState};
+pub use py::{register, Cols, TcpState};
 
 #[cfg(test)]
 mod tests;

@@ -33,41 +33,42 @@ fn tcp_retrans<'py>(
 ) -> PyResult<RetransArrays<'py>> {
     use crate::state::slice;
     use numpy::IntoPyArray;
-    let h = state.get();
-    let c = Columns {
-        flow: &h.flow,
-        dir: &h.dir,
-        time: &h.time,
-        seq: &h.seq,
-        len: &h.len,
-        nxt: &h.st.nxt,
-        ack: &h.ack,
-        r_hi_ack: &h.st.r_hi_ack,
-        flags: &h.flags,
-        bits: &h.st.bits,
-        est_rows: slice(&est_rows, "est_rows")?,
-        est_srtt: slice(&est_srtt, "est_srtt")?,
-        sack_row: slice(&sack_row, "sack_row")?,
-        sack_left: slice(&sack_left, "sack_left")?,
-        sack_right: slice(&sack_right, "sack_right")?,
-    };
-    let mf = slice(&min_rtt_flow, "min_rtt_flow")?;
-    let mv = slice(&min_rtt, "min_rtt")?;
-    if mf.len() != mv.len() {
-        return Err(pyo3::exceptions::PyValueError::new_err(
-            "min_rtt_flow and min_rtt differ in length",
-        ));
-    }
-    let ooo = |f: u32| mf.binary_search(&f).ok().map(|k| mv[k]);
-    let out = py.detach(|| crate::state::guard(|| classify(&c, &ooo, rto_floor)))?;
-    let rows: Vec<u32> = out.iter().map(|r| r.0).collect();
-    let kind: Vec<u8> = out.iter().map(|r| r.1).collect();
-    let ep: Vec<i32> = out.iter().map(|r| r.2).collect();
-    Ok((
-        rows.into_pyarray(py),
-        kind.into_pyarray(py),
-        ep.into_pyarray(py),
-    ))
+    state.get().with_cols(py, |h| {
+        let c = Columns {
+            flow: h.flow,
+            dir: h.dir,
+            time: h.time,
+            seq: h.seq,
+            len: h.len,
+            nxt: &h.st.nxt,
+            ack: h.ack,
+            r_hi_ack: &h.st.r_hi_ack,
+            flags: h.flags,
+            bits: &h.st.bits,
+            est_rows: slice(&est_rows, "est_rows")?,
+            est_srtt: slice(&est_srtt, "est_srtt")?,
+            sack_row: slice(&sack_row, "sack_row")?,
+            sack_left: slice(&sack_left, "sack_left")?,
+            sack_right: slice(&sack_right, "sack_right")?,
+        };
+        let mf = slice(&min_rtt_flow, "min_rtt_flow")?;
+        let mv = slice(&min_rtt, "min_rtt")?;
+        if mf.len() != mv.len() {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "min_rtt_flow and min_rtt differ in length",
+            ));
+        }
+        let ooo = |f: u32| mf.binary_search(&f).ok().map(|k| mv[k]);
+        let out = py.detach(|| crate::state::guard(|| classify(&c, &ooo, rto_floor)))?;
+        let rows: Vec<u32> = out.iter().map(|r| r.0).collect();
+        let kind: Vec<u8> = out.iter().map(|r| r.1).collect();
+        let ep: Vec<i32> = out.iter().map(|r| r.2).collect();
+        Ok((
+            rows.into_pyarray(py),
+            kind.into_pyarray(py),
+            ep.into_pyarray(py),
+        ))
+    })
 }
 
 /// Adds this module's functions to `tracekit._core`.

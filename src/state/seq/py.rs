@@ -7,93 +7,55 @@
 
 use super::{analyze, Packets, State, MISSING, NEW_ACK, SYN};
 use crate::state::{guard, slice};
+use numpy::PyArrayMethods;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
 /// The packet columns of one prepared frame (capture order) and their sequence state.
 ///
-/// Integer columns hold [`super::MISSING`] where the packet has none (`ack`, `win`, `ts_val`);
+/// The packet columns are the numpy arrays `prepare` handed over, kept as they are (most are
+/// polars' own buffers, not copies); the passes read them through [`TcpState::with_cols`].
+/// Integer columns hold [`MISSING`] where the packet has none (`ack`, `win`, `ts_val`);
 /// `ts_ecr` holds 0 for none (RFC 7323 §3.2: a zero TSecr echoes nothing).
 #[pyclass(frozen, module = "tracekit._core")]
 pub struct TcpState {
-    pub flow: Vec<u32>,
-    pub dir: Vec<i8>,
+    flow: Py<PyArray1<u32>>,
+    dir: Py<PyArray1<i8>>,
+    frame: Py<PyArray1<u64>>,
+    time: Py<PyArray1<f64>>,
+    seq: Py<PyArray1<i64>>,
+    flags: Py<PyArray1<u8>>,
+    ack: Py<PyArray1<i64>>,
+    win: Py<PyArray1<i64>>,
+    ts_val: Py<PyArray1<i64>>,
+    ts_ecr: Py<PyArray1<u32>>,
     /// Direction id `2·flow + dir` (u32: as `prepare`'s `g` column, which wraps the same way).
-    pub g: Vec<u32>,
-    pub frame: Vec<u64>,
-    pub time: Vec<f64>,
-    pub seq: Vec<i64>,
+    g: Vec<u32>,
     /// Payload bytes.
-    pub len: Vec<i64>,
-    /// The TCP flags byte.
-    pub flags: Vec<u8>,
-    pub ack: Vec<i64>,
-    pub win: Vec<i64>,
-    pub ts_val: Vec<i64>,
-    pub ts_ecr: Vec<u32>,
+    len: Vec<i64>,
     /// `nxt, hi_dend, bits, r_i, r_hi_ack, r_win` of every packet.
-    pub st: State,
+    st: State,
 }
 
-impl TcpState {
-    /// The packets' own columns and their state (`super::analyze`), the lengths checked.
-    #[allow(clippy::too_many_arguments)]
-    pub fn build(
-        flow: &[u32],
-        dir: &[i8],
-        frame: &[u64],
-        time: &[f64],
-        seq: &[i64],
-        len: &[u32],
-        flags: &[u8],
-        ack: &[i64],
-        win: &[i64],
-        ts_val: &[i64],
-        ts_ecr: &[u32],
-    ) -> Result<TcpState, String> {
-        let p = Packets {
-            flow,
-            dir,
-            seq,
-            len,
-            flags,
-            ack,
-            win,
-        };
-        let n = p.validate()?;
-        for (name, l) in [
-            ("frame", frame.len()),
-            ("time", time.len()),
-            ("ts_val", ts_val.len()),
-            ("ts_ecr", ts_ecr.len()),
-        ] {
-            if l != n {
-                return Err(format!("column {name} has {l} values, flow has {n}"));
-            }
-        }
-        let st = analyze(&p)?;
-        let g = flow
-            .iter()
-            .zip(dir)
-            .map(|(&f, &d)| f.wrapping_mul(2).wrapping_add(d as u32))
-            .collect();
-        Ok(TcpState {
-            flow: flow.to_vec(),
-            dir: dir.to_vec(),
-            g,
-            frame: frame.to_vec(),
-            time: time.to_vec(),
-            seq: seq.to_vec(),
-            len: len.iter().map(|&l| i64::from(l)).collect(),
-            flags: flags.to_vec(),
-            ack: ack.to_vec(),
-            win: win.to_vec(),
-            ts_val: ts_val.to_vec(),
-            ts_ecr: ts_ecr.to_vec(),
-            st,
-        })
-    }
+/// A [`TcpState`]'s columns as slices (one entry per packet, capture order).
+pub struct Cols<'a> {
+    pub flow: &'a [u32],
+    pub dir: &'a [i8],
+    pub g: &'a [u32],
+    pub frame: &'a [u64],
+    pub time: &'a [f64],
+    pub seq: &'a [i64],
+    pub len: &'a [i64],
+    /// The TCP flags byte.
+    pub flags: &'a [u8],
+    pub ack: &'a [i64],
+    pub win: &'a [i64],
+    pub ts_val: &'a [i64],
+    pub ts_ecr: &'a [u32],
+    pub st: &'a State,
+}
 
+impl Cols<'_> {
     /// Whether the packet raises the highest ACK its direction has sent ([`NEW_ACK`]).
     pub fn new_ack(&self) -> Vec<bool> {
         self.st.bits.iter().map(|&b| b & NEW_ACK != 0).collect()
@@ -104,6 +66,50 @@ impl TcpState {
         (0..self.flags.len() as u32)
             .filter(|&i| self.flags[i as usize] & SYN != 0)
             .collect()
+    }
+}
+
+impl TcpState {
+    /// `f` of the columns (the numpy ones borrowed read-only while it runs).
+    pub fn with_cols<R>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&Cols) -> PyResult<R>,
+    ) -> PyResult<R> {
+        let (flow, dir, frame) = (
+            self.flow.bind(py).try_readonly()?,
+            self.dir.bind(py).try_readonly()?,
+            self.frame.bind(py).try_readonly()?,
+        );
+        let (time, seq, flags) = (
+            self.time.bind(py).try_readonly()?,
+            self.seq.bind(py).try_readonly()?,
+            self.flags.bind(py).try_readonly()?,
+        );
+        let (ack, win) = (
+            self.ack.bind(py).try_readonly()?,
+            self.win.bind(py).try_readonly()?,
+        );
+        let (ts_val, ts_ecr) = (
+            self.ts_val.bind(py).try_readonly()?,
+            self.ts_ecr.bind(py).try_readonly()?,
+        );
+        let c = Cols {
+            flow: slice(&flow, "flow")?,
+            dir: slice(&dir, "dir")?,
+            g: &self.g,
+            frame: slice(&frame, "frame")?,
+            time: slice(&time, "time")?,
+            seq: slice(&seq, "seq")?,
+            len: &self.len,
+            flags: slice(&flags, "flags")?,
+            ack: slice(&ack, "ack")?,
+            win: slice(&win, "win")?,
+            ts_val: slice(&ts_val, "ts_val")?,
+            ts_ecr: slice(&ts_ecr, "ts_ecr")?,
+            st: &self.st,
+        };
+        f(&c)
     }
 }
 
@@ -148,56 +154,99 @@ impl TcpState {
     #[allow(clippy::too_many_arguments)]
     fn py_new(
         py: Python<'_>,
-        flow: PyReadonlyArray1<'_, u32>,
-        dir: PyReadonlyArray1<'_, i8>,
-        frame: PyReadonlyArray1<'_, u64>,
-        time: PyReadonlyArray1<'_, f64>,
-        seq: PyReadonlyArray1<'_, i64>,
+        flow: Bound<'_, PyArray1<u32>>,
+        dir: Bound<'_, PyArray1<i8>>,
+        frame: Bound<'_, PyArray1<u64>>,
+        time: Bound<'_, PyArray1<f64>>,
+        seq: Bound<'_, PyArray1<i64>>,
         len: PyReadonlyArray1<'_, u32>,
-        flags: PyReadonlyArray1<'_, u8>,
-        ack: PyReadonlyArray1<'_, i64>,
-        win: PyReadonlyArray1<'_, i64>,
-        ts_val: PyReadonlyArray1<'_, i64>,
-        ts_ecr: PyReadonlyArray1<'_, u32>,
+        flags: Bound<'_, PyArray1<u8>>,
+        ack: Bound<'_, PyArray1<i64>>,
+        win: Bound<'_, PyArray1<i64>>,
+        ts_val: Bound<'_, PyArray1<i64>>,
+        ts_ecr: Bound<'_, PyArray1<u32>>,
     ) -> PyResult<TcpState> {
-        let (flow, dir, frame, time) = (
-            slice(&flow, "flow")?,
-            slice(&dir, "dir")?,
-            slice(&frame, "frame")?,
-            slice(&time, "time")?,
-        );
-        let (seq, len, flags) = (
-            slice(&seq, "seq")?,
-            slice(&len, "len")?,
-            slice(&flags, "flags")?,
-        );
-        let (ack, win, ts_val, ts_ecr) = (
-            slice(&ack, "ack")?,
-            slice(&win, "win")?,
-            slice(&ts_val, "ts_val")?,
-            slice(&ts_ecr, "ts_ecr")?,
-        );
-        py.detach(|| {
-            guard(|| {
-                TcpState::build(
-                    flow, dir, frame, time, seq, len, flags, ack, win, ts_val, ts_ecr,
-                )
-            })
+        let (g, ln, st) = {
+            let (fl, di, sq, fg) = (
+                flow.try_readonly()?,
+                dir.try_readonly()?,
+                seq.try_readonly()?,
+                flags.try_readonly()?,
+            );
+            let (ak, wn) = (ack.try_readonly()?, win.try_readonly()?);
+            let (fr, tm, tv, te) = (
+                frame.try_readonly()?,
+                time.try_readonly()?,
+                ts_val.try_readonly()?,
+                ts_ecr.try_readonly()?,
+            );
+            let p = Packets {
+                flow: slice(&fl, "flow")?,
+                dir: slice(&di, "dir")?,
+                seq: slice(&sq, "seq")?,
+                len: slice(&len, "len")?,
+                flags: slice(&fg, "flags")?,
+                ack: slice(&ak, "ack")?,
+                win: slice(&wn, "win")?,
+            };
+            let others = [
+                ("frame", slice(&fr, "frame")?.len()),
+                ("time", slice(&tm, "time")?.len()),
+                ("ts_val", slice(&tv, "ts_val")?.len()),
+                ("ts_ecr", slice(&te, "ts_ecr")?.len()),
+            ];
+            py.detach(|| {
+                guard(|| {
+                    let n = p.validate()?;
+                    if let Some((name, l)) = others.iter().find(|(_, l)| *l != n) {
+                        return Err(format!("column {name} has {l} values, flow has {n}"));
+                    }
+                    let st = analyze(&p)?;
+                    let g: Vec<u32> = p
+                        .flow
+                        .iter()
+                        .zip(p.dir)
+                        .map(|(&f, &d)| f.wrapping_mul(2).wrapping_add(d as u32))
+                        .collect();
+                    let ln: Vec<i64> = p.len.iter().map(|&l| i64::from(l)).collect();
+                    Ok((g, ln, st))
+                })
+            })?
+        };
+        Ok(TcpState {
+            flow: flow.unbind(),
+            dir: dir.unbind(),
+            frame: frame.unbind(),
+            time: time.unbind(),
+            seq: seq.unbind(),
+            flags: flags.unbind(),
+            ack: ack.unbind(),
+            win: win.unbind(),
+            ts_val: ts_val.unbind(),
+            ts_ecr: ts_ecr.unbind(),
+            g,
+            len: ln,
+            st,
         })
     }
 
     /// Number of packets.
     fn __len__(&self) -> usize {
-        self.flow.len()
+        self.g.len()
     }
 
     /// The columns of the prepared frame: `(g, len, flags, bits, ints)`, `flags` 0 for none,
     /// `ints` the pairs (column, rows of no value) of `dend, nxt, hi_dend, r_i, r_hi_ack,
     /// r_win`: `dend` is `seq + len`, `r_i` uint32, the others int32 when `narrow` (the caller
     /// checked that every value fits), else int64.
-    fn columns<'py>(&self, py: Python<'py>, narrow: bool) -> Columns<'py> {
+    fn columns<'py>(&self, py: Python<'py>, narrow: bool) -> PyResult<Columns<'py>> {
         let st = &self.st;
-        let dend: Vec<i64> = self.seq.iter().zip(&self.len).map(|(s, l)| s + l).collect();
+        let seq = self.seq.bind(py).try_readonly()?;
+        let dend: Vec<i64> = slice(&seq, "seq")?
+            .iter()
+            .zip(&self.len)
+            .map(|(s, l)| s + l)
+            .collect();
         let mut ints: Vec<_> = [&dend, &st.nxt, &st.hi_dend]
             .into_iter()
             .map(|x| narrowed(py, x, MISSING, narrow))
@@ -210,13 +259,13 @@ impl TcpState {
         for x in [&st.r_hi_ack, &st.r_win] {
             ints.push(narrowed(py, x, MISSING, narrow));
         }
-        (
+        Ok((
             PyArray1::from_slice(py, &self.g),
             PyArray1::from_slice(py, &self.len),
-            PyArray1::from_slice(py, &self.flags),
+            self.flags.bind(py).clone(),
             PyArray1::from_slice(py, &st.bits),
             ints,
-        )
+        ))
     }
 }
 
