@@ -18,8 +18,7 @@ direction = per (flow, dir), in packet order):
 * ``_f``: the packet's TCP flags byte (UInt8, 0 for none); ``_b``: its state bits, one byte
   in the one layout of ``src/state/seq.rs`` (``GAP``, ``KEEPALIVE``, ``ZWP``, ``DUP``,
   ``NEW``, ``NEW_ACK``, ``ADV``, ``STRAY``, documented there). Both are internal: the core's
-  later passes (``tcp_rtt``, ``tcp_flight_sack``, ``tcp_retrans``) take them unchanged and
-  decode them with seq.rs's constants; no frame carries them.
+  later passes take them unchanged and decode them with seq.rs's constants; no frame carries them.
 * the bits Python reads, as boolean columns: ``gap``, the packet starts above ``nxt`` (bytes
   before it were never seen here); ``keepalive``, ``zwp``: Wireshark's keep-alive and
   zero-window-probe rules; ``dup``: Wireshark's duplicate-ACK rule
@@ -31,7 +30,12 @@ direction = per (flow, dir), in packet order):
 
 ``dend``, ``nxt``, ``hi_dend``, ``r_hi_ack`` and ``r_win`` are Int32 when every sequence, ACK
 and window value of the trace lies within ±2^30 (relative numbers: transfers below 1 GiB per
-direction), else Int64; :class:`Ints` reads them as int64.
+direction), else Int64.
+
+The core keeps the packet columns it read and the state beside the frame while it lives
+(:func:`core_state`, a ``tracekit._core.TcpState``): the RTT, retransmission and stall passes
+(``tcp_rtt``, ``tcp_retrans``, ``tcp_stalls``) take it instead of the frame's columns, so the
+packets cross into the core once and no pass converts the frame again.
 """
 
 from __future__ import annotations
