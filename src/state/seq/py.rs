@@ -122,27 +122,35 @@ type Columns<'py> = (
     Vec<(Bound<'py, PyAny>, Bound<'py, PyArray1<u32>>)>,
 );
 
-/// `x` as a numpy column (i32 when `narrow`: the caller checked that every value fits) and the
-/// rows where it holds `none`.
-fn narrowed<'py>(
-    py: Python<'py>,
-    x: &[i64],
-    none: i64,
-    narrow: bool,
-) -> (Bound<'py, PyAny>, Bound<'py, PyArray1<u32>>) {
+/// An integer column for the frame: int32 when narrow (the caller checked that every value
+/// fits), else int64 as it is.
+enum Narrowed {
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    U32(Vec<u32>),
+}
+
+impl Narrowed {
+    fn into_py(self, py: Python<'_>) -> Bound<'_, PyAny> {
+        match self {
+            Narrowed::I32(v) => v.into_pyarray(py).into_any(),
+            Narrowed::I64(v) => v.into_pyarray(py).into_any(),
+            Narrowed::U32(v) => v.into_pyarray(py).into_any(),
+        }
+    }
+}
+
+/// `x` as a frame column and the rows where it holds `none`.
+fn narrowed(x: &[i64], none: i64, narrow: bool) -> (Narrowed, Vec<u32>) {
     let missing: Vec<u32> = (0..x.len() as u32)
         .filter(|&i| x[i as usize] == none)
         .collect();
     let col = if narrow {
-        x.iter()
-            .map(|&v| v as i32)
-            .collect::<Vec<i32>>()
-            .into_pyarray(py)
-            .into_any()
+        Narrowed::I32(x.iter().map(|&v| v as i32).collect())
     } else {
-        PyArray1::from_slice(py, x).into_any()
+        Narrowed::I64(x.to_vec())
     };
-    (col, missing.into_pyarray(py))
+    (col, missing)
 }
 
 #[pymethods]
@@ -240,30 +248,35 @@ impl TcpState {
     /// r_win`: `dend` is `seq + len`, `r_i` uint32, the others int32 when `narrow` (the caller
     /// checked that every value fits), else int64.
     fn columns<'py>(&self, py: Python<'py>, narrow: bool) -> PyResult<Columns<'py>> {
-        let st = &self.st;
         let seq = self.seq.bind(py).try_readonly()?;
-        let dend: Vec<i64> = slice(&seq, "seq")?
-            .iter()
-            .zip(&self.len)
-            .map(|(s, l)| s + l)
-            .collect();
-        let mut ints: Vec<_> = [&dend, &st.nxt, &st.hi_dend]
+        let seq = slice(&seq, "seq")?;
+        // the columns are made without the GIL (batches run on several threads)
+        let (g, len, bits, ints) = py.detach(|| {
+            let st = &self.st;
+            let dend: Vec<i64> = seq.iter().zip(&self.len).map(|(s, l)| s + l).collect();
+            let mut ints: Vec<_> = [&dend, &st.nxt, &st.hi_dend]
+                .into_iter()
+                .map(|x| narrowed(x, MISSING, narrow))
+                .collect();
+            let r_missing: Vec<u32> = (0..st.r_i.len() as u32)
+                .filter(|&i| st.r_i[i as usize] < 0)
+                .collect();
+            let r_i = st.r_i.iter().map(|&r| r as u32).collect();
+            ints.push((Narrowed::U32(r_i), r_missing));
+            for x in [&st.r_hi_ack, &st.r_win] {
+                ints.push(narrowed(x, MISSING, narrow));
+            }
+            (self.g.clone(), self.len.clone(), st.bits.clone(), ints)
+        });
+        let ints = ints
             .into_iter()
-            .map(|x| narrowed(py, x, MISSING, narrow))
+            .map(|(x, none)| (x.into_py(py), none.into_pyarray(py)))
             .collect();
-        let r_missing: Vec<u32> = (0..st.r_i.len() as u32)
-            .filter(|&i| st.r_i[i as usize] < 0)
-            .collect();
-        let r_i: Vec<u32> = st.r_i.iter().map(|&r| r as u32).collect();
-        ints.push((r_i.into_pyarray(py).into_any(), r_missing.into_pyarray(py)));
-        for x in [&st.r_hi_ack, &st.r_win] {
-            ints.push(narrowed(py, x, MISSING, narrow));
-        }
         Ok((
-            PyArray1::from_slice(py, &self.g),
-            PyArray1::from_slice(py, &self.len),
+            g.into_pyarray(py),
+            len.into_pyarray(py),
             self.flags.bind(py).clone(),
-            PyArray1::from_slice(py, &st.bits),
+            bits.into_pyarray(py),
             ints,
         ))
     }

@@ -223,17 +223,6 @@ fn tcp_stalls<'py>(
     rs_rtt: PyReadonlyArray1<'py, f64>,
 ) -> PyResult<StallArrays<'py>> {
     state.get().with_cols(py, |h| {
-        let (new_ack, syn_rows) = (h.new_ack(), h.syn_rows());
-        let c = Columns {
-            g: h.g,
-            time: h.time,
-            len: h.len,
-            hi_dend: &h.st.hi_dend,
-            ack: h.ack,
-            win: h.win,
-            new_ack: &new_ack,
-            syn_rows: &syn_rows,
-        };
         let r = Rtt {
             rto_rows: slice(&rto_rows, "rto_rows")?,
             est_rows: slice(&est_rows, "est_rows")?,
@@ -242,7 +231,22 @@ fn tcp_stalls<'py>(
             rs_dir: slice(&rs_dir, "rs_dir")?,
             rs_rtt: slice(&rs_rtt, "rs_rtt")?,
         };
-        let found = py.detach(|| guard(|| stalls(&c, &r)))?;
+        let found = py.detach(|| {
+            guard(|| {
+                let (new_ack, syn_rows) = (h.new_ack(), h.syn_rows());
+                let c = Columns {
+                    g: h.g,
+                    time: h.time,
+                    len: h.len,
+                    hi_dend: &h.st.hi_dend,
+                    ack: h.ack,
+                    win: h.win,
+                    new_ack: &new_ack,
+                    syn_rows: &syn_rows,
+                };
+                stalls(&c, &r)
+            })
+        })?;
         let g: Vec<u32> = found.iter().map(|(g, _)| *g).collect();
         let start: Vec<f64> = found.iter().map(|(_, s)| s.start).collect();
         let end: Vec<f64> = found.iter().map(|(_, s)| s.end).collect();
