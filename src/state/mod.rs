@@ -98,6 +98,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     flowstats::register(m)?;
     group::register(m)?;
     srtt::register(m)?;
+    seq::register(m)?;
 
     dirstats::register(m)?;
     m.add_function(wrap_pyfunction!(tcp_state, m)?)
