@@ -129,3 +129,11 @@ def dir_stats(
     payload: npt.NDArray[np.uint32], size: npt.NDArray[np.uint32], seq: npt.NDArray[np.int64],
     flags: npt.NDArray[np.uint8], mss: npt.NDArray[np.int32], wscale: npt.NDArray[np.int16],
 ) -> dict[str, npt.NDArray[Any]]: ...  # size, mss, wscale may be empty: none known
+
+# src/state/vantage.rs: per connection, where the capture was taken (0 sender, 1 receiver, 2 middle, -1 none)
+def tcp_vantage(
+    flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int8], keep: npt.NDArray[np.bool_],
+    time: npt.NDArray[np.float64], payload: npt.NDArray[np.uint32], flags: npt.NDArray[np.uint8],
+    r_flow: npt.NDArray[np.uint32], r_dir: npt.NDArray[np.int8], r_rtt: npt.NDArray[np.float64],
+    r_seq: npt.NDArray[np.bool_],
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int8]]: ...
