@@ -108,8 +108,8 @@ impl FlowVantage {
         }
         let h1 = self.synack - self.syn; // SYN -> SYN-ACK: the responder's side of the path
         let h2 = self.ack3 - self.synack; // SYN-ACK -> ACK: the initiator's side
-        // the side that answered at once is next to the vantage point: its delay is under a
-        // tenth of the round trip, or under 0.5 ms
+                                          // the side that answered at once is next to the vantage point: its delay is under a
+                                          // tenth of the round trip, or under 0.5 ms
         let quick = |h: f64| h < QUICK_SHARE * (h1 + h2) || h < QUICK_S;
         Some(if quick(h2) && !(quick(h1) && h1 < h2) {
             1.0
@@ -236,7 +236,11 @@ pub fn vantage_points(p: &Packets, s: &Samples) -> Result<(Vec<u32>, Vec<Option<
     ];
     same_len("packet", n, &cols)?;
     let m = s.flow.len();
-    let rcols = [("dir", s.dir.len()), ("rtt", s.rtt.len()), ("seq", s.seq.len())];
+    let rcols = [
+        ("dir", s.dir.len()),
+        ("rtt", s.rtt.len()),
+        ("seq", s.seq.len()),
+    ];
     same_len("RTT sample", m, &rcols)?;
     let mut flows = Flows::default();
     for i in (0..n).filter(|&i| p.keep[i]) {

@@ -141,7 +141,8 @@ def detect(pk: pl.DataFrame, rtt_samples: pl.DataFrame | None = None) -> pl.Data
     )
     rs = rtt_samples if rtt_samples is not None else pl.DataFrame(schema=RTT)
     flows, codes = _core.tcp_vantage(
-        *(c[name].to_numpy() for name in c.columns),
+        c["flow"].to_numpy(), c["dir"].to_numpy(), c["keep"].to_numpy(), c["time"].to_numpy(),
+        c["payload"].to_numpy(), c["flags"].to_numpy(),
         rs["flow"].cast(pl.UInt32).to_numpy(), rs["dir"].cast(pl.Int8).to_numpy(),
         rs["rtt_s"].cast(pl.Float64).fill_null(0.0).to_numpy(),
         ((rs["method"] == "seq") & rs["rtt_s"].is_not_null()).fill_null(False).to_numpy())

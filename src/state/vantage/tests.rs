@@ -15,7 +15,12 @@ fn feed(pkts: &[(usize, f64, i64, u8)]) -> FlowVantage {
 
 /// A handshake (SYN at 0, SYN-ACK at `t1`, ACK at `t2`) then data from the initiator.
 fn handshake(t1: f64, t2: f64) -> FlowVantage {
-    feed(&[(0, 0.0, 0, SYN), (1, t1, 0, SA), (0, t2, 0, ACK), (0, t2 + 0.001, 1000, ACK)])
+    feed(&[
+        (0, 0.0, 0, SYN),
+        (1, t1, 0, SA),
+        (0, t2, 0, ACK),
+        (0, t2 + 0.001, 1000, ACK),
+    ])
 }
 
 #[test]
@@ -55,7 +60,12 @@ fn both_quick_the_shorter_one_wins() {
 #[test]
 fn the_data_direction_decides_sender_and_receiver() {
     // next to the initiator, but the responder sends the data: the capture is at the receiver
-    let v = feed(&[(0, 0.0, 0, SYN), (1, 0.1, 0, SA), (0, 0.10005, 0, ACK), (1, 0.2, 1000, ACK)]);
+    let v = feed(&[
+        (0, 0.0, 0, SYN),
+        (1, 0.1, 0, SA),
+        (0, 0.10005, 0, ACK),
+        (1, 0.2, 1000, ACK),
+    ]);
     assert_eq!(v.data_dir(), Some((1, 1000)));
     assert_eq!(v.point(None), Some(Point::Receiver));
 }
@@ -63,7 +73,12 @@ fn the_data_direction_decides_sender_and_receiver() {
 #[test]
 fn an_ack_before_the_synack_is_not_the_third_packet() {
     // a pure ACK of the initiator before any SYN-ACK (a stray one) is not timed
-    let v = feed(&[(0, 0.0, 0, SYN), (0, 0.05, 0, ACK), (1, 0.1, 0, SA), (0, 0.3, 1000, ACK)]);
+    let v = feed(&[
+        (0, 0.0, 0, SYN),
+        (0, 0.05, 0, ACK),
+        (1, 0.1, 0, SA),
+        (0, 0.3, 1000, ACK),
+    ]);
     assert_eq!(v.ack3, 0.3);
     // a SYN-ACK from the initiator or a SYN from the responder take no part
     let v = feed(&[(0, 0.0, 0, SA), (1, 0.0, 0, SYN), (0, 0.1, 10, ACK)]);
@@ -114,6 +129,9 @@ fn trace_columns_give_flows_in_order() {
     let (flows, points) = vantage_points(&p, &s).unwrap();
     assert_eq!(flows, vec![3, 7]);
     assert_eq!(points, vec![Some(Point::Sender), Some(Point::Sender)]);
-    let bad = Packets { dir: &[0, 2, 0, 0, 1, 0], ..p };
+    let bad = Packets {
+        dir: &[0, 2, 0, 0, 1, 0],
+        ..p
+    };
     assert!(vantage_points(&bad, &s).is_err());
 }
