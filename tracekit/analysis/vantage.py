@@ -147,7 +147,7 @@ def detect(pk: pl.DataFrame, rtt_samples: pl.DataFrame | None = None) -> pl.Data
         rs["rtt_s"].cast(pl.Float64).fill_null(0.0).to_numpy(),
         ((rs["method"] == "seq") & rs["rtt_s"].is_not_null()).fill_null(False).to_numpy())
     return pl.DataFrame({"flow": pl.Series(flows, dtype=pl.UInt32),
-                         "vantage_point": pl.Series(_POINTS[codes], dtype=pl.String)})
+                         "vantage_point": pl.Series(_POINTS[codes].tolist(), dtype=pl.String)})
 
 
 #: The core's vantage point codes (0, 1, 2; -1 = none, the last entry).
