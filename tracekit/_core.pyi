@@ -25,14 +25,16 @@ def tcp_rtt(
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32], npt.NDArray[np.int8], npt.NDArray[np.uint64],
            npt.NDArray[np.float64], npt.NDArray[np.float64], int]: ...
 
-# src/state/sack.rs: the flight frame's columns per data packet (Wireshark's list and SACK
+# src/state/sack.rs: the flight frame's columns per data packet (its keys; Wireshark's list and SACK
 # correction, RFC 6675 pipe without loss marking, outstanding data), and when each was SACKed
 def tcp_flight_sack(
     flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int8], seq: npt.NDArray[np.int64],
     len: npt.NDArray[np.uint32], flags: npt.NDArray[np.uint8], ack: npt.NDArray[np.int64],
     bits: npt.NDArray[np.uint8], block_row: npt.NDArray[np.int64], block_left: npt.NDArray[np.int64],
-    block_right: npt.NDArray[np.int64],
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.int64],
+    block_right: npt.NDArray[np.int64], frame: npt.NDArray[np.uint64] | None = None,
+    time: npt.NDArray[np.float64] | None = None,
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int8], npt.NDArray[np.uint64], npt.NDArray[np.float64],
+           npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.int64],
            npt.NDArray[np.int64]]: ...
 
 # src/state/bins.rs: throughput bins (refused, then per direction flow, dir, first bin, bins;
@@ -145,3 +147,11 @@ class TcpState:
         npt.NDArray[np.uint32], npt.NDArray[np.int64], npt.NDArray[np.uint8], npt.NDArray[np.uint8],
         list[tuple[npt.NDArray[np.int32] | npt.NDArray[np.int64] | npt.NDArray[np.uint32],
                    npt.NDArray[np.uint32]]]]: ...
+
+# src/state/vantage.rs: per connection, where the capture was taken (0 sender, 1 receiver, 2 middle, -1 none)
+def tcp_vantage(
+    flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int8], keep: npt.NDArray[np.bool_],
+    time: npt.NDArray[np.float64], payload: npt.NDArray[np.uint32], flags: npt.NDArray[np.uint8],
+    r_flow: npt.NDArray[np.uint32], r_dir: npt.NDArray[np.int8], r_rtt: npt.NDArray[np.float64],
+    r_seq: npt.NDArray[np.bool_],
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int8]]: ...

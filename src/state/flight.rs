@@ -91,15 +91,20 @@ impl Unacked {
 
     /// Highest end - lowest start (None when empty).
     fn span(&self) -> Option<i64> {
-        let lo = [
-            self.run.front().map(|r| r.0),
-            self.by_start.first().map(|r| r.0),
-        ];
-        let hi = [
-            self.run.back().map(|r| r.1),
-            self.by_end.last().map(|r| r.0),
-        ];
-        Some(hi.into_iter().flatten().max()? - lo.into_iter().flatten().min()?)
+        // (a plain match: this runs at every data segment)
+        let lo = match (self.run.front(), self.by_start.first()) {
+            (Some(r), Some(o)) => r.0.min(o.0),
+            (Some(r), None) => r.0,
+            (None, Some(o)) => o.0,
+            (None, None) => return None,
+        };
+        let hi = match (self.run.back(), self.by_end.last()) {
+            (Some(r), Some(o)) => r.1.max(o.0),
+            (Some(r), None) => r.1,
+            (None, Some(o)) => o.0,
+            (None, None) => return None,
+        };
+        Some(hi - lo)
     }
 }
 

@@ -17,6 +17,7 @@ pub mod sack;
 pub mod seq;
 pub mod srtt;
 pub mod stalls;
+pub mod vantage;
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -101,5 +102,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     seq::register(m)?;
 
     dirstats::register(m)?;
+    vantage::register(m)?;
     m.add_function(wrap_pyfunction!(tcp_state, m)?)
 }

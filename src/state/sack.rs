@@ -1,4 +1,4 @@
-//! The SACK measures of bytes in flight, one streaming pass per connection.
+//! The SACK measures of bytes in flight: one pass in packet order, a state machine per connection.
 //!
 //! Beside Wireshark's list (`flight`), each data packet gets:
 //! - Wireshark's SACK correction (packet-tcp.c, `tcp_analyze_sequence_number`): its bytes in
@@ -18,11 +18,7 @@
 //! edge reported before with the same left edge), so each segment is looked at about once.
 
 use super::flight::ListFlight;
-use super::seq::{group_keys, Packets, FIN, GAP, MISSING, NEW, NEW_ACK, STRAY, SYN};
-use crate::state::slice;
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
-use pyo3::prelude::*;
-use rayon::prelude::*;
+use super::seq::{Packets, FIN, GAP, MISSING, NEW, NEW_ACK, STRAY, SYN};
 use std::collections::{HashMap, VecDeque};
 
 /// Wireshark keeps bytes in flight only below this (`tcp.analysis.bytes_in_flight` is empty
@@ -220,42 +216,46 @@ pub struct Blocks<'a> {
     pub right: &'a [i64],
 }
 
-type Out = (u32, i64, bool, i64, i64);
-/// (data packet row, row of the packet that SACKed it first)
-type Sacked = (u32, u32);
+/// One connection's bytes in flight, all three measures (both directions), fed packet by
+/// packet: Wireshark's list ([`ListFlight`]) and the SACK scoreboard side by side.
+#[derive(Default)]
+pub struct ConnFlight {
+    list: ListFlight,
+    board: Scoreboard,
+}
 
-/// One connection: its rows in packet order and its blocks (row order); `bits` are the state
-/// bits of every packet (`seq::State::bits`).
-fn connection(
-    p: &Packets,
-    bits: &[u8],
-    bl: &Blocks,
-    rows: &[u32],
-    blocks: &[u32],
-) -> (Vec<Out>, Vec<Sacked>) {
-    let mut list = ListFlight::default();
-    let mut board = Scoreboard::default();
-    let mut out = Vec::with_capacity(rows.len());
-    let mut sacked = Vec::new();
-    let mut k = 0;
-    let mut mine = Vec::new();
-    for &row in rows {
-        let i = row as usize;
-        mine.clear();
-        while let Some(&j) = blocks.get(k) {
-            if bl.row[j as usize] != i64::from(row) {
-                break;
-            }
-            mine.push((bl.left[j as usize], bl.right[j as usize]));
-            k += 1;
-        }
-        let d = usize::from(p.dir[i] == 1);
-        let (seq, len, fl, ack, b) = (p.seq[i], i64::from(p.len[i]), p.flags[i], p.ack[i], bits[i]);
+/// One data packet's row of the flight frame ([`MISSING`]: no value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlightRow {
+    /// Wireshark's bytes in flight with its SACK and SYN/FIN corrections.
+    pub flight: i64,
+    /// `flight` rests on the sender's segments alone (no ACK from the other side yet).
+    pub sender_only: bool,
+    pub pipe: i64,
+    pub unacked: i64,
+}
+
+impl ConnFlight {
+    /// One packet of direction `d` with its state bits (`seq::State::bits`: GAP, STRAY, NEW
+    /// and NEW_ACK are read) and SACK blocks; `id` labels it for [`ConnFlight::newly_sacked`].
+    /// Returns the flight row of a data packet (payload > 0).
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_packet(
+        &mut self,
+        d: usize,
+        seq: i64,
+        len: i64,
+        fl: u8,
+        ack: i64,
+        b: u8,
+        blocks: &[(i64, i64)],
+        id: u32,
+    ) -> Option<FlightRow> {
         // a stray SYN takes no part in Wireshark's list, but its blocks are read like any other
         let raw = if b & STRAY != 0 {
             None
         } else {
-            list.on_packet(d, seq, len, fl, ack, b & GAP != 0)
+            self.list.on_packet(d, seq, len, fl, ack, b & GAP != 0)
         };
         let pk = Pkt {
             seq,
@@ -263,32 +263,89 @@ fn connection(
             ack,
             new: b & NEW != 0,
             new_ack: b & NEW_ACK != 0,
-            id: row,
+            id,
         };
-        board.on_packet(d, &pk, &mine);
-        sacked.extend(board.newly_sacked(d).iter().map(|&s| (s, row)));
+        self.board.on_packet(d, &pk, blocks);
         if len == 0 {
-            continue;
+            return None;
         }
-        let m = board.measures(d);
+        let m = self.board.measures(d);
         let (raw, only) = raw.unwrap_or((MISSING, false));
         let v = if raw == MISSING {
             MISSING
         } else {
             raw - m.blocks
         };
-        let fb = if v > 0 && v < MAX_FLIGHT {
+        // Wireshark keeps the corrected value only in (0, 2e9), then takes off a SYN's or a
+        // FIN's virtual byte
+        let flight = if v > 0 && v < MAX_FLIGHT {
             v - i64::from(fl & (SYN | FIN) != 0)
         } else {
             MISSING
         };
-        out.push((row, fb, only && fb != MISSING, m.pipe, m.unacked));
+        Some(FlightRow {
+            flight,
+            sender_only: only && flight != MISSING,
+            pipe: m.pipe,
+            unacked: m.unacked,
+        })
     }
-    (out, sacked)
+
+    /// The labels of the other direction's segments that the latest packet of direction `d`
+    /// SACKed first ([`Scoreboard::newly_sacked`]).
+    pub fn newly_sacked(&self, d: usize) -> &[u32] {
+        self.board.newly_sacked(d)
+    }
+}
+
+/// The connections' states by id: a table for the usual dense ids, else a map.
+struct Conns {
+    states: Vec<ConnFlight>,
+    dense: Vec<u32>,
+    other: HashMap<u32, u32>,
+    /// The last packet's connection and its state (packets of one connection come in runs).
+    last: Option<(u32, usize)>,
+}
+
+impl Conns {
+    fn new(flow: &[u32]) -> Self {
+        let top = flow.iter().copied().max().map_or(0, |f| f as usize + 1);
+        // readers number connections 0, 1, 2, ...: a table unless the ids are far apart
+        let width = if top <= flow.len() + 1024 { top } else { 0 };
+        Conns {
+            states: Vec::new(),
+            dense: vec![u32::MAX; width],
+            other: HashMap::new(),
+            last: None,
+        }
+    }
+
+    fn get(&mut self, flow: u32) -> &mut ConnFlight {
+        let j = match self.last {
+            Some((f, j)) if f == flow => j,
+            _ => {
+                let next = self.states.len() as u32;
+                let slot = match self.dense.get_mut(flow as usize) {
+                    Some(s) => s,
+                    None => self.other.entry(flow).or_insert(u32::MAX),
+                };
+                if *slot == u32::MAX {
+                    *slot = next;
+                    self.states.push(ConnFlight::default());
+                }
+                *slot as usize
+            }
+        };
+        self.last = Some((flow, j));
+        &mut self.states[j]
+    }
 }
 
 /// The flight columns of every data packet (see the module docs); `bits` are the state bits
 /// of every packet (`seq::State::bits`: GAP, STRAY, NEW and NEW_ACK are read).
+///
+/// One pass in packet order, each packet fed to its connection's [`ConnFlight`]: the rows
+/// come out in packet order, and a segment's label is its place among the data packets.
 pub fn flight_columns(p: &Packets, bits: &[u8], bl: &Blocks) -> Result<FlightColumns, String> {
     let n = p.validate()?;
     if bits.len() != n {
@@ -308,125 +365,45 @@ pub fn flight_columns(p: &Packets, bits: &[u8], bl: &Blocks) -> Result<FlightCol
     if bl.row.iter().any(|&r| r < 0 || r as usize >= n) || bl.row.windows(2).any(|w| w[0] > w[1]) {
         return Err("SACK block rows must be ascending packet rows".into());
     }
-    let flows: Vec<u64> = p.flow.iter().map(|&f| u64::from(f)).collect();
-    let gr = group_keys(&flows);
-    // the blocks per connection, row order (a stable counting sort by connection)
-    let mut bstart = vec![0usize; gr.keys.len() + 1];
-    for &r in bl.row {
-        bstart[gr.id[r as usize] as usize + 1] += 1;
-    }
-    for k in 0..gr.keys.len() {
-        bstart[k + 1] += bstart[k];
-    }
-    let mut fill = bstart.clone();
-    let mut border = vec![0u32; nb];
-    for (j, &r) in bl.row.iter().enumerate() {
-        let c = gr.id[r as usize] as usize;
-        border[fill[c]] = j as u32;
-        fill[c] += 1;
-    }
-    let per: Vec<(Vec<Out>, Vec<Sacked>)> = (0..gr.keys.len())
-        .into_par_iter()
-        .map(|c| {
-            let rows = &gr.order[gr.starts[c]..gr.starts[c + 1]];
-            connection(p, bits, bl, rows, &border[bstart[c]..bstart[c + 1]])
-        })
-        .collect();
-    // each data packet's place among the data packets, packet order; `upto[i]`: the data
-    // packets in rows 0..=i
-    let mut rank = vec![u32::MAX; n];
-    let mut upto = vec![0u32; n];
-    let mut m = 0u32;
-    for (i, &l) in p.len.iter().enumerate() {
-        if l > 0 {
-            rank[i] = m;
-            m += 1;
-        }
-        upto[i] = m;
-    }
-    let m = m as usize;
+    let m = p.len.iter().filter(|&&l| l > 0).count();
     let mut out = FlightColumns {
-        flight: vec![MISSING; m],
-        sender_only: vec![false; m],
-        pipe: vec![MISSING; m],
-        unacked: vec![MISSING; m],
+        flight: Vec::with_capacity(m),
+        sender_only: Vec::with_capacity(m),
+        pipe: Vec::with_capacity(m),
+        unacked: Vec::with_capacity(m),
         sacked_at: vec![MISSING; m],
     };
-    for (cols, sacked) in per {
-        for (row, fb, only, pipe, un) in cols {
-            let k = rank[row as usize] as usize;
-            out.flight[k] = fb;
-            out.sender_only[k] = only;
-            out.pipe[k] = pipe;
-            out.unacked[k] = un;
+    let mut conns = Conns::new(p.flow);
+    let (mut k, mut blocks) = (0, Vec::new());
+    // the data packets in rows 0..=i (a data packet's label: their number before it)
+    let mut upto = 0u32;
+    for (i, &b) in bits.iter().enumerate() {
+        blocks.clear();
+        while k < nb && bl.row[k] == i as i64 {
+            blocks.push((bl.left[k], bl.right[k]));
+            k += 1;
         }
-        for (seg, by) in sacked {
-            out.sacked_at[rank[seg as usize] as usize] = i64::from(upto[by as usize]);
+        let id = upto;
+        let len = i64::from(p.len[i]);
+        upto += u32::from(len > 0);
+        let d = usize::from(p.dir[i] == 1);
+        let c = conns.get(p.flow[i]);
+        let row = c.on_packet(d, p.seq[i], len, p.flags[i], p.ack[i], b, &blocks, id);
+        for &s in c.newly_sacked(d) {
+            out.sacked_at[s as usize] = i64::from(upto);
+        }
+        if let Some(r) = row {
+            out.flight.push(r.flight);
+            out.sender_only.push(r.sender_only);
+            out.pipe.push(r.pipe);
+            out.unacked.push(r.unacked);
         }
     }
     Ok(out)
 }
 
-type FlightArrays<'py> = (
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<bool>>,
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<i64>>,
-    Bound<'py, PyArray1<i64>>,
-);
-
-/// The flight frame's columns per data packet: `(flight, sender_only, pipe, unacked)`, and
-/// `sacked_at` (see [`FlightColumns::sacked_at`]; not a column of the frame).
-///
-/// `flags` is the TCP flags byte, `bits` the state bits `tcp_state` returned
-/// (`seq::State::bits`); `block_row`, `block_left`, `block_right` every SACK block (rows
-/// ascending); -2^62 stands for none everywhere.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn tcp_flight_sack<'py>(
-    py: Python<'py>,
-    flow: PyReadonlyArray1<'py, u32>,
-    dir: PyReadonlyArray1<'py, i8>,
-    seq: PyReadonlyArray1<'py, i64>,
-    len: PyReadonlyArray1<'py, u32>,
-    flags: PyReadonlyArray1<'py, u8>,
-    ack: PyReadonlyArray1<'py, i64>,
-    bits: PyReadonlyArray1<'py, u8>,
-    block_row: PyReadonlyArray1<'py, i64>,
-    block_left: PyReadonlyArray1<'py, i64>,
-    block_right: PyReadonlyArray1<'py, i64>,
-) -> PyResult<FlightArrays<'py>> {
-    let f = slice(&flow, "flow")?;
-    let win = vec![MISSING; f.len()];
-    let p = Packets {
-        flow: f,
-        dir: slice(&dir, "dir")?,
-        seq: slice(&seq, "seq")?,
-        len: slice(&len, "len")?,
-        flags: slice(&flags, "flags")?,
-        ack: slice(&ack, "ack")?,
-        win: &win,
-    };
-    let bits = slice(&bits, "bits")?;
-    let bl = Blocks {
-        row: slice(&block_row, "block_row")?,
-        left: slice(&block_left, "block_left")?,
-        right: slice(&block_right, "block_right")?,
-    };
-    let out = py.detach(|| super::guard(|| flight_columns(&p, bits, &bl)))?;
-    Ok((
-        out.flight.into_pyarray(py),
-        out.sender_only.into_pyarray(py),
-        out.pipe.into_pyarray(py),
-        out.unacked.into_pyarray(py),
-        out.sacked_at.into_pyarray(py),
-    ))
-}
-
-/// Adds this module's functions to `tracekit._core`.
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(tcp_flight_sack, m)?)
-}
+mod py;
+pub use py::register;
 
 #[cfg(test)]
 mod tests;

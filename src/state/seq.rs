@@ -117,6 +117,7 @@ pub struct Groups {
     /// The distinct keys, ascending.
     pub keys: Vec<u64>,
     /// Dense id (index into `keys`) of every row.
+    #[allow(dead_code)] // (no pass reads it since the flight pass runs in packet order)
     pub id: Vec<u32>,
     /// Rows of group k: `order[starts[k]..starts[k + 1]]`.
     pub starts: Vec<usize>,

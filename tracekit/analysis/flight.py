@@ -21,8 +21,9 @@ Three measures, one row per data segment (payload > 0) as the vantage point saw 
   information), the classic "outstanding data" of tcptrace.
 
 All three run in the compiled core (``src/state/flight.rs``: Wireshark's list; ``src/state/sack.rs``:
-the SACK scoreboard and the corrections), one streaming pass per connection over the state of
-:mod:`tracekit.analysis._state`.
+the SACK scoreboard and the corrections): one pass in packet order over the state of
+:mod:`tracekit.analysis._state`, a state machine per connection, which also hands back the frame's
+key columns, so the frame is built from the core's arrays without a query.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import polars as pl
 
 from tracekit import _core
 from tracekit.analysis._groups import MISSING
-from tracekit.analysis._state import pick, prepare, sack_blocks_of
+from tracekit.analysis._state import prepare, sack_blocks_of
 from tracekit.schema import FLIGHT, empty
 
 
@@ -59,17 +60,23 @@ def flight_and_sacks(pk: pl.DataFrame, *, state: pl.DataFrame | None = None) -> 
         ``sacked_at[s] <= k``: the cwnd estimate needs where the SACKed bytes lie (RFC 6675 §2).
     """
     st = prepare(pk) if state is None else state
-    if st.is_empty() or not int(st.select((pl.col("len") > 0).sum()).item()):
+    if st.is_empty():
         return empty(FLIGHT), np.empty(0, dtype=np.int64)
     owner, left, right, _ = sack_blocks_of(st)
     i64 = pl.Int64
-    fb, only, sb, ub, sacked_at = _core.tcp_flight_sack(
+    # (a validated trace has no null frame or time: both are required columns)
+    flow, dr, frame, time, fb, only, sb, ub, sacked_at = _core.tcp_flight_sack(
         st["flow"].cast(pl.UInt32).to_numpy(), st["dir"].cast(pl.Int8).to_numpy(), st["seq"].cast(i64).to_numpy(),
         st["len"].cast(pl.UInt32).to_numpy(), st["_f"].to_numpy(), st["ack"].cast(i64).fill_null(MISSING).to_numpy(),
-        st["_b"].to_numpy(),
-        *(np.ascontiguousarray(a) for a in (owner, left, right)))
-    keys = pick(st, pl.col("len") > 0, "flow", "dir", "frame", "time")
-    vals = pl.DataFrame({"flight_bytes": fb, "flight_sack_bytes": sb, "unacked_bytes": ub})
-    return keys.hstack(vals).with_columns(  # -2^62 from the core: no value
-        **{c: pl.when(pl.col(c) != MISSING).then(pl.col(c)) for c in vals.columns},
-        flight_sender_only=pl.Series(only)), sacked_at
+        st["_b"].to_numpy(), np.ascontiguousarray(owner), np.ascontiguousarray(left), np.ascontiguousarray(right),
+        frame=st["frame"].cast(pl.UInt64).to_numpy(), time=st["time"].cast(pl.Float64).to_numpy())
+    if not len(fb):
+        return empty(FLIGHT), sacked_at
+
+    def col(name: str, x: np.ndarray) -> pl.Series:  # -2^62 from the core: no value
+        return pl.Series(name, x).set(pl.Series(x == MISSING), None)
+
+    return pl.DataFrame([
+        pl.Series("flow", flow), pl.Series("dir", dr), pl.Series("frame", frame), pl.Series("time", time),
+        col("flight_bytes", fb), col("flight_sack_bytes", sb), col("unacked_bytes", ub),
+        pl.Series("flight_sender_only", only)]), sacked_at

@@ -22,9 +22,11 @@ Drops elsewhere are kept out of this view; the queue and loss analyses read the 
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
-from tracekit.schema import ACK, SYN
+from tracekit import _core
+from tracekit.schema import RTT
 
 #: Earliest observation of a packet on a link first.
 _RANK = {"capture": 0, "send": 1, "enqueue": 2, "dequeue": 3, "recv": 4, "drop": 5}
@@ -120,7 +122,9 @@ def detect(pk: pl.DataFrame, rtt_samples: pl.DataFrame | None = None) -> pl.Data
     under 0.5 ms) is next to the vantage point; when neither is, it is in the ``middle``.
     Without a handshake: a median data→ACK delay under 2 ms means the ACKs were sent right
     here (``receiver``), else ``sender``. ``sender``/``receiver`` refer to the direction that
-    carried more payload.
+    carried more payload (the initiator's on a tie). The rules run in the compiled core
+    (``src/state/vantage.rs``: one accumulator per connection, fed the packets in order; the
+    handshake is timed from the flags alone, so traces without ACK numbers get one too).
 
     Args:
         pk: Packets at the vantage point.
@@ -129,54 +133,22 @@ def detect(pk: pl.DataFrame, rtt_samples: pl.DataFrame | None = None) -> pl.Data
     Returns:
         ``flow, vantage_point`` (null when the flow carried no TCP data).
     """
-    tcp = pk.lazy().filter(
-        (pl.col("proto") == "tcp") & pl.col("flow").is_not_null() & pl.col("dir").is_not_null()
-    ).select("flow", "dir", "time", "flags", "payload")
-    fl = pl.col("flags").fill_null(0)
-    ddir_q = (
-        tcp.group_by(KEYS).agg(pl.col("payload").cast(pl.Int64).sum().alias("_b"))
-        .sort("_b", descending=True).group_by("flow").agg(pl.col("dir").first().alias("_ddir"),
-                                                          pl.col("_b").first().alias("_bytes"))
+    known = pl.col("flow").is_not_null() & pl.col("dir").is_not_null()
+    c = pk.select(
+        flow=pl.col("flow").cast(pl.UInt32).fill_null(0), dir=pl.col("dir").cast(pl.Int8).fill_null(0),
+        keep=((pl.col("proto") == "tcp") & known).fill_null(False), time=pl.col("time").cast(pl.Float64),
+        payload=pl.col("payload").cast(pl.UInt32).fill_null(0), flags=pl.col("flags").cast(pl.UInt8).fill_null(0),
     )
-    syn_q = tcp.filter((pl.col("dir") == 0) & ((fl & (SYN | ACK)) == SYN)).group_by("flow").agg(
-        pl.col("time").min().alias("_syn"))
-    synack_q = tcp.filter((pl.col("dir") == 1) & ((fl & (SYN | ACK)) == (SYN | ACK))).group_by("flow").agg(
-        pl.col("time").min().alias("_synack"))
-    ack3_q = (
-        tcp.filter((pl.col("dir") == 0) & ((fl & (SYN | ACK)) == ACK)).join(synack_q, on="flow")
-        .filter(pl.col("time") >= pl.col("_synack")).group_by("flow").agg(pl.col("time").min().alias("_ack3"))
-    )
-    # one plan: the filtered packets are scanned once, the four aggregates run in parallel
-    ddir, syn, synack, ack3 = pl.collect_all([ddir_q, syn_q, synack_q, ack3_q])
-    if ddir.is_empty():
-        return pl.DataFrame(schema={"flow": pl.UInt32, "vantage_point": pl.String})
-    h1 = pl.col("_synack") - pl.col("_syn")
-    h2 = pl.col("_ack3") - pl.col("_synack")
-    # the side that answered at once is next to the vantage point: its delay is under a tenth of
-    # the round trip, or under 0.5 ms (loopback and LAN round trips are that short)
-    def quick(h: pl.Expr) -> pl.Expr:
-        return (h < 0.1 * (h1 + h2)) | (h < 0.0005)
+    rs = rtt_samples if rtt_samples is not None else pl.DataFrame(schema=RTT)
+    flows, codes = _core.tcp_vantage(
+        c["flow"].to_numpy(), c["dir"].to_numpy(), c["keep"].to_numpy(), c["time"].to_numpy(),
+        c["payload"].to_numpy(), c["flags"].to_numpy(),
+        rs["flow"].cast(pl.UInt32).to_numpy(), rs["dir"].cast(pl.Int8).to_numpy(),
+        rs["rtt_s"].cast(pl.Float64).fill_null(0.0).to_numpy(),
+        ((rs["method"] == "seq") & rs["rtt_s"].is_not_null()).fill_null(False).to_numpy())
+    return pl.DataFrame({"flow": pl.Series(flows, dtype=pl.UInt32),
+                         "vantage_point": pl.Series(_POINTS[codes].tolist(), dtype=pl.String)})
 
-    hs = syn.join(synack, on="flow").join(ack3, on="flow").with_columns(
-        _f=pl.when(quick(h2) & ~(quick(h1) & (h1 < h2))).then(1.0).when(quick(h1)).then(0.0).otherwise(0.5)
-    )
-    out = ddir.join(hs.select("flow", "_f"), on="flow", how="left")
-    if rtt_samples is not None and rtt_samples.height:
-        med = rtt_samples.filter(pl.col("method") == "seq").group_by(KEYS).agg(
-            pl.col("rtt_s").median().alias("_med"))
-        out = out.join(med, left_on=["flow", "_ddir"], right_on=KEYS, how="left")
-    else:
-        out = out.with_columns(_med=pl.lit(None, pl.Float64))
-    near_init = pl.col("_f") == 1.0
-    near_resp = pl.col("_f") == 0.0
-    at_sender = pl.when(pl.col("_ddir") == 0).then(near_init).otherwise(near_resp)
-    at_receiver = pl.when(pl.col("_ddir") == 0).then(near_resp).otherwise(near_init)
-    vp = (
-        pl.when(pl.col("_bytes").fill_null(0) == 0).then(None)
-        .when(pl.col("_f").is_not_null() & pl.col("_f").is_finite())
-        .then(pl.when(at_sender).then(pl.lit("sender")).when(at_receiver).then(pl.lit("receiver"))
-              .otherwise(pl.lit("middle")))
-        .when(pl.col("_med").is_not_null())
-        .then(pl.when(pl.col("_med") < 0.002).then(pl.lit("receiver")).otherwise(pl.lit("sender")))
-    )
-    return out.select(pl.col("flow").cast(pl.UInt32), vp.cast(pl.String).alias("vantage_point")).sort("flow")
+
+#: The core's vantage point codes (0, 1, 2; -1 = none, the last entry).
+_POINTS = np.array(["sender", "receiver", "middle", None], dtype=object)

@@ -11,7 +11,11 @@ type Pk<'a> = (i8, i64, u32, u8, i64, &'a [(i64, i64)]);
 
 /// Packets of one flow as (dir, seq, len, flags, ack, SACK blocks): the flight columns.
 fn run(pk: &[Pk]) -> FlightColumns {
-    let flow = vec![0u32; pk.len()];
+    run_flows(&vec![0; pk.len()], pk)
+}
+
+/// [`run`] with each packet's connection id.
+fn run_flows(flow: &[u32], pk: &[Pk]) -> FlightColumns {
     let dir: Vec<i8> = pk.iter().map(|p| p.0).collect();
     let seq: Vec<i64> = pk.iter().map(|p| p.1).collect();
     let len: Vec<u32> = pk.iter().map(|p| p.2).collect();
@@ -19,7 +23,7 @@ fn run(pk: &[Pk]) -> FlightColumns {
     let ack: Vec<i64> = pk.iter().map(|p| p.4).collect();
     let win = vec![1000i64; pk.len()];
     let p = Packets {
-        flow: &flow,
+        flow,
         dir: &dir,
         seq: &seq,
         len: &len,
@@ -164,4 +168,34 @@ fn bad_block_rows_are_an_error() {
         right: &[2],
     };
     assert!(flight_columns(&p, &[0, 0], &ok).is_err());
+}
+
+#[test]
+fn interleaved_connections_keep_their_own_state() {
+    // one connection's 7 segments, a SACK of the 2nd, then a cumulative ACK of the 1st
+    let one: Vec<Pk> = (0..7)
+        .map(|k| (0, 1 + 1000 * k, 1000, A, 1, NO))
+        .chain([(1, 1, 0, A, 1, &[(1001, 2001)][..]), (1, 1, 0, A, 1001, NO)])
+        .collect();
+    let alone = run(&one);
+    // the same packets twice, alternating between connection 7 and connection 3
+    let pk: Vec<Pk> = one.iter().flat_map(|&p| [p, p]).collect();
+    let flow: Vec<u32> = (0..pk.len())
+        .map(|i| if i % 2 == 0 { 7 } else { 3 })
+        .collect();
+    let both = run_flows(&flow, &pk);
+    for (k, v) in alone.flight.iter().enumerate() {
+        assert_eq!((both.flight[2 * k], both.flight[2 * k + 1]), (*v, *v));
+        assert_eq!(both.pipe[2 * k], alone.pipe[k]);
+        assert_eq!(both.unacked[2 * k + 1], alone.unacked[k]);
+    }
+    // the 2nd segment (data packet 1 alone; 2 and 3 here) SACKed by the 8th packet, which
+    // comes after 7 data packets alone and 14 here
+    assert_eq!(alone.sacked_at[1], 7);
+    assert_eq!((both.sacked_at[2], both.sacked_at[3]), (14, 14));
+    assert!(both
+        .sacked_at
+        .iter()
+        .enumerate()
+        .all(|(k, &v)| v == M || k == 2 || k == 3));
 }
