@@ -152,37 +152,11 @@ def test_the_core_rejects_columns_of_unequal_length() -> None:
     from tracekit import _core
 
     i64, z, u8 = np.zeros(2, np.int64), np.zeros(0, np.int64), np.zeros(2, np.uint8)
-    cols = [np.zeros(2, np.uint32), np.zeros(2, np.int8), np.zeros(2, np.uint64), np.zeros(2), i64,
-            np.zeros(2, np.uint32), u8, i64, i64, i64, np.zeros(2, np.uint32)]
     with pytest.raises(ValueError, match="time"):
-        _core.TcpState(*cols[:3], np.zeros(1), *cols[4:])
+        _core.tcp_retrans(np.zeros(2, np.uint32), np.zeros(2, np.int8), np.zeros(1), i64, i64, i64, i64, i64,
+                          u8, u8, np.zeros(0, np.uint32), np.zeros(0), z, z, z, np.zeros(0, np.uint32),
+                          np.zeros(0), 0.2)
     with pytest.raises(ValueError, match="flags"):
-        _core.TcpState(*cols[:6], u8[:1], *cols[7:])
-    st = _core.TcpState(*cols)
-    with pytest.raises(ValueError, match="min_rtt_flow"):
-        _core.tcp_retrans(st, np.zeros(0, np.uint32), np.zeros(0), z, z, z, np.zeros(1, np.uint32), np.zeros(0), 0.2)
-    with pytest.raises(ValueError, match="not contiguous"):
-        _core.tcp_retrans(st, np.zeros(0, np.uint32), np.zeros(0), z, np.zeros(4, np.int64)[::2], z,
-                          np.zeros(0, np.uint32), np.zeros(0), 0.2)
-
-
-def test_a_state_frame_not_made_by_prepare_gives_the_same_passes() -> None:
-    """The core's state kept beside a prepared frame and one rebuilt from a copy of it agree.
-
-    ``core_state`` rebuilds from the frame's own packet columns when the frame is not one
-    ``prepare`` made (here a copy): the RTT, retransmission and stall passes read the same.
-    """
-    from tracekit.analysis import rtt, stalls
-    from tracekit.analysis.retrans import classify
-    from tracekit.analysis.vantage import vantage
-
-    pk = vantage(tracekit.read(sample("linux", "stall_cut.pcap")).packets)
-    st = _state.prepare(pk)
-    other = st.clone()
-    assert _state.core_state(other) is not _state.core_state(st)
-    rs = rtt.samples(st)
-    assert rs.height and rs.equals(rtt.samples(other))
-    rt = classify(st, rs)
-    assert rt.height and rt.equals(classify(other, rs))
-    sl = stalls.stalls(pk, state=st, rtt_samples_df=rs, retrans=rt)
-    assert sl.height and sl.equals(stalls.stalls(pk, state=other, rtt_samples_df=rs, retrans=rt))
+        _core.tcp_retrans(np.zeros(2, np.uint32), np.zeros(2, np.int8), np.zeros(2), i64, i64, i64, i64, i64,
+                          u8[:1], u8, np.zeros(0, np.uint32), np.zeros(0), z, z, z, np.zeros(0, np.uint32),
+                          np.zeros(0), 0.2)

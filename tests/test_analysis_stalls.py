@@ -42,10 +42,9 @@ def test_sequence_numbers_beyond_32_bits_give_the_same_stall() -> None:
 def test_bad_columns_raise_value_error_in_the_core() -> None:
     one, none = np.zeros(1, np.uint32), np.zeros(0, np.uint32)
     f, i = np.zeros(1), np.zeros(1, np.int64)
-    st = _core.TcpState(one, np.zeros(1, np.int8), np.zeros(1, np.uint64), f, i, one, np.zeros(1, np.uint8), i, i, i,
-                        one)
     with pytest.raises(ValueError, match="rto_rows"):
-        _core.tcp_stalls(st, np.array([7], np.uint32), none, np.zeros(0), none, np.zeros(0, np.int8), np.zeros(0))
+        _core.tcp_stalls(one, f, i, i, i, i, np.zeros(1, bool), none, np.array([7], np.uint32), none,
+                         np.zeros(0), none, np.zeros(0, np.int8), np.zeros(0))
 
 
 def test_pauses_below_the_threshold_are_not_stalls() -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 from conftest import need_tool
@@ -125,17 +124,12 @@ def test_core_refuses_bad_columns_with_an_error() -> None:
 
     one = (np.zeros(2, np.uint32), np.zeros(2, np.int8), np.zeros(2, np.int64), np.zeros(2, np.uint32),
            np.zeros(2, np.uint8), np.zeros(2, np.int64), np.zeros(2, np.int64))
-
-    def state(flow: Any, dr: Any, seq: Any, *rest: Any) -> Any:  # TcpState with frame, time, ts_val, ts_ecr of 2
-        return _core.TcpState(flow, dr, np.zeros(2, np.uint64), np.zeros(2), seq, *rest, np.zeros(2, np.int64),
-                              np.zeros(2, np.uint32))
-
     with pytest.raises(ValueError, match="column seq"):
-        state(one[0], one[1], np.zeros(3, np.int64), *one[3:])
+        _core.tcp_state(one[0], one[1], np.zeros(3, np.int64), *one[3:])
     with pytest.raises(ValueError, match="dir 5"):
-        state(one[0], np.array([0, 5], np.int8), *one[2:])
+        _core.tcp_state(one[0], np.array([0, 5], np.int8), *one[2:])
     with pytest.raises(ValueError, match="not contiguous"):
-        state(one[0], one[1], np.zeros(4, np.int64)[::2], *one[3:])
+        _core.tcp_state(one[0], one[1], np.zeros(4, np.int64)[::2], *one[3:])
     with pytest.raises(ValueError, match="column bits"):
         none = np.zeros(0, np.int64)
         _core.tcp_flight_sack(*one[:6], np.zeros(1, np.uint8), none, none, none)

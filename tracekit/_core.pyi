@@ -7,15 +7,25 @@ import numpy.typing as npt
 
 def version() -> str: ...
 
+# src/state: per-connection TCP state
+def tcp_state(
+    flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int8], seq: npt.NDArray[np.int64],
+    len: npt.NDArray[np.uint32], flags: npt.NDArray[np.uint8], ack: npt.NDArray[np.int64],
+    win: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint8], npt.NDArray[np.int64],
+           npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+
 # src/capture: pcap/pcapng records, link/IP/TCP/UDP decoding, IP reassembly
 def read_capture(source: object, format: str, limits: object, timeout_text: str) -> dict[str, Any]: ...
 def linktypes() -> dict[int, str]: ...
 
 # src/state/rtt.rs: RTT samples (seq with Karn's rule, TCP timestamps)
 def tcp_rtt(
-    state: TcpState,
-) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32], npt.NDArray[np.int8], npt.NDArray[np.uint64],
-           npt.NDArray[np.float64], npt.NDArray[np.float64], int]: ...
+    g: npt.NDArray[np.uint32], time: npt.NDArray[np.float64], seq: npt.NDArray[np.int64],
+    len: npt.NDArray[np.int64], flags: npt.NDArray[np.uint8], ack: npt.NDArray[np.int64],
+    ts_val: npt.NDArray[np.int64], ts_ecr: npt.NDArray[np.uint32], bits: npt.NDArray[np.uint8],
+    nxt: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64], npt.NDArray[np.uint32], npt.NDArray[np.float64]]: ...
 
 # src/state/sack.rs: the flight frame's columns per data packet (its keys; Wireshark's list and SACK
 # correction, RFC 6675 pipe without loss marking, outstanding data), and when each was SACKed
@@ -40,14 +50,20 @@ def throughput_bins(
 
 # src/state/stalls.rs: stalls and their causes
 def tcp_stalls(
-    state: TcpState, rto_rows: npt.NDArray[np.uint32], est_rows: npt.NDArray[np.uint32],
+    g: npt.NDArray[np.uint32], time: npt.NDArray[np.float64], len: npt.NDArray[np.int64],
+    hi_dend: npt.NDArray[np.int32] | npt.NDArray[np.int64], ack: npt.NDArray[np.int64],
+    win: npt.NDArray[np.int64], new_ack: npt.NDArray[np.bool_], syn_rows: npt.NDArray[np.uint32],
+    rto_rows: npt.NDArray[np.uint32], est_rows: npt.NDArray[np.uint32],
     est_srtt: npt.NDArray[np.float64], rs_flow: npt.NDArray[np.uint32], rs_dir: npt.NDArray[np.int8],
     rs_rtt: npt.NDArray[np.float64],
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.uint8]]: ...
 
 # src/state/retrans.rs: retransmissions and their kinds (0 fast, 1 rto, 2 spurious)
 def tcp_retrans(
-    state: TcpState, est_rows: npt.NDArray[np.uint32], est_srtt: npt.NDArray[np.float64],
+    flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int8], time: npt.NDArray[np.float64],
+    seq: npt.NDArray[np.int64], len: npt.NDArray[np.int64], nxt: npt.NDArray[np.int64],
+    ack: npt.NDArray[np.int64], r_hi_ack: npt.NDArray[np.int64], flags: npt.NDArray[np.uint8],
+    bits: npt.NDArray[np.uint8], est_rows: npt.NDArray[np.uint32], est_srtt: npt.NDArray[np.float64],
     sack_row: npt.NDArray[np.int64], sack_left: npt.NDArray[np.int64],
     sack_right: npt.NDArray[np.int64], min_rtt_flow: npt.NDArray[np.uint32], min_rtt: npt.NDArray[np.float64],
     rto_floor: float,
@@ -124,21 +140,6 @@ def flow_summary(
     fl: tuple[npt.NDArray[np.uint32], npt.NDArray[np.int8]], fl_bytes: npt.NDArray[np.int64],
     st: tuple[npt.NDArray[np.uint32], npt.NDArray[np.int8]], st_dur: npt.NDArray[np.float64],
 ) -> dict[str, npt.NDArray[Any]]: ...
-
-# src/state/seq/py.rs: the packet columns of a prepared frame and their sequence state, kept in
-# the core for tcp_rtt, tcp_retrans and tcp_stalls
-class TcpState:
-    def __init__(
-        self, flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int8], frame: npt.NDArray[np.uint64],
-        time: npt.NDArray[np.float64], seq: npt.NDArray[np.int64], len: npt.NDArray[np.uint32],
-        flags: npt.NDArray[np.uint8], ack: npt.NDArray[np.int64], win: npt.NDArray[np.int64],
-        ts_val: npt.NDArray[np.int64], ts_ecr: npt.NDArray[np.uint32],
-    ) -> None: ...
-    def __len__(self) -> int: ...
-    def columns(self, narrow: bool) -> tuple[
-        npt.NDArray[np.uint32], npt.NDArray[np.int64], npt.NDArray[np.uint8], npt.NDArray[np.uint8],
-        list[tuple[npt.NDArray[np.int32] | npt.NDArray[np.int64] | npt.NDArray[np.uint32],
-                   npt.NDArray[np.uint32]]]]: ...
 
 # src/state/vantage.rs: per connection, where the capture was taken (0 sender, 1 receiver, 2 middle, -1 none)
 def tcp_vantage(

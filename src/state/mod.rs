@@ -19,7 +19,7 @@ pub mod srtt;
 pub mod stalls;
 pub mod vantage;
 
-use numpy::PyReadonlyArray1;
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
@@ -43,6 +43,50 @@ pub fn guard<T>(f: impl FnOnce() -> Result<T, String> + std::panic::UnwindSafe) 
     }
 }
 
+type StateArrays<'py> = (
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<u8>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+);
+
+/// Per-packet TCP sequence state (see `seq`): `(nxt, hi_dend, bits, r_i, r_hi_ack, r_win)`.
+///
+/// `ack` and `win` carry -2^62 where the packet has none; so do the i64 outputs.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn tcp_state<'py>(
+    py: Python<'py>,
+    flow: PyReadonlyArray1<'py, u32>,
+    dir: PyReadonlyArray1<'py, i8>,
+    seq: PyReadonlyArray1<'py, i64>,
+    len: PyReadonlyArray1<'py, u32>,
+    flags: PyReadonlyArray1<'py, u8>,
+    ack: PyReadonlyArray1<'py, i64>,
+    win: PyReadonlyArray1<'py, i64>,
+) -> PyResult<StateArrays<'py>> {
+    let p = seq::Packets {
+        flow: slice(&flow, "flow")?,
+        dir: slice(&dir, "dir")?,
+        seq: slice(&seq, "seq")?,
+        len: slice(&len, "len")?,
+        flags: slice(&flags, "flags")?,
+        ack: slice(&ack, "ack")?,
+        win: slice(&win, "win")?,
+    };
+    let st = py.detach(|| guard(|| seq::analyze(&p)))?;
+    Ok((
+        st.nxt.into_pyarray(py),
+        st.hi_dend.into_pyarray(py),
+        st.bits.into_pyarray(py),
+        st.r_i.into_pyarray(py),
+        st.r_hi_ack.into_pyarray(py),
+        st.r_win.into_pyarray(py),
+    ))
+}
+
 /// Adds this module's functions to `tracekit._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     bins::register(m)?;
@@ -55,7 +99,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     flowstats::register(m)?;
     group::register(m)?;
     srtt::register(m)?;
-    seq::register(m)?;
+
     dirstats::register(m)?;
-    vantage::register(m)
+    vantage::register(m)?;
+    m.add_function(wrap_pyfunction!(tcp_state, m)?)
 }

@@ -15,10 +15,9 @@
 //! looks its value up there. Memory per direction: the unacknowledged segments, plus one
 //! entry per timestamp clock tick within the last 2^31 ticks.
 
-use super::guard;
 use super::seq::{is_seg, ADV, FIN, KEEPALIVE, MISSING, NEW_ACK, SYN, ZWP};
-use super::seq::{Cols, TcpState};
-use numpy::{IntoPyArray, PyArray1};
+use super::{guard, slice};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use std::collections::{HashMap, VecDeque};
 
@@ -329,66 +328,53 @@ pub fn samples(c: &Columns) -> Result<(Vec<Sample>, Vec<Sample>), String> {
 
 type SampleArrays<'py> = (
     Bound<'py, PyArray1<u32>>,
+    Bound<'py, PyArray1<f64>>,
     Bound<'py, PyArray1<u32>>,
-    Bound<'py, PyArray1<i8>>,
-    Bound<'py, PyArray1<u64>>,
     Bound<'py, PyArray1<f64>>,
-    Bound<'py, PyArray1<f64>>,
-    usize,
 );
 
-/// RTT samples of every connection (see the module docs) of a prepared state
-/// (`seq::TcpState`): `(rows, flow, dir, frame, time, rtt, n_seq)`, the `seq` samples
-/// (the first `n_seq`) then the `ts` ones, each in the closing ACK's row order.
+/// RTT samples of every connection (see the module docs): `(seq_rows, seq_rtt, ts_rows,
+/// ts_rtt)`, the closing ACKs' rows (ascending) and the RTTs in seconds.
 ///
-/// `rows`, `frame` and `time` are the closing ACK's; `dir` is the direction the sample
-/// measures (the ACK's other one), `rtt` in seconds.
+/// `g` is `2·flow + dir`; `flags` the TCP flags byte; `bits` the state bits `tcp_state`
+/// returned (`seq::State::bits`); `ack`, `ts_val` and `nxt` carry -2^62 where the packet has
+/// none; `ts_ecr` 0.
 #[pyfunction]
-fn tcp_rtt<'py>(py: Python<'py>, state: &Bound<'py, TcpState>) -> PyResult<SampleArrays<'py>> {
-    state.get().with_cols(py, |h| tcp_rtt_of(py, h))
-}
-
-fn tcp_rtt_of<'py>(py: Python<'py>, h: &Cols) -> PyResult<SampleArrays<'py>> {
+#[allow(clippy::too_many_arguments)]
+fn tcp_rtt<'py>(
+    py: Python<'py>,
+    g: PyReadonlyArray1<'py, u32>,
+    time: PyReadonlyArray1<'py, f64>,
+    seq: PyReadonlyArray1<'py, i64>,
+    len: PyReadonlyArray1<'py, i64>,
+    flags: PyReadonlyArray1<'py, u8>,
+    ack: PyReadonlyArray1<'py, i64>,
+    ts_val: PyReadonlyArray1<'py, i64>,
+    ts_ecr: PyReadonlyArray1<'py, u32>,
+    bits: PyReadonlyArray1<'py, u8>,
+    nxt: PyReadonlyArray1<'py, i64>,
+) -> PyResult<SampleArrays<'py>> {
     let c = Columns {
-        g: h.g,
-        time: h.time,
-        seq: h.seq,
-        len: h.len,
-        flags: h.flags,
-        ack: h.ack,
-        ts_val: h.ts_val,
-        ts_ecr: h.ts_ecr,
-        bits: &h.st.bits,
-        nxt: &h.st.nxt,
+        g: slice(&g, "g")?,
+        time: slice(&time, "time")?,
+        seq: slice(&seq, "seq")?,
+        len: slice(&len, "len")?,
+        flags: slice(&flags, "flags")?,
+        ack: slice(&ack, "ack")?,
+        ts_val: slice(&ts_val, "ts_val")?,
+        ts_ecr: slice(&ts_ecr, "ts_ecr")?,
+        bits: slice(&bits, "bits")?,
+        nxt: slice(&nxt, "nxt")?,
     };
-    let out = py.detach(|| {
-        guard(|| {
-            let (sq, ts) = samples(&c)?;
-            let (n_seq, n) = (sq.len(), sq.len() + ts.len());
-            let mut rows = Vec::with_capacity(n);
-            let mut rtt = Vec::with_capacity(n);
-            for s in sq.iter().chain(&ts) {
-                rows.push(s.ack_row);
-                rtt.push(s.rtt);
-            }
-            drop((sq, ts));
-            let at = |col: &[u32]| -> Vec<u32> { rows.iter().map(|&r| col[r as usize]).collect() };
-            let flow = at(h.flow);
-            let dir: Vec<i8> = rows.iter().map(|&r| 1 - h.dir[r as usize]).collect();
-            let frame: Vec<u64> = rows.iter().map(|&r| h.frame[r as usize]).collect();
-            let time: Vec<f64> = rows.iter().map(|&r| h.time[r as usize]).collect();
-            Ok((rows, flow, dir, frame, time, rtt, n_seq))
-        })
-    })?;
-    let (rows, flow, dir, frame, time, rtt, n_seq) = out;
+    let (sq, ts) = py.detach(|| guard(|| samples(&c)))?;
+    let split =
+        |v: Vec<Sample>| -> (Vec<u32>, Vec<f64>) { v.iter().map(|s| (s.ack_row, s.rtt)).unzip() };
+    let ((a, b), (c, d)) = (split(sq), split(ts));
     Ok((
-        rows.into_pyarray(py),
-        flow.into_pyarray(py),
-        dir.into_pyarray(py),
-        frame.into_pyarray(py),
-        time.into_pyarray(py),
-        rtt.into_pyarray(py),
-        n_seq,
+        a.into_pyarray(py),
+        b.into_pyarray(py),
+        c.into_pyarray(py),
+        d.into_pyarray(py),
     ))
 }
 

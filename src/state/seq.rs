@@ -22,7 +22,7 @@ pub const RST: u8 = 0x04;
 pub const ACK: u8 = 0x10;
 
 /// The state bits: one byte per packet ([`State::bits`]), the one layout of the per-packet
-/// flags. `TcpState` (`py.rs`) keeps it, `tracekit/analysis/_state.py::prepare` keeps it unchanged
+/// flags. `tcp_state` returns it, `tracekit/analysis/_state.py::prepare` keeps it unchanged
 /// (column `_b`, beside the TCP flags as `_f`) and hands it to the later passes (`rtt`, `sack`,
 /// `retrans`), which read it with these constants:
 ///
@@ -415,9 +415,6 @@ fn walk(p: &Packets, g: &[u64]) -> State {
     }
     st
 }
-
-mod py;
-pub use py::{register, Cols, TcpState};
 
 #[cfg(test)]
 mod tests;

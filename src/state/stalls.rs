@@ -337,7 +337,7 @@ fn judge(s: &Silence, mss: i64, floor: Option<f64>) -> Option<Cause> {
 mod driver;
 pub use driver::register;
 #[cfg(test)]
-use driver::{stalls, Columns, Rtt};
+use driver::{stalls, Columns, Ints, Rtt};
 
 #[cfg(test)]
 mod tests;

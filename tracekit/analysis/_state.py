@@ -18,7 +18,8 @@ direction = per (flow, dir), in packet order):
 * ``_f``: the packet's TCP flags byte (UInt8, 0 for none); ``_b``: its state bits, one byte
   in the one layout of ``src/state/seq.rs`` (``GAP``, ``KEEPALIVE``, ``ZWP``, ``DUP``,
   ``NEW``, ``NEW_ACK``, ``ADV``, ``STRAY``, documented there). Both are internal: the core's
-  later passes take them unchanged and decode them with seq.rs's constants; no frame carries them.
+  later passes (``tcp_rtt``, ``tcp_flight_sack``, ``tcp_retrans``) take them unchanged and
+  decode them with seq.rs's constants; no frame carries them.
 * the bits Python reads, as boolean columns: ``gap``, the packet starts above ``nxt`` (bytes
   before it were never seen here); ``keepalive``, ``zwp``: Wireshark's keep-alive and
   zero-window-probe rules; ``dup``: Wireshark's duplicate-ACK rule
@@ -30,12 +31,7 @@ direction = per (flow, dir), in packet order):
 
 ``dend``, ``nxt``, ``hi_dend``, ``r_hi_ack`` and ``r_win`` are Int32 when every sequence, ACK
 and window value of the trace lies within ±2^30 (relative numbers: transfers below 1 GiB per
-direction), else Int64.
-
-The core keeps the packet columns it read and the state beside the frame while it lives
-(:func:`core_state`, a ``tracekit._core.TcpState``): the RTT, retransmission and stall passes
-(``tcp_rtt``, ``tcp_retrans``, ``tcp_stalls``) take it instead of the frame's columns, so the
-packets cross into the core once and no pass converts the frame again.
+direction), else Int64; :class:`Ints` reads them as int64.
 """
 
 from __future__ import annotations
@@ -67,6 +63,29 @@ def pick(df: pl.DataFrame, cond: pl.Expr, *cols: str | pl.Expr, **named: pl.Expr
     state frame (its SACK lists too) before a later ``select`` drops them.
     """
     return df.lazy().filter(cond).select(*cols, **named).collect()
+
+
+class Ints:
+    """An integer column of a prepared frame, read at rows as int64 numpy with a stand-in for null.
+
+    Nulls are filled once with a value of the column's own width (the narrow state columns
+    never hold the 32-bit extremes: see :func:`prepare`; row numbers stay below 2^32 - 1), so
+    reading many row sets costs one gather each.
+    """
+
+    def __init__(self, st: pl.DataFrame | pl.Series, name: str | None = None) -> None:
+        s = st if isinstance(st, pl.Series) else st[name]  # type: ignore[index]  # a frame comes with its column name
+        self.nulls = bool(s.null_count())
+        self.narrow = s.dtype == pl.Int32 or (s.dtype == pl.UInt32 and s.name == "r_i")
+        self.stand_in = (-(1 << 31) if s.dtype == pl.Int32 else (1 << 32) - 1) if self.narrow else MISSING
+        self.x = (s.fill_null(self.stand_in) if self.nulls else s).to_numpy()
+
+    def at(self, rows: np.ndarray | slice, fill: int = MISSING) -> np.ndarray:
+        """The values at ``rows`` (a new int64 array), ``fill`` for null."""
+        x = self.x[rows].astype(np.int64)
+        if self.nulls and self.stand_in != fill:
+            x[x == self.stand_in] = fill
+        return x
 
 
 def at(st: pl.DataFrame, idx: pl.Series | np.ndarray, col: str) -> pl.Series:
@@ -161,9 +180,8 @@ def _narrow(src: pl.DataFrame, ln: pl.Series) -> tuple[type, int]:
 def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     """Build the per-packet sequence state of every TCP connection (see the module docstring).
 
-    The per-direction rules run in the compiled core (``tracekit._core.TcpState``, Rust
-    ``src/state/seq.rs``): one pass over the packets in order, a state per direction. The core
-    keeps the packet columns it read with the state (:func:`core_state`), for the later passes.
+    The per-direction rules run in the compiled core (``tracekit._core.tcp_state``, Rust
+    ``src/state/seq.rs``): one pass over the packets in order, a state per direction.
 
     Args:
         pk: Packets at the vantage point, in capture (or time) order.
@@ -177,63 +195,48 @@ def prepare(pk: pl.DataFrame) -> pl.DataFrame:
     mask = pk.select(keep.alias("k"))["k"]
     # every row kept (the usual capture): select only, so the columns are shared, not copied
     src = pk.select(cols) if mask.all() else pk.lazy().filter(keep).select(cols).collect()
+    ln_s = src["payload"].fill_null(0).cast(pl.Int64).alias("len")
     base = src.drop("payload", "flags").with_row_index("_i")
     if base.is_empty():
         return _empty(base)
-    narrow = _narrow(src, src["payload"])[0] is np.int32
-    h = _new_core_state(src.rename({"payload": "len", "flags": "_f"}))
-    g, ln, flags, bits, ints = h.columns(narrow)
-    # the integer state columns: int32 when narrow, the few rows without a value set null
-    state = pl.DataFrame([
-        pl.Series("len", ln), pl.Series("g", g),
-        *[pl.Series(name, x).scatter(none, None) if len(none) else pl.Series(name, x)
-          for name, (x, none) in zip(("dend", "nxt", "hi_dend", "r_i", "r_hi_ack", "r_win"), ints, strict=True)],
-        pl.Series("_f", flags), pl.Series("_b", bits)])
-    del g, ln, flags, bits, ints
+    it: type[pl.DataType] = pl.Int32 if _narrow(src, ln_s)[0] is np.int32 else pl.Int64
+    flags = src["flags"].fill_null(0).cast(pl.UInt8)
+    flow = src["flow"].cast(pl.UInt32).to_numpy()
+    i64 = pl.Int64
+    nxt, hi_dend, bits, r_i, r_hi_ack, r_win = _core.tcp_state(
+        flow, src["dir"].cast(pl.Int8).to_numpy(), src["seq"].cast(i64).to_numpy(),
+        src["payload"].fill_null(0).cast(pl.UInt32).to_numpy(), flags.to_numpy(),
+        src["ack"].cast(i64).fill_null(MISSING).to_numpy(), src["win"].cast(i64).fill_null(MISSING).to_numpy())
+    g = flow * np.uint32(2)
+    np.add(g, src["dir"].to_numpy(), out=g, casting="unsafe")
+    # the core's int64 columns (MISSING: none) become nullable columns of the chosen width in one
+    # step each, and each int64 array goes as soon as it is read: no narrowed numpy copy between
+    raw = {"len": ln_s, "g": pl.Series(g), "dend": (src["seq"].cast(i64) + ln_s).cast(it)}
+    raw["nxt"], raw["hi_dend"] = _narrowed(nxt, it), _narrowed(hi_dend, it)
+    del nxt, hi_dend
+    # r_i: -1 where the other direction has not sent yet (rows < 2^32: only -1 becomes null)
+    raw["r_i"] = pl.Series(r_i).cast(pl.UInt32, strict=False)
+    del r_i
+    raw["r_hi_ack"], raw["r_win"] = _narrowed(r_hi_ack, it), _narrowed(r_win, it)
+    del r_hi_ack, r_win
+    raw["_f"], raw["_b"] = flags, pl.Series(bits)
+    del bits, flags
     f, b = pl.col("_f"), pl.col("_b")
-    st = pl.concat([base, state], how="horizontal").with_columns(
+    state = pl.DataFrame([v.alias(k) for k, v in raw.items()])
+    del raw
+    return pl.concat([base, state], how="horizontal").with_columns(
         syn=(f & SYN) != 0, has_ack=((f & ACK) != 0) & pl.col("ack").is_not_null(),
         **{name: (b & bit) != 0 for name, bit in _BOOLS.items()},
     )
-    _keep_core_state(st, h)
-    return st
 
 
-#: The core's state of each prepared frame alive (by ``id``), dropped with its frame.
-_CORE: dict[int, _core.TcpState] = {}
+def _narrowed(x: np.ndarray, it: type[pl.DataType]) -> pl.Series:
+    """An int64 state column of the core (:data:`MISSING` for none) as a nullable column of dtype ``it``.
 
-
-def _keep_core_state(st: pl.DataFrame, h: _core.TcpState) -> None:
-    _CORE[id(st)] = h
-    weakref.finalize(st, _CORE.pop, id(st), None)
-
-
-def _new_core_state(src: pl.DataFrame) -> _core.TcpState:
-    """The core's state of packet columns ``flow, dir, frame, time, seq, len, _f, ack, win, ts_val, ts_ecr``.
-
-    One ``select`` (polars converts the columns in parallel); integers the core reads as int64
-    carry :data:`MISSING` for null, ``ts_ecr`` 0 (RFC 7323 §3.2: a zero TSecr echoes nothing).
+    Polars reads the core's array without copying; to Int32 a non-strict cast is the whole
+    step (only :data:`MISSING` lies outside the range :func:`_narrow` checked, and it becomes null).
     """
-    i64 = pl.Int64
-    cols = src.select(
-        pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8), pl.col("frame").cast(pl.UInt64),
-        pl.col("time").cast(pl.Float64), pl.col("seq").cast(i64), pl.col("len").fill_null(0).cast(pl.UInt32),
-        pl.col("_f").fill_null(0).cast(pl.UInt8), *[pl.col(c).cast(i64).fill_null(MISSING) for c in ("ack", "win")],
-        pl.col("ts_val").cast(i64).fill_null(MISSING), pl.col("ts_ecr").cast(pl.UInt32).fill_null(0),
-    )
-    return _core.TcpState(*[c.to_numpy() for c in cols.get_columns()])
-
-
-def core_state(st: pl.DataFrame) -> _core.TcpState:
-    """The core's state of a prepared frame: the packet columns and sequence state its passes read.
-
-    Kept from :func:`prepare` while the frame lives, so the RTT, retransmission and stall passes
-    (``src/state/{rtt,retrans,stalls}.rs``) read the packets without converting the frame's
-    columns again; for a frame not made by :func:`prepare` here, made from its packet columns
-    (the same state: the rules read only those).
-    """
-    h = _CORE.get(id(st))
-    if h is None:
-        h = _new_core_state(st)
-        _keep_core_state(st, h)
-    return h
+    s = pl.Series(x)
+    if it == pl.Int32:
+        return s.cast(pl.Int32, strict=False)
+    return pl.select(pl.when(pl.lit(s) != MISSING).then(pl.lit(s))).to_series()

@@ -64,7 +64,8 @@ import polars as pl
 
 from tracekit import _core
 from tracekit.analysis import rtt as _rtt
-from tracekit.analysis._state import KEYS, core_state, pick, prepare, sack_blocks_of
+from tracekit.analysis._groups import MISSING
+from tracekit.analysis._state import KEYS, pick, prepare, sack_blocks_of
 from tracekit.schema import RETRANSMISSIONS, empty
 
 #: RTO floor (Linux TCP_RTO_MIN), used when no RTT is known. The core keeps the other constants
@@ -123,6 +124,20 @@ def min_rtt(st: pl.DataFrame, rs: pl.DataFrame, hs: pl.DataFrame | None = None) 
     return out.select("flow", pl.coalesce(pl.when(pl.col("_hs") > 0).then("_hs"), "_min").alias("min_rtt"))
 
 
+def _columns(st: pl.DataFrame) -> list[np.ndarray]:
+    """The state columns the core reads, as numpy (one ``select``: polars converts them in parallel).
+
+    ``flow, dir, time, seq, len, nxt, ack, r_hi_ack`` (integers as int64, -2^62 for null), the
+    TCP flags and the state bits as prepared (``_f``, ``_b``: ``src/state/seq.rs``'s layout).
+    """
+    i64 = pl.Int64
+    cols = st.select(
+        pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8), pl.col("time").cast(pl.Float64),
+        *[pl.col(c).cast(i64).fill_null(MISSING) for c in ("seq", "len", "nxt", "ack", "r_hi_ack")], "_f", "_b",
+    )
+    return [s.to_numpy() for s in cols.get_columns()]
+
+
 def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = None,
              hs: pl.DataFrame | None = None, rto_floor_s: float = RTO_MIN_S) -> pl.DataFrame:
     """Find and classify retransmissions (see the module docstring).
@@ -151,8 +166,9 @@ def classify(st: pl.DataFrame, rs: pl.DataFrame, *, est: pl.DataFrame | None = N
     if st["gap"].any():
         mr = min_rtt(st, rs, _rtt.handshake(st) if hs is None else hs).drop_nulls().sort("flow")
     owner, left, right, _ = sack_blocks_of(st)
+    flow, dr, time, seq, ln, nxt, ack, r_hi_ack, flags, bits = _columns(st)
     rows, kind, episode = _core.tcp_retrans(
-        core_state(st), est_rows, est_srtt, owner, left, right,
+        flow, dr, time, seq, ln, nxt, ack, r_hi_ack, flags, bits, est_rows, est_srtt, owner, left, right,
         mr["flow"].cast(pl.UInt32).to_numpy(), mr["min_rtt"].cast(pl.Float64).to_numpy(), float(rto_floor_s))
     if not len(rows):
         return pl.DataFrame(schema=_SCHEMA)

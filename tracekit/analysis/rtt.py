@@ -25,27 +25,43 @@ import polars as pl
 
 from tracekit import _core
 from tracekit.analysis import _dirstats
-from tracekit.analysis._state import core_state, prepare
+from tracekit.analysis._groups import MISSING
+from tracekit.analysis._state import Ints, prepare
 from tracekit.schema import RTT, empty
 
 _SCHEMA = {"_i": pl.UInt32(), **RTT}
+
+
+def _core_columns(st: pl.DataFrame) -> tuple[np.ndarray, ...]:
+    """The columns :func:`tracekit._core.tcp_rtt` reads: the packets', their TCP flags and state bits as prepared."""
+    i64 = pl.Int64
+    return (
+        st["g"].to_numpy(), st["time"].to_numpy(), st["seq"].cast(i64).to_numpy(), st["len"].cast(i64).to_numpy(),
+        st["_f"].to_numpy(), st["ack"].cast(i64).fill_null(MISSING).to_numpy(),
+        st["ts_val"].cast(i64).fill_null(MISSING).to_numpy(), st["ts_ecr"].cast(pl.UInt32).fill_null(0).to_numpy(),
+        st["_b"].to_numpy(), Ints(st, "nxt").at(slice(None)),
+    )
+
+
+def _frame(st: pl.DataFrame, rows: np.ndarray, rtt_s: np.ndarray, method: str) -> pl.DataFrame:
+    """The samples closed at ACK rows ``rows`` (ascending): they time the other direction's packets."""
+    at_ack = st.select(pl.col("flow", "dir", "frame", "time").gather(pl.Series(rows, dtype=pl.UInt32)))
+    return at_ack.select(
+        pl.Series("_i", rows, dtype=pl.UInt32), "flow", (1 - pl.col("dir")).alias("dir"), "frame", "time",
+        pl.Series("rtt_s", rtt_s, dtype=pl.Float64), pl.lit(method).alias("method"),
+    ).cast(_SCHEMA)  # type: ignore[arg-type]
 
 
 def samples(st: pl.DataFrame) -> pl.DataFrame:
     """RTT samples with the closing ACK's row ``_i`` (the ``rtt`` frame plus ``_i``), sorted by method and ``_i``.
 
     Both methods run in the compiled core (``tracekit._core.tcp_rtt``, Rust ``src/state/rtt.rs``):
-    one pass over the packets in capture order, a state machine per connection; it returns the
-    frame's columns (the closing ACK's row, flow, frame and time, the direction measured).
+    one pass over the packets in capture order, a state machine per connection.
     """
     if st.is_empty():
         return pl.DataFrame(schema=_SCHEMA)
-    rows, flow, dr, frame, time, rtt_s, n_seq = _core.tcp_rtt(core_state(st))
-    n = len(rows)
-    method = pl.concat([pl.repeat("seq", n_seq, eager=True), pl.repeat("ts", n - n_seq, eager=True)])
-    return pl.DataFrame([
-        pl.Series("_i", rows), pl.Series("flow", flow), pl.Series("dir", dr), pl.Series("frame", frame),
-        pl.Series("time", time), pl.Series("rtt_s", rtt_s), method.alias("method")])
+    seq_rows, seq_rtt, ts_rows, ts_rtt = _core.tcp_rtt(*_core_columns(st))
+    return pl.concat([_frame(st, seq_rows, seq_rtt, "seq"), _frame(st, ts_rows, ts_rtt, "ts")])
 
 
 def smoothed(rs: pl.DataFrame) -> pl.DataFrame:

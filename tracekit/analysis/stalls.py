@@ -35,7 +35,8 @@ import numpy as np
 import polars as pl
 
 from tracekit import _core
-from tracekit.analysis._state import KEYS, core_state, prepare
+from tracekit.analysis._groups import MISSING
+from tracekit.analysis._state import KEYS, prepare
 from tracekit.analysis.rtt import est_columns, smoothed
 from tracekit.analysis.rtt import samples as rtt_samples
 from tracekit.schema import STALLS, empty
@@ -71,8 +72,12 @@ def stalls(pk: pl.DataFrame, *, state: pl.DataFrame | None = None, rtt_samples_d
     est = smoothed(rs) if est is None else est
     rto = retrans.lazy().filter(pl.col("kind") == "rto").select(pl.col("_i").cast(pl.UInt32)).collect()
     g, start, end, cause = _core.tcp_stalls(
-        core_state(st), rto["_i"].to_numpy(), *est_columns(est), rs["flow"].cast(pl.UInt32).to_numpy(),
-        rs["dir"].cast(pl.Int8).to_numpy(), rs["rtt_s"].cast(pl.Float64).fill_null(np.nan).to_numpy())
+        st["g"].cast(pl.UInt32).to_numpy(), st["time"].to_numpy(), st["len"].cast(pl.Int64).to_numpy(),
+        _filled(st["hi_dend"], narrow=True), _filled(st["ack"]), _filled(st["win"]), st["new_ack"].to_numpy(),
+        st.select(pl.arg_where(pl.col("syn")).cast(pl.UInt32))[:, 0].to_numpy(), rto["_i"].to_numpy(),
+        *est_columns(est),
+        rs["flow"].cast(pl.UInt32).to_numpy(), rs["dir"].cast(pl.Int8).to_numpy(),
+        rs["rtt_s"].cast(pl.Float64).fill_null(np.nan).to_numpy())
     if not len(g):
         return empty(STALLS)
     out = pl.DataFrame({
@@ -80,3 +85,16 @@ def stalls(pk: pl.DataFrame, *, state: pl.DataFrame | None = None, rtt_samples_d
         "cause": pl.Series(CAUSES).gather(pl.Series(cause, dtype=pl.UInt32)),
     }).with_columns(duration=pl.col("end") - pl.col("start"))
     return out.select(list(STALLS)).cast(STALLS).sort(*KEYS, "start")  # type: ignore[arg-type]
+
+
+def _filled(s: pl.Series, *, narrow: bool = False) -> np.ndarray:
+    """An integer column as numpy for the core: Int64 with -2^62 for null (``narrow``: Int32 stays, -2^31).
+
+    The state keeps sequence numbers in 32 bits when they fit (:func:`tracekit.analysis._state.prepare`);
+    they go over as they are, without a widening copy (and without a fill when nothing is null).
+    """
+    if not (narrow and s.dtype == pl.Int32):
+        s = s.cast(pl.Int64)
+    if s.null_count():
+        s = s.fill_null(-(1 << 31) if s.dtype == pl.Int32 else MISSING)
+    return s.to_numpy()

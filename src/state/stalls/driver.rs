@@ -4,6 +4,30 @@
 use super::*;
 use crate::state::slice;
 
+/// An integer state column: the prepared state keeps sequence state in 32 bits when the
+/// trace's numbers fit (`i32::MIN` for null), else in 64 ([`MISSING`] for null).
+#[derive(Clone, Copy)]
+pub enum Ints<'a> {
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+}
+
+impl Ints<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Ints::I32(x) => x.len(),
+            Ints::I64(x) => x.len(),
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<i64> {
+        match self {
+            Ints::I32(x) => Some(x[i]).filter(|&v| v != i32::MIN).map(i64::from),
+            Ints::I64(x) => opt(x[i]),
+        }
+    }
+}
+
 /// The prepared state's columns (one entry per packet, capture order). i64 columns hold
 /// [`MISSING`] for null.
 pub struct Columns<'a> {
@@ -11,7 +35,7 @@ pub struct Columns<'a> {
     pub g: &'a [u32],
     pub time: &'a [f64],
     pub len: &'a [i64],
-    pub hi_dend: &'a [i64],
+    pub hi_dend: Ints<'a>,
     pub ack: &'a [i64],
     pub win: &'a [i64],
     pub new_ack: &'a [bool],
@@ -169,7 +193,7 @@ pub fn stalls(c: &Columns, r: &Rtt) -> Result<Vec<(u32, Stall)>, String> {
         let p = Packet {
             time: c.time[i],
             len: c.len[i],
-            hi_dend: opt(c.hi_dend[i]),
+            hi_dend: c.hi_dend.get(i),
             ack: opt(c.ack[i]),
             win: opt(c.win[i]),
             new_ack: c.new_ack[i],
@@ -198,6 +222,12 @@ pub fn stalls(c: &Columns, r: &Rtt) -> Result<Vec<(u32, Stall)>, String> {
 }
 
 /// An int32 or int64 numpy column.
+#[derive(FromPyObject)]
+enum IntArray<'py> {
+    I32(PyReadonlyArray1<'py, i32>),
+    I64(PyReadonlyArray1<'py, i64>),
+}
+
 type StallArrays<'py> = (
     Bound<'py, PyArray1<u32>>,
     Bound<'py, PyArray1<f64>>,
@@ -205,16 +235,23 @@ type StallArrays<'py> = (
     Bound<'py, PyArray1<u8>>,
 );
 
-/// Stalls and their causes (see `stalls`) of a prepared state (`seq::TcpState`): `(g, start,
-/// end, cause)` ordered by start row, `cause` a [`Cause`].
+/// Stalls and their causes (see `stalls`): `(g, start, end, cause)` ordered by start row,
+/// `cause` a [`Cause`].
 ///
-/// `rto_rows` and `est_rows` are row numbers; `rs_*` the RTT samples' flow, direction and
-/// value (seconds, NaN for none).
+/// `ack` and `win` carry -2^62 for null, `hi_dend` -2^62 (int64) or -2^31 (int32); `syn_rows`,
+/// `rto_rows` and `est_rows` are row numbers.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn tcp_stalls<'py>(
     py: Python<'py>,
-    state: &Bound<'py, crate::state::seq::TcpState>,
+    g: PyReadonlyArray1<'py, u32>,
+    time: PyReadonlyArray1<'py, f64>,
+    len: PyReadonlyArray1<'py, i64>,
+    hi_dend: IntArray<'py>,
+    ack: PyReadonlyArray1<'py, i64>,
+    win: PyReadonlyArray1<'py, i64>,
+    new_ack: PyReadonlyArray1<'py, bool>,
+    syn_rows: PyReadonlyArray1<'py, u32>,
     rto_rows: PyReadonlyArray1<'py, u32>,
     est_rows: PyReadonlyArray1<'py, u32>,
     est_srtt: PyReadonlyArray1<'py, f64>,
@@ -222,42 +259,38 @@ fn tcp_stalls<'py>(
     rs_dir: PyReadonlyArray1<'py, i8>,
     rs_rtt: PyReadonlyArray1<'py, f64>,
 ) -> PyResult<StallArrays<'py>> {
-    state.get().with_cols(py, |h| {
-        let r = Rtt {
-            rto_rows: slice(&rto_rows, "rto_rows")?,
-            est_rows: slice(&est_rows, "est_rows")?,
-            est_srtt: slice(&est_srtt, "est_srtt")?,
-            rs_flow: slice(&rs_flow, "rs_flow")?,
-            rs_dir: slice(&rs_dir, "rs_dir")?,
-            rs_rtt: slice(&rs_rtt, "rs_rtt")?,
-        };
-        let found = py.detach(|| {
-            guard(|| {
-                let (new_ack, syn_rows) = (h.new_ack(), h.syn_rows());
-                let c = Columns {
-                    g: h.g,
-                    time: h.time,
-                    len: h.len,
-                    hi_dend: &h.st.hi_dend,
-                    ack: h.ack,
-                    win: h.win,
-                    new_ack: &new_ack,
-                    syn_rows: &syn_rows,
-                };
-                stalls(&c, &r)
-            })
-        })?;
-        let g: Vec<u32> = found.iter().map(|(g, _)| *g).collect();
-        let start: Vec<f64> = found.iter().map(|(_, s)| s.start).collect();
-        let end: Vec<f64> = found.iter().map(|(_, s)| s.end).collect();
-        let cause: Vec<u8> = found.iter().map(|(_, s)| s.cause as u8).collect();
-        Ok((
-            g.into_pyarray(py),
-            start.into_pyarray(py),
-            end.into_pyarray(py),
-            cause.into_pyarray(py),
-        ))
-    })
+    let c = Columns {
+        g: slice(&g, "g")?,
+        time: slice(&time, "time")?,
+        len: slice(&len, "len")?,
+        hi_dend: match &hi_dend {
+            IntArray::I32(a) => Ints::I32(slice(a, "hi_dend")?),
+            IntArray::I64(a) => Ints::I64(slice(a, "hi_dend")?),
+        },
+        ack: slice(&ack, "ack")?,
+        win: slice(&win, "win")?,
+        new_ack: slice(&new_ack, "new_ack")?,
+        syn_rows: slice(&syn_rows, "syn_rows")?,
+    };
+    let r = Rtt {
+        rto_rows: slice(&rto_rows, "rto_rows")?,
+        est_rows: slice(&est_rows, "est_rows")?,
+        est_srtt: slice(&est_srtt, "est_srtt")?,
+        rs_flow: slice(&rs_flow, "rs_flow")?,
+        rs_dir: slice(&rs_dir, "rs_dir")?,
+        rs_rtt: slice(&rs_rtt, "rs_rtt")?,
+    };
+    let found = py.detach(|| guard(|| stalls(&c, &r)))?;
+    let g: Vec<u32> = found.iter().map(|(g, _)| *g).collect();
+    let start: Vec<f64> = found.iter().map(|(_, s)| s.start).collect();
+    let end: Vec<f64> = found.iter().map(|(_, s)| s.end).collect();
+    let cause: Vec<u8> = found.iter().map(|(_, s)| s.cause as u8).collect();
+    Ok((
+        g.into_pyarray(py),
+        start.into_pyarray(py),
+        end.into_pyarray(py),
+        cause.into_pyarray(py),
+    ))
 }
 
 /// Adds this module's functions to `tracekit._core`.

@@ -44,7 +44,7 @@ fn run_flows(pk: &[Pk], flows: &[u32], inp: &Inputs) -> Vec<(u32, u8, f64, f64, 
         g: &g,
         time: &time,
         len: &len,
-        hi_dend: &st.hi_dend,
+        hi_dend: Ints::I64(&st.hi_dend),
         ack: &ack,
         win: &win,
         new_ack: &new_ack,
@@ -66,6 +66,22 @@ fn run_flows(pk: &[Pk], flows: &[u32], inp: &Inputs) -> Vec<(u32, u8, f64, f64, 
         .into_iter()
         .map(|(g, s)| (g >> 1, s.dir, s.start, s.end, s.cause))
         .collect();
+    // the same from the 32-bit column the prepared state keeps for small numbers
+    let narrow: Vec<i32> = st
+        .hi_dend
+        .iter()
+        .map(|&h| if h == M { i32::MIN } else { h as i32 })
+        .collect();
+    let c = Columns {
+        hi_dend: Ints::I32(&narrow),
+        ..c
+    };
+    let got32: Vec<_> = stalls(&c, &r)
+        .expect("valid columns")
+        .into_iter()
+        .map(|(g, s)| (g >> 1, s.dir, s.start, s.end, s.cause))
+        .collect();
+    assert_eq!(got, got32);
     got
 }
 
@@ -361,7 +377,7 @@ fn bad_columns_are_errors() {
         g: &g,
         time: &time,
         len: &x,
-        hi_dend: &x,
+        hi_dend: Ints::I64(&x),
         ack: &x,
         win: &x,
         new_ack: &new_ack,
