@@ -15,6 +15,7 @@ pub mod retrans;
 pub mod rtt;
 pub mod sack;
 pub mod seq;
+pub mod slots;
 pub mod srtt;
 pub mod stalls;
 pub mod vantage;

@@ -19,6 +19,7 @@
 
 use super::flight::ListFlight;
 use super::seq::{Packets, FIN, GAP, MISSING, NEW, NEW_ACK, STRAY, SYN};
+use super::slots::Slots;
 use std::collections::{HashMap, VecDeque};
 
 /// Wireshark keeps bytes in flight only below this (`tcp.analysis.bytes_in_flight` is empty
@@ -298,49 +299,6 @@ impl ConnFlight {
     }
 }
 
-/// The connections' states by id: a table for the usual dense ids, else a map.
-struct Conns {
-    states: Vec<ConnFlight>,
-    dense: Vec<u32>,
-    other: HashMap<u32, u32>,
-    /// The last packet's connection and its state (packets of one connection come in runs).
-    last: Option<(u32, usize)>,
-}
-
-impl Conns {
-    fn new(flow: &[u32]) -> Self {
-        let top = flow.iter().copied().max().map_or(0, |f| f as usize + 1);
-        // readers number connections 0, 1, 2, ...: a table unless the ids are far apart
-        let width = if top <= flow.len() + 1024 { top } else { 0 };
-        Conns {
-            states: Vec::new(),
-            dense: vec![u32::MAX; width],
-            other: HashMap::new(),
-            last: None,
-        }
-    }
-
-    fn get(&mut self, flow: u32) -> &mut ConnFlight {
-        let j = match self.last {
-            Some((f, j)) if f == flow => j,
-            _ => {
-                let next = self.states.len() as u32;
-                let slot = match self.dense.get_mut(flow as usize) {
-                    Some(s) => s,
-                    None => self.other.entry(flow).or_insert(u32::MAX),
-                };
-                if *slot == u32::MAX {
-                    *slot = next;
-                    self.states.push(ConnFlight::default());
-                }
-                *slot as usize
-            }
-        };
-        self.last = Some((flow, j));
-        &mut self.states[j]
-    }
-}
-
 /// The flight columns of every data packet (see the module docs); `bits` are the state bits
 /// of every packet (`seq::State::bits`: GAP, STRAY, NEW and NEW_ACK are read).
 ///
@@ -373,7 +331,8 @@ pub fn flight_columns(p: &Packets, bits: &[u8], bl: &Blocks) -> Result<FlightCol
         unacked: Vec::with_capacity(m),
         sacked_at: vec![MISSING; m],
     };
-    let mut conns = Conns::new(p.flow);
+    let mut conns: Slots<ConnFlight> =
+        Slots::new(p.flow.iter().copied().max().map(u64::from), p.flow.len());
     let (mut k, mut blocks) = (0, Vec::new());
     // the data packets in rows 0..=i (a data packet's label: their number before it)
     let mut upto = 0u32;
@@ -387,7 +346,7 @@ pub fn flight_columns(p: &Packets, bits: &[u8], bl: &Blocks) -> Result<FlightCol
         let len = i64::from(p.len[i]);
         upto += u32::from(len > 0);
         let d = usize::from(p.dir[i] == 1);
-        let c = conns.get(p.flow[i]);
+        let c = conns.get(u64::from(p.flow[i]));
         let row = c.on_packet(d, p.seq[i], len, p.flags[i], p.ack[i], b, &blocks, id);
         for &s in c.newly_sacked(d) {
             out.sacked_at[s as usize] = i64::from(upto);

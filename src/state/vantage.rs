@@ -18,6 +18,7 @@
 //! capture at the `receiver`, else at the `sender`.
 
 use super::seq::{ACK, SYN};
+use super::slots::Slots;
 use crate::state::slice;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
@@ -169,35 +170,6 @@ fn median(v: &mut [f64]) -> Option<f64> {
     })
 }
 
-/// The accumulators of a trace by connection id.
-#[derive(Default)]
-struct Flows {
-    keys: Vec<u32>,
-    acc: Vec<FlowVantage>,
-    index: HashMap<u32, usize>,
-    /// The last packet's connection and its index (packets of one connection come in runs).
-    last: Option<(u32, usize)>,
-}
-
-impl Flows {
-    fn get(&mut self, flow: u32) -> &mut FlowVantage {
-        let j = match self.last {
-            Some((f, j)) if f == flow => j,
-            _ => {
-                let next = self.acc.len();
-                let j = *self.index.entry(flow).or_insert(next);
-                if j == next {
-                    self.keys.push(flow);
-                    self.acc.push(FlowVantage::default());
-                }
-                j
-            }
-        };
-        self.last = Some((flow, j));
-        &mut self.acc[j]
-    }
-}
-
 /// One packet column set of [`vantage_points`].
 pub struct Packets<'a> {
     pub flow: &'a [u32],
@@ -242,22 +214,22 @@ pub fn vantage_points(p: &Packets, s: &Samples) -> Result<(Vec<u32>, Vec<Option<
         ("seq", s.seq.len()),
     ];
     same_len("RTT sample", m, &rcols)?;
-    let mut flows = Flows::default();
+    let mut flows: Slots<FlowVantage> = Slots::new(p.flow.iter().copied().max().map(u64::from), n);
     for i in (0..n).filter(|&i| p.keep[i]) {
         let d = match p.dir[i] {
             0 => 0,
             1 => 1,
             x => return Err(format!("packet {i}: dir {x} is not 0 or 1")),
         };
-        let acc = flows.get(p.flow[i]);
+        let acc = flows.get(u64::from(p.flow[i]));
         acc.on_packet(d, p.time[i], i64::from(p.payload[i]), p.flags[i]);
     }
     // the median RTT only of the data directions of connections without a handshake
     let mut wanted: HashMap<(u32, i8), Vec<f64>> = HashMap::new();
-    for (k, a) in flows.keys.iter().zip(&flows.acc) {
+    for (&k, a) in flows.keys.iter().zip(&flows.items) {
         if let Some((d, b)) = a.data_dir() {
             if b > 0 && a.near().is_none() {
-                wanted.insert((*k, d as i8), Vec::new());
+                wanted.insert((k as u32, d as i8), Vec::new());
             }
         }
     }
@@ -273,7 +245,7 @@ pub fn vantage_points(p: &Packets, s: &Samples) -> Result<(Vec<u32>, Vec<Option<
     let points = order
         .iter()
         .map(|&j| {
-            let (k, a) = (flows.keys[j], &flows.acc[j]);
+            let (k, a) = (flows.keys[j] as u32, &flows.items[j]);
             let med = a
                 .data_dir()
                 .and_then(|(d, _)| wanted.get_mut(&(k, d as i8)))
@@ -281,7 +253,10 @@ pub fn vantage_points(p: &Packets, s: &Samples) -> Result<(Vec<u32>, Vec<Option<
             a.point(med)
         })
         .collect();
-    Ok((order.iter().map(|&j| flows.keys[j]).collect(), points))
+    Ok((
+        order.iter().map(|&j| flows.keys[j] as u32).collect(),
+        points,
+    ))
 }
 
 type VantageArrays<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i8>>);

@@ -10,6 +10,7 @@
 //! `(n − 1)·q`, interpolated between the two around it.
 
 use super::MISSING;
+use crate::state::slots::Slots;
 use rayon::prelude::*;
 
 /// polars' `KahanSum`: compensated, the correction never added back at the end; a value that is
@@ -238,66 +239,33 @@ pub struct Columns {
     pub stall_time: Vec<f64>,
 }
 
-/// The accumulators by direction key: a table for the usual dense connection ids, a map for
-/// any other.
-struct Table {
-    dense: Vec<u32>,
-    other: std::collections::HashMap<u64, u32>,
-    dirs: Vec<(u64, Summary)>,
+/// The accumulators by direction key (`2 · flow + dir`).
+type Table = Slots<Summary>;
+
+/// An empty table for the direction keys of `frames`.
+fn table(frames: &[Keys]) -> Table {
+    let rows: usize = frames.iter().map(|k| k.flow.len()).sum();
+    let max = frames.iter().flat_map(|k| k.flow.iter().copied()).max();
+    Slots::new(max.map(|f| 2 * u64::from(f) + 1), rows)
 }
 
-impl Table {
-    fn new(frames: &[Keys]) -> Self {
-        let rows: usize = frames.iter().map(|k| k.flow.len()).sum();
-        let max = frames.iter().flat_map(|k| k.flow.iter().copied()).max();
-        let width = match max {
-            Some(f) if (f as usize) <= rows + 1024 => 2 * (f as usize + 1),
-            _ => 0,
-        };
-        Table {
-            dense: vec![0; width],
-            other: Default::default(),
-            dirs: Vec::new(),
-        }
+/// Feeds each row `i` of a frame to its direction's accumulator.
+fn feed(
+    t: &mut Table,
+    k: Keys,
+    what: &str,
+    mut f: impl FnMut(&mut Summary, usize),
+) -> Result<(), String> {
+    if k.dir.len() != k.flow.len() {
+        return Err(format!("flow_summary: {what} columns of different lengths"));
     }
-
-    /// The index of direction `key`'s accumulator (made on first sight).
-    fn index(&mut self, key: u64) -> usize {
-        let id = match self.dense.get_mut(key as usize) {
-            Some(id) => id,
-            None => self.other.entry(key).or_insert(0),
-        };
-        if *id == 0 {
-            self.dirs.push((key, Summary::default()));
-            *id = self.dirs.len() as u32;
+    for (i, (&flow, &dir)) in k.flow.iter().zip(k.dir).enumerate() {
+        if dir != 0 && dir != 1 {
+            return Err(format!("flow_summary: {what} row {i} has direction {dir}"));
         }
-        *id as usize - 1
+        f(t.get(2 * u64::from(flow) + dir as u64), i);
     }
-
-    /// Feeds each row `i` of a frame to its direction's accumulator (rows of one direction
-    /// mostly come in runs: the last one's index is kept).
-    fn feed(
-        &mut self,
-        k: Keys,
-        what: &str,
-        mut f: impl FnMut(&mut Summary, usize),
-    ) -> Result<(), String> {
-        if k.dir.len() != k.flow.len() {
-            return Err(format!("flow_summary: {what} columns of different lengths"));
-        }
-        let mut last = (u64::MAX, 0);
-        for (i, (&flow, &dir)) in k.flow.iter().zip(k.dir).enumerate() {
-            if dir != 0 && dir != 1 {
-                return Err(format!("flow_summary: {what} row {i} has direction {dir}"));
-            }
-            let key = 2 * u64::from(flow) + dir as u64;
-            if key != last.0 {
-                last = (key, self.index(key));
-            }
-            f(&mut self.dirs[last.1].1, i);
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 fn same_len(n: usize, b: &[usize], what: &str) -> Result<(), String> {
@@ -320,26 +288,27 @@ pub fn flow_summary(r: &Inputs) -> Result<Columns, String> {
     // the flight rows (one per data segment: the most) on one thread, the others on another
     let (a, b) = rayon::join(
         || -> Result<Table, String> {
-            let mut t = Table::new(&[r.rtt, r.rt, r.st]);
-            t.feed(r.rtt, "rtt", |s, i| s.on_rtt(r.rtt_s[i], r.rtt_seq[i]))?;
-            t.feed(r.rt, "retrans", |s, i| {
+            let mut t = table(&[r.rtt, r.rt, r.st]);
+            feed(&mut t, r.rtt, "rtt", |s, i| {
+                s.on_rtt(r.rtt_s[i], r.rtt_seq[i])
+            })?;
+            feed(&mut t, r.rt, "retrans", |s, i| {
                 s.on_retrans(r.rt_bytes[i], r.rt_kind[i])
             })?;
-            t.feed(r.st, "stalls", |s, i| s.on_stall(r.st_dur[i]))?;
+            feed(&mut t, r.st, "stalls", |s, i| s.on_stall(r.st_dur[i]))?;
             Ok(t)
         },
         || -> Result<Table, String> {
-            let mut t = Table::new(&[r.fl]);
-            t.feed(r.fl, "flight", |s, i| s.on_flight(r.fl_bytes[i]))?;
+            let mut t = table(&[r.fl]);
+            feed(&mut t, r.fl, "flight", |s, i| s.on_flight(r.fl_bytes[i]))?;
             Ok(t)
         },
     );
     let (mut t, fl) = (a?, b?);
-    for (k, f) in fl.dirs {
-        let j = t.index(k);
-        t.dirs[j].1.take_flight(&f);
+    for (k, f) in fl.keys.into_iter().zip(fl.items) {
+        t.get(k).take_flight(&f);
     }
-    let mut dirs = t.dirs;
+    let mut dirs: Vec<(u64, Summary)> = t.keys.into_iter().zip(t.items).collect();
     dirs.sort_unstable_by_key(|d| d.0);
     // the percentiles' selections, a direction per task
     let rtts: Vec<Option<RttRow>> = dirs.par_iter_mut().map(|(_, s)| s.rtt()).collect();
