@@ -1,9 +1,12 @@
 """Closed-form TCP throughput models, for comparing a measured flow with theory.
 
 Every function takes and returns SI units — bytes, seconds, bits per second —
-with the unit in the argument name, and accepts numpy arrays (or anything
-``numpy.asarray`` takes) as well as scalars, broadcasting as numpy does. Scalars
-in give a numpy float out.
+with the unit in the argument name. Each model is one plain-Python function of
+floats (IEEE semantics: a division by zero gives ``inf`` or ``nan``, never an
+error), so the flows summary computes it without numpy
+(:mod:`tracekit.analysis._flowrows`); given numpy arrays (or anything
+``numpy.asarray`` takes) the same function runs element by element, broadcasting
+as numpy does. Numbers in give a float out.
 
 References:
 
@@ -19,25 +22,64 @@ References:
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from numbers import Real
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
-ArrayLike = npt.ArrayLike
-FloatOut = Any  # np.float64 for scalar input, np.ndarray for array input
+FloatOut = Any  # float for numbers in, a numpy array (or numpy float for 0-d input) for arrays in
 #: the constant of Mathis et al. (1997) for Reno with an ACK per segment: sqrt(3/2)
-MATHIS_C = np.sqrt(1.5)
+MATHIS_C = math.sqrt(1.5)
 
 __all__ = ["bdp_bytes", "mathis", "padhye", "per_from_ber", "window_limited"]
 
 
-def _out(x: np.ndarray) -> FloatOut:
-    """Return a numpy scalar for 0-d results, the array otherwise."""
-    return x[()] if x.ndim == 0 else x
+def _each(f: Callable[..., float], *args: Any) -> FloatOut:
+    """``f`` of plain floats; over arrays element by element (numpy imported only then), broadcast."""
+    if all(isinstance(a, Real) for a in args):
+        return f(*(float(a) for a in args))
+    import numpy as np
+
+    out = np.vectorize(f, otypes=[float])(*(np.asarray(a, dtype=float) for a in args))
+    return out[()] if out.ndim == 0 else out
 
 
-def window_limited(window_bytes: ArrayLike, rtt_s: ArrayLike) -> FloatOut:
+# IEEE arithmetic in plain floats, as numpy does it (Python raises where IEEE gives inf or nan)
+def _div(a: float, b: float) -> float:
+    try:
+        return a / b
+    except ZeroDivisionError:
+        return math.nan if a == 0 or a != a else math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+def _sqrt(x: float) -> float:
+    return math.sqrt(x) if x >= 0 else math.nan
+
+
+def _log1p(x: float) -> float:
+    return math.log1p(x) if x > -1 else (-math.inf if x == -1 else math.nan)
+
+
+def _expm1(x: float) -> float:
+    try:
+        return math.expm1(x)
+    except OverflowError:
+        return math.inf
+
+
+def _pow(x: float, k: int) -> float:
+    try:
+        return x**k
+    except OverflowError:
+        return math.copysign(math.inf, x) if k % 2 else math.inf
+
+
+def _min(a: float, b: float) -> float:
+    """``numpy.minimum``: nan when either is nan."""
+    return math.nan if a != a or b != b else min(a, b)
+
+
+def window_limited(window_bytes: Any, rtt_s: Any) -> FloatOut:
     """Throughput ceiling of a window-limited sender: one window per round trip.
 
     Args:
@@ -48,16 +90,17 @@ def window_limited(window_bytes: ArrayLike, rtt_s: ArrayLike) -> FloatOut:
         Bits per second (``window × 8 / rtt``); ``inf`` where ``rtt_s`` is 0.
 
     Example:
-        >>> round(float(window_limited(65535, 0.1)) / 1e6, 2)   # the 64 KiB classic
+        >>> round(window_limited(65535, 0.1) / 1e6, 2)   # the 64 KiB classic
         5.24
     """
-    w = np.asarray(window_bytes, dtype=float)
-    r = np.asarray(rtt_s, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return _out(np.asarray(w * 8.0 / r))
+    return _each(_window_limited, window_bytes, rtt_s)
 
 
-def mathis(p: ArrayLike, mss_bytes: ArrayLike, rtt_s: ArrayLike, c: ArrayLike = MATHIS_C) -> FloatOut:
+def _window_limited(w: float, r: float) -> float:
+    return _div(w * 8.0, r)
+
+
+def mathis(p: Any, mss_bytes: Any, rtt_s: Any, c: Any = MATHIS_C) -> FloatOut:
     """Mathis et al. (1997) steady-state Reno throughput: ``c · MSS / (RTT · √p)``.
 
     Congestion avoidance only (no timeouts, no window limit); ``c = √(3/2)`` for an
@@ -73,23 +116,17 @@ def mathis(p: ArrayLike, mss_bytes: ArrayLike, rtt_s: ArrayLike, c: ArrayLike = 
         Bits per second; ``inf`` where ``p`` is 0.
 
     Example:
-        >>> round(float(mathis(1.2e-3, 1460, 0.1)) / 1e3)   # kbit/s: the textbook's "≈ 4.12 Mbit/s"
+        >>> round(mathis(1.2e-3, 1460, 0.1) / 1e3)   # kbit/s: the textbook's "≈ 4.12 Mbit/s"
         4130
     """
-    pp = np.asarray(p, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return _out(np.asarray(np.asarray(c, dtype=float) * np.asarray(mss_bytes, dtype=float) * 8.0
-                               / (np.asarray(rtt_s, dtype=float) * np.sqrt(pp))))
+    return _each(_mathis, p, mss_bytes, rtt_s, c)
 
 
-def padhye(
-    p: ArrayLike,
-    mss_bytes: ArrayLike,
-    rtt_s: ArrayLike,
-    rto_s: ArrayLike,
-    b: ArrayLike = 2,
-    wmax_bytes: ArrayLike | None = None,
-) -> FloatOut:
+def _mathis(p: float, mss: float, rtt: float, c: float) -> float:
+    return _div(c * mss * 8.0, rtt * _sqrt(p))
+
+
+def padhye(p: Any, mss_bytes: Any, rtt_s: Any, rto_s: Any, b: Any = 2, wmax_bytes: Any = None) -> FloatOut:
     """The full PFTK model (Padhye et al. 1998, eq. 31): Reno with timeouts and a window cap.
 
     With ``W = E[W_u] = (2+b)/(3b) + √(8(1-p)/(3bp) + ((2+b)/(3b))²)`` (eq. 13, in
@@ -118,39 +155,34 @@ def padhye(
         Bits per second. ``p == 0`` gives the window limit (``inf`` without one).
 
     Example:
-        >>> round(float(padhye(1e-2, 1460, 0.1, 1.0)) / 1e3)   # kbit/s, b = 2
+        >>> round(padhye(1e-2, 1460, 0.1, 1.0) / 1e3)   # kbit/s, b = 2
         812
     """
-    pp: npt.NDArray[np.float64]
-    pp, mss, rtt, t0, bb = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (p, mss_bytes, rtt_s, rto_s, b)))
-    wmax = np.full(pp.shape, np.inf) if wmax_bytes is None else np.broadcast_to(
-        np.asarray(wmax_bytes, dtype=float) / mss, pp.shape)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        q1 = 1.0 - pp
-        k = (2.0 + bb) / (3.0 * bb)
-        ew = k + np.sqrt(8.0 * q1 / (3.0 * bb * pp) + k * k)  # eq. 13, packets
-        f = 1 + pp + 2 * pp**2 + 4 * pp**3 + 8 * pp**4 + 16 * pp**5 + 32 * pp**6
-
-        def q_hat(w: npt.NDArray[np.float64]) -> np.ndarray:
-            # eq. 24; (1-p)^w via exp/log1p so large windows and tiny p stay accurate
-            a3 = -np.expm1(3.0 * np.log1p(-pp))  # 1-(1-p)^3
-            aw = -np.expm1(w * np.log1p(-pp))  # 1-(1-p)^w
-            return np.minimum(1.0, a3 * (1.0 + (1.0 - a3) * (-np.expm1((w - 3.0) * np.log1p(-pp)))) / aw)
-
-        limited = ew >= wmax
-        w_eff = np.where(limited, wmax, ew)
-        q = q_hat(w_eff)
-        num = q1 / pp + w_eff + q / q1
-        den_free = rtt * (bb * w_eff / 2.0 + 1.0)
-        den_lim = rtt * (bb * w_eff / 8.0 + q1 / (pp * w_eff) + 2.0)
-        den = np.where(limited, den_lim, den_free) + q * t0 * f / q1
-        pkts = num / den
-        # p = 0: no losses at all, so only the window limits the sender
-        pkts = np.where(pp <= 0.0, wmax / rtt, pkts)
-        return _out(np.asarray(pkts * mss * 8.0))
+    return _each(_padhye, p, mss_bytes, rtt_s, rto_s, b, math.inf if wmax_bytes is None else wmax_bytes)
 
 
-def per_from_ber(ber: ArrayLike, bits: ArrayLike) -> FloatOut:
+def _padhye(pp: float, mss: float, rtt: float, t0: float, bb: float, wmax_bytes: float) -> float:
+    wmax = _div(wmax_bytes, mss)
+    if pp <= 0.0:  # no losses at all, so only the window limits the sender
+        return _div(wmax, rtt) * mss * 8.0
+    q1 = 1.0 - pp
+    k = _div(2.0 + bb, 3.0 * bb)
+    ew = k + _sqrt(_div(8.0 * q1, 3.0 * bb * pp) + k * k)  # eq. 13, packets
+    f = 1 + pp + 2 * (pp * pp) + 4 * _pow(pp, 3) + 8 * _pow(pp, 4) + 16 * _pow(pp, 5) + 32 * _pow(pp, 6)
+    lp = _log1p(-pp)
+    # eq. 24; (1-p)^w via exp/log1p so large windows and tiny p stay accurate
+    a3 = -_expm1(3.0 * lp)  # 1-(1-p)^3
+    limited = ew >= wmax
+    w = wmax if limited else ew
+    aw = -_expm1(w * lp)  # 1-(1-p)^w
+    q = _min(1.0, _div(a3 * (1.0 + (1.0 - a3) * (-_expm1((w - 3.0) * lp))), aw))
+    num = _div(q1, pp) + w + _div(q, q1)
+    den = rtt * (bb * w / 8.0 + _div(q1, pp * w) + 2.0) if limited else rtt * (bb * w / 2.0 + 1.0)
+    den = den + _div(q * t0 * f, q1)
+    return _div(num, den) * mss * 8.0
+
+
+def per_from_ber(ber: Any, bits: Any) -> FloatOut:
     """Packet error rate from an independent bit error rate: ``1 − (1 − ber)^bits``.
 
     Args:
@@ -161,17 +193,18 @@ def per_from_ber(ber: ArrayLike, bits: ArrayLike) -> FloatOut:
         The probability that at least one bit of the packet is in error.
 
     Example:
-        >>> round(float(per_from_ber(1e-7, 1500 * 8)), 6)
+        >>> round(per_from_ber(1e-7, 1500 * 8), 6)
         0.001199
     """
-    e = np.asarray(ber, dtype=float)
-    n = np.asarray(bits, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # expm1/log1p: (1-ber)^bits loses every digit for ber ~ 1e-9 in plain floats
-        return _out(np.asarray(-np.expm1(n * np.log1p(-e))))
+    return _each(_per_from_ber, ber, bits)
 
 
-def bdp_bytes(rate_bps: ArrayLike, rtt_s: ArrayLike) -> FloatOut:
+def _per_from_ber(e: float, n: float) -> float:
+    # expm1/log1p: (1-ber)^bits loses every digit for ber ~ 1e-9 in plain floats
+    return -_expm1(n * _log1p(-e))
+
+
+def bdp_bytes(rate_bps: Any, rtt_s: Any) -> FloatOut:
     """Bandwidth-delay product: the bytes in flight needed to fill a path.
 
     Args:
@@ -182,7 +215,11 @@ def bdp_bytes(rate_bps: ArrayLike, rtt_s: ArrayLike) -> FloatOut:
         Bytes (``rate × rtt / 8``).
 
     Example:
-        >>> float(bdp_bytes(1e6, 0.2))
+        >>> bdp_bytes(1e6, 0.2)
         25000.0
     """
-    return _out(np.asarray(np.asarray(rate_bps, dtype=float) * np.asarray(rtt_s, dtype=float) / 8.0))
+    return _each(_bdp_bytes, rate_bps, rtt_s)
+
+
+def _bdp_bytes(rate: float, rtt: float) -> float:
+    return rate * rtt / 8.0

@@ -32,9 +32,9 @@ from tracekit.analysis import rtt as _rtt
 from tracekit.analysis import throughput as _throughput
 from tracekit.analysis.flight import flight as _flight
 from tracekit.analysis.flight import flight_and_sacks as _flight_and_sacks
-from tracekit.analysis.flows import basic as _flows_basic
-from tracekit.analysis.flows import flows as _flows
-from tracekit.analysis.flows import model_inputs, with_cwnd_stats
+from tracekit.analysis.flows import columns as _flows_columns
+from tracekit.analysis.flows import directions as _flows_directions
+from tracekit.analysis.flows import finish as _flows_finish
 from tracekit.analysis.stalls import stalls as _stalls
 from tracekit.analysis.throughput import default_bin
 from tracekit.analysis.vantage import detect, vantage
@@ -254,18 +254,17 @@ def _per_connection(pk: pl.DataFrame, trace: Trace, floor_s: float, *, keep: boo
     st = _state.prepare(pk)
     rs = _rtt.samples(st)
     rtt_df = rs.drop("_i")
-    dirs = _dirstats.of_packets(pk)  # per direction: flows.basic, the handshake RTT, cwnd's data directions
+    dirs = _dirstats.of_packets(pk)  # per direction: the flows rows, the handshake RTT, cwnd's data directions
     est, hs = _rtt.smoothed(rs), _dirstats.handshake(dirs)  # shared by retransmissions, stalls and flows
     rt = _retrans.classify(st, rs, est=est, hs=hs, rto_floor_s=floor_s)
     retrans_df = rt.drop("_i", "episode")
     retrans_ep = rt.drop("_i")
     fl, sacked_at = _flight_and_sacks(pk, state=st)
     sl = _stalls(pk, state=st, rtt_samples_df=rs, retrans=rt, est=est)
-    basic_df = _flows_basic(pk, dirs)
-    inputs = model_inputs(basic_df, est) if st.height else None
-    flows_df = _flows(pk, all_packets=trace.packets, parts={
+    # flows: one record per direction now; the cwnd stats and the models once the loss events are known
+    flow_dirs = _flows_directions(pk, all_packets=trace.packets, parts={
         "state": st, "rtt_samples": rs, "retrans": rt, "flight": fl, "stalls": sl, "vantage": detect(pk, rtt_df),
-        "smoothed": est, "basic": basic_df, "inputs": inputs,
+        "smoothed": est, "dirstats": dirs,
     })
     has_state = st.height > 0
     del st, rs, rt, est, hs
@@ -273,15 +272,16 @@ def _per_connection(pk: pl.DataFrame, trace: Trace, floor_s: float, *, keep: boo
     cw = _cwnd.cwnd(pk, trace.samples, fl, retrans_ep, trace.meta, directions=dirs, sacked_at=sacked_at)
     del sacked_at
     if has_state:
-        red = _cwnd.reductions(cw, _loss_evidence(trace.packets, retrans_df, drops=drops), flows_df.select(
-            "flow", "dir", tol_s=pl.col("rtt_min_s")))
-        flows_df = with_cwnd_stats(flows_df, _cwnd.flow_stats(cw, events=red), inputs)
+        red = _cwnd.reductions(cw, _loss_evidence(trace.packets, retrans_df, drops=drops),
+                               _flows_columns(flow_dirs, "rtt_min_s").rename({"rtt_min_s": "tol_s"}))
+        flows_df = _flows_finish(flow_dirs, _cwnd.flow_stats(cw, events=red))
         if trace.meta.get("kernel"):  # ss samples beside the capture: the estimate's error against them
             from tracekit.kernel import with_kernel_columns
 
             flows_df = with_kernel_columns(flows_df, cw, trace)
     else:
         red = _cwnd.reductions(cw)
+        flows_df = _flows_finish(flow_dirs, None)
     return _PerConnection(flows_df, fl if keep else None, cw, rtt_df if keep else None, retrans_df, sl, red)
 
 

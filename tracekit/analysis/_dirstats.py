@@ -3,7 +3,7 @@
 One accumulator per (flow, dir) fed the packets in order (``src/state/dirstats.rs``: each rule
 cites its RFC section): packet, data and byte counts, the time span, the lowest and highest
 data byte, the first MSS/window-scale options, the SYN times and the handshake RTT. This
-module hands it the packet columns and builds the frame that :func:`tracekit.analysis.flows.basic`,
+module hands it the packet columns and builds the frame that :func:`tracekit.analysis.flows.directions`,
 :func:`tracekit.analysis.rtt.handshake` and :func:`tracekit.analysis.cwnd.data_directions` read.
 """
 

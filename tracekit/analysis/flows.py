@@ -57,19 +57,19 @@ Definitions (docs/analysis.md has the full list):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from tracekit import _core
-from tracekit.analysis import _dirstats
+from tracekit.analysis import _dirstats, _flowrows
 from tracekit.analysis import _flowstats as _np
 from tracekit.analysis._groups import MISSING
 from tracekit.analysis._state import KEYS, at, prepare
 
 FLOW_KEYS = KEYS
-RTO_MIN_S = 0.2
 
 
 def with_seq_end(pk: pl.DataFrame) -> pl.DataFrame:
@@ -77,81 +77,6 @@ def with_seq_end(pk: pl.DataFrame) -> pl.DataFrame:
     return pk.with_columns(seq_end=pl.col("seq") + pl.col("payload").cast(pl.Int64)).with_columns(
         prev_max_end=pl.col("seq_end").cum_max().shift(1).over(FLOW_KEYS)
     )
-
-
-def basic(pk: pl.DataFrame, dirs: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Counts, bytes, endpoints and window scaling per direction with payload (no sequence state).
-
-    The per-packet rules run in the compiled core's per-direction accumulator
-    (:func:`tracekit.analysis._dirstats.of_packets`, ``src/state/dirstats.rs``).
-
-    Args:
-        pk: Packets at the vantage point.
-        dirs: :func:`tracekit.analysis._dirstats.of_packets` of ``pk``, if at hand.
-
-    Returns:
-        One row per (flow, dir) that carried payload: endpoints, start/end, packet and byte
-        counts, ``unique_bytes``, ``mss``/``wscale``/``window_scaling``, throughput and goodput
-        (and ``_smss``, the largest payload, ``_syn_t``, the connection's first SYN, and
-        ``_hs_rtt``, its handshake RTT: :func:`tracekit.analysis.rtt.handshake`).
-    """
-    d = _dirstats.of_packets(pk) if dirs is None else dirs
-    duration = pl.col("end") - pl.col("start")
-    return d.filter(pl.col("data_bytes") > 0).select(
-        *FLOW_KEYS, "src", "dst", "sport", "dport", "start", "end", "packets", "data_packets", "data_bytes",
-        "wire_bytes", "unique_bytes", "mss", "wscale", "_smss", "window_scaling", "_syn_t",
-        _hs_rtt="hs_rtt",
-    ).with_columns(duration=duration).with_columns(
-        unique_bytes=pl.col("unique_bytes").fill_null(0),
-        throughput_bps=pl.when(pl.col("duration") > 0).then(pl.col("wire_bytes") * 8 / pl.col("duration")),
-        goodput_bps=pl.when(pl.col("duration") > 0).then(pl.col("unique_bytes") * 8 / pl.col("duration")),
-    )
-
-
-def model_inputs(basic_df: pl.DataFrame, est: pl.DataFrame) -> pl.DataFrame:
-    """What the models need beyond the flows columns: ``flow, dir, _smss, srtt, rttvar`` (at the end).
-
-    Small (a row per direction), so :func:`tracekit.analysis.analyze` keeps it while the
-    per-packet state is freed, and the models run once the loss events are known
-    (:func:`with_cwnd_stats`).
-    """
-    last = est.sort("_i").group_by(KEYS).agg(pl.col("srtt").last(), pl.col("rttvar").last())
-    return basic_df.select(*KEYS, "_smss").join(last, on=KEYS, how="left")
-
-
-def _models(out: pl.DataFrame, inputs: pl.DataFrame) -> pl.DataFrame:
-    """Loss-event rate, then Mathis, Padhye and window-limit predictions next to the measured goodput."""
-    out = out.drop([c for c in ("_smss", "srtt", "rttvar") if c in out.columns]).join(
-        inputs, on=KEYS, how="left", maintain_order="left")
-    if "loss_events" not in out.columns:
-        out = out.with_columns(loss_events=pl.lit(None, pl.Int64))
-    out = out.with_columns(loss_event_rate=pl.when(pl.col("data_packets") > 0).then(
-        pl.col("loss_events").cast(pl.Float64) / pl.col("data_packets")))
-    try:
-        from tracekit import models
-    except ImportError:  # pragma: no cover - tracekit.models is part of the package
-        return out.with_columns(mathis_bps=pl.lit(None, pl.Float64), padhye_bps=pl.lit(None, pl.Float64),
-                                window_limited_bps=pl.lit(None, pl.Float64))
-    p = out["loss_event_rate"].cast(pl.Float64).to_numpy()
-    mss = out["_smss"].cast(pl.Float64).to_numpy()
-    rtt = out["rtt_mean_s"].cast(pl.Float64).to_numpy()
-    rto = out.select(pl.max_horizontal(pl.lit(RTO_MIN_S), pl.col("srtt") + 4 * pl.col("rttvar"))).to_series()
-    wmax = out["max_rwnd_bytes"].cast(pl.Float64).to_numpy()
-    with np.errstate(all="ignore"):
-        ok = (p > 0) & (rtt > 0) & np.isfinite(p) & np.isfinite(rtt)
-        ps, rs = np.where(ok, p, 0.5), np.where(ok, rtt, 1.0)
-        ma = np.where(ok, models.mathis(ps, mss, rs), np.nan)
-        wm = np.where(np.isfinite(wmax), wmax, np.nan)
-        pa = np.where(ok & np.isfinite(rto.to_numpy()),
-                      models.padhye(ps, mss, rs, np.nan_to_num(rto.to_numpy(), nan=1.0),
-                                    wmax_bytes=np.where(np.isfinite(wm), wm, 1e12)), np.nan)
-        wl = np.where(
-            (rtt > 0) & np.isfinite(wm), models.window_limited(np.nan_to_num(wm), np.where(rtt > 0, rtt, 1.0)), np.nan
-        )
-    def clean(a: np.ndarray) -> pl.Series:
-        return pl.Series(a, dtype=pl.Float64).fill_nan(None)
-
-    return out.with_columns(mathis_bps=clean(ma), padhye_bps=clean(pa), window_limited_bps=clean(wl))
 
 
 #: Column order of the flows frame.
@@ -170,54 +95,160 @@ COLUMNS = [
 ]
 
 
-def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: dict[str, Any] | None = None
-          ) -> pl.DataFrame:
-    """Summarise every TCP connection direction that carried data (see the module docstring).
+@dataclass
+class Directions:
+    """The flows rows before the cwnd analysis: one record per direction that carried data.
+
+    Attributes:
+        rows: One :data:`tracekit.analysis._flowrows.Row` per (flow, dir), the inputs of the
+            models (``_smss``, ``srtt``, ``rttvar``) among their values.
+        schema: The polars type of each column the records carry.
+        full: The connection state was there, so the summary's columns were computed and
+            :func:`finish` applies the cwnd stats and the models; False: counts and rates only.
+    """
+
+    rows: list[_flowrows.Row]
+    schema: dict[str, pl.DataType]
+    full: bool
+
+
+def directions(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: dict[str, Any] | None = None
+               ) -> Directions:
+    """One record per direction with payload, every flows column but the cwnd ones and the models.
+
+    The per-packet rules ran in the compiled core's per-direction accumulators
+    (``src/state/dirstats.rs``: counts, bytes, endpoints, window scaling, the handshake RTT;
+    ``src/state/flowstats``: ACK timing, windows, limits, and RTT, retransmission, flight and
+    stall summaries); their rows are joined here and the arithmetic on them is
+    :mod:`tracekit.analysis._flowrows`, in plain Python.
 
     Args:
         pk: Packets at the vantage point (:func:`tracekit.analysis.vantage.vantage`).
-        all_packets: The trace's full packets frame (simulator ``drop`` events); ``pk`` when None.
-        parts: Frames already computed by :func:`tracekit.analysis.analyze` — ``state``,
-            ``rtt_samples``, ``retrans`` (with ``_i``), ``flight``, ``stalls``, ``cwnd_stats``,
-            ``vantage``, ``smoothed`` (:func:`tracekit.analysis.rtt.smoothed` of the samples),
-            ``basic`` (:func:`basic`, with the handshake RTT), ``inputs`` (:func:`model_inputs`)
-            — each computed here when missing.
+        all_packets: The trace's full packets frame (simulator ``drop`` and receive events); ``pk`` when None.
+        parts: Frames already computed by :func:`tracekit.analysis.analyze` — ``dirstats``
+            (:func:`tracekit.analysis._dirstats.of_packets`), ``state``, ``rtt_samples``,
+            ``retrans`` (with ``_i``), ``flight``, ``stalls``, ``vantage``, ``smoothed``
+            (:func:`tracekit.analysis.rtt.smoothed` of the samples) — each computed here when missing.
 
     Returns:
-        One row per (flow, dir) with payload, columns in :data:`COLUMNS` order.
+        The :class:`Directions`, for :func:`finish`.
     """
     from tracekit.analysis import retrans as _re
 
     parts = dict(parts or {})
-    out = parts.get("basic")
-    out = basic(pk) if out is None else out
+    dirs = parts.get("dirstats")
+    base = _base(_dirstats.of_packets(pk) if dirs is None else dirs)
     st = parts.get("state")
     st = prepare(pk) if st is None else st
-    if out.is_empty() or st.is_empty():
-        return _finish(out)
+    if base.is_empty() or st.is_empty():
+        return Directions([_flowrows.rates(r) for r in base.to_dicts()], _schema(base), full=False)
     p = _parts(pk, st, parts)
-    rs, est = p["rtt_samples"], p["smoothed"]
-    out = (
-        out.rename({"_hs_rtt": "handshake_rtt_s"})
-        .join(_np.stats(st, est), on=KEYS, how="left")
-        .join(_summary(st, rs, p["retrans"], p["flight"], p["stalls"]), on=KEYS, how="left")
+    allp = pk if all_packets is None else all_packets
+    simulator = allp.height > 0 and bool((allp["event"] != "capture").any())
+    d = (
+        base.rename({"_hs_rtt": "handshake_rtt_s"})
+        .join(_np.stats(st, p["smoothed"]), on=KEYS, how="left")
+        .join(_summary(st, p["rtt_samples"], p["retrans"], p["flight"], p["stalls"]), on=KEYS, how="left")
         .join(_re.dup_acks(st), on=KEYS, how="left")
         .join(p["vantage"], on="flow", how="left")
-        .with_columns(
-            pl.col("retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto", "retrans_spurious",
-                   "stall_count").fill_null(0),
-            pl.col("stall_time_s").fill_null(0.0),
-            pl.col("dup_acks").fill_null(0).cast(pl.Int64),
-        )
+        .join(_received(allp), on=KEYS, how="left")
+        .join(_last_estimate(p["smoothed"]), on=KEYS, how="left")
     )
-    cs = parts.get("cwnd_stats")
-    if cs is not None and cs.height:
-        out = out.join(cs.select([c for c in ("flow", "dir", "max_cwnd_bytes", "cwnd_source", "loss_events")
-                                  if c in cs.columns]), on=KEYS, how="left")
-    allp = pk if all_packets is None else all_packets
-    out = _loss_rate(_transfer_and_goodput(out, allp), allp)
-    inputs = parts.get("inputs")
-    return _finish(_models(out, model_inputs(out, est) if inputs is None else inputs))
+    if simulator:
+        d = d.join(_drop_counts(allp), on=KEYS, how="left")
+    rows = [_flowrows.loss_rate(_flowrows.transfer_and_goodput(_flowrows.with_zero_counts(_flowrows.rates(r))),
+                                simulator=simulator) for r in d.to_dicts()]
+    return Directions(rows, _schema(d), full=True)
+
+
+def finish(d: Directions, cwnd_stats: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The flows frame: ``d`` with the cwnd columns and the models, in :data:`COLUMNS` order.
+
+    Args:
+        d: :func:`directions`.
+        cwnd_stats: :func:`tracekit.analysis.cwnd.flow_stats` (``max_cwnd_bytes``,
+            ``cwnd_source``, ``loss_events`` per direction); None: those columns stay null.
+
+    Returns:
+        One row per (flow, dir) with payload. The loss-event rate and the models
+        (:func:`tracekit.analysis._flowrows.with_models`) run here, once for all of ``d``.
+    """
+    schema, rows = dict(d.schema), d.rows
+    if d.full:
+        if cwnd_stats is not None and cwnd_stats.height:
+            cols = [c for c in _CWND_COLUMNS if c in cwnd_stats.columns]
+            schema.update({c: cwnd_stats.schema[c] for c in cols})
+            by_key = {(r[0], r[1]): r[2:] for r in cwnd_stats.select(*KEYS, *cols).iter_rows()}
+            none = (None,) * len(cols)
+            for r in rows:
+                r.update(zip(cols, by_key.get((r["flow"], r["dir"]), none), strict=True))
+        rows = _flowrows.with_models(rows)
+    return pl.DataFrame([pl.Series(c, [r.get(c) for r in rows], dtype=schema.get(c) or _TYPES.get(c, pl.Float64()))
+                         for c in COLUMNS]).sort(KEYS)
+
+
+def columns(d: Directions, *names: str) -> pl.DataFrame:
+    """``flow, dir`` and the named columns of :func:`directions`' records, by (flow, dir)."""
+    cols = [*KEYS, *names]
+    return pl.DataFrame([pl.Series(c, [r.get(c) for r in d.rows], dtype=d.schema.get(c) or _TYPES.get(c, pl.Float64()))
+                         for c in cols]).sort(KEYS)
+
+
+def flows(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, parts: dict[str, Any] | None = None
+          ) -> pl.DataFrame:
+    """Summarise every TCP connection direction that carried data (see the module docstring).
+
+    :func:`directions`, then :func:`finish` with ``parts["cwnd_stats"]`` (:func:`tracekit.analysis.cwnd.flow_stats`).
+
+    Returns:
+        One row per (flow, dir) with payload, columns in :data:`COLUMNS` order.
+    """
+    return finish(directions(pk, all_packets=all_packets, parts=parts), (parts or {}).get("cwnd_stats"))
+
+
+#: The columns :func:`finish` takes from the cwnd stats.
+_CWND_COLUMNS = ("max_cwnd_bytes", "cwnd_source", "loss_events")
+
+#: The type of each column :func:`directions` does not carry (Float64 for the others).
+_TYPES: dict[str, pl.DataType] = {
+    **{c: pl.String() for c in ("cwnd_source", "rtt_method", "vantage_point", "src", "dst", "goodput_source",
+                                 "capture", "goodput_capture")},
+    "window_scaling": pl.Boolean(), "connection": pl.Int64(), "views": pl.Int64(),
+    "delivered_bytes": pl.Int64(),
+    **{c: pl.Int64() for c in COLUMNS if c.endswith(("_packets", "_segments", "_count", "_samples"))
+       or c.startswith("retrans_") or c in ("loss_events", "drops", "dup_acks")},
+}
+
+
+def _schema(df: pl.DataFrame) -> dict[str, pl.DataType]:
+    """The frame's column types, with those of the columns :mod:`._flowrows` computes."""
+    out = dict(df.schema)
+    out.update({c: pl.Float64() for c in ("duration", "throughput_bps", "goodput_bps", "transfer_s", "handshake_s",
+                                          "loss_rate", "loss_event_rate", "mathis_bps", "padhye_bps",
+                                          "window_limited_bps")})
+    out.update(goodput_source=pl.String(), delivered_bytes=pl.Int64(), drops=pl.Int64(), dup_acks=pl.Int64())
+    return out
+
+
+def _base(dirs: pl.DataFrame) -> pl.DataFrame:
+    """The per-direction accumulator's rows with payload: counts, bytes, endpoints and window scaling.
+
+    (``_smss``, the largest payload, ``_syn_t``, the connection's first SYN, and ``_hs_rtt``, its
+    handshake RTT: :func:`tracekit.analysis.rtt.handshake`.)
+    """
+    return dirs.filter(pl.col("data_bytes") > 0).select(
+        *FLOW_KEYS, "src", "dst", "sport", "dport", "start", "end", "packets", "data_packets", "data_bytes",
+        "wire_bytes", "unique_bytes", "mss", "wscale", "_smss", "window_scaling", "_syn_t", _hs_rtt="hs_rtt")
+
+
+def _last_estimate(est: pl.DataFrame) -> pl.DataFrame:
+    """``flow, dir, srtt, rttvar``: the smoothed RTT estimate at the end (the Padhye model's RTO)."""
+    return est.sort("_i").group_by(KEYS).agg(pl.col("srtt").last(), pl.col("rttvar").last())
+
+
+def _drop_counts(allp: pl.DataFrame) -> pl.DataFrame:
+    """``flow, dir, drops``: a simulator's ``drop`` events per direction."""
+    return allp.filter(pl.col("event") == "drop").group_by(KEYS).agg(pl.len().cast(pl.Int64).alias("drops"))
 
 
 def _parts(pk: pl.DataFrame, st: pl.DataFrame, parts: dict[str, Any]) -> dict[str, pl.DataFrame]:
@@ -298,19 +329,6 @@ def _summary(st: pl.DataFrame, rs: pl.DataFrame, rt: pl.DataFrame, fl: pl.DataFr
     ).drop("_seq")
 
 
-def _loss_rate(out: pl.DataFrame, allp: pl.DataFrame) -> pl.DataFrame:
-    """Add ``drops`` and ``loss_rate``: a simulator's drop events, else (a capture) non-spurious retransmissions."""
-    sim = allp.height > 0 and bool((allp["event"] != "capture").any())
-    if sim:
-        drops = allp.filter(pl.col("event") == "drop").group_by(KEYS).agg(pl.len().cast(pl.Int64).alias("drops"))
-        out = out.join(drops, on=KEYS, how="left").with_columns(pl.col("drops").fill_null(0))
-        lost = pl.col("drops")
-    else:
-        out = out.with_columns(drops=pl.lit(None, pl.Int64))
-        lost = pl.col("retrans_packets") - pl.col("retrans_spurious")
-    return out.with_columns(loss_rate=pl.when(pl.col("data_packets") > 0).then(lost / pl.col("data_packets")))
-
-
 def _received(allp: pl.DataFrame) -> pl.DataFrame:
     """``flow, dir, _rx_bytes, _rx_t``: unique payload the destination node received, and when the last came.
 
@@ -335,77 +353,3 @@ def _received(allp: pl.DataFrame) -> pl.DataFrame:
     rx = rx.with_columns(_new=new)
     return rx.group_by(KEYS).agg(pl.col("_new").sum().cast(pl.Int64).alias("_rx_bytes"),
                                  pl.col("time").filter(pl.col("_new") > 0).max().alias("_rx_t"))
-
-
-def _transfer_and_goodput(out: pl.DataFrame, allp: pl.DataFrame) -> pl.DataFrame:
-    """``transfer_s``, ``handshake_s``, ``delivered_bytes``, ``goodput_source`` and ``goodput_bps``.
-
-    Definitions: the module docstring. The goodput counts what the receiver got, not the
-    highest byte sent: bytes sent but lost or still in flight at the end were never delivered,
-    so a sender-side count could exceed the bottleneck's rate.
-    """
-    out = out.join(_received(allp), on=KEYS, how="left")
-    syn = pl.col("_syn_t")
-    has_syn = syn.is_not_null() & (syn <= pl.col("_data_t0"))
-    opened = pl.when(has_syn).then(syn).otherwise(pl.col("_data_t0"))
-    ack_end = pl.coalesce("_acked_t", "_ack_t")
-    source = (pl.when(pl.col("_rx_bytes").is_not_null()).then(pl.lit("receive"))
-              .when(pl.col("_ack_bytes").is_not_null()).then(pl.lit("ack")).otherwise(pl.lit("sent")))
-    out = out.with_columns(
-        transfer_s=pl.col("_acked_t") - opened,
-        handshake_s=pl.when(has_syn).then(pl.col("_data_t0") - syn),
-        goodput_source=source,
-        delivered_bytes=pl.coalesce("_rx_bytes", "_ack_bytes", "unique_bytes").cast(pl.Int64),
-        _got_t=pl.coalesce("_rx_t", ack_end),
-    )
-    span = pl.col("_got_t") - pl.col("start")
-    return out.with_columns(goodput_bps=pl.when(pl.col("goodput_source") == "sent").then(pl.col("goodput_bps"))
-                            .when(span > 0).then(pl.col("delivered_bytes") * 8 / span))
-
-
-def with_cwnd_stats(out: pl.DataFrame, cs: pl.DataFrame | None, inputs: pl.DataFrame | None = None) -> pl.DataFrame:
-    """A flows frame computed without ``cwnd_stats``, with the cwnd columns filled from them.
-
-    The same frame as passing ``parts["cwnd_stats"]`` to :func:`flows`, so that
-    :func:`tracekit.analysis.analyze` can free the per-packet state before the cwnd analysis
-    runs instead of holding both at once.
-
-    Args:
-        out: :func:`flows` output for a trace with TCP state.
-        cs: :func:`tracekit.analysis.cwnd.flow_stats` output.
-        inputs: :func:`model_inputs` of the trace (the models need the loss events; None:
-            the model columns stay as they are).
-
-    Returns:
-        ``out`` with ``max_cwnd_bytes``, ``cwnd_source`` and ``loss_events`` from ``cs``, and
-        ``loss_event_rate`` and the models recomputed from them.
-    """
-    if cs is None or not cs.height or out.is_empty():
-        return out
-    cols = [c for c in ("max_cwnd_bytes", "cwnd_source", "loss_events") if c in cs.columns]
-    out = out.drop(cols).join(cs.select("flow", "dir", *cols), on=KEYS, how="left")
-    if inputs is not None:
-        out = _models(out.drop("loss_event_rate", "mathis_bps", "padhye_bps", "window_limited_bps"), inputs)
-    return _finish(out)
-
-
-def _finish(out: pl.DataFrame) -> pl.DataFrame:
-    """Add missing columns as nulls and put them in :data:`COLUMNS` order."""
-    types: dict[str, pl.DataType] = {
-        "cwnd_source": pl.String(),
-        "rtt_method": pl.String(),
-        "vantage_point": pl.String(),
-        "window_scaling": pl.Boolean(),
-        "src": pl.String(),
-        "dst": pl.String(),
-        "goodput_source": pl.String(),
-        "delivered_bytes": pl.Int64(),
-        "capture": pl.String(),
-        "goodput_capture": pl.String(),
-        "connection": pl.Int64(),
-        "views": pl.Int64(),
-    }
-    types.update({c: pl.Int64() for c in COLUMNS if c.endswith(("_packets", "_segments", "_count", "_samples"))
-                  or c.startswith("retrans_") or c in ("loss_events", "drops", "dup_acks")})
-    cols = [pl.col(c) if c in out.columns else pl.lit(None, types.get(c, pl.Float64())).alias(c) for c in COLUMNS]
-    return out.select(cols).sort(KEYS)

@@ -101,7 +101,7 @@ def handshake(st: pl.DataFrame) -> pl.DataFrame:
 
     Wherever the packets were observed, this spans exactly one full round trip. The rule is
     the compiled core's per-direction accumulator (``src/state/dirstats.rs``), which
-    :func:`tracekit.analysis.flows.basic` runs over the packets (its ``_hs_rtt``): this runs
+    :func:`tracekit.analysis._dirstats.of_packets` runs over the packets (its ``hs_rtt``): this runs
     it over the prepared state's rows, the same packets.
 
     Returns:

@@ -1,0 +1,173 @@
+"""The flows summary's per-direction arithmetic, in plain Python over one record per direction.
+
+A *record* is a ``dict`` of one connection direction's accumulated values (the columns of
+:mod:`tracekit.analysis.flows`, plus the inputs named with a leading ``_``); ``None`` stands
+for a missing value. Units: bytes, seconds, bits per second. No polars and no numpy here, so
+that the summary can be computed from per-direction accumulators alone (issue 21);
+:func:`tracekit.analysis.flows.directions` builds the records and
+:func:`tracekit.analysis.flows.finish` makes the frame. The definitions are the flows
+module's docstring (docs/analysis.md has the full list).
+
+Every rule here reproduces the former polars expressions bit for bit: an integer count is
+divided as a float (``int / float`` and ``int / int`` are correctly rounded in Python as in
+polars for counts below 2^53), and a comparison with a missing value is false.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from tracekit import models
+
+#: One connection direction's values by column name.
+Row = dict[str, Any]
+
+#: The smallest RTO the Padhye model is given (RFC 6298 §2.4 rounds up to 1 s; Linux uses 200 ms).
+RTO_MIN_S = 0.2
+
+#: Counts that are 0 (not missing) for a direction without any: the summary's left joins leave them null.
+ZERO_COUNTS = ("retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto", "retrans_spurious", "stall_count",
+               "dup_acks")
+
+
+def rate_bps(nbytes: int | None, seconds: float | None) -> float | None:
+    """``nbytes × 8 ÷ seconds`` in bits per second; None without bytes or unless ``seconds > 0``."""
+    if nbytes is None or seconds is None or not seconds > 0:
+        return None
+    return nbytes * 8 / seconds
+
+
+def _sub(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def _first(*values: Any) -> Any:
+    """The first value that is not None (SQL ``coalesce``)."""
+    return next((v for v in values if v is not None), None)
+
+
+def rates(r: Row) -> Row:
+    """``duration`` (end − start), ``throughput_bps`` (wire bytes) and ``goodput_bps`` (unique bytes) over it.
+
+    ``unique_bytes`` is 0 when not known. The goodput here is the ``sent`` one, replaced by
+    :func:`transfer_and_goodput` where the receiver's side is known.
+    """
+    r["duration"] = d = _sub(r["end"], r["start"])
+    r["unique_bytes"] = _first(r.get("unique_bytes"), 0)
+    r["throughput_bps"] = rate_bps(r["wire_bytes"], d)
+    r["goodput_bps"] = rate_bps(r["unique_bytes"], d)
+    return r
+
+
+def transfer_and_goodput(r: Row) -> Row:
+    """``transfer_s``, ``handshake_s``, ``goodput_source``, ``delivered_bytes`` and ``goodput_bps``.
+
+    Inputs: ``_syn_t`` (the connection's first SYN), ``_data_t0`` (the direction's first data
+    byte), ``_acked_t`` (the first ACK of its last data byte), ``_ack_t``/``_ack_bytes`` (the
+    highest cumulative ACK of data and the bytes it covers), ``_rx_t``/``_rx_bytes`` (a
+    simulator's receive events at the destination), ``unique_bytes``, ``start`` and the ``sent``
+    goodput of :func:`rates`. The goodput counts what the receiver got, over the time until the
+    last delivery: bytes lost or still in flight at the end were never delivered.
+    """
+    syn, t0 = r.get("_syn_t"), r.get("_data_t0")
+    has_syn = syn is not None and t0 is not None and syn <= t0
+    r["transfer_s"] = _sub(r.get("_acked_t"), syn if has_syn else t0)
+    r["handshake_s"] = _sub(t0, syn) if has_syn else None
+    rx, ack = r.get("_rx_bytes"), r.get("_ack_bytes")
+    r["goodput_source"] = "receive" if rx is not None else ("ack" if ack is not None else "sent")
+    r["delivered_bytes"] = _first(rx, ack, r["unique_bytes"])
+    if r["goodput_source"] != "sent":
+        got_t = _first(r.get("_rx_t"), r.get("_acked_t"), r.get("_ack_t"))
+        r["goodput_bps"] = rate_bps(r["delivered_bytes"], _sub(got_t, r["start"]))
+    return r
+
+
+def _per_packet(n: int | None, packets: int | None) -> float | None:
+    return None if n is None or packets is None or not packets > 0 else float(n) / float(packets)
+
+
+def loss_rate(r: Row, *, simulator: bool) -> Row:
+    """``drops`` and ``loss_rate``: lost data segments ÷ data segments sent.
+
+    Lost: a simulator's ``drop`` events of the direction (``drops``, 0 when none); in a capture
+    (no drops recorded, ``drops`` None) the non-spurious retransmissions.
+    """
+    if simulator:
+        r["drops"] = lost = _first(r.get("drops"), 0)
+    else:
+        r["drops"] = None
+        lost = r["retrans_packets"] - r["retrans_spurious"]
+    r["loss_rate"] = _per_packet(lost, r["data_packets"])
+    return r
+
+
+def loss_event_rate(r: Row) -> float | None:
+    """``loss_events`` ÷ data segments sent: the loss-*event* rate (one cwnd reduction, one event)."""
+    return _per_packet(r.get("loss_events"), r["data_packets"])
+
+
+def rto_s(srtt: float | None, rttvar: float | None) -> float:
+    """The RTO at the end: ``max(0.2 s, srtt + 4·rttvar)`` (RFC 6298 §2.3); 0.2 s without an estimate."""
+    v = None if srtt is None or rttvar is None else srtt + 4 * rttvar
+    return v if v is not None and v > RTO_MIN_S else RTO_MIN_S
+
+
+def _finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+def _number(x: float | None) -> float | None:
+    """None for a missing or NaN result."""
+    return None if x is None or math.isnan(x) else float(x)
+
+
+def model_rates(p: float | None, mss: float | None, rtt: float | None, rto: float, wmax: float | None
+                ) -> tuple[float | None, float | None, float | None]:
+    """``mathis_bps, padhye_bps, window_limited_bps`` of one direction (:mod:`tracekit.models`).
+
+    Args:
+        p: The loss-event rate (both models' ``p``: Mathis et al. §2, Padhye et al. §2.1).
+        mss: The largest segment sent, bytes.
+        rtt: The mean RTT, seconds.
+        rto: :func:`rto_s`.
+        wmax: The largest advertised window, bytes.
+
+    Returns:
+        Mathis and Padhye (None unless ``p`` and ``rtt`` are above 0; Padhye's window 10^12
+        bytes when none is known) and the window limit ``wmax × 8 ÷ rtt`` (None without both).
+    """
+    m = math.nan if mss is None else float(mss)
+    ok = _finite(p) and _finite(rtt) and p > 0 and rtt > 0  # type: ignore[operator]
+    w = float(wmax) if wmax is not None and math.isfinite(wmax) else None
+    mathis = models.mathis(p, m, rtt) if ok else None
+    padhye = models.padhye(p, m, rtt, rto, wmax_bytes=1e12 if w is None else w) if ok and math.isfinite(rto) \
+        else None
+    limited = models.window_limited(w, rtt) if w is not None and rtt is not None and rtt > 0 else None
+    return _number(mathis), _number(padhye), _number(limited)
+
+
+def with_models(rows: Iterable[Row]) -> list[Row]:
+    """``loss_event_rate``, ``mathis_bps``, ``padhye_bps`` and ``window_limited_bps`` of every record.
+
+    Inputs: ``loss_events``, ``data_packets``, ``_smss``, ``rtt_mean_s``, ``srtt``/``rttvar`` (the
+    smoothed RTT at the end) and ``max_rwnd_bytes``. Runs once per batch of directions, when the
+    loss events are known.
+    """
+    out = list(rows)
+    for r in out:
+        r["loss_event_rate"] = p = loss_event_rate(r)
+        r["mathis_bps"], r["padhye_bps"], r["window_limited_bps"] = model_rates(
+            p, r.get("_smss"), r.get("rtt_mean_s"), rto_s(r.get("srtt"), r.get("rttvar")), r.get("max_rwnd_bytes"))
+    return out
+
+
+def with_zero_counts(r: Row) -> Row:
+    """The :data:`ZERO_COUNTS` and ``stall_time_s`` as 0 where no row of theirs was joined."""
+    for c in ZERO_COUNTS:
+        if r.get(c) is None:
+            r[c] = 0
+    if r.get("stall_time_s") is None:
+        r["stall_time_s"] = 0.0
+    return r
