@@ -273,9 +273,9 @@ def _per_connection(pk: pl.DataFrame, trace: Trace, floor_s: float, *, keep: boo
     cw = _cwnd.cwnd(pk, trace.samples, fl, retrans_ep, trace.meta, directions=dirs, sacked_at=sacked_at)
     del sacked_at
     if has_state:
-        red = _cwnd.reductions(cw, _loss_evidence(trace.packets, retrans_df, drops=drops), flows_df.select(
-            "flow", "dir", tol_s=pl.col("rtt_min_s")))
-        flows_df = with_cwnd_stats(flows_df, _cwnd.flow_stats(cw, events=red), inputs)
+        red, cw_stats = _cwnd.reductions_and_stats(cw, _loss_evidence(trace.packets, retrans_df, drops=drops),
+                                                   flows_df.select("flow", "dir", tol_s=pl.col("rtt_min_s")))
+        flows_df = with_cwnd_stats(flows_df, cw_stats, inputs)
         if trace.meta.get("kernel"):  # ss samples beside the capture: the estimate's error against them
             from tracekit.kernel import with_kernel_columns
 
