@@ -311,18 +311,21 @@ def _core_pass(df: pl.DataFrame, evidence: pl.DataFrame | None,
     code = (pl.when(src == "trace").then(pl.lit(_core.CWND_SOURCE_TRACE, pl.UInt8))
             .when(src == "estimate").then(pl.lit(_core.CWND_SOURCE_ESTIMATE, pl.UInt8))
             .otherwise(pl.lit(_core.CWND_SOURCE_NONE, pl.UInt8)).alias("source"))
+    nan = float("nan")
     cols = df.select(
         pl.col("flow").cast(pl.Int64).fill_null(-1), pl.col("dir").cast(pl.Int64).fill_null(-129), code,
-        pl.col("time").cast(pl.Float64), pl.col("cwnd_bytes").cast(pl.Float64),
+        pl.col("time").cast(pl.Float64), pl.col("cwnd_bytes").cast(pl.Float64).fill_null(nan),
         (pl.col("ssthresh_bytes") if "ssthresh_bytes" in df.columns else pl.lit(None)).cast(pl.Float64)
-        .alias("ssthresh_bytes"),
+        .fill_null(nan).alias("ssthresh_bytes"),
         ((pl.col("phase") == "recovery") if "phase" in df.columns else pl.lit(False)).fill_null(False)
         .alias("recovery"))
 
     def values(name: str) -> tuple[np.ndarray, np.ndarray]:  # NaN where null, and which are set (empty: all)
-        c = cols[name]
-        set_ = c.is_not_null().to_numpy() if c.null_count() else np.zeros(0, dtype=bool)
-        return np.ascontiguousarray(c.to_numpy(), dtype=np.float64), set_
+        if name not in df.columns:
+            set_ = np.zeros(df.height, dtype=bool)
+        else:
+            set_ = df[name].is_not_null().to_numpy() if df[name].null_count() else np.zeros(0, dtype=bool)
+        return np.ascontiguousarray(cols[name].to_numpy(), dtype=np.float64), set_
 
     ev, win = _evidence_columns(evidence, windows)
     return _core.cwnd_reductions(
@@ -415,7 +418,7 @@ def reductions_and_stats(cwnd_df: pl.DataFrame, evidence: pl.DataFrame | None = 
         loss_event=pl.Series(loss, dtype=pl.Boolean))
     red = schema.conform(red, schema.REDUCTIONS).sort("flow", "dir", "time", maintain_order=True, nulls_last=True)
     per = pl.DataFrame({"_top": top, "_set": top_set, "loss_events": n_loss, "_first": first_loss})
-    stats = pl.concat([df.select(*KEYS, cwnd_source=pl.col("source").cast(pl.String))[first], per], how="horizontal")
+    stats = pl.concat([df.select(*KEYS, cwnd_source="source")[first], per], how="horizontal")
     stats = stats.with_columns(max_cwnd_bytes=pl.when("_set").then("_top"),
                                first_loss_s=pl.when(pl.col("loss_events") > 0).then("_first"))
     stats = stats.select([pl.col(c).cast(t) for c, t in _STATS.items()]).sort(KEYS, nulls_last=True)
