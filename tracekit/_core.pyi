@@ -148,3 +148,17 @@ def tcp_vantage(
     r_flow: npt.NDArray[np.uint32], r_dir: npt.NDArray[np.int8], r_rtt: npt.NDArray[np.float64],
     r_seq: npt.NDArray[np.bool_],
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int8]]: ...
+
+# src/state/cwnd/events.rs: the reductions of each cwnd series, which are loss events, per-series stats
+CWND_SOURCE_ESTIMATE: int
+CWND_SOURCE_TRACE: int
+CWND_SOURCE_NONE: int
+CWND_DECREASE: float
+def cwnd_reductions(
+    flow: npt.NDArray[np.int64], dir: npt.NDArray[np.int64], source: npt.NDArray[np.uint8],
+    time: npt.NDArray[np.float64], cwnd: npt.NDArray[np.float64], cwnd_ok: npt.NDArray[np.bool_],
+    ssthresh: npt.NDArray[np.float64], ssthresh_ok: npt.NDArray[np.bool_], recovery: npt.NDArray[np.bool_],
+    e_flow: npt.NDArray[np.int64], e_dir: npt.NDArray[np.int64], e_time: npt.NDArray[np.float64],
+    w_flow: npt.NDArray[np.int64], w_dir: npt.NDArray[np.int64], w_tol: npt.NDArray[np.float64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.float64],
+           npt.NDArray[np.bool_], npt.NDArray[np.uint32], npt.NDArray[np.float64]]: ...

@@ -21,8 +21,10 @@
 //! interpolation up to the next whole-segment step (both kept per direction).
 
 mod acks;
+pub mod events;
 mod pipe;
 mod py;
+pub mod py_events;
 
 pub use acks::{acks, AckRows};
 pub use pipe::Pipe;

@@ -96,6 +96,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     rtt::register(m)?;
     stalls::register(m)?;
     cwnd::register(m)?;
+    cwnd::py_events::register(m)?;
     conn::register(m)?;
     flowstats::register(m)?;
     group::register(m)?;

@@ -272,9 +272,10 @@ def _per_connection(pk: pl.DataFrame, trace: Trace, floor_s: float, *, keep: boo
     cw = _cwnd.cwnd(pk, trace.samples, fl, retrans_ep, trace.meta, directions=dirs, sacked_at=sacked_at)
     del sacked_at
     if has_state:
-        red = _cwnd.reductions(cw, _loss_evidence(trace.packets, retrans_df, drops=drops),
-                               _flows_columns(flow_dirs, "rtt_min_s").rename({"rtt_min_s": "tol_s"}))
-        flows_df = _flows_finish(flow_dirs, _cwnd.flow_stats(cw, events=red))
+        red, cw_stats = _cwnd.reductions_and_stats(
+            cw, _loss_evidence(trace.packets, retrans_df, drops=drops),
+            _flows_columns(flow_dirs, "rtt_min_s").rename({"rtt_min_s": "tol_s"}))
+        flows_df = _flows_finish(flow_dirs, cw_stats)
         if trace.meta.get("kernel"):  # ss samples beside the capture: the estimate's error against them
             from tracekit.kernel import with_kernel_columns
 

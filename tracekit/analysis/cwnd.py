@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tracekit import schema
+from tracekit import _core, schema
 from tracekit.analysis import _dirstats, _state
 from tracekit.analysis import retrans as _retrans
 from tracekit.analysis import rtt as _rtt
@@ -36,8 +36,8 @@ KEYS = ["flow", "dir"]
 #: (ns-3 writes UINT32_MAX, Linux tcp_probe 2^31-1 packets).
 SSTHRESH_UNSET = float(1 << 30)
 #: A fall of the cwnd series by at least this fraction (over one run of decreasing
-#: samples) is a multiplicative decrease; Reno halves, CUBIC keeps 70 %.
-DECREASE = 0.2
+#: samples) is a multiplicative decrease; Reno halves, CUBIC keeps 70 % (the core's rule).
+DECREASE = _core.CWND_DECREASE
 
 _STATS = {"flow": pl.UInt32(), "dir": pl.Int8(), "max_cwnd_bytes": pl.Float64(), "cwnd_source": pl.String(),
           "loss_events": pl.UInt32(), "first_loss_s": pl.Float64()}
@@ -181,52 +181,22 @@ def _trace_rows(samples: pl.DataFrame, dirs: pl.DataFrame, meta: dict[str, Any])
     return cw.select(list(out_schema))
 
 
-def _series_start(group: list[str]) -> pl.Expr:
-    """True on the first row of each series, in a frame sorted by ``group`` (each series contiguous).
-
-    A comparison with the row before it, instead of ``over(group)`` windows: on a sorted frame
-    ``x.shift(1)`` inside a series is its previous sample, and no hash grouping is needed.
-    """
-    return pl.any_horizontal(pl.int_range(pl.len()) == 0, *(pl.col(c).ne_missing(pl.col(c).shift(1)) for c in group))
-
-
-def _before(e: pl.Expr) -> pl.Expr:
-    """``e`` at the series' previous row (null at a series' first row: column ``_first``)."""
-    return pl.when(~pl.col("_first")).then(e.shift(1))
-
-
-def _decreases(df: pl.DataFrame, value: str, group: list[str]) -> pl.Series:
-    """Mark multiplicative decreases in a series (rows sorted by ``group``, then time).
-
-    A decrease starts where a run of consecutive falling samples begins, and counts
-    when the run's lowest value is at most ``1 − DECREASE`` of the value before it.
-    Runs, not single steps: ns-3's PRR and Linux lower cwnd one ACK at a time.
-
-    Returns:
-        A boolean Series, true on the first sample of each decrease.
-    """
-    v = pl.col(value)
-    d = df.select(value, _first=_series_start(group)).with_columns(_prev=_before(v))
-    d = d.with_columns(_dec=(v < pl.col("_prev")).fill_null(False))
-    # a series' first row never falls, so a run never reaches back into the series before
-    d = d.with_columns(_start=pl.col("_dec") & ~pl.col("_dec").shift(1).fill_null(False))
-    d = d.with_columns(_run=pl.col("_start").cast(pl.Int64).cum_sum())
-    d = d.with_columns(_run_min=pl.when("_dec").then(v).min().over("_run"))
-    ev = pl.col("_start") & (pl.col("_run_min") <= (1.0 - DECREASE) * pl.col("_prev"))
-    return d.select(ev.fill_null(False).alias("_ev"))["_ev"]
-
-
 def _decrease_ssthresh(df: pl.DataFrame, value: str, mss: str, group: list[str]) -> pl.Series:
-    """ssthresh inferred from a series' multiplicative decreases (:func:`_decreases`).
+    """ssthresh inferred from a series' multiplicative decreases (a traced series' reductions:
+    :func:`loss_events`' rule, found by the core's pass).
 
     At each decrease ssthresh becomes half the value before it, rounded down to whole
     segments (at least 2), as ns-2 (``int(window/2)``) and Linux (``cwnd >> 1``) do;
-    null before the first decrease.
+    null before the first decrease. ``df``'s rows are sorted by ``group`` (Int64 keys), then time.
     """
     seg = pl.col(mss).fill_null(1.0)
     prev = pl.col(value).shift(1).over(group)
     half = pl.max_horizontal((prev / 2.0 / seg).floor() * seg, 2.0 * seg)
-    d = df.select(*group, value, mss).with_columns(_ev=_decreases(df, value, group))
+    found = _core_pass(df.select(pl.col(group[0]).alias("flow"), pl.col(group[1]).alias("dir"), "time",
+                                 pl.col(value).alias("cwnd_bytes"), source=pl.lit("trace")), None, None)
+    ev = np.zeros(df.height, dtype=bool)
+    ev[found[0]] = True
+    d = df.select(*group, value, mss).with_columns(_ev=pl.Series(ev))
     return d.select(pl.when("_ev").then(half).forward_fill().over(group).alias("_st"))["_st"]
 
 
@@ -304,15 +274,15 @@ def cwnd(pk: pl.DataFrame, samples: pl.DataFrame, flight: pl.DataFrame, retrans:
 def loss_events(cwnd_df: pl.DataFrame) -> pl.DataFrame:
     """Loss events (multiplicative decreases) in a cwnd frame, per flow, dir and source.
 
-    * ``trace`` rows: every decrease of the series (:func:`_decreases`: a run of falling
-      samples that loses at least :data:`DECREASE`) — a tool's series only falls when the
-      sender reacts to a loss;
-    * ``estimate`` rows: where the estimate sets a new ssthresh, enters ``recovery``, or
-      falls to half or less outside a recovery (a timeout or Tahoe restart to one segment).
-      Back-to-back timeouts that find cwnd and ssthresh already at their floor show
-      nowhere in the series and count once.
+    * ``trace`` rows: every decrease of the series (a run of falling samples that loses at
+      least :data:`DECREASE`) — a tool's series only falls when the sender reacts to a loss;
+    * ``estimate`` rows: where the estimate sets a new ssthresh (RFC 5681 §3.2, RFC 6582 §3.2),
+      enters ``recovery``, or falls to half or less outside a recovery (a timeout or Tahoe
+      restart to one segment, RFC 5681 §3.1). Back-to-back timeouts that find cwnd and
+      ssthresh already at their floor show nowhere in the series and count once.
 
-    Every series of the frame (both sources); :func:`reductions` keeps each direction's chosen one.
+    Every series of the frame (both sources); :func:`reductions` keeps each direction's chosen
+    one. The rules are the core's (``tracekit._core.cwnd_reductions``, src/state/cwnd/events.rs).
 
     Args:
         cwnd_df: A :data:`tracekit.schema.CWND` frame.
@@ -322,37 +292,64 @@ def loss_events(cwnd_df: pl.DataFrame) -> pl.DataFrame:
     """
     if cwnd_df.is_empty():
         return pl.DataFrame(schema=_EVENTS)
-    keys = ["_kf", "_kd", "source"]
-    df = cwnd_df.with_columns(_kf=pl.col("flow").cast(pl.Int64).fill_null(-1),
-                              _kd=pl.col("dir").cast(pl.Int64).fill_null(-1)).sort(*keys, "time", maintain_order=True)
-    ev = _events(df, keys).with_columns(pl.col("source").cast(pl.String))
+    keys: list[pl.Expr] = [pl.col("flow").cast(pl.Int64).fill_null(-1), pl.col("dir").cast(pl.Int64).fill_null(-1),
+                           pl.col("source")]
+    df = cwnd_df.sort(*keys, "time", maintain_order=True)
+    rows = _core_pass(df, None, None)[0]
+    ev = df[rows].with_columns(pl.col("source").cast(pl.String))
     return ev.select(list(_EVENTS)).sort("flow", "dir", "source", "time", nulls_last=True)
 
 
-def _events(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    """The rows of ``df`` where a loss event starts (:func:`loss_events`' rule), with ``_prev``: the time
-    of the series' sample before (its own time on a series' first row).
-
-    ``df``'s series (rows with equal ``keys``) must be contiguous, each in time order.
+def _core_pass(df: pl.DataFrame, evidence: pl.DataFrame | None,
+               windows: pl.DataFrame | None) -> tuple[np.ndarray, ...]:
+    """``tracekit._core.cwnd_reductions`` over ``df``'s series (rows with equal flow, dir and
+    source contiguous, each in time order): the reductions' rows and whether each is a loss
+    event, then per series its first row, largest cwnd (and whether set), loss events and the
+    first one's time. Without ``evidence`` or ``windows``, every reduction is a loss event.
     """
-    cols = dict.fromkeys([*KEYS, "source", "time", "cwnd_bytes", "ssthresh_bytes", "phase", *keys])
-    df = df.select(*cols, _first=_series_start(keys))
-    st, prev_st = pl.col("ssthresh_bytes"), _before(pl.col("ssthresh_bytes"))
-    not_after_rec = ~_before(pl.col("phase") == "recovery").fill_null(False)
-    est_ev = (
-        (st.is_not_null() & (prev_st.is_null() | (st != prev_st)))
-        | ((pl.col("phase") == "recovery") & not_after_rec)
-        | ((pl.col("cwnd_bytes") <= 0.5 * _before(pl.col("cwnd_bytes"))) & not_after_rec)
-    ).fill_null(False)
-    is_trace = (pl.col("source") == "trace").fill_null(False)
-    if df.select(is_trace.any()).item():  # a tool's series: its decreases (found for the traced rows only)
-        df = df.with_columns(_dec=_decreases(df, "cwnd_bytes", keys))
-        ev = pl.when(is_trace).then(pl.col("_dec")).otherwise(est_ev)
-    else:
-        ev = est_ev
-    prev = pl.when(~pl.col("_first")).then(pl.col("time").shift(1)).otherwise(pl.col("time"))
-    return df.with_columns(_prev=prev).filter(ev).select(*KEYS, "source", "time", "cwnd_bytes", "ssthresh_bytes",
-                                                         "_prev")
+    src = pl.col("source")
+    code = (pl.when(src == "trace").then(pl.lit(_core.CWND_SOURCE_TRACE, pl.UInt8))
+            .when(src == "estimate").then(pl.lit(_core.CWND_SOURCE_ESTIMATE, pl.UInt8))
+            .otherwise(pl.lit(_core.CWND_SOURCE_NONE, pl.UInt8)).alias("source"))
+    nan = float("nan")
+    cols = df.select(
+        pl.col("flow").cast(pl.Int64).fill_null(-1), pl.col("dir").cast(pl.Int64).fill_null(-129), code,
+        pl.col("time").cast(pl.Float64), pl.col("cwnd_bytes").cast(pl.Float64).fill_null(nan),
+        (pl.col("ssthresh_bytes") if "ssthresh_bytes" in df.columns else pl.lit(None)).cast(pl.Float64)
+        .fill_null(nan).alias("ssthresh_bytes"),
+        ((pl.col("phase") == "recovery") if "phase" in df.columns else pl.lit(False)).fill_null(False)
+        .alias("recovery"))
+
+    def values(name: str) -> tuple[np.ndarray, np.ndarray]:  # NaN where null, and which are set (empty: all)
+        if name not in df.columns:
+            set_ = np.zeros(df.height, dtype=bool)
+        else:
+            set_ = df[name].is_not_null().to_numpy() if df[name].null_count() else np.zeros(0, dtype=bool)
+        return np.ascontiguousarray(cols[name].to_numpy(), dtype=np.float64), set_
+
+    ev, win = _evidence_columns(evidence, windows)
+    return _core.cwnd_reductions(
+        cols["flow"].to_numpy(), cols["dir"].to_numpy(), cols["source"].to_numpy(),
+        np.ascontiguousarray(cols["time"].to_numpy(), dtype=np.float64), *values("cwnd_bytes"),
+        *values("ssthresh_bytes"), np.ascontiguousarray(cols["recovery"].to_numpy(), dtype=bool),
+        ev["flow"].to_numpy(), ev["dir"].to_numpy(), ev["time"].to_numpy(),
+        win["flow"].to_numpy(), win["dir"].to_numpy(), win["tol_s"].to_numpy())
+
+
+def _evidence_columns(evidence: pl.DataFrame | None,
+                      windows: pl.DataFrame | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The loss evidence ``flow, dir, time`` and the checked directions ``flow, dir, tol_s`` as the core reads them."""
+    if evidence is None or windows is None or windows.is_empty():
+        no = pl.Series([], dtype=pl.Int64)
+        return (pl.DataFrame({"flow": no, "dir": no, "time": no.cast(pl.Float64)}),
+                pl.DataFrame({"flow": no, "dir": no, "tol_s": no.cast(pl.Float64)}))
+    # keys as the directions' own types (UInt32 flow, Int8 dir); a null key matches no reduction
+    w = windows.select(pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8),
+                       pl.col("tol_s").cast(pl.Float64).fill_null(0.0)).drop_nulls(["flow", "dir"])
+    e = evidence.select(pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8),
+                        pl.col("time").cast(pl.Float64)).drop_nulls()
+    wide = pl.col("flow", "dir").cast(pl.Int64)
+    return e.with_columns(wide), w.with_columns(wide)
 
 
 def chosen(cwnd_df: pl.DataFrame) -> pl.DataFrame:
@@ -383,18 +380,23 @@ def chosen(cwnd_df: pl.DataFrame) -> pl.DataFrame:
     return df.sort("flow", "dir", "time", maintain_order=True, nulls_last=[True, True, False])
 
 
-def reductions(cwnd_df: pl.DataFrame, evidence: pl.DataFrame | None = None,
-               windows: pl.DataFrame | None = None) -> pl.DataFrame:
-    """The loss events of each direction's chosen series (:func:`chosen`), and which loss evidence backs.
+def reductions_and_stats(cwnd_df: pl.DataFrame, evidence: pl.DataFrame | None = None,
+                         windows: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The reductions of each direction's chosen series (:func:`chosen`), which loss evidence
+    backs, and per direction the largest cwnd, its source and the loss events.
 
-    A reduction whose first falling sample is at ``t`` (the sample before it at ``t_prev``)
-    is a loss event when the direction retransmitted, or a simulator dropped one of its
-    packets, within ``[t_prev − tol, t + tol]``: a sender cuts cwnd at the moment it
-    retransmits (fast retransmit, RFC 5681 §3.2; a timeout, RFC 6298 §5.5), and ``tol`` (the
-    direction's minimum RTT) absorbs where the packets were observed. A reduction without
-    any — the restart after an idle period (RFC 5681 §4.1), ns-2's reset when the agent
-    idles after the FTP ends — is not a loss: an idle restart follows at least one RTO of
-    silence, longer than ``tol``, so no retransmission can lie that close to it.
+    A reduction (:func:`loss_events`' rules) whose first falling sample is at ``t`` (the
+    sample before it at ``t_prev``) is a loss event when the direction retransmitted, or a
+    simulator dropped one of its packets, within ``[t_prev − tol, t + tol]``: a sender cuts
+    cwnd at the moment it retransmits (fast retransmit, RFC 5681 §3.2; a timeout, RFC 6298
+    §5.5), and ``tol`` (the direction's minimum RTT) absorbs where the packets were observed.
+    A reduction without any — the restart after an idle period (RFC 5681 §4.1), ns-2's reset
+    when the agent idles after the FTP ends — is not a loss: an idle restart follows at least
+    one RTO of silence, longer than ``tol``, so no retransmission can lie that close to it.
+    The tool's own series is preferred when the trace has one (``cwnd_source = "trace"``).
+
+    One pass of the core over the chosen rows (``tracekit._core.cwnd_reductions``,
+    src/state/cwnd/events.rs) finds all of it, the evidence walked beside each direction's rows.
 
     Args:
         cwnd_df: A :data:`tracekit.schema.CWND` frame.
@@ -405,60 +407,37 @@ def reductions(cwnd_df: pl.DataFrame, evidence: pl.DataFrame | None = None,
             how far from a reduction the evidence may lie.
 
     Returns:
-        A :data:`tracekit.schema.REDUCTIONS` frame, rows by flow, dir and time.
+        A :data:`tracekit.schema.REDUCTIONS` frame (rows by flow, dir and time) and
+        ``flow, dir, max_cwnd_bytes, cwnd_source, loss_events, first_loss_s`` (one row per direction).
     """
     if cwnd_df.is_empty():
-        return schema.empty(schema.REDUCTIONS)
-    ev = _events(chosen(cwnd_df), KEYS)
-    ev = ev.with_columns(loss_event=_backed(ev, evidence, windows))
-    return schema.conform(ev, schema.REDUCTIONS).sort("flow", "dir", "time", maintain_order=True, nulls_last=True)
+        return schema.empty(schema.REDUCTIONS), pl.DataFrame(schema=_STATS)
+    df = chosen(cwnd_df)
+    rows, loss, first, top, top_set, n_loss, first_loss = _core_pass(df, evidence, windows)
+    red = df.select(*KEYS, "source", "time", "cwnd_bytes", "ssthresh_bytes")[rows].with_columns(
+        loss_event=pl.Series(loss, dtype=pl.Boolean))
+    red = schema.conform(red, schema.REDUCTIONS).sort("flow", "dir", "time", maintain_order=True, nulls_last=True)
+    per = pl.DataFrame({"_top": top, "_set": top_set, "loss_events": n_loss, "_first": first_loss})
+    stats = pl.concat([df.select(*KEYS, cwnd_source="source")[first], per], how="horizontal")
+    stats = stats.with_columns(max_cwnd_bytes=pl.when("_set").then("_top"),
+                               first_loss_s=pl.when(pl.col("loss_events") > 0).then("_first"))
+    stats = stats.select([pl.col(c).cast(t) for c, t in _STATS.items()]).sort(KEYS, nulls_last=True)
+    return red, stats
 
 
-def _backed(ev: pl.DataFrame, evidence: pl.DataFrame | None, windows: pl.DataFrame | None) -> pl.Series:
-    """For each reduction of ``ev`` (with ``_prev``): whether it is a loss event (:func:`reductions`)."""
-    if evidence is None or windows is None or windows.is_empty() or ev.is_empty():
-        return pl.Series("loss_event", [True] * ev.height, dtype=pl.Boolean)
-    w = windows.select(pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8),
-                       pl.col("tol_s").cast(pl.Float64).fill_null(0.0))
-    e = evidence.select(pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8),
-                        pl.col("time").cast(pl.Float64).alias("_e")).drop_nulls().sort("_e")
-    checked = ev.select(*KEYS, "time", "_prev").with_row_index("_r").join(w, on=KEYS, how="inner").with_columns(
-        _lo=pl.coalesce("_prev", "time") - pl.col("tol_s"), _hi=pl.col("time") + pl.col("tol_s")).sort("_lo")
-    checked = checked.join_asof(e, left_on="_lo", right_on="_e", by=KEYS, strategy="forward", check_sortedness=False)
-    ok = checked.select("_r", _ok=(pl.col("_e") <= pl.col("_hi")).fill_null(False))
-    got = np.ones(ev.height, dtype=bool)  # directions without a window: unchecked
-    got[ok["_r"].to_numpy()] = ok["_ok"].to_numpy()
-    return pl.Series("loss_event", got, dtype=pl.Boolean)
+def reductions(cwnd_df: pl.DataFrame, evidence: pl.DataFrame | None = None,
+               windows: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The reductions frame of :func:`reductions_and_stats`."""
+    return reductions_and_stats(cwnd_df, evidence, windows)[0]
 
 
 def flow_stats(cwnd_df: pl.DataFrame, evidence: pl.DataFrame | None = None,
-               windows: pl.DataFrame | None = None, *, events: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Per data direction: the largest cwnd, which source it comes from, and the loss events.
+               windows: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The per-direction cwnd stats of :func:`reductions_and_stats`.
 
-    The tool's own series is preferred when the trace has one (``cwnd_source = "trace"``).
-    With ``evidence``, a reduction is a loss event only when loss evidence lies next to it
-    (:func:`reductions`): a sender also lowers cwnd without a loss — ns-2's agent restarts
-    from one segment after an idle RTO once the FTP has finished (RFC 5681 §4.1's restart
-    window), which a count of every reduction would take for a loss.
-
-    Args:
-        cwnd_df: A :data:`tracekit.schema.CWND` frame.
-        evidence: ``flow, dir, time`` of the retransmissions and simulator drops (:func:`reductions`).
-        windows: ``flow, dir, tol_s`` (:func:`reductions`).
-        events: ``reductions(cwnd_df, evidence, windows)`` when already at hand.
-
-    Returns:
-        ``flow, dir, max_cwnd_bytes, cwnd_source, loss_events, first_loss_s``.
+    With ``evidence``, a reduction is a loss event only when loss evidence lies next to it: a
+    sender also lowers cwnd without a loss — ns-2's agent restarts from one segment after an
+    idle RTO once the FTP has finished (RFC 5681 §4.1's restart window), which a count of every
+    reduction would take for a loss.
     """
-    if cwnd_df.is_empty():
-        return pl.DataFrame(schema=_STATS)
-    ev = reductions(cwnd_df, evidence, windows) if events is None else events
-    per = cwnd_df.group_by(*KEYS, "source").agg(pl.col("cwnd_bytes").max().alias("max_cwnd_bytes")).with_columns(
-        cwnd_source=pl.col("source").cast(pl.String)).filter(pl.col("cwnd_source").is_in(["trace", "estimate"]))
-    # one row per direction: the traced series' when there is one ("trace" sorts after "estimate")
-    stats = per.sort(*KEYS, "cwnd_source", descending=[False, False, True], nulls_last=True).unique(
-        KEYS, keep="first", maintain_order=True)
-    counts = ev.filter(pl.col("loss_event")).group_by(KEYS).agg(pl.len().alias("loss_events"),
-                                                              pl.col("time").min().alias("first_loss_s"))
-    out = stats.join(counts, on=KEYS, how="left", nulls_equal=True).with_columns(pl.col("loss_events").fill_null(0))
-    return out.select([pl.col(c).cast(t) for c, t in _STATS.items()]).sort(KEYS, nulls_last=True)
+    return reductions_and_stats(cwnd_df, evidence, windows)[1]
