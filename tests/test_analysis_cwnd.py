@@ -75,7 +75,7 @@ def test_ns2_phases_agree_with_the_trace(run: str) -> None:
         truth_phase = pl.when(pl.col("ssthresh_bytes").is_null() | (pl.col("cwnd_bytes") < pl.col("ssthresh_bytes"))
                               ).then(pl.lit("slow_start")).otherwise(pl.lit("congestion_avoidance"))
         j = j.filter(pl.col("est_phase") != "recovery").with_columns(truth_phase=truth_phase)
-        agree = float((j["truth_phase"] == j["est_phase"]).mean())  # type: ignore[arg-type]
+        agree = float((j["truth_phase"] == j["est_phase"]).mean())
         print(f"{run} flow {flow}: phases agree on {agree:.3f} of {j.height} samples")
         assert agree >= 0.95
 
@@ -103,7 +103,7 @@ def test_lab_reno_story() -> None:
 def test_ns3_estimate_tracks_congestion_window() -> None:
     """ns-3 NewReno (SACK, PRR, delayed ACKs) at the sender's capture vs its CongestionWindow trace (bytes)."""
     t, an = ns3_sender()
-    rwnd = float(an.packets.filter(pl.col("dir") == 1)["win"].max())  # type: ignore[arg-type]
+    rwnd = float(an.packets.filter(pl.col("dir") == 1)["win"].max())
     r = compare_cwnd(an, 0, rwnd)
     print(f"ns-3 flow 0: median |rel err| {r['median']:.4f}, p90 {r['p90']:.3f} over {r['n']} of {r['grid']} "
           f"grid points; receiver window {rwnd:.0f} B; cwnd-limited periods {r['periods']}")
@@ -413,32 +413,36 @@ def test_reductions_kept_on_the_analysis_mark_the_loss_events() -> None:
     assert lossy.reductions.height >= 10  # the 2 %-loss run's falls (docs/analysis.md: 12 / 12)
 
 def test_core_passes_reject_inconsistent_columns() -> None:
-    """The compiled per-segment passes check their columns: a mismatch is a ValueError, never a crash."""
+    """The compiled estimate checks its columns: a mismatch is a ValueError, never a crash."""
     from tracekit import _core
 
     t, seq = np.array([0.0, 1.0]), np.array([1000, 2000], dtype=np.int64)
-    no, one = np.zeros(2, dtype=bool), np.array([0], dtype=np.int64)
-    none = np.empty(0, dtype=np.int64)
-    nos = (none, none, none, none)  # no SACK places
-    no_clock = (none, np.empty(0), np.empty(0), none, np.empty(0))  # no timeouts, no ACK clock, no restart limit
+    no, zero, pay = np.zeros(2, dtype=bool), np.zeros(2, dtype=np.int64), np.full(2, 1000, dtype=np.int64)
+    none, nan = np.empty(0, dtype=np.int64), np.full(2, np.nan)
+    rows = (t, seq, pay, zero, no, no, nan)  # no ACK before any row
+    sack = (none, none, none, none, none)  # no SACKed segment
+    retx = (none, none, np.empty(0, dtype=bool))
+    acks = (np.empty(0), none)
+    one, syn = np.array([0], dtype=np.int64), np.zeros(1, dtype=bool)
+
+    def dirs(hi: int = 2, mss: tuple[float, ...] = (1000.0,)) -> tuple[np.ndarray, ...]:
+        return one, np.array([hi]), one, one, np.array(mss), np.array([0.1]), syn
+
     with pytest.raises(ValueError, match="outside"):  # a direction past the rows
-        _core.cwnd_pipe(t, seq, seq, no, no, none, none, *nos, one, np.array([3]), np.array([0.1]), none, none,
-                        *no_clock)
-    with pytest.raises(ValueError, match="outside"):  # a loss event's row past the rows
-        _core.cwnd_pipe(t, seq, seq, no, no, none, none, *nos, one, np.array([2]), np.array([0.1]), np.array([7]),
-                        none, *no_clock)
+        _core.cwnd_estimate(rows, sack, retx, acks, dirs(hi=3), True)
+    with pytest.raises(ValueError, match="outside"):  # a retransmitted row past the rows
+        _core.cwnd_estimate(rows, sack, (np.array([7]), np.array([0]), np.ones(1, dtype=bool)), acks,
+                            dirs(), True)
     with pytest.raises(ValueError, match="values"):  # a SACKed segment's row without its place
-        _core.cwnd_pipe(t, seq, seq, no, no, none, none, none, seq, seq, one, one, np.array([2]), np.array([0.1]),
-                        none, none, *no_clock)
+        _core.cwnd_estimate(rows, (none, none, none, seq, none), retx, acks, dirs(), True)
     with pytest.raises(ValueError, match="values"):  # an ACK time per row, but not for every row
-        _core.cwnd_pipe(t, seq, seq, no, no, none, none, *nos, one, np.array([2]), np.array([0.1]), none, none,
-                        none, t[:1], np.array([1e-3]), one, np.empty(0))
-    with pytest.raises(ValueError, match="values"):  # a restart limit per direction, but two for one direction
-        _core.cwnd_pipe(t, seq, seq, no, no, none, none, *nos, one, np.array([2]), np.array([0.1]), none, none,
-                        *no_clock[:4], np.array([0.2, 0.2]))
+        _core.cwnd_estimate((t, seq, pay, zero, no, no, nan[:1]), sack, retx, acks, dirs(),
+                            True)
+    with pytest.raises(ValueError, match="values"):  # a segment size per direction, but two for one direction
+        _core.cwnd_estimate(rows, sack, retx, acks, dirs(mss=(1000.0, 1000.0)), True)
     with pytest.raises(ValueError, match="values"):  # columns of different lengths
-        _core.cwnd_phases(t, t[:1], t, no, one, np.array([2]), np.array([1000.0]))
-    filt, raw, flags = _core.cwnd_pipe(t, seq, np.zeros(2, dtype=np.int64), no, no, none, none, *nos, one,
-                                       np.array([2]), np.array([0.1]), none, none, *no_clock)
-    assert flags.tolist() == [0, 0]
-    assert raw.tolist() == [1000.0, 2000.0] and filt.tolist() == [2000.0, 2000.0]  # one ACK's burst
+        _core.cwnd_estimate((t, seq[:1], pay, zero, no, no, nan), sack, retx, acks, dirs(),
+                            True)
+    est, st, phase, events = _core.cwnd_estimate(rows, sack, retx, acks, dirs(), True)
+    assert est.tolist() == [2000.0, 2000.0]  # one ACK's burst
+    assert np.isnan(st).all() and phase.tolist() == [0, 0] and events[0].size == 0  # no loss: slow start

@@ -22,6 +22,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from conftest import need_tool, sample
@@ -102,15 +103,21 @@ def _events(an: tracekit.Analysis) -> list[tuple[int, int, float, bool]]:
     Built as :func:`tracekit.analysis.cwnd.cwnd` builds them (its timeouts from the packets:
     ``an.retransmissions`` carries no episodes). Every event restarts snd_nxt (the rule under test).
     """
-    from tracekit.analysis._cwnd_estimate import _episodes
+    from tracekit.analysis._cwnd_estimate import run_core
     from tracekit.analysis._cwnd_rows import build
     from tracekit.analysis.cwnd import _timeouts, data_directions
 
     r = build(an.packets, an.flight, an.retransmissions, data_directions(an.packets, an.trace.meta),
               timeouts=_timeouts(an.packets, an.retransmissions, an.trace.meta))
     assert r is not None
-    return [(int(r.flow[e.d]), e.i - int(r.lo[e.d]), float(r.time[e.i]), e.to) for e in _episodes(r)
-            if r.dir[e.d] == 0]
+    flow, dr, time, lo = r.flow.copy(), r.dir.copy(), r.time.copy(), r.lo.copy()
+    out = run_core(r)
+    ev = out.episodes.filter(pl.col("kind") != "syn").with_columns(first=out.first)
+    # (each event's row in its direction: its first row less the direction's first)
+    d = np.searchsorted(lo, ev["first"].to_numpy(), side="right") - 1
+    return [(int(flow[k]), int(i - lo[k]), float(time[i]), kind == "rto")
+            for k, i, kind in zip(d.tolist(), ev["first"].to_list(), ev["kind"].to_list(), strict=True)
+            if dr[k] == 0]
 
 
 def _restarts(an: tracekit.Analysis) -> dict[int, list[int]]:

@@ -69,21 +69,20 @@ def tcp_retrans(
     rto_floor: float,
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint8], npt.NDArray[np.int32]]: ...
 
-# src/state/cwnd.rs: the cwnd estimate's per-segment passes
-def cwnd_pipe(
-    time: npt.NDArray[np.float64], seq_end: npt.NDArray[np.int64], una: npt.NDArray[np.int64],
-    dup: npt.NDArray[np.bool_], new_ack: npt.NDArray[np.bool_], sack_at: npt.NDArray[np.int64],
-    sack_val: npt.NDArray[np.int64], sack_pos: npt.NDArray[np.int64], pay: npt.NDArray[np.int64],
-    seg_rows: npt.NDArray[np.int64], seg_at: npt.NDArray[np.int64], lo: npt.NDArray[np.int64],
-    hi: npt.NDArray[np.int64], min_rtt: npt.NDArray[np.float64], ev: npt.NDArray[np.int64],
-    ends: npt.NDArray[np.int64], ev_to: npt.NDArray[np.int64], ack_t: npt.NDArray[np.float64],
-    clocked: npt.NDArray[np.float64], end_una: npt.NDArray[np.int64], restart: npt.NDArray[np.float64],
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.uint8]]: ...
-def cwnd_phases(
-    time: npt.NDArray[np.float64], est: npt.NDArray[np.float64], ssthresh: npt.NDArray[np.float64],
-    recovery: npt.NDArray[np.bool_], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64],
-    mss: npt.NDArray[np.float64],
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint8]]: ...
+# src/state/cwnd/: the cwnd estimate in one call (estimate.rs) and its ACK walk (acks.rs)
+def cwnd_estimate(
+    rows: tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64],
+                npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.float64]],
+    sack: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64],
+                npt.NDArray[np.int64]],
+    retx: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]],
+    acks: tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]],
+    dirs: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64],
+                npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.bool_]],
+    hold_backoff: bool,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.uint8],
+           tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.bool_],
+                 npt.NDArray[np.bool_], npt.NDArray[np.float64]]]: ...
 def cwnd_acks(
     time: npt.NDArray[np.float64], seq_end: npt.NDArray[np.int64], pay: npt.NDArray[np.int64],
     key: npt.NDArray[np.float64], tie: npt.NDArray[np.int64], named: npt.NDArray[np.int64],

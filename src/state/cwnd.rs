@@ -1,10 +1,15 @@
-//! The per-segment passes of the congestion-window estimate (`tracekit.analysis._cwnd_estimate`).
+//! The congestion-window estimate (`tracekit.analysis._cwnd_estimate`).
 //!
 //! A cwnd-limited sender keeps one window outstanding, so after the segments an ACK releases
 //! `pipe = snd_nxt − snd_una − SACKed` is cwnd (RFC 5681 §2 "FlightSize", RFC 6675 §4 "pipe").
-//! Python finds the loss events (one step per event) and builds the frames; the passes over
-//! every data segment run here, one direction at a time (its rows contiguous, capture order):
+//! Python sorts the rows and builds the frames; the estimate itself runs here in one call
+//! ([`estimate::estimate`], `tracekit._core.cwnd_estimate`), one direction at a time (its rows
+//! contiguous, capture order):
 //!
+//! - `episodes`: the loss events (a chain of retransmissions up to the recovery point, RFC
+//!   6582; the timeouts the retransmission analysis names), each one's go-back-N verdict;
+//! - `recoveries`: recovery or restart of each event, its ssthresh (RFC 5681 §3.1 eq. 4, held
+//!   on a backed-off expiry), the estimate inside recoveries and until the next reading;
 //! - [`Acks`]: the ACK stream merged with the segments in capture order: snd_una, the
 //!   dupACK state, retransmissions and Karn's minimum RTT (fed by `on_ack` / `on_data`);
 //! - [`Pipe`]: the pipe at each segment and its causal max filter over two minimum RTTs,
@@ -21,10 +26,14 @@
 //! interpolation up to the next whole-segment step (both kept per direction).
 
 mod acks;
+mod episodes;
+mod estimate;
 pub mod events;
 mod pipe;
 mod py;
 pub mod py_events;
+mod py_estimate;
+mod recoveries;
 
 pub use acks::{acks, AckRows};
 pub use pipe::Pipe;
@@ -305,11 +314,11 @@ pub fn pipe(r: &PipeRows) -> Result<PipeOut, String> {
     Ok((filt, raw, flags))
 }
 
-/// Interpolated estimates and phase codes of every row, direction by direction.
+/// Interpolated estimates (`est`, rewritten) and phase codes of every row, direction by direction.
 #[allow(clippy::too_many_arguments)]
 pub fn phases(
     time: &[f64],
-    est: &[f64],
+    mut est: Vec<f64>,
     ssthresh: &[f64],
     recovery: &[bool],
     lo: &[i64],
@@ -339,12 +348,12 @@ pub fn phases(
             (a, ph.finish(), codes)
         })
         .collect();
-    let (mut out, mut codes) = (est.to_vec(), vec![SLOW_START; n]);
+    let mut codes = vec![SLOW_START; n];
     for (a, v, c) in per {
-        out[a..a + v.len()].copy_from_slice(&v);
+        est[a..a + v.len()].copy_from_slice(&v);
         codes[a..a + c.len()].copy_from_slice(&c);
     }
-    Ok((out, codes))
+    Ok((est, codes))
 }
 
 /// Splits `v` into the ranges `b` (ascending, disjoint, within `v`: see [`bounds`]).
@@ -366,8 +375,11 @@ fn split<'a, T>(mut v: &'a mut [T], b: &[(usize, usize)]) -> Result<Vec<&'a mut 
 
 /// Adds this module's functions to `tracekit._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    py::register(m)
+    py::register(m)?;
+    py_estimate::register(m)
 }
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_loss;

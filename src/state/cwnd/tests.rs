@@ -226,7 +226,7 @@ fn bad_bounds_are_errors() {
         restart: &[],
     };
     assert!(pipe(&r).is_err());
-    assert!(phases(&[0.0], &[1.0], &[1.0], &[false], &[0], &[1], &[]).is_err());
+    assert!(phases(&[0.0], vec![1.0], &[1.0], &[false], &[0], &[1], &[]).is_err());
 }
 
 /// One direction: data rows (time, seq, end, frame, named) and ACKs (time, ack, frame).

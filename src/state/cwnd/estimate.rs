@@ -1,0 +1,266 @@
+//! The cwnd estimate's driver: loss events, the pipe, recoveries, ssthresh and phases of every
+//! data row in one call (`tracekit._core.cwnd_estimate`; the rules are in the parent module's
+//! docs and `tracekit.analysis._cwnd_estimate`).
+//!
+//! Two passes: the first finds the loss events ([`super::episodes`]) and builds the pipe
+//! ([`super::pipe`]); the second decides recoveries ([`super::recoveries`]) and, once the
+//! pipe's own columns are freed, spreads ssthresh over the rows and computes the phases.
+
+use super::episodes::{episodes_of, Episode};
+use super::recoveries::{recoveries, EventOut};
+use super::{
+    bounds, mark, phases, pipe, same_len, PipeOut, PipeRows, DUP, EPOCH, NEW_ACK, SEG, TIMEOUT,
+};
+
+/// A data segment sent within this long after an ACK arrived was clocked by it (seconds; the
+/// application-limited test at the sender, RFC 7661 §4: docs/analysis.md).
+pub const ACK_CLOCKED_S: f64 = 1e-3;
+/// A sender may restart its window after an idle this long (seconds: RFC 5681 §4.1 after one
+/// RTO; Linux `tcp_cwnd_restart`, its RTO at least `TCP_RTO_MIN` = 200 ms, as ns-2's `minrto_`).
+pub const RESTART_S: f64 = 0.2;
+
+/// The estimate's inputs (`tracekit.analysis._cwnd_rows.Rows`' columns).
+pub struct EstRows<'a> {
+    /// Per data row (directions contiguous, each in capture order).
+    pub time: &'a [f64],
+    pub seq_end: &'a [i64],
+    pub pay: &'a [i64],
+    pub una: &'a [i64],
+    pub dup: &'a [bool],
+    pub new_ack: &'a [bool],
+    /// When the latest ACK before the row arrived (NaN: none).
+    pub ack_t: &'a [f64],
+    /// Rows with SACKed bytes above una (ascending), how many, and their flight rows.
+    pub sack_at: &'a [i64],
+    pub sack_val: &'a [i64],
+    pub sack_pos: &'a [i64],
+    /// Rows whose segments get SACKed and from which flight row on (both empty: none).
+    pub seg_rows: &'a [i64],
+    pub seg_at: &'a [i64],
+    /// Retransmitted rows (ascending), the highest byte sent before each, timer-sent ones.
+    pub retx_rows: &'a [i64],
+    pub retx_hi: &'a [i64],
+    pub retx_timeout: &'a [bool],
+    /// Per ACK (directions contiguous): when it reached the sender, the cumulative ACK.
+    pub a_time: &'a [f64],
+    pub a_una: &'a [i64],
+    /// Per direction: rows `lo..hi`, ACKs `alo..ahi`, segment size, minimum RTT (NaN: none),
+    /// a retransmitted SYN.
+    pub lo: &'a [i64],
+    pub hi: &'a [i64],
+    pub alo: &'a [i64],
+    pub ahi: &'a [i64],
+    pub mss: &'a [f64],
+    pub min_rtt: &'a [f64],
+    pub syn_lost: &'a [bool],
+}
+
+impl EstRows<'_> {
+    /// Direction `d`'s ACKs (checked by [`check`]).
+    pub fn acks_of(&self, d: usize) -> (usize, usize) {
+        (self.alo[d] as usize, self.ahi[d] as usize)
+    }
+}
+
+/// The estimate: per row the estimate, ssthresh (NaN: none yet) and phase code; the loss events.
+pub struct Estimate {
+    pub est: Vec<f64>,
+    pub ssthresh: Vec<f64>,
+    pub phase: Vec<u8>,
+    pub events: Vec<EventOut>,
+}
+
+/// numpy's `searchsorted(v, x, side="left")` over ascending `v` (NaN sorts last).
+pub fn search_left(v: &[f64], x: f64) -> usize {
+    if x.is_nan() {
+        v.partition_point(|y| !y.is_nan())
+    } else {
+        v.partition_point(|&y| y < x)
+    }
+}
+
+/// numpy's `searchsorted(v, x, side="right")` over ascending `v` (NaN sorts last).
+pub fn search_right(v: &[f64], x: f64) -> usize {
+    if x.is_nan() {
+        v.len()
+    } else {
+        v.partition_point(|&y| y <= x)
+    }
+}
+
+/// Checks the columns; returns each direction's rows.
+fn check(r: &EstRows) -> Result<Vec<(usize, usize)>, String> {
+    let n = r.time.len();
+    let rows = [
+        ("seq_end", r.seq_end.len()),
+        ("pay", r.pay.len()),
+        ("una", r.una.len()),
+        ("dup", r.dup.len()),
+        ("new_ack", r.new_ack.len()),
+        ("ack_t", r.ack_t.len()),
+    ];
+    same_len(n, &rows)?;
+    same_len(r.sack_at.len(), &[("sack_val", r.sack_val.len())])?;
+    let retx = [
+        ("retx_hi", r.retx_hi.len()),
+        ("retx_timeout", r.retx_timeout.len()),
+    ];
+    same_len(r.retx_rows.len(), &retx)?;
+    same_len(r.a_time.len(), &[("a_una", r.a_una.len())])?;
+    let dirs = [
+        ("mss", r.mss.len()),
+        ("min_rtt", r.min_rtt.len()),
+        ("syn_lost", r.syn_lost.len()),
+        ("alo", r.alo.len()),
+    ];
+    same_len(r.lo.len(), &dirs)?;
+    bounds(r.alo, r.ahi, r.a_time.len())?;
+    if let Some(&x) = r.retx_rows.iter().find(|&&x| x < 0 || x as usize >= n) {
+        return Err(format!("retransmitted row {x} outside 0..{n}"));
+    }
+    bounds(r.lo, r.hi, n)
+}
+
+/// Every loss event of every direction with retransmissions, directions ascending.
+fn episodes(r: &EstRows, b: &[(usize, usize)]) -> Vec<Episode> {
+    let mut out = Vec::new();
+    for (d, &(lo, hi)) in b.iter().enumerate() {
+        let rx = (
+            r.retx_rows.partition_point(|&x| x < lo as i64),
+            r.retx_rows.partition_point(|&x| x < hi as i64),
+        );
+        if rx.1 > rx.0 {
+            out.extend(episodes_of(r, d, (lo, hi), rx));
+        }
+    }
+    out
+}
+
+/// `out[rows[k]] = vals[k]` for every k (each row checked against `out`; a repeated row: the last).
+fn scatter(out: &mut [i64], rows: &[i64], vals: &[i64]) -> Result<(), String> {
+    let n = out.len();
+    for (&r, &v) in rows.iter().zip(vals) {
+        let slot = usize::try_from(r).ok().and_then(|i| out.get_mut(i));
+        *slot.ok_or_else(|| format!("row {r} outside 0..{n}"))? = v;
+    }
+    Ok(())
+}
+
+/// The pipe (see [`pipe`]): snd_nxt restarts at each loss event's first row, the filter at its
+/// start and end, and after a timeout only what was sent since is in the pipe (RFC 5681 §3.1,
+/// RFC 6675 §4). Its row marks and SACK columns are freed on return.
+fn pipe_of(r: &EstRows, eps: &[Episode], b: &[(usize, usize)]) -> Result<PipeOut, String> {
+    let n = r.time.len();
+    let mut marks: Vec<u8> = r
+        .dup
+        .iter()
+        .zip(r.new_ack)
+        .map(|(&d, &a)| if d { DUP } else { 0 } | if a { NEW_ACK } else { 0 })
+        .collect();
+    let ev: Vec<i64> = eps.iter().map(|e| e.i as i64).collect();
+    let ev_to: Vec<i64> = eps.iter().filter(|e| e.to).map(|e| e.i as i64).collect();
+    let ends: Vec<i64> = eps
+        .iter()
+        .filter(|e| e.j_end < b[e.d].1)
+        .map(|e| e.j_end as i64)
+        .collect();
+    mark(&mut marks, &ev, EPOCH | SEG)?;
+    mark(&mut marks, &ev_to, TIMEOUT)?;
+    mark(&mut marks, &ends, SEG)?;
+    let mut sacked = vec![0i64; n];
+    scatter(&mut sacked, r.sack_at, r.sack_val).map_err(|e| format!("SACK {e}"))?;
+    // the SackInfo columns, only when some segment gets SACKed
+    let (mut pos, mut seg_at) = (Vec::new(), Vec::new());
+    if !r.seg_rows.is_empty() {
+        same_len(r.seg_rows.len(), &[("seg_at", r.seg_at.len())])?;
+        same_len(r.sack_at.len(), &[("sack_pos", r.sack_pos.len())])?;
+        (pos, seg_at) = (vec![-1i64; n], vec![-1i64; n]);
+        scatter(&mut pos, r.sack_at, r.sack_pos)?;
+        scatter(&mut seg_at, r.seg_rows, r.seg_at)?;
+    }
+    let nd = b.len();
+    // the last cumulative ACK of each direction (none: below every sequence number)
+    let end_una: Vec<i64> = (0..nd)
+        .map(|d| {
+            let (alo, ahi) = r.acks_of(d);
+            if ahi > alo {
+                r.a_una[ahi - 1]
+            } else {
+                i64::MIN
+            }
+        })
+        .collect();
+    pipe(&PipeRows {
+        time: r.time,
+        seq_end: r.seq_end,
+        una: r.una,
+        sacked: &sacked,
+        pay: r.pay,
+        pos: &pos,
+        at: &seg_at,
+        marks: &marks,
+        ack_t: r.ack_t,
+        lo: r.lo,
+        hi: r.hi,
+        min_rtt: r.min_rtt,
+        // (at the sender: docs/analysis.md, application-limited bursts and an empty pipe)
+        clocked: &vec![ACK_CLOCKED_S; nd],
+        end_una: &end_una,
+        restart: &vec![RESTART_S; nd],
+    })
+}
+
+/// ssthresh at every row: the latest value a loss event set in its direction (NaN before any; a
+/// NaN ssthresh sets nothing). A lost SYN sets 2 MSS from the direction's first row unless an
+/// event does (RFC 5681 eq. 4 with FlightSize 0: cwnd 1 segment, ssthresh 2 segments).
+fn ssthresh_rows(r: &EstRows, b: &[(usize, usize)], events: &[EventOut]) -> Vec<f64> {
+    let mut st = vec![f64::NAN; r.time.len()];
+    let mut pts = events.iter().filter(|e| !e.ssthresh.is_nan()).peekable();
+    for (d, &(lo, hi)) in b.iter().enumerate() {
+        let mut cur = f64::NAN;
+        if r.syn_lost[d] {
+            cur = 2.0 * r.mss[d];
+        }
+        for (i, slot) in st[lo..hi].iter_mut().enumerate() {
+            while let Some(e) = pts.next_if(|e| e.i <= lo + i) {
+                if e.i == lo + i {
+                    cur = e.ssthresh;
+                }
+            }
+            *slot = cur;
+        }
+    }
+    st
+}
+
+/// The estimate of every data row (see the module docs); `hold_backoff`: a backed-off expiry
+/// holds ssthresh (RFC 5681 §3.1: Linux, ns-3; false for ns-2, which halves it every time).
+pub fn estimate(r: &EstRows, hold_backoff: bool) -> Result<Estimate, String> {
+    let b = check(r)?;
+    let eps = episodes(r, &b);
+    let (mut est, raw, flags) = pipe_of(r, &eps, &b)?;
+    let mut in_rec = vec![false; est.len()];
+    let (lo, hi): (Vec<usize>, Vec<usize>) = b.iter().copied().unzip();
+    let events = recoveries(
+        &eps,
+        &mut est,
+        &raw,
+        &flags,
+        &mut in_rec,
+        (&lo, &hi),
+        r.mss,
+        hold_backoff,
+    );
+    // second pass: the pipe's columns are no longer needed
+    drop((eps, raw, flags));
+    let ssthresh = ssthresh_rows(r, &b, &events);
+    // congestion avoidance spread between whole-segment steps, and the phase codes (slow start
+    // while cwnd < ssthresh or none yet, RFC 5681 §3.1)
+    let (est, phase) = phases(r.time, est, &ssthresh, &in_rec, r.lo, r.hi, r.mss)?;
+    Ok(Estimate {
+        est,
+        ssthresh,
+        phase,
+        events,
+    })
+}

@@ -1,0 +1,255 @@
+//! Loss events, recoveries and the estimate's driver on small hand-checked sequences.
+
+use super::episodes::{chain, go_back_n, Episode};
+use super::estimate::{estimate, search_left, search_right, EstRows};
+use super::recoveries::{recoveries, ssthresh};
+use super::{APP, HELD, RECOVERY};
+
+/// One direction's columns, owned (rows: `(time, seq, len, una)`; ACKs: `(time, cumulative ACK)`).
+struct Owned {
+    time: Vec<f64>,
+    seq_end: Vec<i64>,
+    pay: Vec<i64>,
+    una: Vec<i64>,
+    no: Vec<bool>,
+    ack_t: Vec<f64>,
+    retx: (Vec<i64>, Vec<i64>, Vec<bool>),
+    acks: (Vec<f64>, Vec<i64>),
+    dirs: (Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>),
+    syn_lost: Vec<bool>,
+}
+
+const NONE: &[i64] = &[];
+
+impl Owned {
+    fn new(rows: &[(f64, i64, i64, i64)], acks: &[(f64, i64)]) -> Self {
+        let n = rows.len() as i64;
+        Owned {
+            time: rows.iter().map(|r| r.0).collect(),
+            seq_end: rows.iter().map(|r| r.1 + r.2).collect(),
+            pay: rows.iter().map(|r| r.2).collect(),
+            una: rows.iter().map(|r| r.3).collect(),
+            no: vec![false; rows.len()],
+            ack_t: vec![f64::NAN; rows.len()],
+            retx: (vec![], vec![], vec![]),
+            acks: (
+                acks.iter().map(|a| a.0).collect(),
+                acks.iter().map(|a| a.1).collect(),
+            ),
+            dirs: (vec![0], vec![n], vec![0], vec![acks.len() as i64]),
+            syn_lost: vec![false],
+        }
+    }
+
+    fn view(&self) -> EstRows<'_> {
+        EstRows {
+            time: &self.time,
+            seq_end: &self.seq_end,
+            pay: &self.pay,
+            una: &self.una,
+            dup: &self.no,
+            new_ack: &self.no,
+            ack_t: &self.ack_t,
+            sack_at: NONE,
+            sack_val: NONE,
+            sack_pos: NONE,
+            seg_rows: NONE,
+            seg_at: NONE,
+            retx_rows: &self.retx.0,
+            retx_hi: &self.retx.1,
+            retx_timeout: &self.retx.2,
+            a_time: &self.acks.0,
+            a_una: &self.acks.1,
+            lo: &self.dirs.0,
+            hi: &self.dirs.1,
+            alo: &self.dirs.2,
+            ahi: &self.dirs.3,
+            mss: &[1000.0],
+            min_rtt: &[0.1],
+            syn_lost: &self.syn_lost,
+        }
+    }
+}
+
+#[test]
+fn retransmissions_below_the_recovery_point_join_its_event_and_a_timeout_starts_one() {
+    // (row, seq_end, highest byte sent before, una, timeout)
+    let cand = [
+        (2, 2000, 5000, 1000, false),
+        (4, 3000, 5000, 2000, false),
+        (6, 6000, 7000, 5000, false),
+    ];
+    let (t_ack, una_ack) = ([1.0, 2.0, 3.0, 4.0], [1000, 2000, 5000, 7000]);
+    // the second re-send is below the first's recovery point (5000): one event until ACK 5000
+    let ev = chain(&cand, &t_ack, &una_ack);
+    assert_eq!(ev, vec![(0, 3.0, 5000, false), (2, 4.0, 7000, false)]);
+    // a timeout always starts its own event
+    let mut to = cand;
+    to[1].4 = true;
+    let ev = chain(&to, &t_ack, &una_ack);
+    assert_eq!(ev.iter().map(|e| e.0).collect::<Vec<_>>(), vec![0, 1, 2]);
+    // never ACKed: no end
+    let ev = chain(&cand[2..], &t_ack[..3], &una_ack[..3]);
+    assert_eq!(ev, vec![(0, f64::INFINITY, 7000, false)]);
+}
+
+/// Five segments of 1000 B sent from 0 with una 0, then the fast retransmission of 0 (row 5)
+/// and `rest` (seq, una).
+fn after_loss(rest: &[(i64, i64)]) -> Owned {
+    let mut rows: Vec<(f64, i64, i64, i64)> =
+        (0..5).map(|k| (k as f64, k * 1000, 1000, 0)).collect();
+    rows.push((5.0, 0, 1000, 0));
+    rows.extend(
+        rest.iter()
+            .enumerate()
+            .map(|(k, &(s, u))| (6.0 + k as f64, s, 1000, u)),
+    );
+    Owned::new(&rows, &[])
+}
+
+#[test]
+fn go_back_n_resends_beyond_the_hole_contiguously() {
+    // Tahoe: 1000, 2000, 3000, 4000 re-sent from snd_una, then new data
+    let o = after_loss(&[
+        (1000, 1000),
+        (2000, 1000),
+        (3000, 1000),
+        (4000, 1000),
+        (5000, 1000),
+    ]);
+    assert_eq!(go_back_n(&o.view(), 5, 11, 5000), Some(true));
+    // Reno: new data on dupACK inflation right after the fast retransmission
+    let o = after_loss(&[(5000, 0), (6000, 0)]);
+    assert_eq!(go_back_n(&o.view(), 5, 8, 5000), Some(false));
+    // SACK: the hole at 2000 is repaired, the SACKed 1000..2000 skipped
+    let o = after_loss(&[(2000, 0), (5000, 0)]);
+    assert_eq!(go_back_n(&o.view(), 5, 8, 5000), Some(false));
+    // only the fast retransmission: neither shown
+    let o = after_loss(&[]);
+    assert_eq!(go_back_n(&o.view(), 5, 6, 5000), None);
+}
+
+fn ep(i: usize, last: usize, to: bool, una: i64) -> Episode {
+    Episode {
+        d: 0,
+        i,
+        end: 10.0,
+        to,
+        j_end: last,
+        last,
+        gbn: Some(false),
+        burst: None,
+        hi: 10_000,
+        una,
+        sacked: 0,
+    }
+}
+
+#[test]
+fn ssthresh_is_half_the_window_in_whole_segments_at_least_two() {
+    let e = ep(0, 1, false, 0);
+    assert_eq!(ssthresh(10_000.0, &e, 1000.0), 5000.0);
+    assert_eq!(ssthresh(10_500.0, &e, 1000.0), 5000.0);
+    assert_eq!(ssthresh(3000.0, &e, 1000.0), 2000.0);
+    assert_eq!(ssthresh(3000.0, &e, 0.0), 1500.0);
+    // with SACK information, half the un-SACKed flight when smaller (10000 - 0 - 6000)
+    let sk = Episode { sacked: 6000, ..e };
+    assert_eq!(ssthresh(10_000.0, &sk, 1000.0), 2000.0);
+}
+
+#[test]
+fn a_recovery_holds_ssthresh_inside_and_until_the_next_reading() {
+    let mut est = vec![8000.0; 8];
+    let raw = vec![
+        3000.0, 3000.0, 3000.0, 3000.0, 3000.0, 6000.0, 3000.0, 9000.0,
+    ];
+    // rows 4 and 5 read no window (5: an application-limited burst above ssthresh); row 6 reads
+    let flags = [0, 0, 0, 0, HELD, HELD | APP, 0, 0];
+    let mut in_rec = vec![false; 8];
+    let eps = [ep(2, 4, false, 0)];
+    let out = recoveries(
+        &eps,
+        &mut est,
+        &raw,
+        &flags,
+        &mut in_rec,
+        (&[0], &[8]),
+        &[1000.0],
+        true,
+    );
+    assert!(out[0].recovery && out[0].ssthresh == 4000.0);
+    assert_eq!(
+        est,
+        vec![8000.0, 8000.0, 4000.0, 4000.0, 4000.0, 6000.0, 8000.0, 8000.0]
+    );
+    assert_eq!(
+        in_rec,
+        vec![false, false, true, true, false, false, false, false]
+    );
+}
+
+#[test]
+fn a_backed_off_expiry_holds_ssthresh_unless_ns2() {
+    let run = |hold: bool| {
+        let mut est = vec![8000.0, 8000.0, 1000.0, 1000.0, 1000.0];
+        let (raw, flags) = (vec![0.0; 5], [0u8; 5]);
+        let mut in_rec = vec![false; 5];
+        // two expiries at the same snd_una (nothing ACKed between): RFC 6298 §5.5 back-off
+        let eps = [ep(1, 2, true, 1000), ep(3, 4, true, 1000)];
+        let out = recoveries(
+            &eps,
+            &mut est,
+            &raw,
+            &flags,
+            &mut in_rec,
+            (&[0], &[5]),
+            &[1000.0],
+            hold,
+        );
+        assert!(!out[0].recovery && !out[1].recovery && !in_rec.contains(&true));
+        (out[0].ssthresh, out[1].ssthresh)
+    };
+    assert_eq!(run(true), (4000.0, 4000.0));
+    assert_eq!(run(false), (4000.0, 2000.0));
+}
+
+#[test]
+fn searches_follow_numpy() {
+    let v = [1.0, 2.0, 2.0, 3.0];
+    assert_eq!((search_left(&v, 2.0), search_right(&v, 2.0)), (1, 3));
+    assert_eq!(
+        (search_left(&v, f64::INFINITY), search_right(&v, f64::NAN)),
+        (4, 4)
+    );
+}
+
+#[test]
+fn the_estimate_marks_a_fast_recovery_and_spreads_ssthresh() {
+    // Reno: segments 0..5000, the fast retransmission of 0, new data; ACK 6000 ends the event
+    let mut o = after_loss(&[(5000, 0), (6000, 0), (7000, 0), (8000, 0)]);
+    o.retx = (vec![5], vec![5000], vec![false]);
+    o.acks = (vec![7.5, 10.5], vec![0, 6000]);
+    o.dirs.3 = vec![2];
+    o.syn_lost = vec![true];
+    let out = estimate(&o.view(), true).expect("consistent columns");
+    assert_eq!(out.events.len(), 1);
+    let e = &out.events[0];
+    assert!(e.recovery && !e.timeout && e.i == 5 && e.end == 10.5);
+    // rows 5..8 (up to the first sent after the ending ACK) are the recovery, at ssthresh
+    assert!((5..9).all(|i| out.phase[i] == RECOVERY && out.est[i] == e.ssthresh));
+    // a lost SYN: 2 MSS from the first row, then the event's
+    assert_eq!(out.ssthresh[0], 2000.0);
+    assert_eq!(out.ssthresh[9], e.ssthresh);
+}
+
+#[test]
+fn inconsistent_columns_are_errors() {
+    let mut o = after_loss(&[]);
+    o.retx = (vec![9], vec![5000], vec![false]);
+    assert!(estimate(&o.view(), true).is_err_and(|e| e.contains("outside")));
+    o.retx = (vec![5], vec![], vec![false]);
+    assert!(estimate(&o.view(), true).is_err_and(|e| e.contains("values")));
+    o.retx = (vec![], vec![], vec![]);
+    o.dirs.1 = vec![99];
+    assert!(estimate(&o.view(), true).is_err_and(|e| e.contains("outside")));
+}
