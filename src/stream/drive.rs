@@ -13,24 +13,35 @@
 use super::source::Reader;
 use super::Refusal;
 use crate::capture::Rows;
-use crate::state::conn::{Packet, Settled, Table};
+use crate::state::conn::{Fx, Packet, Settled, Table};
 use crate::state::dirstats::{self, DirStats, Directions};
 use crate::state::flowstats::summary::{RttRow, Summary};
 use crate::state::rtt;
 use crate::state::seq::{self, ACK, MISSING, SYN};
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::path::Path;
+
+/// An address: IPv4 (kind 4) or IPv6 (kind 6), as high and low 64-bit halves.
+type Addr = (u8, u64, u64);
 
 /// Address -> id (first-seen order): the connection table only compares endpoints.
 #[derive(Default)]
 struct Addrs {
-    ids: HashMap<(bool, u128), i64>,
+    ids: HashMap<Addr, i64, BuildHasherDefault<Fx>>,
+    /// The last packet's two addresses and ids (packets come in runs of one connection).
+    last: [(Addr, i64); 2],
 }
 
 impl Addrs {
-    fn id(&mut self, key: (bool, u128)) -> i64 {
+    fn id(&mut self, key: Addr) -> i64 {
+        if let Some(&(_, id)) = self.last.iter().find(|(k, _)| *k == key) {
+            return id;
+        }
         let next = self.ids.len() as i64;
-        *self.ids.entry(key).or_insert(next)
+        let id = *self.ids.entry(key).or_insert(next);
+        self.last = [self.last[1], (key, id)];
+        id
     }
 
     /// The connection packets of a batch: (row, the table's packet), capture order.
@@ -38,10 +49,7 @@ impl Addrs {
         let mut v6 = rows.v6_row.iter().enumerate().peekable();
         let mut out = Vec::with_capacity(rows.len());
         for i in 0..rows.len() {
-            let mut addr = (
-                (true, u128::from(rows.s4[i])),
-                (true, u128::from(rows.d4[i])),
-            );
+            let mut addr = ((4, 0, u64::from(rows.s4[i])), (4, 0, u64::from(rows.d4[i])));
             while v6.peek().is_some_and(|(_, &r)| (r as usize) < i) {
                 v6.next();
             }
@@ -49,8 +57,8 @@ impl Addrs {
                 let Some((k, _)) = v6.peek().filter(|(_, &r)| r as usize == i) else {
                     continue; // (every IPv6 row has its addresses listed)
                 };
-                let h = |j: usize| u128::from(rows.v6[j].get(*k).copied().unwrap_or(0));
-                addr = ((false, (h(0) << 64) | h(1)), (false, (h(2) << 64) | h(3)));
+                let h = |j: usize| rows.v6[j].get(*k).copied().unwrap_or(0);
+                addr = ((6, h(0), h(1)), (6, h(2), h(3)));
             }
             if !rows.ports[i] {
                 continue;
