@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 
 pub mod capture;
 mod state;
+mod stream;
 
 /// The crate's version, for `tracekit formats --verbose` and bug reports.
 #[pyfunction]
@@ -22,5 +23,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     state::register(m)?;
     m.add_function(wrap_pyfunction!(capture::py::read_capture, m)?)?;
     m.add_function(wrap_pyfunction!(capture::py::linktypes, m)?)?;
+    m.add_function(wrap_pyfunction!(stream::py::stream_summary, m)?)?;
     Ok(())
 }

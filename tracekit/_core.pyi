@@ -1,5 +1,6 @@
 """Type stubs of the compiled core (the Rust crate at the repository root, built by maturin)."""
 
+import os
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,9 @@ def tcp_state(
 # src/capture: pcap/pcapng records, link/IP/TCP/UDP decoding, IP reassembly
 def read_capture(source: object, format: str, limits: object, timeout_text: str) -> dict[str, Any]: ...
 def linktypes() -> dict[int, str]: ...
+
+# src/stream: the per-direction summary streamed from a pcap file (per-connection state only)
+def stream_summary(path: str | os.PathLike[str]) -> dict[str, Any]: ...
 
 # src/state/rtt.rs: RTT samples (seq with Karn's rule, TCP timestamps)
 def tcp_rtt(

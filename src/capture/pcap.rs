@@ -112,6 +112,82 @@ pub fn read(
     Ok((recs, meta))
 }
 
+/// A pcap file's records in batches, for a reader that never holds them all (`crate::stream`):
+/// the same header checks and record walk as [`read`], resumed where the last batch ended.
+pub struct Batches {
+    walk: Walk,
+    p: u64,
+    frames: u64,
+    done: bool,
+    /// The file's link type.
+    pub linktype: u32,
+}
+
+impl Batches {
+    /// Reads the file header; `None` when the link type is one the decoder lacks.
+    pub fn open(
+        src: &mut dyn Source,
+        warnings: &mut Vec<Warn>,
+    ) -> Result<Option<Batches>, Failure> {
+        let h = file_header(src, warnings)?;
+        let linktype = h.lt_field & LT_MASK;
+        if super::link::name(linktype).is_none() {
+            return Ok(None);
+        }
+        let swapped = h.version < (2, 3);
+        let fcs = if h.lt_field & LT_FCS_PRESENT != 0 {
+            ((h.lt_field >> 28) & 0xF) * 2
+        } else {
+            0
+        };
+        let walk = Walk {
+            e: Endian { big: h.big },
+            rec_len: h.rec_len,
+            cap_at: if swapped { 12 } else { 8 },
+            nanos: h.nanos,
+            swapped,
+            fcs,
+            snaplen: h.snaplen,
+        };
+        Ok(Some(Batches {
+            walk,
+            p: FILE_HEADER as u64,
+            frames: 0,
+            done: false,
+            linktype,
+        }))
+    }
+
+    /// The next records into `recs` (emptied first): at most `max` of them and about
+    /// `max_bytes` of captured data. `Ok(false)` once the records have all been read.
+    pub fn next(
+        &mut self,
+        src: &mut dyn Source,
+        limits: &Limits,
+        recs: &mut Records,
+        max: usize,
+        max_bytes: u64,
+    ) -> Result<bool, Failure> {
+        *recs = Records {
+            linktype: self.linktype,
+            ..Records::default()
+        };
+        let (mut bytes, mut k) = (0u64, [0u64; 3]);
+        while !self.done && recs.len() < max && bytes < max_bytes {
+            let frame = self.frames + 1;
+            match self.walk.step(src, limits, self.p, frame, recs, &mut k)? {
+                Ok(next) => {
+                    bytes += next - self.p;
+                    self.p = next;
+                    self.frames += 1;
+                }
+                Err(_) => self.done = true,
+            }
+        }
+        Ok(!recs.is_empty())
+    }
+}
+
 /// What the file header says.
 struct FileHeader {
     big: bool,
@@ -197,38 +273,63 @@ impl Walk {
         limits: &Limits,
         recs: &mut Records,
     ) -> Result<(Stop, [u64; 3]), Failure> {
-        let n = src.size();
         let mut k = [0u64; 3];
         let mut p = FILE_HEADER as u64;
         let stop = loop {
-            let head: Option<Head> = src.get(p, 16).and_then(|b| super::bytes::arr(b, 0));
-            let cap = match head {
-                Some(h) => self.e.u32(&h, self.cap_at),
-                None => src.u32(self.e, p + self.cap_at as u64),
-            };
-            let Some(cap) = cap else {
-                break (p < n).then_some(("truncated-header", p));
-            };
             let frame = recs.data_off.len() as u64 + 1;
-            if u64::from(cap) > limits.max_caplen {
-                return Err(Failure::corrupt(
-                    format!("record claims a captured length of {} bytes, beyond the maximum of {}", commas(cap.into()), commas(limits.max_caplen)),
-                    p,
-                )
-                .at(Some(p), Some(frame))
-                .hint(format!("the file is corrupt from here on; `editcap -r` can cut it to the first {} packets", commas(frame - 1))));
+            match self.step(src, limits, p, frame, recs, &mut k)? {
+                Ok(next) => p = next,
+                Err(stop) => break stop,
             }
-            let data = p.saturating_add(self.rec_len as u64);
-            let end = data.saturating_add(u64::from(cap));
-            match head {
-                Some(h) if end <= n => self.record(&h, data, recs, &mut k),
-                // the last record runs past the end of the file: its data, or its header
-                _ if data <= n => break Some(("truncated-data", p)),
-                _ => break Some(("truncated-header", p)),
-            }
-            p = end;
         };
         Ok((stop, k))
+    }
+
+    /// The record at `p` (frame number `frame`) into `recs`: the next record's offset, or
+    /// where the chain stops (`run`'s stop reasons); an error at a captured length over the
+    /// maximum.
+    fn step(
+        &self,
+        src: &mut dyn Source,
+        limits: &Limits,
+        p: u64,
+        frame: u64,
+        recs: &mut Records,
+        k: &mut [u64; 3],
+    ) -> Result<Result<u64, Stop>, Failure> {
+        let n = src.size();
+        let head: Option<Head> = src.get(p, 16).and_then(|b| super::bytes::arr(b, 0));
+        let cap = match head {
+            Some(h) => self.e.u32(&h, self.cap_at),
+            None => src.u32(self.e, p + self.cap_at as u64),
+        };
+        let Some(cap) = cap else {
+            return Ok(Err((p < n).then_some(("truncated-header", p))));
+        };
+        if u64::from(cap) > limits.max_caplen {
+            return Err(Failure::corrupt(
+                format!(
+                    "record claims a captured length of {} bytes, beyond the maximum of {}",
+                    commas(cap.into()),
+                    commas(limits.max_caplen)
+                ),
+                p,
+            )
+            .at(Some(p), Some(frame))
+            .hint(format!(
+                "the file is corrupt from here on; `editcap -r` can cut it to the first {} packets",
+                commas(frame - 1)
+            )));
+        }
+        let data = p.saturating_add(self.rec_len as u64);
+        let end = data.saturating_add(u64::from(cap));
+        match head {
+            Some(h) if end <= n => self.record(&h, data, recs, k),
+            // the last record runs past the end of the file: its data, or its header
+            _ if data <= n => return Ok(Err(Some(("truncated-data", p)))),
+            _ => return Ok(Err(Some(("truncated-header", p)))),
+        }
+        Ok(Ok(end))
     }
 
     /// One complete record's timestamp and lengths (`k`: the counts of `run`).

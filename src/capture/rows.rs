@@ -269,6 +269,11 @@ impl Rows {
     pub fn len(&self) -> usize {
         self.frame.len()
     }
+    /// Rows whose IP length runs beyond the frame: only a later segment can settle them
+    /// (`iplen::confirm`, over every row).
+    pub fn has_beyond(&self) -> bool {
+        !self.beyond.is_empty()
+    }
     pub fn is_empty(&self) -> bool {
         self.frame.is_empty()
     }

@@ -71,6 +71,20 @@ pub(super) fn decode(
     (rows, tallies)
 }
 
+/// The rows of a batch of records decoded in one sequential span (a streaming reader's step,
+/// `crate::stream`): the same decode as a span of [`decode`], with the one reassembler `ra`
+/// carried from batch to batch (the decoder's counts are not kept: no warning is reported).
+pub fn decode_batch(src: &mut dyn Source, recs: &Records, t0: i64, ra: &mut Reassembler) -> Rows {
+    let mut tallies = Tallies::default();
+    let n = recs.len();
+    let mut rows = Rows::zeroed(n);
+    let mut sink = Sink::new(rows.cols());
+    records(src, recs, 0..n, t0, Some(ra), &mut tallies, &mut sink);
+    let (len, side) = sink.done();
+    rows.join(vec![(0, len, side)]);
+    rows
+}
+
 /// The spans of `n` records' slots.
 fn split(cols: Cols<'_>, n: usize, span: usize) -> Vec<Part<'_>> {
     let mut parts = Vec::with_capacity(n.div_ceil(span));

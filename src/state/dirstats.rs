@@ -208,7 +208,8 @@ impl Directions {
         }
     }
 
-    fn find(&self, flow: u32, dir: i16) -> Option<usize> {
+    /// The index of direction (`flow`, `dir`) in `keys` and `stats`, if it has been seen.
+    pub fn find(&self, flow: u32, dir: i16) -> Option<usize> {
         let j = if (dir == 0 || dir == 1) && 2 * (flow as usize) + 1 < self.dense.len() {
             self.dense[2 * flow as usize + dir as usize]
         } else {

@@ -305,8 +305,9 @@ impl Flow {
 }
 
 /// One direction as its packets pass: its running state, and what the other direction's
-/// packets read of it (its latest packet).
-struct Side {
+/// packets read of it (its latest packet). The one per-packet step of the sequence state:
+/// the column walk ([`analyze`]) and the streaming driver (`crate::stream`) both feed it.
+pub struct Side {
     flow: Flow,
     /// Row of its latest packet (-1: none yet).
     last: i64,
@@ -317,13 +318,86 @@ struct Side {
     ka1: bool,
 }
 
+/// What a packet reads of the other direction: its latest packet's row (-1: none), window
+/// and keep-alive flag, and the highest ACK it has sent ([`MISSING`]: none).
+#[derive(Clone, Copy, Debug)]
+pub struct Peer {
+    pub last: i64,
+    pub win: i64,
+    pub hi_ack: i64,
+    pub ka1: bool,
+}
+
+impl Peer {
+    /// A direction that has sent nothing yet.
+    pub const NONE: Peer = Peer {
+        last: -1,
+        win: MISSING,
+        hi_ack: MISSING,
+        ka1: false,
+    };
+}
+
+/// One packet's fields as the sequence state reads them (`ack`, `win`: [`MISSING`] for none).
+#[derive(Clone, Copy, Debug)]
+pub struct Seg {
+    pub seq: i64,
+    pub len: i64,
+    pub flags: u8,
+    pub ack: i64,
+    pub win: i64,
+}
+
+/// One packet's state: `nxt` before it, `hi_dend` after it ([`MISSING`]: none) and its bits.
+#[derive(Clone, Copy, Debug)]
+pub struct Step {
+    pub nxt: i64,
+    pub hi_dend: i64,
+    pub bits: u8,
+}
+
+impl Default for Side {
+    fn default() -> Self {
+        Side::new()
+    }
+}
+
 impl Side {
-    fn new() -> Self {
+    pub fn new() -> Self {
         Side {
             flow: Flow::new(),
             last: -1,
             win: MISSING,
             ka1: false,
+        }
+    }
+
+    /// What the other direction's packets read of this one.
+    pub fn peer(&self) -> Peer {
+        Peer {
+            last: self.last,
+            win: self.win,
+            hi_ack: self.flow.hi_ack.unwrap_or(MISSING),
+            ka1: self.ka1,
+        }
+    }
+
+    /// Packet `row` of this direction, `peer` the other direction as the packet finds it.
+    pub fn on_packet(&mut self, peer: &Peer, row: i64, s: &Seg) -> Step {
+        let (mut bits, nxt, ka1) = self
+            .flow
+            .step(s.seq, s.len, s.flags, s.ack, s.win, peer.win);
+        // Wireshark: the ACK of a keep-alive is not a duplicate ACK
+        if peer.ka1 {
+            bits &= !DUP;
+        }
+        self.last = row;
+        self.win = s.win;
+        self.ka1 = ka1;
+        Step {
+            nxt: nxt.unwrap_or(MISSING),
+            hi_dend: self.flow.hi_dend.unwrap_or(MISSING),
+            bits,
         }
     }
 }
@@ -345,15 +419,13 @@ impl Sides {
         }
     }
 
-    /// The other direction's latest row, its window, highest ACK and keep-alive flag.
-    fn peer(&self, g: u64) -> (i64, i64, i64, bool) {
+    /// The other direction as a packet of direction `g` finds it.
+    fn peer(&self, g: u64) -> Peer {
         let o = match self {
             Sides::Table(t) => t.get((g ^ 1) as usize),
             Sides::Map(m) => m.get(&(g ^ 1)),
         };
-        o.map_or((-1, MISSING, MISSING, false), |o| {
-            (o.last, o.win, o.flow.hi_ack.unwrap_or(MISSING), o.ka1)
-        })
+        o.map_or(Peer::NONE, Side::peer)
     }
 
     fn get(&mut self, g: u64) -> &mut Side {
@@ -388,30 +460,21 @@ fn walk(p: &Packets, g: &[u64]) -> State {
     };
     let mut sides = Sides::new(g);
     for (i, &gi) in g.iter().enumerate() {
-        let (r, peer_win, peer_hi_ack, peer_ka1) = sides.peer(gi);
-        let me = sides.get(gi);
-        let win = p.win[i];
-        let (mut bits, nxt, ka1) = me.flow.step(
-            p.seq[i],
-            i64::from(p.len[i]),
-            p.flags[i],
-            p.ack[i],
-            win,
-            peer_win,
-        );
-        // Wireshark: the ACK of a keep-alive is not a duplicate ACK
-        if peer_ka1 {
-            bits &= !DUP;
-        }
-        st.nxt.push(nxt.unwrap_or(MISSING));
-        st.hi_dend.push(me.flow.hi_dend.unwrap_or(MISSING));
-        st.bits.push(bits);
-        st.r_i.push(r);
-        st.r_hi_ack.push(peer_hi_ack);
-        st.r_win.push(peer_win);
-        me.last = i as i64;
-        me.win = win;
-        me.ka1 = ka1;
+        let peer = sides.peer(gi);
+        let seg = Seg {
+            seq: p.seq[i],
+            len: i64::from(p.len[i]),
+            flags: p.flags[i],
+            ack: p.ack[i],
+            win: p.win[i],
+        };
+        let s = sides.get(gi).on_packet(&peer, i as i64, &seg);
+        st.nxt.push(s.nxt);
+        st.hi_dend.push(s.hi_dend);
+        st.bits.push(s.bits);
+        st.r_i.push(peer.last);
+        st.r_hi_ack.push(peer.hi_ack);
+        st.r_win.push(peer.win);
     }
     st
 }

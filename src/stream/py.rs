@@ -1,0 +1,84 @@
+//! `tracekit._core.stream_summary`: the streamed per-direction summary for Python.
+
+use super::drive::{summary, Flows};
+use super::Refusal;
+use numpy::IntoPyArray;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+
+/// The refusal as the `tracekit.errors` exception it names, with the file.
+fn error(py: Python<'_>, r: &Refusal, path: &std::path::Path) -> PyErr {
+    let made = (|| -> PyResult<PyErr> {
+        let cls = py.import("tracekit.errors")?.getattr(r.kind)?;
+        let kw = PyDict::new(py);
+        kw.set_item("path", path.to_string_lossy())?;
+        Ok(PyErr::from_value(
+            cls.call((r.message.as_str(),), Some(&kw))?,
+        ))
+    })();
+    made.unwrap_or_else(|e| e)
+}
+
+/// Per direction that carried data (first-appearance order), the columns of
+/// `tracekit.analyze(tracekit.read(path)).flows` the streamed passes give: `flow`, `dir`,
+/// counts and bytes, `start`/`end`, `mss`/`wscale` (-1: none), `handshake_rtt_s` and the
+/// `rtt_*` columns (NaN: none; `rtt_samples` 0 and `rtt_method` None without a sample);
+/// `packets_fed`: the TCP packets of connections the passes read. A pcap file only: any
+/// other container, or a capture the stream cannot read as `tracekit.read` does, raises
+/// the `tracekit.errors` exception that says why, naming the file.
+#[pyfunction]
+pub fn stream_summary(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyDict>> {
+    let got = py.detach(|| std::panic::catch_unwind(AssertUnwindSafe(|| summary(&path))));
+    let f = match got {
+        Ok(Ok(f)) => f,
+        Ok(Err(r)) => return Err(error(py, &r, &path)),
+        Err(_) => {
+            let r = Refusal::new(
+                "CorruptTraceError",
+                "internal error while streaming (a bug: please report it with the file)",
+            );
+            return Err(error(py, &r, &path));
+        }
+    };
+    output(py, f)
+}
+
+fn output(py: Python<'_>, f: Flows) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    let rows = &f.rows;
+    macro_rules! col {
+        ($name:expr, $e:expr) => {
+            d.set_item(
+                $name,
+                rows.iter().map($e).collect::<Vec<_>>().into_pyarray(py),
+            )?;
+        };
+    }
+    col!("flow", |r| r.flow);
+    col!("dir", |r| r.dir);
+    col!("packets", |r| r.stats.packets);
+    col!("data_packets", |r| r.stats.data_packets);
+    col!("data_bytes", |r| r.stats.data_bytes);
+    col!("wire_bytes", |r| r.stats.wire_bytes);
+    col!("unique_bytes", |r| r.unique_bytes());
+    col!("start", |r| r.stats.start);
+    col!("end", |r| r.stats.end);
+    col!("mss", |r| r.stats.mss);
+    col!("wscale", |r| r.stats.wscale);
+    col!("handshake_rtt_s", |r| r.hs_rtt);
+    let nan = f64::NAN;
+    col!("rtt_min_s", |r| r.rtt.map_or(nan, |x| x.min));
+    col!("rtt_mean_s", |r| r.rtt.map_or(nan, |x| x.mean));
+    col!("rtt_p50_s", |r| r.rtt.map_or(nan, |x| x.p50));
+    col!("rtt_p95_s", |r| r.rtt.map_or(nan, |x| x.p95));
+    col!("rtt_samples", |r| r.rtt.map_or(0, |x| x.n));
+    let method: Vec<Option<&str>> = rows
+        .iter()
+        .map(|r| r.rtt.map(|x| if x.seq { "seq" } else { "ts" }))
+        .collect();
+    d.set_item("rtt_method", method)?;
+    d.set_item("packets_fed", f.packets)?;
+    Ok(d)
+}

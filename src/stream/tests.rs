@@ -1,0 +1,98 @@
+use super::drive::summary;
+use std::path::Path;
+
+fn write(name: &str, data: &[u8]) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("tk_stream_{}_{name}", std::process::id()));
+    std::fs::write(&p, data).unwrap();
+    p
+}
+
+/// A pcap file (Ethernet) of `frames`, a millisecond apart.
+fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
+    let mut f = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
+    f.extend_from_slice(&[0; 8]);
+    f.extend_from_slice(&65535u32.to_le_bytes());
+    f.extend_from_slice(&1u32.to_le_bytes());
+    for (i, p) in frames.iter().enumerate() {
+        f.extend_from_slice(&1u32.to_le_bytes());
+        f.extend_from_slice(&(i as u32 * 1000).to_le_bytes());
+        f.extend_from_slice(&(p.len() as u32).to_le_bytes());
+        f.extend_from_slice(&(p.len() as u32).to_le_bytes());
+        f.extend_from_slice(p);
+    }
+    f
+}
+
+/// Ethernet + IPv4 + TCP from `a` to `b` (ports 1000 -> 80 when `fwd`, else back).
+fn seg(fwd: bool, seq: u32, ack: u32, flags: u8, payload: usize) -> Vec<u8> {
+    let mut t = Vec::new();
+    let (sp, dp) = if fwd { (1000u16, 80u16) } else { (80, 1000) };
+    t.extend_from_slice(&sp.to_be_bytes());
+    t.extend_from_slice(&dp.to_be_bytes());
+    t.extend_from_slice(&seq.to_be_bytes());
+    t.extend_from_slice(&ack.to_be_bytes());
+    t.extend_from_slice(&[0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
+    t.resize(t.len() + payload, b'x');
+    let (s, d) = if fwd {
+        ([10, 0, 0, 1], [10, 0, 0, 2])
+    } else {
+        ([10, 0, 0, 2], [10, 0, 0, 1])
+    };
+    let mut p = vec![0u8; 12];
+    p.extend_from_slice(&[0x08, 0x00, 0x45, 0]);
+    p.extend_from_slice(&(20 + t.len() as u16).to_be_bytes());
+    p.extend_from_slice(&[0, 1, 0, 0, 64, 6, 0, 0]);
+    p.extend_from_slice(&s);
+    p.extend_from_slice(&d);
+    p.extend_from_slice(&t);
+    p
+}
+
+#[test]
+fn handshake_data_and_rtt() {
+    let (syn, ack, synack) = (0x02, 0x10, 0x12);
+    let frames = vec![
+        seg(true, 100, 0, syn, 0),
+        seg(false, 500, 101, synack, 0),
+        seg(true, 101, 501, ack, 0),
+        seg(true, 101, 501, ack, 100),
+        seg(false, 501, 201, ack, 0),
+        seg(true, 201, 501, ack, 100),
+        seg(false, 501, 301, ack, 0),
+    ];
+    let path = write("hs.pcap", &pcap(&frames));
+    let f = summary(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(f.packets, 7);
+    assert_eq!(f.rows.len(), 1);
+    let r = &f.rows[0];
+    assert_eq!((r.flow, r.dir), (0, 0));
+    assert_eq!(
+        (r.stats.packets, r.stats.data_packets, r.stats.data_bytes),
+        (4, 2, 200)
+    );
+    assert_eq!(r.unique_bytes(), 200);
+    assert!((r.hs_rtt - 0.002).abs() < 1e-9);
+    let rtt = r.rtt.unwrap();
+    // the SYN's sample and the two data segments'
+    assert_eq!(rtt.n, 3);
+    assert!(rtt.seq);
+}
+
+#[test]
+fn refusals_name_the_reason() {
+    let ng = write("x.pcapng", &[0x0a, 0x0d, 0x0d, 0x0a, 0, 0, 0, 0]);
+    let e = summary(&ng).unwrap_err();
+    assert_eq!(e.kind, "UnknownFormatError");
+    assert!(e.message.contains("pcapng"));
+    let junk = write("junk.pcap", b"not a capture at all, no");
+    assert_eq!(summary(&junk).unwrap_err().kind, "UnknownFormatError");
+    let mut cut = pcap(&[seg(true, 1, 0, 0x02, 0)]);
+    cut[32..36].copy_from_slice(&u32::MAX.to_le_bytes()); // a huge captured length
+    let cut_p = write("cut.pcap", &cut);
+    assert_eq!(summary(&cut_p).unwrap_err().kind, "CorruptTraceError");
+    for p in [ng, junk, cut_p] {
+        std::fs::remove_file(p).unwrap();
+    }
+    assert!(summary(Path::new("/nonexistent/x.pcap")).is_err());
+}
