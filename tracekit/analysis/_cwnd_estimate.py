@@ -77,7 +77,6 @@ from tracekit.analysis._cwnd_packets import Packets
 from tracekit.analysis._cwnd_rows import Rows, build
 from tracekit.analysis._cwnd_seg import as_bool, as_f64, as_i64
 
-KEYS = ["flow", "dir"]
 ROW_SCHEMA = {"flow": pl.UInt32(), "dir": pl.Int8(), "time": pl.Float64(), "cwnd_bytes": pl.Float64(),
               "ssthresh_bytes": pl.Float64(), "source": schema.CWND_SOURCE, "phase": schema.PHASE}
 EP_SCHEMA = {"flow": pl.UInt32(), "dir": pl.Int8(), "start": pl.Float64(), "end": pl.Float64(),
