@@ -9,6 +9,7 @@
 //! collects the per-direction summaries. Memory: the batches in flight, the per-connection
 //! state and each direction's RTT samples (for the quantiles). `py.rs` is `_core.stream_summary`.
 
+pub mod conn;
 pub mod drive;
 pub mod py;
 pub mod source;
