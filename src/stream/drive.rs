@@ -7,8 +7,10 @@
 //! connection's state: the per-direction counts (`dirstats::Directions::on_packet`), the
 //! sequence state (`seq::Side::on_packet`, the one step of `tcp_state`'s walk) and the RTT
 //! samples (`rtt::Connection::on_packet`), whose values go to the direction's
-//! `flowstats::summary::Summary`. The rules are those of the column passes; only the driver
-//! differs.
+//! `flowstats::summary::Summary`, the RFC 6298 estimate (`srtt::Srtt`) and the
+//! retransmission rules (`retrans::Conn::on_packet`, with the packet's SACK blocks made
+//! relative as `conn::driver` does). Pass 1 runs the same sequence state and RTT samples
+//! (`super::conn::Scout`). The rules are those of the column passes; only the driver differs.
 
 use super::conn::{sack_ack, Conn, Pk, Prior, Scout};
 use super::source::Reader;
