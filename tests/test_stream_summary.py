@@ -17,15 +17,19 @@ from conftest import SAMPLES
 
 import tracekit
 from tracekit import _core
+from tracekit.analysis.retrans import RTO_FLOORS_S
 from tracekit.errors import TracekitError, UnknownFormatError
 
 #: The flows columns the stream gives.
 COLUMNS = [
     "packets", "data_packets", "data_bytes", "wire_bytes", "unique_bytes", "start", "end", "mss", "wscale",
     "handshake_rtt_s", "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s", "rtt_samples", "rtt_method",
+    "retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto", "retrans_spurious",
 ]
 #: What the stream refuses, as its message says it.
 REASONS = ("pcapng is not streamed yet", "IP length runs beyond its frame")
+#: The 1x bench capture (bench/README.md), when present.
+BIG = Path(__file__).resolve().parents[1] / "bench" / "data" / "big.pcap"
 CAPTURES = sorted(p for p in SAMPLES.rglob("*") if p.suffix in (".pcap", ".pcapng"))
 
 
@@ -46,6 +50,15 @@ def _streamed(s: dict[str, object]) -> pl.DataFrame:
     ).sort("flow", "dir")
 
 
+def _assert_equal(path: Path, s: dict[str, object]) -> None:
+    want = tracekit.analyze(tracekit.read(path)).flows.sort("flow", "dir").select("flow", "dir", *COLUMNS)
+    got = _streamed(s)
+    assert got["flow"].to_list() == want["flow"].to_list() and got["dir"].to_list() == want["dir"].to_list()
+    for c in COLUMNS:
+        # bit-identical floats: compared as Python values, never within a tolerance
+        assert [_none(v) for v in got[c].to_list()] == want[c].to_list(), c
+
+
 @pytest.mark.parametrize("path", CAPTURES, ids=lambda p: str(p.relative_to(SAMPLES)))
 def test_stream_equals_flows(path: Path) -> None:
     try:
@@ -54,12 +67,21 @@ def test_stream_equals_flows(path: Path) -> None:
         assert e.path == str(path) and str(path) in str(e)
         assert any(r in e.message for r in REASONS), e.message
         return
-    want = tracekit.analyze(tracekit.read(path)).flows.sort("flow", "dir").select("flow", "dir", *COLUMNS)
-    got = _streamed(s)
-    assert got["flow"].to_list() == want["flow"].to_list() and got["dir"].to_list() == want["dir"].to_list()
-    for c in COLUMNS:
-        # bit-identical floats: compared as Python values, never within a tolerance
-        assert [_none(v) for v in got[c].to_list()] == want[c].to_list(), c
+    _assert_equal(path, s)
+
+
+@pytest.mark.skipif(not BIG.exists(), reason="bench capture absent (bench/README.md)")
+def test_stream_equals_flows_on_the_bench_capture() -> None:
+    _assert_equal(BIG, _core.stream_summary(BIG))
+
+
+def test_rto_floor_is_a_parameter() -> None:
+    """The default is Linux's floor, what ``rto_floor`` takes for a pcap capture; another floor changes kinds only."""
+    path = next(p for p in CAPTURES if p.suffix == ".pcap")
+    assert _core.stream_summary(path)["retrans_rto"].tolist() == \
+        _core.stream_summary(path, rto_floor_s=RTO_FLOORS_S["linux"])["retrans_rto"].tolist()
+    a, b = _core.stream_summary(path, rto_floor_s=0.0), _core.stream_summary(path, rto_floor_s=1e9)
+    assert a["retrans_packets"].tolist() == b["retrans_packets"].tolist()
 
 
 def test_most_samples_stream() -> None:

@@ -186,12 +186,22 @@ struct Sender {
     last_to: Option<f64>,
     episode: i32,
     episode_kind: u8,
-    /// Latest retransmission per start: (index in the output, its data end), for D-SACK.
-    by_seq: HashMap<i64, (usize, i64)>,
+    /// The retransmissions a D-SACK can still turn spurious: per start, the latest one (row,
+    /// data end, kind) when it is not spurious already (a later one at the same start hides it).
+    by_seq: HashMap<i64, (u32, i64, u8)>,
 }
 
 /// One retransmission: its row, kind and recovery episode (numbered per direction from 1).
 pub type Retrans = (u32, u8, i32);
+
+/// What [`Conn::on_packet`] found: the packet's kind and episode when it is a retransmission,
+/// and an earlier retransmission of the other direction its D-SACK block turned spurious (its
+/// row and the kind it had).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Verdict {
+    pub retrans: Option<(u8, i32)>,
+    pub spurious_now: Option<(u32, u8)>,
+}
 
 /// The state machine of one connection.
 pub struct Conn {
@@ -202,7 +212,6 @@ pub struct Conn {
     /// The out-of-order window: the connection's handshake or least RTT (seconds).
     ooo_s: f64,
     rto_floor_s: f64,
-    pub out: Vec<Retrans>,
 }
 
 impl Conn {
@@ -213,20 +222,24 @@ impl Conn {
             rtt: Latest::default(),
             ooo_s,
             rto_floor_s,
-            out: Vec::new(),
         }
     }
 
     /// One packet, in order: judged as a possible retransmission of its direction, then
     /// taken as an ACK (with SACK/D-SACK blocks) for the other one.
-    pub fn on_packet(&mut self, p: &Pkt) {
+    pub fn on_packet(&mut self, p: &Pkt) -> Verdict {
         let d = p.dir;
+        let mut v = Verdict::default();
         if let Some(kind) = self.judge(p) {
             let s = &mut self.snd[d];
-            s.by_seq.insert(p.seq, (self.out.len(), p.seq + p.len));
-            self.out.push((p.row, kind, s.episode));
+            if kind == SPURIOUS {
+                s.by_seq.remove(&p.seq); // (a D-SACK would change nothing)
+            } else {
+                s.by_seq.insert(p.seq, (p.row, p.seq + p.len, kind));
+            }
+            v.retrans = Some((kind, s.episode));
         }
-        self.dsack(p);
+        v.spurious_now = self.dsack(p);
         self.side[d].on_packet(p);
         self.rtt.on_packet(d, p.srtt);
         let s = &mut self.snd[d];
@@ -238,6 +251,7 @@ impl Conn {
         if p.bits & GAP != 0 {
             s.holes.insert(p.nxt, (p.seq, p.time));
         }
+        v
     }
 
     /// The kind of a retransmission, or None for any other packet.
@@ -333,13 +347,12 @@ impl Conn {
 
     /// D-SACK (RFC 2883): the first block below the ACK, or inside the second block, reports
     /// bytes that arrived twice: the latest retransmission starting at its left edge was not
-    /// needed when the block covers it.
-    fn dsack(&mut self, p: &Pkt) {
-        let Some(&(l1, r1)) = p.sack.first() else {
-            return;
-        };
+    /// needed when the block covers it. Returns that retransmission (row, the kind it had)
+    /// when it was not spurious yet.
+    fn dsack(&mut self, p: &Pkt) -> Option<(u32, u8)> {
+        let &(l1, r1) = p.sack.first()?;
         if l1 == MISSING || r1 == MISSING {
-            return; // a block without edges says nothing
+            return None; // a block without edges says nothing
         }
         let ack = if p.ack == MISSING { -1 } else { p.ack };
         let inside = p
@@ -347,13 +360,15 @@ impl Conn {
             .get(1)
             .is_some_and(|&(l2, r2)| l2 != MISSING && r2 != MISSING && l2 <= l1 && r1 <= r2);
         if !(r1 <= ack || inside) {
-            return;
+            return None;
         }
-        if let Some(&(k, dend)) = self.snd[1 - p.dir].by_seq.get(&l1) {
-            if dend <= r1 {
-                self.out[k].1 = SPURIOUS;
-            }
+        let by_seq = &mut self.snd[1 - p.dir].by_seq;
+        let &(row, dend, kind) = by_seq.get(&l1)?;
+        if dend > r1 {
+            return None;
         }
+        by_seq.remove(&l1); // spurious now: nothing more to change
+        Some((row, kind))
     }
 }
 
@@ -409,7 +424,7 @@ pub fn classify(
     let top = c.flow.iter().copied().max().unwrap_or(0) as usize;
     let mut table = vec![u32::MAX; if top < 4 * n + 1024 { top + 1 } else { 0 }];
     let mut map: HashMap<u32, u32> = HashMap::new();
-    let mut conns: Vec<Conn> = Vec::new();
+    let mut conns: Vec<(Conn, Vec<Retrans>)> = Vec::new();
     // one pass in packet order (every column read once, front to back: the connections'
     // rows interleave, and a pass per connection would read each cache line once per connection)
     let mut est = Est::new(c.est_rows, c.est_srtt, n)?;
@@ -428,9 +443,11 @@ pub fn classify(
         };
         if *slot == u32::MAX {
             *slot = conns.len() as u32;
-            conns.push(Conn::new(ooo(f).unwrap_or(OOO_DEFAULT_S), rto_floor_s));
+            let c = Conn::new(ooo(f).unwrap_or(OOO_DEFAULT_S), rto_floor_s);
+            conns.push((c, Vec::new()));
         }
-        conns[*slot as usize].on_packet(&Pkt {
+        let (conn, out) = &mut conns[*slot as usize];
+        let v = conn.on_packet(&Pkt {
             row: i as u32,
             dir: usize::from(c.dir[i] == 1),
             time: c.time[i],
@@ -444,8 +461,17 @@ pub fn classify(
             srtt: est.at(i as u32),
             sack: &blocks,
         });
+        if let Some((kind, episode)) = v.retrans {
+            out.push((i as u32, kind, episode));
+        }
+        if let Some((row, _)) = v.spurious_now {
+            // (a connection's retransmissions are in row order)
+            if let Ok(k) = out.binary_search_by_key(&row, |r| r.0) {
+                out[k].1 = SPURIOUS;
+            }
+        }
     }
-    let per = conns.into_iter().map(|c| c.out);
+    let per = conns.into_iter().map(|c| c.1);
     let mut out: Vec<Retrans> = per.flatten().collect();
     out.sort_unstable_by_key(|r| r.0);
     Ok(out)

@@ -7,17 +7,20 @@
 //! connection's state: the per-direction counts (`dirstats::Directions::on_packet`), the
 //! sequence state (`seq::Side::on_packet`, the one step of `tcp_state`'s walk) and the RTT
 //! samples (`rtt::Connection::on_packet`), whose values go to the direction's
-//! `flowstats::summary::Summary`. The rules are those of the column passes; only the driver
-//! differs.
+//! `flowstats::summary::Summary`, the RFC 6298 estimate (`srtt::Srtt`) and the
+//! retransmission rules (`retrans::Conn::on_packet`, with the packet's SACK blocks made
+//! relative as `conn::driver` does). Pass 1 runs the same sequence state and RTT samples
+//! (`super::conn::Scout`). The rules are those of the column passes; only the driver differs.
 
+use super::conn::{sack_ack, Conn, Pk, Prior, Scout};
 use super::source::Reader;
 use super::Refusal;
 use crate::capture::Rows;
-use crate::state::conn::{Fx, Packet, Settled, Table};
+use crate::state::conn::{sack_edge, Fx, Numbered, Packet, Settled, Table};
 use crate::state::dirstats::{self, DirStats, Directions};
-use crate::state::flowstats::summary::{RttRow, Summary};
-use crate::state::rtt;
-use crate::state::seq::{self, ACK, MISSING, SYN};
+use crate::state::flowstats::summary::RttRow;
+use crate::state::retrans::OOO_DEFAULT_S;
+use crate::state::seq::{ACK, MISSING, SYN};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::path::Path;
@@ -84,16 +87,6 @@ impl Addrs {
     }
 }
 
-/// One connection's per-packet state in pass 2.
-#[derive(Default)]
-struct Conn {
-    /// Sequence state by direction.
-    seq: [seq::Side; 2],
-    rtt: rtt::Connection,
-    /// The RTT (and later: retransmission, flight, stall) accumulators by direction.
-    sum: [Summary; 2],
-}
-
 /// One direction's row of the summary.
 #[derive(Clone, Debug)]
 pub struct Row {
@@ -103,6 +96,16 @@ pub struct Row {
     /// The connection's handshake RTT (NaN: none).
     pub hs_rtt: f64,
     pub rtt: Option<RttRow>,
+    pub retrans: Retrans,
+}
+
+/// One direction's retransmissions (`tracekit.analysis.retrans`): count, re-sent bytes, and
+/// the count by kind (fast, rto, spurious).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Retrans {
+    pub packets: i64,
+    pub bytes: i64,
+    pub kinds: [i64; 3],
 }
 
 impl Row {
@@ -125,48 +128,110 @@ pub struct Flows {
     pub packets: u64,
 }
 
-/// Pass 1: every connection packet through the table; what the whole trace settles.
-fn pass1(path: &Path) -> Result<(Settled, usize), Refusal> {
+/// One TCP packet of a batch as the passes read it (`win`: as given, or shifted).
+fn pk(rows: &Rows, i: usize, p: &Packet, nb: &Numbered, row: u64, win: i64) -> Pk {
+    let ts = rows.ts_ok[i];
+    Pk {
+        row: row as u32,
+        time: rows.time[i],
+        seq: nb.seq,
+        len: i64::from(rows.payload[i]),
+        flags: p.flags,
+        ack: nb.ack.unwrap_or(MISSING),
+        win,
+        ts_val: if ts {
+            i64::from(rows.ts_val[i])
+        } else {
+            MISSING
+        },
+        ts_ecr: if ts { i64::from(rows.ts_ecr[i]) } else { 0 },
+    }
+}
+
+/// What pass 1 settles.
+struct First {
+    settled: Settled,
+    nflows: usize,
+    /// Per connection, what its retransmission and smoothed-RTT state need.
+    priors: Vec<Prior>,
+    /// The base of a direction without one (`conn::driver::sack_edges`' fallback): the last
+    /// row's sequence number.
+    fallback: u32,
+}
+
+/// Pass 1: every connection packet through the table and each TCP connection's sequence
+/// state and RTT samples; what the whole trace settles.
+fn pass1(path: &Path) -> Result<First, Refusal> {
     let (mut table, mut addrs) = (Table::default(), Addrs::default());
+    let mut scouts: Vec<Scout> = Vec::new();
+    let (mut row, mut fallback) = (0u64, 0u32);
     for batch in Reader::start(path) {
-        for (_, p) in addrs.packets(&batch?) {
-            table.on_packet(&p);
+        let rows = batch?;
+        if let Some(l) = rows.len().checked_sub(1) {
+            fallback = rows.seq_raw[l].wrapping_sub(u32::from(rows.flags[l] & SYN == 0));
+        }
+        for (i, p) in addrs.packets(&rows) {
+            let nb = table.on_packet(&p);
+            if !p.tcp {
+                continue;
+            }
+            if nb.flow as usize >= scouts.len() {
+                scouts.resize_with(nb.flow as usize + 1, Scout::default);
+            }
+            let x = pk(&rows, i, &p, &nb, row, i64::from(rows.win_raw[i]));
+            scouts[nb.flow as usize].on_packet(usize::from(nb.side), &x);
+            row += 1;
         }
     }
-    Ok((table.settle(), table.len()))
+    let settled = table.settle();
+    let priors = scouts
+        .iter()
+        .enumerate()
+        .map(|(f, s)| s.settle(usize::from(settled.dir(f as u32, false) != 0)))
+        .collect();
+    Ok(First {
+        settled,
+        nflows: table.len(),
+        priors,
+        fallback,
+    })
 }
 
 /// The state of pass 2.
 struct Pass2<'a> {
-    settled: &'a Settled,
+    first: &'a First,
+    rto_floor_s: f64,
     table: Table,
     addrs: Addrs,
     dirs: Directions,
-    conns: Vec<Conn>,
+    conns: Vec<Option<Conn>>,
     /// Rows of the sequence state so far (the column path's `_i`).
     row: u64,
+    /// The packet's SACK blocks (relative edges).
+    sack: Vec<(i64, i64)>,
 }
 
 impl Pass2<'_> {
     /// One batch's TCP packets, capture order.
     fn batch(&mut self, rows: &Rows) {
+        let settled = &self.first.settled;
+        let mut k = 0; // the batch's SACK blocks, by row
         for (i, p) in self.addrs.packets(rows) {
             let nb = self.table.on_packet(&p);
             if !p.tcp {
                 continue; // the connection table numbers UDP pairs too; the passes are TCP's
             }
-            let (flow, dir) = (nb.flow, self.settled.dir(nb.flow, nb.side));
+            let (flow, dir) = (nb.flow, settled.dir(nb.flow, nb.side));
             // RFC 7323 §2.2: the window is shifted by the sender's scale, a SYN's never
-            let sh = self.settled.shift(flow, nb.side);
+            let sh = settled.shift(flow, nb.side);
             let mut win = i64::from(rows.win_raw[i]);
             if p.flags & SYN == 0 && sh > 0 {
                 win = win.wrapping_shl(u32::from(sh));
             }
-            let ack = nb.ack.unwrap_or(MISSING);
-            let (time, len) = (rows.time[i], i64::from(rows.payload[i]));
+            let x = pk(rows, i, &p, &nb, self.row, win);
             let seg = dirstats::Seg {
-                time,
-                payload: len,
+                time: x.time,
+                payload: x.len,
                 size: i64::from(rows.size[i]),
                 seq: nb.seq,
                 syn: p.flags & SYN != 0,
@@ -185,46 +250,30 @@ impl Pass2<'_> {
             };
             self.dirs
                 .on_packet(flow, i16::from(dir), self.row as i64, &seg);
+            // RFC 2018 §3: the blocks count in the other direction's numbers, in the ACK's lap
+            self.sack.clear();
+            while k < rows.sack_row.len() && (rows.sack_row[k] as usize) < i {
+                k += 1;
+            }
+            let base = settled.base(flow, 1 - dir).unwrap_or(self.first.fallback);
+            while k < rows.sack_row.len() && rows.sack_row[k] as usize == i {
+                let e = |raw: i64| sack_edge(raw, base, sack_ack(&nb));
+                self.sack
+                    .push((e(rows.sack_left[k]), e(rows.sack_right[k])));
+                k += 1;
+            }
             if flow as usize >= self.conns.len() {
-                self.conns.resize_with(flow as usize + 1, Conn::default);
+                self.conns.resize_with(flow as usize + 1, || None);
             }
-            let c = &mut self.conns[flow as usize];
-            let d = usize::from(dir == 1);
-            let peer = c.seq[1 - d].peer();
-            let s = seq::Seg {
-                seq: nb.seq,
-                len,
-                flags: p.flags,
-                ack,
-                win,
-            };
-            let step = c.seq[d].on_packet(&peer, self.row as i64, &s);
-            let ts = rows.ts_ok[i];
-            let rp = rtt::Packet {
-                row: self.row as u32,
-                dir: d,
-                time,
-                seq: nb.seq,
-                len,
-                flags: p.flags,
-                ack,
-                ts_val: if ts {
-                    i64::from(rows.ts_val[i])
-                } else {
-                    MISSING
-                },
-                ts_ecr: if ts { i64::from(rows.ts_ecr[i]) } else { 0 },
-                bits: step.bits,
-                nxt: step.nxt,
-            };
-            // a sample times the other direction's data (it sits on this direction's ACK)
-            let (sq, tv) = c.rtt.on_packet(&rp);
-            if let Some(x) = sq {
-                c.sum[1 - d].on_rtt(x.rtt, true);
-            }
-            if let Some(x) = tv {
-                c.sum[1 - d].on_rtt(x.rtt, false);
-            }
+            let (first, floor) = (self.first, self.rto_floor_s);
+            let c = self.conns[flow as usize].get_or_insert_with(|| {
+                let none = Prior {
+                    seq_rtt: [false; 2],
+                    ooo_s: OOO_DEFAULT_S,
+                };
+                Conn::new(first.priors.get(flow as usize).unwrap_or(&none), floor)
+            });
+            c.on_packet(usize::from(dir == 1), &x, &self.sack);
             self.row += 1;
         }
     }
@@ -241,16 +290,20 @@ impl Pass2<'_> {
             let hs = d
                 .find(flow, 0)
                 .map_or(f64::NAN, |j| d.stats[j].handshake_rtt());
-            let rtt = self
-                .conns
-                .get_mut(flow as usize)
-                .and_then(|c| c.sum[dir as usize].rtt());
+            let sum = self.conns.get_mut(flow as usize).and_then(|c| c.as_mut());
+            let sum = sum.map(|c| &mut c.sum[dir as usize]);
+            let retrans = sum.as_ref().map(|s| Retrans {
+                packets: s.retrans,
+                bytes: s.retrans_bytes,
+                kinds: s.kinds,
+            });
             out.push(Row {
                 flow,
                 dir: dir as i8,
                 stats: s.clone(),
                 hs_rtt: hs,
-                rtt,
+                rtt: sum.and_then(|s| s.rtt()),
+                retrans: retrans.unwrap_or_default(),
             });
         }
         Flows {
@@ -261,16 +314,20 @@ impl Pass2<'_> {
 }
 
 /// The per-direction summary of the pcap file at `path` (see the module docs).
-pub fn summary(path: &Path) -> Result<Flows, Refusal> {
-    let (settled, nflows) = pass1(path)?;
+/// `rto_floor_s`: the sender's minimum RTO (`tracekit.analysis.retrans.rto_floor`).
+pub fn summary(path: &Path, rto_floor_s: f64) -> Result<Flows, Refusal> {
+    let first = pass1(path)?;
+    let nflows = first.nflows;
     let top = u32::try_from(nflows).ok().and_then(|n| n.checked_sub(1));
     let mut p = Pass2 {
-        settled: &settled,
+        first: &first,
+        rto_floor_s,
         table: Table::default(),
         addrs: Addrs::default(),
         dirs: Directions::new(top, nflows),
         conns: Vec::new(),
         row: 0,
+        sack: Vec::new(),
     };
     for batch in Reader::start(path) {
         p.batch(&batch?);

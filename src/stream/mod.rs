@@ -4,11 +4,17 @@
 //! [`source`] reads the file in bounded batches on a reader thread (the capture reader's own
 //! container walk and decoder, `crate::capture`), [`drive`] makes two passes over it: the
 //! first numbers the connections and settles what only the whole trace tells
-//! (`state::conn::Table::settle`: directions and window scales), the second feeds every TCP
-//! packet to its connection's state (sequence state, per-direction counts, RTT samples) and
-//! collects the per-direction summaries. Memory: the batches in flight, the per-connection
-//! state and each direction's RTT samples (for the quantiles). `py.rs` is `_core.stream_summary`.
+//! (`state::conn::Table::settle`: directions and window scales; [`conn::Scout`]: each
+//! direction's smoothed-RTT method and each connection's out-of-order window), the second
+//! feeds every TCP packet to its connection's state ([`conn::Conn`]: sequence state,
+//! per-direction counts, RTT samples, the RFC 6298 estimate, retransmissions) and collects
+//! the per-direction summaries. Memory: the batches in flight, the per-connection state, each
+//! direction's RTT samples (for the quantiles, 8 B each) and the retransmission rules' log of
+//! the sequence starts each direction sent (`retrans::SentLog`, 24 B per data segment: a
+//! re-send is compared with the previous send of its start, however old). `py.rs` is
+//! `_core.stream_summary`.
 
+pub mod conn;
 pub mod drive;
 pub mod py;
 pub mod source;

@@ -24,13 +24,21 @@ fn error(py: Python<'_>, r: &Refusal, path: &std::path::Path) -> PyErr {
 /// Per direction that carried data (first-appearance order), the columns of
 /// `tracekit.analyze(tracekit.read(path)).flows` the streamed passes give: `flow`, `dir`,
 /// counts and bytes, `start`/`end`, `mss`/`wscale` (-1: none), `handshake_rtt_s` and the
-/// `rtt_*` columns (NaN: none; `rtt_samples` 0 and `rtt_method` None without a sample);
+/// `rtt_*` columns (NaN: none; `rtt_samples` 0 and `rtt_method` None without a sample), the
+/// `retrans_*` columns (`rto_floor_s`: the sender's minimum RTO, by default Linux's 0.2 s, what
+/// `tracekit.analysis.retrans.rto_floor` takes for a pcap capture);
 /// `packets_fed`: the TCP packets of connections the passes read. A pcap file only: any
 /// other container, or a capture the stream cannot read as `tracekit.read` does, raises
 /// the `tracekit.errors` exception that says why, naming the file.
 #[pyfunction]
-pub fn stream_summary(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyDict>> {
-    let got = py.detach(|| std::panic::catch_unwind(AssertUnwindSafe(|| summary(&path))));
+#[pyo3(signature = (path, rto_floor_s = 0.2))]
+pub fn stream_summary(
+    py: Python<'_>,
+    path: PathBuf,
+    rto_floor_s: f64,
+) -> PyResult<Bound<'_, PyDict>> {
+    let got =
+        py.detach(|| std::panic::catch_unwind(AssertUnwindSafe(|| summary(&path, rto_floor_s))));
     let f = match got {
         Ok(Ok(f)) => f,
         Ok(Err(r)) => return Err(error(py, &r, &path)),
@@ -79,6 +87,11 @@ fn output(py: Python<'_>, f: Flows) -> PyResult<Bound<'_, PyDict>> {
         .map(|r| r.rtt.map(|x| if x.seq { "seq" } else { "ts" }))
         .collect();
     d.set_item("rtt_method", method)?;
+    col!("retrans_packets", |r| r.retrans.packets);
+    col!("retrans_bytes", |r| r.retrans.bytes);
+    col!("retrans_fast", |r| r.retrans.kinds[0]);
+    col!("retrans_rto", |r| r.retrans.kinds[1]);
+    col!("retrans_spurious", |r| r.retrans.kinds[2]);
     d.set_item("packets_fed", f.packets)?;
     Ok(d)
 }

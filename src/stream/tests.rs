@@ -61,7 +61,7 @@ fn handshake_data_and_rtt() {
         seg(false, 501, 301, ack, 0),
     ];
     let path = write("hs.pcap", &pcap(&frames));
-    let f = summary(&path).unwrap();
+    let f = summary(&path, 0.2).unwrap();
     std::fs::remove_file(&path).unwrap();
     assert_eq!(f.packets, 7);
     assert_eq!(f.rows.len(), 1);
@@ -82,17 +82,56 @@ fn handshake_data_and_rtt() {
 #[test]
 fn refusals_name_the_reason() {
     let ng = write("x.pcapng", &[0x0a, 0x0d, 0x0d, 0x0a, 0, 0, 0, 0]);
-    let e = summary(&ng).unwrap_err();
+    let e = summary(&ng, 0.2).unwrap_err();
     assert_eq!(e.kind, "UnknownFormatError");
     assert!(e.message.contains("pcapng"));
     let junk = write("junk.pcap", b"not a capture at all, no");
-    assert_eq!(summary(&junk).unwrap_err().kind, "UnknownFormatError");
+    assert_eq!(summary(&junk, 0.2).unwrap_err().kind, "UnknownFormatError");
     let mut cut = pcap(&[seg(true, 1, 0, 0x02, 0)]);
     cut[32..36].copy_from_slice(&u32::MAX.to_le_bytes()); // a huge captured length
     let cut_p = write("cut.pcap", &cut);
-    assert_eq!(summary(&cut_p).unwrap_err().kind, "CorruptTraceError");
+    assert_eq!(summary(&cut_p, 0.2).unwrap_err().kind, "CorruptTraceError");
     for p in [ng, junk, cut_p] {
         std::fs::remove_file(p).unwrap();
     }
-    assert!(summary(Path::new("/nonexistent/x.pcap")).is_err());
+    assert!(summary(Path::new("/nonexistent/x.pcap"), 0.2).is_err());
+}
+
+/// A timeout re-send counts as `rto` until a later D-SACK (RFC 2883) covers it: then the
+/// direction's counts move it to `spurious`, the bytes and count unchanged.
+#[test]
+fn a_dsack_moves_a_counted_retransmission_to_spurious() {
+    use super::conn::{Conn, Pk, Prior};
+    use crate::state::seq::MISSING;
+    let prior = Prior {
+        seq_rtt: [true; 2],
+        ooo_s: 0.01,
+    };
+    let mut c = Conn::new(&prior, 0.2);
+    let pk = |row: u32, time: f64, seq: i64, len: i64, flags: u8, ack: i64| Pk {
+        row,
+        time,
+        seq,
+        len,
+        flags,
+        ack,
+        win: 65535,
+        ts_val: MISSING,
+        ts_ecr: 0,
+    };
+    let (syn, ack, synack) = (0x02, 0x10, 0x12);
+    c.on_packet(0, &pk(0, 0.0, 0, 0, syn, MISSING), &[]);
+    c.on_packet(1, &pk(1, 0.01, 0, 0, synack, 1), &[]);
+    c.on_packet(0, &pk(2, 0.02, 1, 0, ack, 1), &[]);
+    c.on_packet(0, &pk(3, 0.03, 1, 1000, ack, 1), &[]);
+    c.on_packet(0, &pk(4, 0.5, 1, 1000, ack, 1), &[]);
+    assert_eq!((c.sum[0].retrans, c.sum[0].retrans_bytes), (1, 1000));
+    assert_eq!(c.sum[0].kinds, [0, 1, 0]);
+    // a D-SACK block for other bytes changes nothing; one covering the re-send does
+    c.on_packet(1, &pk(5, 0.51, 1, 0, ack, 1001), &[(1, 500)]);
+    assert_eq!(c.sum[0].kinds, [0, 1, 0]);
+    c.on_packet(1, &pk(6, 0.52, 1, 0, ack, 1001), &[(1, 1001)]);
+    assert_eq!(c.sum[0].kinds, [0, 0, 1]);
+    c.on_packet(1, &pk(7, 0.53, 1, 0, ack, 1001), &[(1, 1001)]);
+    assert_eq!((c.sum[0].retrans, c.sum[0].kinds), (1, [0, 0, 1]));
 }

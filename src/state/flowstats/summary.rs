@@ -139,6 +139,17 @@ impl Summary {
         }
     }
 
+    /// An earlier retransmission of kind `was` turned spurious (a later D-SACK, RFC 2883).
+    pub fn now_spurious(&mut self, was: u8) {
+        let k = match was {
+            FAST => 0,
+            RTO => 1,
+            _ => return,
+        };
+        self.kinds[k] -= 1;
+        self.kinds[2] += 1;
+    }
+
     /// A data segment's bytes in flight ([`MISSING`]: unknown, left out).
     pub fn on_flight(&mut self, bytes: i64) {
         if bytes != MISSING {

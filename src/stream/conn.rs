@@ -1,0 +1,246 @@
+//! One connection's per-packet state in the two passes, and what pass 1 hands to pass 2.
+//!
+//! Both passes feed every TCP packet of a connection to the same sequence state
+//! (`seq::Side::on_packet`) and RTT samples (`rtt::Connection::on_packet`) ([`Tcp`]). Pass 1
+//! ([`Scout`], indexed by side: the directions are not settled yet) keeps what the smoothed
+//! RTT and the retransmission rules need of the whole trace: whether each direction has a
+//! `seq` sample (`tracekit.analysis.rtt.smoothed` uses a direction's `seq` samples, its `ts`
+//! ones only when it has none), the connection's least RTT sample and its handshake times
+//! (the out-of-order window of `retrans.rs`: the handshake RTT, else the least sample).
+//! Pass 2 ([`Conn`], indexed by direction) runs one RFC 6298 estimator per direction fed
+//! the chosen method's samples as they close, and `retrans::Conn::on_packet` per packet.
+
+use crate::state::conn::Numbered;
+use crate::state::dirstats::{self, DirStats};
+use crate::state::flowstats::summary as fs;
+use crate::state::flowstats::summary::Summary;
+use crate::state::retrans::{self, OOO_DEFAULT_S};
+use crate::state::rtt::{self, Sample};
+use crate::state::seq::{self, Peer, Step, MISSING, SYN};
+use crate::state::srtt::Srtt;
+
+// The flows accumulator's kind codes are the retransmission kinds' plus one.
+const _: () = assert!(
+    retrans::FAST + 1 == fs::FAST
+        && retrans::RTO + 1 == fs::RTO
+        && retrans::SPURIOUS + 1 == fs::SPURIOUS
+);
+
+/// One TCP packet's fields as the passes read them (relative numbers, the window as given).
+#[derive(Clone, Copy, Debug)]
+pub struct Pk {
+    pub row: u32,
+    pub time: f64,
+    pub seq: i64,
+    pub len: i64,
+    pub flags: u8,
+    /// Relative ACK ([`MISSING`]: no ACK flag).
+    pub ack: i64,
+    pub win: i64,
+    /// [`MISSING`]: no timestamp option.
+    pub ts_val: i64,
+    pub ts_ecr: i64,
+}
+
+/// The sequence state and RTT samples of one connection, by index 0/1.
+#[derive(Default)]
+pub struct Tcp {
+    pub seq: [seq::Side; 2],
+    pub rtt: rtt::Connection,
+}
+
+/// What [`Tcp::on_packet`] found: the other index as the packet found it, the packet's
+/// sequence state, and the `seq` and `ts` samples it closed (they time index `1 - d`).
+pub struct Found {
+    pub peer: Peer,
+    pub step: Step,
+    pub samples: (Option<Sample>, Option<Sample>),
+}
+
+impl Tcp {
+    /// Packet `p` sent by index `d` (the one step of `tcp_state`'s walk, then `tcp_rtt`'s).
+    pub fn on_packet(&mut self, d: usize, p: &Pk) -> Found {
+        let peer = self.seq[1 - d].peer();
+        let s = seq::Seg {
+            seq: p.seq,
+            len: p.len,
+            flags: p.flags,
+            ack: p.ack,
+            win: p.win,
+        };
+        let step = self.seq[d].on_packet(&peer, i64::from(p.row), &s);
+        let samples = self.rtt.on_packet(&rtt::Packet {
+            row: p.row,
+            dir: d,
+            time: p.time,
+            seq: p.seq,
+            len: p.len,
+            flags: p.flags,
+            ack: p.ack,
+            ts_val: p.ts_val,
+            ts_ecr: p.ts_ecr,
+            bits: step.bits,
+            nxt: step.nxt,
+        });
+        Found {
+            peer,
+            step,
+            samples,
+        }
+    }
+}
+
+/// Pass 1's state of one connection, by side.
+pub struct Scout {
+    tcp: Tcp,
+    /// The handshake times (`dirstats`: only its SYN and ACK times are read here).
+    hs: [DirStats; 2],
+    /// A `seq` sample timed this side's data.
+    has_seq: [bool; 2],
+    /// The least RTT sample above 0 s (either method, either direction; +inf: none).
+    min_rtt: f64,
+}
+
+impl Default for Scout {
+    fn default() -> Self {
+        Scout {
+            tcp: Tcp::default(),
+            hs: [DirStats::new(0), DirStats::new(0)],
+            has_seq: [false; 2],
+            min_rtt: f64::INFINITY,
+        }
+    }
+}
+
+impl Scout {
+    /// Packet `p` of side `s` (the window unshifted: the shifts are settled after this pass;
+    /// a shift changes no zero window, and only the duplicate-ACK bit, which no sample reads,
+    /// compares windows otherwise).
+    pub fn on_packet(&mut self, s: usize, p: &Pk) {
+        let seg = dirstats::Seg {
+            time: p.time,
+            payload: p.len,
+            size: 0,
+            seq: p.seq,
+            syn: p.flags & SYN != 0,
+            has_ack: p.flags & seq::ACK != 0,
+            in_state: true,
+            mss: -1,
+            wscale: -1,
+        };
+        // `Directions::on_packet`'s rule: the initiator's ACKs after the peer's SYN-ACK (the
+        // initiator is not known yet: both sides' times are kept, the initiator's read)
+        let peer_synack = seg.has_ack && !seg.syn && self.hs[1 - s].synack;
+        self.hs[s].on_packet(&seg, peer_synack);
+        let (sq, ts) = self.tcp.on_packet(s, p).samples;
+        self.has_seq[1 - s] |= sq.is_some();
+        for x in [sq, ts].into_iter().flatten() {
+            if x.rtt > 0.0 {
+                self.min_rtt = self.min_rtt.min(x.rtt);
+            }
+        }
+    }
+
+    /// What pass 2 needs, by direction; `init` the initiator's side.
+    pub fn settle(&self, init: usize) -> Prior {
+        // `retrans.min_rtt`: the handshake RTT when above 0, else the least sample
+        let hs = self.hs[init].handshake_rtt();
+        let ooo_s = if hs > 0.0 {
+            hs
+        } else if self.min_rtt.is_finite() {
+            self.min_rtt
+        } else {
+            OOO_DEFAULT_S
+        };
+        Prior {
+            seq_rtt: [self.has_seq[init], self.has_seq[1 - init]],
+            ooo_s,
+        }
+    }
+}
+
+/// What pass 1 settles for a connection, by direction.
+#[derive(Clone, Copy, Debug)]
+pub struct Prior {
+    /// The direction's smoothed RTT follows its `seq` samples (else its `ts` ones).
+    pub seq_rtt: [bool; 2],
+    /// The out-of-order window (seconds).
+    pub ooo_s: f64,
+}
+
+/// Pass 2's state of one connection, by direction.
+pub struct Conn {
+    pub tcp: Tcp,
+    /// RFC 6298 §2: the smoothed RTT of each direction's data.
+    srtt: [Srtt; 2],
+    seq_rtt: [bool; 2],
+    retrans: retrans::Conn,
+    /// The RTT, retransmission (later: flight, stall) accumulators.
+    pub sum: [Summary; 2],
+}
+
+impl Conn {
+    pub fn new(prior: &Prior, rto_floor_s: f64) -> Conn {
+        Conn {
+            tcp: Tcp::default(),
+            srtt: [Srtt::default(); 2],
+            seq_rtt: prior.seq_rtt,
+            retrans: retrans::Conn::new(prior.ooo_s, rto_floor_s),
+            sum: [Summary::default(), Summary::default()],
+        }
+    }
+
+    /// Packet `p` of direction `d` with its SACK blocks (relative edges).
+    pub fn on_packet(&mut self, d: usize, p: &Pk, sack: &[(i64, i64)]) {
+        let f = self.tcp.on_packet(d, p);
+        // a sample times the other direction's data (it sits on this direction's ACK)
+        let (sq, ts) = f.samples;
+        let o = 1 - d;
+        if let Some(x) = sq {
+            self.sum[o].on_rtt(x.rtt, true);
+        }
+        if let Some(x) = ts {
+            self.sum[o].on_rtt(x.rtt, false);
+        }
+        // `srtt::smooth`: the estimate after the chosen method's sample taken on this row
+        // (`Est::at`: none, or NaN, is no estimate)
+        let used = if self.seq_rtt[o] { sq } else { ts };
+        let srtt = used.and_then(|x| {
+            self.srtt[o].on_sample(x.rtt);
+            self.srtt[o].get().map(|e| e.0).filter(|v| !v.is_nan())
+        });
+        let v = self.retrans.on_packet(&retrans::Pkt {
+            row: p.row,
+            dir: d,
+            time: p.time,
+            seq: p.seq,
+            len: p.len,
+            nxt: f.step.nxt,
+            ack: p.ack,
+            r_hi_ack: f.peer.hi_ack,
+            flags: p.flags,
+            bits: f.step.bits,
+            srtt,
+            sack,
+        });
+        if let Some((kind, _)) = v.retrans {
+            // only the part below the highest end sent before counts as re-sent (`flows._summary`)
+            let dend = p.seq + p.len;
+            let upto = if f.step.nxt == MISSING {
+                dend
+            } else {
+                dend.min(f.step.nxt)
+            };
+            self.sum[d].on_retrans((upto - p.seq).max(0), kind + 1);
+        }
+        if let Some((_, was)) = v.spurious_now {
+            // RFC 2883: a later D-SACK turned an earlier retransmission spurious
+            self.sum[o].now_spurious(was + 1);
+        }
+    }
+}
+
+/// The relative ACK a packet's SACK edges are placed against (`conn::driver`: 0 without one).
+pub fn sack_ack(nb: &Numbered) -> i64 {
+    nb.ack.unwrap_or(0)
+}
