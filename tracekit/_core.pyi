@@ -144,6 +144,15 @@ def flow_summary(
     st: tuple[npt.NDArray[np.uint32], npt.NDArray[np.int8]], st_dur: npt.NDArray[np.float64],
 ) -> dict[str, npt.NDArray[Any]]: ...
 
+# src/state/flowdirs.rs: per flows row (flow, dir): received bytes, drops, duplicate ACKs, last srtt
+def flow_dirs(
+    flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int8],
+    ev: tuple[npt.NDArray[np.uint32], npt.NDArray[np.int8], npt.NDArray[np.float64], npt.NDArray[np.int64],
+              npt.NDArray[np.int64], npt.NDArray[np.uint8]] | tuple[npt.NDArray[Any], ...],
+    dup: tuple[npt.NDArray[np.uint32], npt.NDArray[np.int8], npt.NDArray[np.bool_]],
+    est: tuple[npt.NDArray[np.uint32], npt.NDArray[np.int8], npt.NDArray[np.float64], npt.NDArray[np.float64]],
+) -> dict[str, npt.NDArray[Any]]: ...
+
 # src/state/vantage.rs: per connection, where the capture was taken (0 sender, 1 receiver, 2 middle, -1 none)
 def tcp_vantage(
     flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int8], keep: npt.NDArray[np.bool_],

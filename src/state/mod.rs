@@ -9,6 +9,7 @@ pub mod conn;
 pub mod cwnd;
 pub mod dirstats;
 pub mod flight;
+pub mod flowdirs;
 pub mod flowstats;
 pub mod group;
 pub mod retrans;
@@ -99,6 +100,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     cwnd::py_events::register(m)?;
     conn::register(m)?;
     flowstats::register(m)?;
+    flowdirs::register(m)?;
     group::register(m)?;
     srtt::register(m)?;
 

@@ -27,7 +27,8 @@ Row = dict[str, Any]
 #: The smallest RTO the Padhye model is given (RFC 6298 §2.4 rounds up to 1 s; Linux uses 200 ms).
 RTO_MIN_S = 0.2
 
-#: Counts that are 0 (not missing) for a direction without any: the summary's left joins leave them null.
+#: Counts that are 0 (not missing) for a direction without any (a direction the core's summary
+#: has no entry for gets None).
 ZERO_COUNTS = ("retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto", "retrans_spurious", "stall_count",
                "dup_acks")
 
@@ -164,7 +165,7 @@ def with_models(rows: Iterable[Row]) -> list[Row]:
 
 
 def with_zero_counts(r: Row) -> Row:
-    """The :data:`ZERO_COUNTS` and ``stall_time_s`` as 0 where no row of theirs was joined."""
+    """The :data:`ZERO_COUNTS` and ``stall_time_s`` as 0 where the core had no entry for the direction."""
     for c in ZERO_COUNTS:
         if r.get(c) is None:
             r[c] = 0

@@ -60,14 +60,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import polars as pl
 
-from tracekit import _core
 from tracekit.analysis import _dirstats, _flowrows
+from tracekit.analysis import _flowdirs as _fd
 from tracekit.analysis import _flowstats as _np
-from tracekit.analysis._groups import MISSING
-from tracekit.analysis._state import KEYS, at, prepare
+from tracekit.analysis._state import KEYS, prepare
 
 FLOW_KEYS = KEYS
 
@@ -119,8 +117,10 @@ def directions(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, par
     The per-packet rules ran in the compiled core's per-direction accumulators
     (``src/state/dirstats.rs``: counts, bytes, endpoints, window scaling, the handshake RTT;
     ``src/state/flowstats``: ACK timing, windows, limits, and RTT, retransmission, flight and
-    stall summaries); their rows are joined here and the arithmetic on them is
-    :mod:`tracekit.analysis._flowrows`, in plain Python.
+    stall summaries; ``src/state/flowdirs.rs``: a simulator's received bytes and drops, the
+    duplicate ACKs, the last smoothed RTT) return per-direction arrays, which
+    :mod:`tracekit.analysis._flowdirs` puts into one record per direction by position (no
+    join); the arithmetic on them is :mod:`tracekit.analysis._flowrows`, in plain Python.
 
     Args:
         pk: Packets at the vantage point (:func:`tracekit.analysis.vantage.vantage`).
@@ -133,32 +133,33 @@ def directions(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, par
     Returns:
         The :class:`Directions`, for :func:`finish`.
     """
-    from tracekit.analysis import retrans as _re
 
     parts = dict(parts or {})
     dirs = parts.get("dirstats")
-    base = _base(_dirstats.of_packets(pk) if dirs is None else dirs)
+    rows, schema = _fd.base(_dirstats.of_packets(pk) if dirs is None else dirs)
+    schema.update(_COMPUTED)
     st = parts.get("state")
     st = prepare(pk) if st is None else st
-    if base.is_empty() or st.is_empty():
-        return Directions([_flowrows.rates(r) for r in base.to_dicts()], _schema(base), full=False)
+    if not rows or st.is_empty():
+        return Directions([_flowrows.rates(r) for r in rows], schema, full=False)
     p = _parts(pk, st, parts)
     allp = pk if all_packets is None else all_packets
     simulator = allp.height > 0 and bool((allp["event"] != "capture").any())
-    d = (
-        base.rename({"_hs_rtt": "handshake_rtt_s"})
-        .join(_np.stats(st, p["smoothed"]), on=KEYS, how="left")
-        .join(_summary(st, p["rtt_samples"], p["retrans"], p["flight"], p["stalls"]), on=KEYS, how="left")
-        .join(_re.dup_acks(st), on=KEYS, how="left")
-        .join(p["vantage"], on="flow", how="left")
-        .join(_received(allp), on=KEYS, how="left")
-        .join(_last_estimate(p["smoothed"]), on=KEYS, how="left")
-    )
-    if simulator:
-        d = d.join(_drop_counts(allp), on=KEYS, how="left")
+    # the core's per-direction outputs, into the records by position
+    key, cols = _np.stats(st, p["smoothed"])
+    _fd.put(rows, key, cols)
+    schema.update(_np.SCHEMA, max_rwnd_bytes=st["win"].dtype)
+    key, cols, types = _fd.summary(st, p["rtt_samples"], p["retrans"], p["flight"], p["stalls"])
+    _fd.put(rows, key, cols)
+    schema.update(types)
+    vp = p["vantage"]
+    at_flow = dict(zip(vp["flow"].to_list(), vp["vantage_point"].to_list(), strict=True))
+    for r in rows:
+        r["vantage_point"] = at_flow.get(r["flow"])
+    _fd.put_aligned(rows, _fd.core_values(rows, allp, st, p["smoothed"], simulator=simulator))
     rows = [_flowrows.loss_rate(_flowrows.transfer_and_goodput(_flowrows.with_zero_counts(_flowrows.rates(r))),
-                                simulator=simulator) for r in d.to_dicts()]
-    return Directions(rows, _schema(d), full=True)
+                                simulator=simulator) for r in rows]
+    return Directions(rows, schema, full=True)
 
 
 def finish(d: Directions, cwnd_stats: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -220,35 +221,12 @@ _TYPES: dict[str, pl.DataType] = {
 }
 
 
-def _schema(df: pl.DataFrame) -> dict[str, pl.DataType]:
-    """The frame's column types, with those of the columns :mod:`._flowrows` computes."""
-    out = dict(df.schema)
-    out.update({c: pl.Float64() for c in ("duration", "throughput_bps", "goodput_bps", "transfer_s", "handshake_s",
-                                          "loss_rate", "loss_event_rate", "mathis_bps", "padhye_bps",
-                                          "window_limited_bps")})
-    out.update(goodput_source=pl.String(), delivered_bytes=pl.Int64(), drops=pl.Int64(), dup_acks=pl.Int64())
-    return out
-
-
-def _base(dirs: pl.DataFrame) -> pl.DataFrame:
-    """The per-direction accumulator's rows with payload: counts, bytes, endpoints and window scaling.
-
-    (``_smss``, the largest payload, ``_syn_t``, the connection's first SYN, and ``_hs_rtt``, its
-    handshake RTT: :func:`tracekit.analysis.rtt.handshake`.)
-    """
-    return dirs.filter(pl.col("data_bytes") > 0).select(
-        *FLOW_KEYS, "src", "dst", "sport", "dport", "start", "end", "packets", "data_packets", "data_bytes",
-        "wire_bytes", "unique_bytes", "mss", "wscale", "_smss", "window_scaling", "_syn_t", _hs_rtt="hs_rtt")
-
-
-def _last_estimate(est: pl.DataFrame) -> pl.DataFrame:
-    """``flow, dir, srtt, rttvar``: the smoothed RTT estimate at the end (the Padhye model's RTO)."""
-    return est.sort("_i").group_by(KEYS).agg(pl.col("srtt").last(), pl.col("rttvar").last())
-
-
-def _drop_counts(allp: pl.DataFrame) -> pl.DataFrame:
-    """``flow, dir, drops``: a simulator's ``drop`` events per direction."""
-    return allp.filter(pl.col("event") == "drop").group_by(KEYS).agg(pl.len().cast(pl.Int64).alias("drops"))
+#: The types of the columns :mod:`._flowrows` computes.
+_COMPUTED: dict[str, pl.DataType] = {
+    **{c: pl.Float64() for c in ("duration", "throughput_bps", "goodput_bps", "transfer_s", "handshake_s",
+                                 "loss_rate", "loss_event_rate", "mathis_bps", "padhye_bps", "window_limited_bps")},
+    "goodput_source": pl.String(), "delivered_bytes": pl.Int64(), "drops": pl.Int64(), "dup_acks": pl.Int64(),
+}
 
 
 def _parts(pk: pl.DataFrame, st: pl.DataFrame, parts: dict[str, Any]) -> dict[str, pl.DataFrame]:
@@ -277,79 +255,3 @@ def _parts(pk: pl.DataFrame, st: pl.DataFrame, parts: dict[str, Any]) -> dict[st
     est = parts.get("smoothed")
     est = _rtt.smoothed(rs) if est is None else est
     return {"rtt_samples": rs, "retrans": rt, "flight": fl, "stalls": sl, "vantage": vp, "smoothed": est}
-
-
-#: The retransmission kinds' codes in the core's ``flow_summary`` (``src/state/flowstats/summary.rs``).
-_KIND_CODES = {"fast": 1, "rto": 2, "spurious": 3}
-
-
-def _keys(df: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """A frame's ``flow`` (uint32) and ``dir`` (int8) columns, as the core's ``flow_summary`` takes them."""
-    return df["flow"].cast(pl.UInt32).to_numpy(), df["dir"].cast(pl.Int8).to_numpy()
-
-
-def _summary(st: pl.DataFrame, rs: pl.DataFrame, rt: pl.DataFrame, fl: pl.DataFrame, sl: pl.DataFrame
-             ) -> pl.DataFrame:
-    """Per direction the RTT, retransmission, flight and stall columns, in one core call.
-
-    The per-direction accumulators are ``src/state/flowstats/summary.rs``: RTT samples above
-    0 s, the ``seq`` ones where there are any (else ``ts``: ``rtt_method``), their min, mean,
-    median and 95th percentile (polars' linear interpolation); retransmissions (only the bytes
-    below the highest byte sent before count as re-sent, Wireshark's rule) by kind; the max and
-    mean bytes in flight; the stalls' count and time.
-    """
-    # the part of each retransmission that had been sent before: up to the highest end sent
-    # (``nxt``) and the data end of the segment
-    over = (pl.min_horizontal(at(st, rt["_i"], "dend"), at(st, rt["_i"], "nxt")) - rt["seq"]).clip(lower_bound=0)
-    rt_bytes = rt.select(b=over.fill_null(pl.col("len")).cast(pl.Int64))["b"].to_numpy()
-    kind = rt["kind"].replace_strict(_KIND_CODES, default=0, return_dtype=pl.UInt8).to_numpy()
-    d = _core.flow_summary(
-        _keys(rs), rs["rtt_s"].cast(pl.Float64).fill_null(np.nan).to_numpy(), (rs["method"] == "seq").to_numpy(),
-        _keys(rt), rt_bytes, kind,
-        _keys(fl), fl["flight_bytes"].cast(pl.Int64).fill_null(MISSING).to_numpy(),
-        _keys(sl), sl["duration"].cast(pl.Float64).to_numpy())
-    key = d["key"]
-    out = pl.DataFrame({
-        "flow": pl.Series(key >> 1, dtype=pl.UInt32), "dir": pl.Series(key & 1, dtype=pl.Int8),
-        **{f"{c}_s": d[c] for c in ("rtt_min", "rtt_mean", "rtt_p50", "rtt_p95")},
-        "rtt_samples": d["rtt_n"], "_seq": d["rtt_seq"],
-        "retrans_packets": d["retrans"], "retrans_bytes": d["retrans_bytes"], "retrans_fast": d["fast"],
-        "retrans_rto": d["rto"], "retrans_spurious": d["spurious"],
-        "flight_max_bytes": d["flight_max"], "flight_mean_bytes": d["flight_mean"],
-        "stall_count": d["stalls"], "stall_time_s": d["stall_time"],
-    })
-    # the core's stand-ins as nulls: no RTT sample above 0, no flight value
-    has_rtt, has_flight = pl.col("rtt_samples") > 0, pl.col("flight_max_bytes") != MISSING
-    return out.with_columns(
-        *[pl.when(has_rtt).then(pl.col(f"rtt_{q}_s")) for q in ("min", "mean", "p50", "p95")],
-        pl.when(has_rtt).then(pl.col("rtt_samples")),
-        rtt_method=pl.when(has_rtt).then(pl.when(pl.col("_seq")).then(pl.lit("seq")).otherwise(pl.lit("ts"))),
-        flight_max_bytes=pl.when(has_flight).then(pl.col("flight_max_bytes")),
-        flight_mean_bytes=pl.when(has_flight).then(pl.col("flight_mean_bytes")),
-    ).drop("_seq")
-
-
-def _received(allp: pl.DataFrame) -> pl.DataFrame:
-    """``flow, dir, _rx_bytes, _rx_t``: unique payload the destination node received, and when the last came.
-
-    Simulator traces only: receive events (ns-2 ``r``) on a link into the node the packet is
-    addressed to (its ``dst`` is that node's id, as ns-2 writes addresses ``node.port``).
-    """
-    empty = pl.DataFrame(schema={"flow": pl.UInt32, "dir": pl.Int8, "_rx_bytes": pl.Int64, "_rx_t": pl.Float64})
-    if allp.is_empty() or not (allp["event"] == "recv").any():
-        return empty
-    rx = allp.lazy().filter(
-        (pl.col("event") == "recv") & (pl.col("payload") > 0) & pl.col("flow").is_not_null()
-        & pl.col("dir").is_not_null() & pl.col("seq").is_not_null()
-        & (pl.col("node") == pl.col("dst").cast(pl.String))
-    ).select(*KEYS, "time", "seq", end=pl.col("seq") + pl.col("payload").cast(pl.Int64)).collect()
-    if rx.is_empty():
-        return empty
-    # each byte range once, at its first arrival (a retransmission that fills a hole arrives after
-    # higher data but delivers new bytes); the union of the ranges in sequence order
-    rx = rx.group_by(*KEYS, "seq", "end").agg(pl.col("time").min()).sort(*KEYS, "seq", "end").with_columns(
-        _before=pl.col("end").cum_max().shift(1).over(KEYS))
-    new = (pl.col("end") - pl.max_horizontal("seq", pl.col("_before").fill_null(pl.col("seq")))).clip(lower_bound=0)
-    rx = rx.with_columns(_new=new)
-    return rx.group_by(KEYS).agg(pl.col("_new").sum().cast(pl.Int64).alias("_rx_bytes"),
-                                 pl.col("time").filter(pl.col("_new") > 0).max().alias("_rx_t"))

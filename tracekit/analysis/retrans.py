@@ -65,7 +65,7 @@ import polars as pl
 from tracekit import _core
 from tracekit.analysis import rtt as _rtt
 from tracekit.analysis._groups import MISSING
-from tracekit.analysis._state import KEYS, pick, prepare, sack_blocks_of
+from tracekit.analysis._state import KEYS, prepare, sack_blocks_of
 from tracekit.schema import RETRANSMISSIONS, empty
 
 #: RTO floor (Linux TCP_RTO_MIN), used when no RTT is known. The core keeps the other constants
@@ -218,11 +218,13 @@ def retransmissions(pk: pl.DataFrame, *, state: pl.DataFrame | None = None,
 def dup_acks(st: pl.DataFrame) -> pl.DataFrame:
     """Duplicate ACKs (Wireshark's definition) counted against the direction whose data they repeat.
 
+    Counted in the compiled core (``src/state/flowdirs.rs``, as for the flows' ``dup_acks``).
+
     Returns:
         ``flow, dir, dup_acks`` where ``dir`` is the data direction (the ACKs travel the other way).
     """
+    from tracekit.analysis._flowdirs import dup_acks as counted
+
     if st.is_empty():
         return pl.DataFrame(schema={"flow": pl.UInt32, "dir": pl.Int8, "dup_acks": pl.UInt32})
-    return pick(st, pl.col("dup"), "flow", (1 - pl.col("dir")).cast(pl.Int8).alias("dir")).group_by(KEYS).agg(
-        pl.len().cast(pl.UInt32).alias("dup_acks")
-    )
+    return counted(st)
