@@ -29,7 +29,6 @@ COLUMNS = [
 #: What the stream refuses, as its message says it.
 REASONS = ("pcapng is not streamed yet", "IP length runs beyond its frame")
 #: The 1x bench capture (bench/README.md), when present.
-BIG = Path(__file__).resolve().parents[1] / "bench" / "data" / "big.pcap"
 CAPTURES = sorted(p for p in SAMPLES.rglob("*") if p.suffix in (".pcap", ".pcapng"))
 
 
@@ -70,18 +69,19 @@ def test_stream_equals_flows(path: Path) -> None:
     _assert_equal(path, s)
 
 
-@pytest.mark.skipif(not BIG.exists(), reason="bench capture absent (bench/README.md)")
-def test_stream_equals_flows_on_the_bench_capture() -> None:
-    _assert_equal(BIG, _core.stream_summary(BIG))
-
-
 def test_rto_floor_is_a_parameter() -> None:
-    """The default is Linux's floor, what ``rto_floor`` takes for a pcap capture; another floor changes kinds only."""
-    path = next(p for p in CAPTURES if p.suffix == ".pcap")
-    assert _core.stream_summary(path)["retrans_rto"].tolist() == \
+    """The default is Linux's floor, what ``rto_floor`` takes for a pcap capture; another floor changes kinds only.
+
+    ``outage_reno.pcap`` has timeouts: under a floor no timer can reach they become fast re-sends.
+    """
+    path = SAMPLES / "linux" / "kernel_truth" / "outage_reno.pcap"
+    s = _core.stream_summary(path)
+    assert s["retrans_rto"].tolist() == \
         _core.stream_summary(path, rto_floor_s=RTO_FLOORS_S["linux"])["retrans_rto"].tolist()
+    assert sum(s["retrans_rto"].tolist()) > 0
     a, b = _core.stream_summary(path, rto_floor_s=0.0), _core.stream_summary(path, rto_floor_s=1e9)
     assert a["retrans_packets"].tolist() == b["retrans_packets"].tolist()
+    assert sum(b["retrans_rto"].tolist()) == 0 < sum(a["retrans_rto"].tolist())
 
 
 def test_most_samples_stream() -> None:
