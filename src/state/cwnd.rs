@@ -31,8 +31,8 @@ mod estimate;
 pub mod events;
 mod pipe;
 mod py;
-pub mod py_events;
 mod py_estimate;
+pub mod py_events;
 mod recoveries;
 
 pub use acks::{acks, AckRows};

@@ -263,6 +263,7 @@ impl Pass2<'_> {
 /// The per-direction summary of the pcap file at `path` (see the module docs).
 pub fn summary(path: &Path) -> Result<Flows, Refusal> {
     let (settled, nflows) = pass1(path)?;
+    super::source::check_flows(nflows)?;
     let top = u32::try_from(nflows).ok().and_then(|n| n.checked_sub(1));
     let mut p = Pass2 {
         settled: &settled,

@@ -1,7 +1,8 @@
 //! `tracekit._core.stream_summary`: the streamed per-direction summary for Python.
 
 use super::drive::{summary, Flows};
-use super::Refusal;
+use super::{source, Refusal};
+use crate::capture::Warn;
 use numpy::IntoPyArray;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -25,13 +26,20 @@ fn error(py: Python<'_>, r: &Refusal, path: &std::path::Path) -> PyErr {
 /// `tracekit.analyze(tracekit.read(path)).flows` the streamed passes give: `flow`, `dir`,
 /// counts and bytes, `start`/`end`, `mss`/`wscale` (-1: none), `handshake_rtt_s` and the
 /// `rtt_*` columns (NaN: none; `rtt_samples` 0 and `rtt_method` None without a sample);
-/// `packets_fed`: the TCP packets of connections the passes read. A pcap file only: any
-/// other container, or a capture the stream cannot read as `tracekit.read` does, raises
-/// the `tracekit.errors` exception that says why, naming the file.
+/// `packets_fed`: the TCP packets of connections the passes read; `warnings`: those
+/// `_core.read_capture` gives for the file, (code, message, count, offset, frame, hint).
+/// A pcap or pcapng file only: any other container, or a capture the stream cannot read as
+/// `tracekit.read` does (or that it refuses, with its default limits), raises the
+/// `tracekit.errors` exception that says why, naming the file.
 #[pyfunction]
 pub fn stream_summary(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyDict>> {
-    let got = py.detach(|| std::panic::catch_unwind(AssertUnwindSafe(|| summary(&path))));
-    let f = match got {
+    let got = py.detach(|| {
+        std::panic::catch_unwind(AssertUnwindSafe(|| {
+            source::take_warnings();
+            summary(&path).map(|f| (f, source::take_warnings()))
+        }))
+    });
+    let (f, warnings) = match got {
         Ok(Ok(f)) => f,
         Ok(Err(r)) => return Err(error(py, &r, &path)),
         Err(_) => {
@@ -42,11 +50,25 @@ pub fn stream_summary(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyDic
             return Err(error(py, &r, &path));
         }
     };
-    output(py, f)
+    output(py, f, &warnings)
 }
 
-fn output(py: Python<'_>, f: Flows) -> PyResult<Bound<'_, PyDict>> {
+fn output<'py>(py: Python<'py>, f: Flows, warnings: &[Warn]) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
+    let ws: Vec<_> = warnings
+        .iter()
+        .map(|w| {
+            (
+                w.code,
+                w.message.as_str(),
+                w.count,
+                w.offset,
+                w.frame,
+                w.hint,
+            )
+        })
+        .collect();
+    d.set_item("warnings", ws)?;
     let rows = &f.rows;
     macro_rules! col {
         ($name:expr, $e:expr) => {
