@@ -90,10 +90,10 @@ def test_mutants_warn_or_refuse_as_the_reader(tmp_path: Path) -> None:
 def _pcap(records: list[tuple[int, bytes]]) -> bytes:
     import struct
 
-    out = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
     for sec, pkt in records:
-        out += struct.pack("<IIII", sec, 0, len(pkt), len(pkt)) + pkt
-    return out
+        out += [struct.pack("<IIII", sec, 0, len(pkt), len(pkt)), pkt]
+    return b"".join(out)
 
 
 def test_nonmonotonic_and_truncated(tmp_path: Path) -> None:
@@ -122,3 +122,21 @@ def test_warnings_located_across_batches(tmp_path: Path) -> None:
     ws = {w[0]: w for w in _core.stream_summary(p)["warnings"]}
     assert ws["W-MALFORMED"][4] == 18_001 and ws["W-FRAGMENT"][4] == 33_001
     assert ws["W-NONMONOTONIC"][2] == 1
+
+
+def test_max_flows_refused_as_the_reader(tmp_path: Path) -> None:
+    """100,000 connections and a row without ports: one over ``max_flows``, for both readers."""
+    from badinputs import eth, ipv4, tcp
+
+    import tracekit
+
+    recs = [(1, eth(ipv4(tcp(sport=1024 + k % 60_000, dport=1 + k // 60_000)))) for k in range(100_000)]
+    recs.append((2, eth(ipv4(b"\x08\x00\x00\x00\x00\x00\x00\x00", proto=1))))
+    p = tmp_path / "scan.pcap"
+    p.write_bytes(_pcap(recs))
+    with pytest.raises(LimitError) as want:
+        tracekit.read(p)
+    with pytest.raises(LimitError) as got:
+        _core.stream_summary(p)
+    assert got.value.message == want.value.message == "100,001 connections, over the limit of 100,000"
+    assert got.value.path == str(p)

@@ -439,7 +439,10 @@ mod tests {
             assert_eq!(w, want);
             let mut got = Records::default();
             let mut recs = Records::default();
-            while b.next(&mut Mem(&d), &Limits::default(), &mut recs, max, 1 << 20).unwrap() {
+            while b
+                .next(&mut Mem(&d), &Limits::default(), &mut recs, max, 1 << 20)
+                .unwrap()
+            {
                 assert!(recs.len() <= max);
                 got.data_off.extend(&recs.data_off);
                 got.caplen.extend(&recs.caplen);
@@ -448,7 +451,12 @@ mod tests {
             }
             assert_eq!(
                 (got.data_off, got.caplen, got.ts_ns, got.linktypes),
-                (r.data_off.clone(), r.caplen.clone(), r.ts_ns.clone(), r.linktypes.clone())
+                (
+                    r.data_off.clone(),
+                    r.caplen.clone(),
+                    r.ts_ns.clone(),
+                    r.linktypes.clone()
+                )
             );
         }
     }

@@ -43,8 +43,10 @@ fn refusal(f: &Failure) -> Refusal {
     Refusal::new(kind, format!("{}{at}", f.message))
 }
 
-/// More connections than `tracekit.read` takes (`nflows`: the connection table's).
+/// More connections than `tracekit.read` takes (`nflows`: the connection table's; the rows
+/// without ports count as one more, as polars' `n_unique` counts their null flow).
 pub fn check_flows(nflows: usize) -> Result<(), Refusal> {
+    let nflows = nflows + usize::from(LAST.with(|x| x.borrow().1));
     if nflows > MAX_FLOWS {
         let msg = format!(
             "{} connections, over the limit of {}",
@@ -106,7 +108,8 @@ fn open(path: &Path, limits: &Limits) -> Result<(FileSource, Walk, Vec<Warn>), R
 /// One batch's rows, or the warnings once every batch is read, or why reading stopped.
 enum Item {
     Rows(Box<Rows>),
-    Done(Vec<Warn>),
+    /// The warnings, and whether a row had no ports.
+    Done(Vec<Warn>, bool),
     Refused(Refusal),
 }
 
@@ -114,8 +117,8 @@ enum Item {
 /// (false: the receiver is gone, stop); the warnings `read_capture` gives, once all are read.
 fn read_all(path: &Path, mut send: impl FnMut(Item) -> bool) {
     match read_batches(path, &mut send) {
-        Ok(Some(w)) => {
-            send(Item::Done(w));
+        Ok(Some((w, portless))) => {
+            send(Item::Done(w, portless));
         }
         Ok(None) => {}
         Err(r) => {
@@ -124,16 +127,18 @@ fn read_all(path: &Path, mut send: impl FnMut(Item) -> bool) {
     }
 }
 
-/// [`read_all`]'s walk: the warnings at the end, `None` when the receiver is gone.
+/// [`read_all`]'s walk: the warnings at the end and whether a row had no ports, `None` when
+/// the receiver is gone.
 fn read_batches(
     path: &Path,
     send: &mut impl FnMut(Item) -> bool,
-) -> Result<Option<Vec<Warn>>, Refusal> {
+) -> Result<Option<(Vec<Warn>, bool)>, Refusal> {
     let limits = Limits::default();
     let (mut src, mut walk, mut warnings) = open(path, &limits)?;
     let mut dec = BatchDecoder::new(&limits);
     let mut recs = Records::default();
     let (mut t0, mut n, mut back, mut last) = (None::<i64>, 0usize, 0u64, None::<i64>);
+    let mut portless = false;
     while walk
         .next(&mut src, &limits, &mut recs)
         .map_err(|f| refusal(&f))?
@@ -162,6 +167,7 @@ fn read_batches(
                  sees the later segments, can confirm it",
             ));
         }
+        portless |= rows.ports.iter().any(|&p| !p);
         if !send(Item::Rows(Box::new(rows))) {
             return Ok(None);
         }
@@ -182,18 +188,19 @@ fn read_batches(
         let msg = "timestamps go backwards (frame order kept)";
         warnings.push(Warn::new("W-NONMONOTONIC", msg, back));
     }
-    Ok(Some(warnings))
+    Ok(Some((warnings, portless)))
 }
 
 thread_local! {
-    /// The warnings of the last file a [`Reader`] read to its end on this thread.
-    static WARNINGS: RefCell<Vec<Warn>> = const { RefCell::new(Vec::new()) };
+    /// The warnings of the last file a [`Reader`] read to its end on this thread, and whether
+    /// a row had no ports.
+    static LAST: RefCell<(Vec<Warn>, bool)> = const { RefCell::new((Vec::new(), false)) };
 }
 
 /// The warnings of the last file read to its end on this thread (`tracekit.read`'s, in its
 /// order), taken.
 pub fn take_warnings() -> Vec<Warn> {
-    WARNINGS.with(|w| std::mem::take(&mut *w.borrow_mut()))
+    LAST.with(|w| std::mem::take(&mut *w.borrow_mut()).0)
 }
 
 /// The decoded batches of a file, read on a thread of their own.
@@ -228,8 +235,8 @@ impl Iterator for Reader {
         match self.rx.recv().ok()? {
             Item::Rows(r) => Some(Ok(*r)),
             Item::Refused(r) => Some(Err(r)),
-            Item::Done(w) => {
-                WARNINGS.with(|x| *x.borrow_mut() = w);
+            Item::Done(w, portless) => {
+                LAST.with(|x| *x.borrow_mut() = (w, portless));
                 None
             }
         }

@@ -85,7 +85,9 @@ fn refusals_name_the_reason() {
     let ng = write("x.pcapng", &[0x0a, 0x0d, 0x0d, 0x0a, 0, 0, 0, 0]);
     let e = summary(&ng).unwrap_err();
     assert_eq!(e.kind, "CorruptTraceError");
-    assert!(e.message.starts_with("truncated section header block: 8 bytes"));
+    assert!(e
+        .message
+        .starts_with("truncated section header block: 8 bytes"));
     let junk = write("junk.pcap", b"not a capture at all, no");
     assert_eq!(summary(&junk).unwrap_err().kind, "UnknownFormatError");
     let mut cut = pcap(&[seg(true, 1, 0, 0x02, 0)]);
