@@ -32,7 +32,7 @@ pub fn le32(b: &[u8], at: usize) -> Option<u32> {
 }
 
 /// A u16/u32/i64 in a file section's byte order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Endian {
     pub big: bool,
 }

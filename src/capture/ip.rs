@@ -63,9 +63,10 @@ pub(super) fn records(
         let cap = recs.caplen.get(i).map_or(0, |&c| c as usize);
         let pkt = src.get(off, cap).unwrap_or(&[]);
         let ts = recs.ts_ns.get(i).copied().unwrap_or(0);
+        let g = recs.first + i; // the record's index in the file
         let p = Packet {
-            frame: i as u64 + 1,
-            chunk: i / CHUNK,
+            frame: g as u64 + 1,
+            chunk: g / CHUNK,
             time: (ts.wrapping_sub(t0)) as f64 * (1.0 / 1e9),
             size: recs.origlen.get(i).copied().unwrap_or(0),
             caplen: cap as u32,

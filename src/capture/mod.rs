@@ -16,6 +16,7 @@ pub mod link;
 pub mod linkx;
 pub mod ngiface;
 pub mod ngpkt;
+pub mod ngscan;
 pub mod pcap;
 pub mod pcapng;
 pub mod peek;
@@ -144,6 +145,8 @@ pub struct Records {
     /// One link type per record, or empty when `linktype` applies to all.
     pub linktypes: Vec<u32>,
     pub linktype: u32,
+    /// The file's records before these (a batch of a streaming reader; else 0).
+    pub first: usize,
 }
 
 impl Records {

@@ -4,7 +4,6 @@
 use super::bytes::{Endian, Source};
 use super::pcapng::{corrupt, Block};
 use super::{Failure, Interface, Text, Warn};
-use pcap_parser::pcapng::IDB_MAGIC;
 
 pub(super) const OPT_NAME: u16 = 2;
 pub(super) const OPT_HARDWARE: u16 = 2;
@@ -59,65 +58,61 @@ pub(super) fn text(v: Option<&[u8]>) -> Text {
     v.map(<[u8]>::to_vec)
 }
 
-/// Every IDB's interface.
-pub(super) fn interfaces(
+/// One IDB's interface (block number `i + 1`), the W-OPTION warning when its options run past
+/// the block, and the failure at a time resolution beyond 64-bit timestamps (the interface
+/// then keeps the default resolution).
+pub(super) fn interface(
     src: &mut dyn Source,
-    blocks: &[Block],
-    warnings: &mut Vec<Warn>,
-) -> Result<Vec<Interface>, Failure> {
-    let mut out = Vec::new();
-    for (i, b) in blocks
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| b.btype == IDB_MAGIC)
-    {
-        let (o, e) = (b.off, b.e);
-        let (opts, ok) = options(src, o + 16, o + u64::from(b.len) - 4, e);
-        if !ok {
-            warnings.push(
-                Warn::new(
-                    "W-OPTION",
-                    "interface option runs past its block (options after it ignored)",
-                    1,
-                )
-                .at(Some(o), None),
-            );
-        }
-        let mut itf = Interface {
-            linktype: src.u16(e, o + 8).unwrap_or(0).into(),
-            snaplen: src.u32(e, o + 12).unwrap_or(0),
-            tsresol: 6, // default: 10^-6 s
-            tsoffset: 0,
-            fcslen: 0,
-            name: text(opt(&opts, OPT_NAME)),
-            section: b.section,
-        };
-        if let Some(&r) = opt(&opts, OPT_TSRESOL).and_then(|v| v.first()) {
-            // 10^-19 s still fits a u64 tick count; finer resolutions (libpcap: "too high") cannot.
-            if (r & 0x80 != 0 && (r & 0x7F) > 63) || (r & 0x80 == 0 && r > 19) {
-                let what = if r & 0x80 != 0 {
-                    format!("2^-{}", r & 0x7F)
-                } else {
-                    format!("10^-{r}")
-                };
-                return Err(corrupt(
+    b: &Block,
+    i: usize,
+) -> (Interface, Option<Warn>, Option<Failure>) {
+    let (o, e) = (b.off, b.e);
+    let (opts, ok) = options(src, o + 16, o + u64::from(b.len) - 4, e);
+    let warn = (!ok).then(|| {
+        Warn::new(
+            "W-OPTION",
+            "interface option runs past its block (options after it ignored)",
+            1,
+        )
+        .at(Some(o), None)
+    });
+    let mut itf = Interface {
+        linktype: src.u16(e, o + 8).unwrap_or(0).into(),
+        snaplen: src.u32(e, o + 12).unwrap_or(0),
+        tsresol: 6, // default: 10^-6 s
+        tsoffset: 0,
+        fcslen: 0,
+        name: text(opt(&opts, OPT_NAME)),
+        section: b.section,
+    };
+    let mut fail = None;
+    if let Some(&r) = opt(&opts, OPT_TSRESOL).and_then(|v| v.first()) {
+        // 10^-19 s still fits a u64 tick count; finer resolutions (libpcap: "too high") cannot.
+        if (r & 0x80 != 0 && (r & 0x7F) > 63) || (r & 0x80 == 0 && r > 19) {
+            let what = if r & 0x80 != 0 {
+                format!("2^-{}", r & 0x7F)
+            } else {
+                format!("10^-{r}")
+            };
+            fail = Some(
+                corrupt(
                     format!("interface time resolution {what} s is beyond 64-bit timestamps"),
                     i + 1,
                     o,
                 )
-                .hint("the if_tsresol option is corrupt"));
-            }
+                .hint("the if_tsresol option is corrupt"),
+            );
+        } else {
             itf.tsresol = r;
         }
-        if let Some(v) = opt(&opts, OPT_TSOFFSET).filter(|v| v.len() == 8) {
-            itf.tsoffset = e.i64(v, 0).unwrap_or(0);
-        }
-        if let Some(&f) = opt(&opts, OPT_FCSLEN).and_then(|v| v.first()) {
-            itf.fcslen = f;
-        }
-        out.push(itf);
     }
-    Ok(out)
+    if let Some(v) = opt(&opts, OPT_TSOFFSET).filter(|v| v.len() == 8) {
+        itf.tsoffset = e.i64(v, 0).unwrap_or(0);
+    }
+    if let Some(&f) = opt(&opts, OPT_FCSLEN).and_then(|v| v.first()) {
+        itf.fcslen = f;
+    }
+    (itf, warn, fail)
 }
 
 /// A raw 64-bit timestamp of an interface as epoch ns, with exact integer math (float seconds

@@ -1,48 +1,76 @@
-//! pcapng packet blocks (EPB, obsolete PB, SPB): interface ids checked against the section's
-//! IDBs, captured lengths against their blocks and the limits, and the records with their
-//! timestamps and warnings.
+//! pcapng packet blocks (EPB, obsolete PB, SPB), one at a time in file order: interface ids
+//! checked against the section's IDBs, captured lengths against their blocks and the limits,
+//! and the records with their timestamps and warnings.
 
-use super::bytes::{Endian, Source};
+use super::bytes::Source;
 use super::ngiface::{ts_to_ns, MAX_SEC};
-use super::pcapng::{corrupt, Block, PB_MAGIC};
-use super::{commas, Failure, Interface, Limits, Records, Warn};
+use super::pcapng::{corrupt, Block, Errs, CAPLEN, PB_MAGIC, PKT_IFACE, ROOM};
+use super::{commas, Interface, Limits, Records, Warn};
 use pcap_parser::pcapng::{EPB_MAGIC, IDB_MAGIC, SPB_MAGIC};
 
-/// One packet block's fixed fields.
-struct Pkt {
-    block: usize,
-    off: u64,
-    spb: bool,
-    iface: usize,
-    caplen: u64,
-    origlen: u64,
+/// An interface for packets whose own is missing (the file is then refused anyway).
+const NONE: Interface = Interface {
+    linktype: 0,
+    snaplen: 0,
+    tsresol: 6,
+    tsoffset: 0,
+    fcslen: 0,
+    name: None,
+    section: 0,
+};
+
+/// The packet blocks seen so far (EPB, obsolete PB, SPB), one block at a time in file order:
+/// the interface ids of the current section, the counts and the records' warnings.
+#[derive(Default)]
+pub(super) struct Packets {
+    idb_total: usize,
+    idb_at_section: usize,
+    section: Option<usize>,
+    pub(super) simple: u64,
+    pub(super) obsolete: u64,
+    /// Packet blocks.
+    pub(super) count: u64,
+    /// Link types of the packets' interfaces (sorted, once each).
+    pub(super) used: Vec<u32>,
+    n_cap: u64,
+    n_snap: u64,
+    clamped: u64,
+    /// The previous timed packet's time (an SPB's).
+    last_ts: i64,
 }
 
-/// Every packet block's interface (checked against its section's IDBs) and lengths; the
-/// counts of simple and obsolete packet blocks.
-fn packet_blocks(src: &mut dyn Source, blocks: &[Block]) -> Result<(Vec<Pkt>, u64, u64), Failure> {
-    let mut pk: Vec<Pkt> = Vec::new();
-    let (mut idb_total, mut idb_at_section, mut section) = (0usize, 0usize, usize::MAX);
-    let (mut simple, mut obsolete) = (0u64, 0u64);
-    for (i, b) in blocks.iter().enumerate() {
-        if b.section != section {
-            section = b.section;
-            idb_at_section = idb_total;
+impl Packets {
+    /// Block `i` (0-based): an IDB is counted in its section, a packet block has its interface
+    /// checked against the section's IDBs and its captured length against its block and the
+    /// limits (each check's first failure into `errs`), and, while `errs` holds none, its
+    /// record appended to `recs`.
+    pub(super) fn on_block(
+        &mut self,
+        src: &mut dyn Source,
+        (b, i): (&Block, usize),
+        ifaces: &[Interface],
+        limits: &Limits,
+        errs: &mut Errs,
+        recs: Option<&mut Records>,
+    ) {
+        if self.section != Some(b.section) {
+            self.section = Some(b.section);
+            self.idb_at_section = self.idb_total;
         }
         if b.btype == IDB_MAGIC {
-            idb_total += 1;
-            continue;
+            self.idb_total += 1;
+            return;
         }
         let (o, e) = (b.off, b.e);
         let local = match b.btype {
             EPB_MAGIC => src.u32(e, o + 8).unwrap_or(0) as usize,
             PB_MAGIC => usize::from(src.u16(e, o + 8).unwrap_or(0)), // then a 16-bit drop count
             SPB_MAGIC => 0, // SPB: interface 0 (pcapng §4.4)
-            _ => continue,
+            _ => return,
         };
-        let known = idb_total - idb_at_section;
+        let known = self.idb_total - self.idb_at_section;
         if local >= known {
-            return Err(corrupt(
+            errs.set(PKT_IFACE, i, || corrupt(
                 format!("packet for interface {local}, but its section has only {known} interface(s) described before it"),
                 i + 1,
                 o,
@@ -50,117 +78,91 @@ fn packet_blocks(src: &mut dyn Source, blocks: &[Block]) -> Result<(Vec<Pkt>, u6
             .hint("an interface description block is missing or the interface id is corrupt"));
         }
         let spb = b.btype == SPB_MAGIC;
-        simple += u64::from(spb);
-        obsolete += u64::from(b.btype == PB_MAGIC);
-        let caplen = if spb {
+        self.simple += u64::from(spb);
+        self.obsolete += u64::from(b.btype == PB_MAGIC);
+        self.count += 1;
+        let mut caplen: u64 = if spb {
             0
         } else {
             src.u32(e, o + 20).unwrap_or(0).into()
         };
-        let origlen = src.u32(e, o + if spb { 8 } else { 24 }).unwrap_or(0).into();
-        pk.push(Pkt {
-            block: i,
-            off: o,
-            spb,
-            iface: idb_at_section + local,
-            caplen,
-            origlen,
-        });
-    }
-    Ok((pk, simple, obsolete))
-}
-
-/// Packet blocks: interface, lengths (checked), timestamps; returns the records, the link
-/// types used, and the counts of simple and obsolete packet blocks.
-pub(super) fn packets(
-    src: &mut dyn Source,
-    blocks: &[Block],
-    ifaces: &[Interface],
-    limits: &Limits,
-    warnings: &mut Vec<Warn>,
-) -> Result<(Records, Vec<u32>, u64, u64), Failure> {
-    let (mut pk, simple, obsolete) = packet_blocks(src, blocks)?;
-    for p in pk.iter_mut() {
-        let room =
-            u64::from(blocks.get(p.block).map_or(0, |b| b.len)) - if p.spb { 16 } else { 32 };
-        if !p.spb && p.caplen > room {
-            return Err(corrupt(
-                format!(
-                    "packet claims {} captured bytes but its block holds {}",
-                    commas(p.caplen),
-                    commas(room)
-                ),
-                p.block + 1,
-                p.off,
-            ));
+        let origlen: u64 = src.u32(e, o + if spb { 8 } else { 24 }).unwrap_or(0).into();
+        let Some(room) = u64::from(b.len).checked_sub(if spb { 16 } else { 32 }) else {
+            return; // under its type's minimum length: refused (`MIN_LEN`)
+        };
+        if !spb && caplen > room {
+            errs.set(ROOM, i, || {
+                corrupt(
+                    format!(
+                        "packet claims {} captured bytes but its block holds {}",
+                        commas(caplen),
+                        commas(room)
+                    ),
+                    i + 1,
+                    o,
+                )
+            });
         }
-        if p.spb {
+        let itf = ifaces.get(self.idb_at_section + local);
+        if spb {
             // SPB: the captured length is implied by the block length, original length and snaplen.
-            let snap = ifaces.get(p.iface).map_or(0, |f| u64::from(f.snaplen));
-            p.caplen = p.origlen.min(room).min(if snap > 0 { snap } else { room });
+            let snap = itf.map_or(0, |f| u64::from(f.snaplen));
+            caplen = origlen.min(room).min(if snap > 0 { snap } else { room });
+        }
+        if caplen > limits.max_caplen {
+            errs.set(CAPLEN, i, || {
+                corrupt(
+                    format!(
+                        "packet of {} captured bytes, beyond the maximum of {}",
+                        commas(caplen),
+                        commas(limits.max_caplen)
+                    ),
+                    i + 1,
+                    o,
+                )
+                .hint("raise max_caplen in [limits] if the file is genuine")
+            });
+        }
+        if let Some(f) = itf {
+            if let Err(k) = self.used.binary_search(&f.linktype) {
+                self.used.insert(k, f.linktype);
+            }
+        }
+        let r = self.record(src, b, spb, itf.unwrap_or(&NONE), (caplen, origlen));
+        if let Some(recs) = recs.filter(|_| !errs.any()) {
+            recs.data_off.push(o + if spb { 12 } else { 28 });
+            recs.caplen.push(r.0);
+            recs.origlen.push(r.1);
+            recs.ts_ns.push(r.2);
+            recs.linktypes.push(itf.map_or(0, |f| f.linktype));
         }
     }
-    if let Some(p) = pk.iter().find(|p| p.caplen > limits.max_caplen) {
-        return Err(corrupt(
-            format!(
-                "packet of {} captured bytes, beyond the maximum of {}",
-                commas(p.caplen),
-                commas(limits.max_caplen)
-            ),
-            p.block + 1,
-            p.off,
-        )
-        .hint("raise max_caplen in [limits] if the file is genuine"));
-    }
-    let recs = records(src, &pk, blocks, ifaces, warnings);
-    let mut used: Vec<u32> = pk
-        .iter()
-        .filter_map(|p| ifaces.get(p.iface))
-        .map(|f| f.linktype)
-        .collect();
-    used.sort_unstable();
-    used.dedup();
-    Ok((recs, used, simple, obsolete))
-}
 
-/// Per-record lengths, link types and timestamps, with their warnings.
-fn records(
-    src: &mut dyn Source,
-    pk: &[Pkt],
-    blocks: &[Block],
-    ifaces: &[Interface],
-    warnings: &mut Vec<Warn>,
-) -> Records {
-    let mut r = Records::default();
-    let (mut n_cap, mut n_snap, mut clamped, mut last_ts) = (0u64, 0u64, 0u64, 0i64);
-    let none = Interface {
-        linktype: 0,
-        snaplen: 0,
-        tsresol: 6,
-        tsoffset: 0,
-        fcslen: 0,
-        name: None,
-        section: 0,
-    };
-    for p in pk {
-        let itf = ifaces.get(p.iface).unwrap_or(&none);
-        let (mut cap, mut orig) = (p.caplen, p.origlen);
+    /// A packet's captured and original lengths and time, counted for the warnings.
+    fn record(
+        &mut self,
+        src: &mut dyn Source,
+        b: &Block,
+        spb: bool,
+        itf: &Interface,
+        (mut cap, mut orig): (u64, u64),
+    ) -> (u32, u32, i64) {
         if cap > orig {
-            n_cap += 1;
+            self.n_cap += 1;
             orig = cap;
         }
         if itf.snaplen > 0 && cap > u64::from(itf.snaplen) {
-            n_snap += 1;
+            self.n_snap += 1;
         }
-        let ts = if p.spb {
-            last_ts // an SPB has no timestamp: the previous timed packet's time (0 before any)
+        let ts = if spb {
+            self.last_ts // an SPB has no timestamp: the previous timed packet's time (0 before any)
         } else {
-            let e = blocks.get(p.block).map_or(Endian { big: false }, |b| b.e);
-            let raw = (u64::from(src.u32(e, p.off + 12).unwrap_or(0)) << 32)
-                | u64::from(src.u32(e, p.off + 16).unwrap_or(0));
+            let (e, o) = (b.e, b.off);
+            let raw = (u64::from(src.u32(e, o + 12).unwrap_or(0)) << 32)
+                | u64::from(src.u32(e, o + 16).unwrap_or(0));
             let (ns, bad) = ts_to_ns(raw, itf);
-            clamped += u64::from(bad);
-            last_ts = ns;
+            self.clamped += u64::from(bad);
+            self.last_ts = ns;
             ns
         };
         if itf.fcslen > 0 {
@@ -169,15 +171,16 @@ fn records(
             cap = cap.min(orig.saturating_sub(fcs));
             orig = orig.saturating_sub(fcs);
         }
-        r.data_off.push(p.off + if p.spb { 12 } else { 28 });
-        r.caplen.push(cap as u32);
-        r.origlen.push(orig as u32);
-        r.ts_ns.push(ts);
-        r.linktypes.push(itf.linktype);
+        (cap as u32, orig as u32, ts)
     }
-    let simple = pk.iter().filter(|p| p.spb).count() as u64;
-    record_warnings([n_cap, n_snap, clamped, simple], warnings);
-    r
+
+    /// The warnings of the packet records (once every block has been seen).
+    pub(super) fn warnings(&self, warnings: &mut Vec<Warn>) {
+        record_warnings(
+            [self.n_cap, self.n_snap, self.clamped, self.simple],
+            warnings,
+        );
+    }
 }
 
 /// The warnings of the packet records: captured > original length, over the snaplen, clamped

@@ -83,7 +83,13 @@ pub fn read(
         snaplen: h.snaplen,
     };
     let (stop, tallies) = walk.run(src, limits, &mut recs)?;
-    let nrec = recs.data_off.len() as u64;
+    tail_warnings(stop, tallies, recs.data_off.len() as u64, warnings);
+    Ok((recs, meta))
+}
+
+/// The warnings of the record walk, once it has ended: where it stopped short, the counts of
+/// `Walk::run`, no record at all (`nrec`: the records read).
+fn tail_warnings(stop: Stop, tallies: [u64; 3], nrec: u64, warnings: &mut Vec<Warn>) {
     if let Some((reason, at)) = stop {
         let msg = format!(
             "last record is cut short ({reason}); kept the {} packets before it",
@@ -109,7 +115,6 @@ pub fn read(
     if nrec == 0 {
         warnings.push(Warn::new("W-EMPTY", "the capture holds no packets", 1));
     }
-    Ok((recs, meta))
 }
 
 /// A pcap file's records in batches, for a reader that never holds them all (`crate::stream`):
@@ -119,6 +124,9 @@ pub struct Batches {
     p: u64,
     frames: u64,
     done: bool,
+    /// Where the walk stopped short, and its counts (see `Walk::run`).
+    stop: Stop,
+    k: [u64; 3],
     /// The file's link type.
     pub linktype: u32,
 }
@@ -154,6 +162,8 @@ impl Batches {
             p: FILE_HEADER as u64,
             frames: 0,
             done: false,
+            stop: None,
+            k: [0; 3],
             linktype,
         }))
     }
@@ -172,19 +182,32 @@ impl Batches {
             linktype: self.linktype,
             ..Records::default()
         };
-        let (mut bytes, mut k) = (0u64, [0u64; 3]);
+        let mut bytes = 0u64;
         while !self.done && recs.len() < max && bytes < max_bytes {
             let frame = self.frames + 1;
-            match self.walk.step(src, limits, self.p, frame, recs, &mut k)? {
+            match self
+                .walk
+                .step(src, limits, self.p, frame, recs, &mut self.k)?
+            {
                 Ok(next) => {
                     bytes += next - self.p;
                     self.p = next;
                     self.frames += 1;
                 }
-                Err(_) => self.done = true,
+                Err(stop) => (self.stop, self.done) = (stop, true),
             }
         }
         Ok(!recs.is_empty())
+    }
+
+    /// The records read so far.
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+
+    /// The warnings [`read`] gives after the records, once they have all been read.
+    pub fn warnings(&self, warnings: &mut Vec<Warn>) {
+        tail_warnings(self.stop, self.k, self.frames, warnings);
     }
 }
 

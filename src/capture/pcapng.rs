@@ -9,10 +9,9 @@
 //! Options and the interface table are read in `ngiface`, the packet blocks in `ngpkt`.
 
 use super::bytes::{Endian, Source};
-use super::ngiface::{interfaces, opt, options, text, OPT_HARDWARE, OPT_OS, OPT_USERAPPL};
 pub use super::ngiface::{ts_to_ns, MAX_SEC};
-use super::ngpkt::packets;
-use super::{commas, Failure, Limits, Meta, Records, Shb, Warn};
+use super::ngscan::Scan;
+use super::{commas, Failure, Limits, Meta, Records, Warn};
 use pcap_parser::pcapng::{
     DSB_MAGIC, EPB_MAGIC, IDB_MAGIC, ISB_MAGIC, NRB_MAGIC, SHB_MAGIC, SPB_MAGIC,
 };
@@ -20,11 +19,11 @@ use pcap_parser::pcapng::{
 /// The obsolete Packet Block (pcapng appendix), which pcap-parser does not name.
 pub(super) const PB_MAGIC: u32 = 2;
 
-const BT_JOURNAL: u32 = 9;
+pub(super) const BT_JOURNAL: u32 = 9;
 /// Blocks that hold no packets and are skipped silently (names, statistics, TLS secrets, journal).
-const QUIET: [u32; 4] = [NRB_MAGIC, ISB_MAGIC, DSB_MAGIC, BT_JOURNAL];
+pub(super) const QUIET: [u32; 4] = [NRB_MAGIC, ISB_MAGIC, DSB_MAGIC, BT_JOURNAL];
 /// Smallest legal total length of each block type, checked in this order.
-const MIN_LEN: [(u32, u32); 5] = [
+pub(super) const MIN_LEN: [(u32, u32); 5] = [
     (EPB_MAGIC, 32),
     (PB_MAGIC, 32),
     (SPB_MAGIC, 16),
@@ -46,44 +45,99 @@ pub(super) fn corrupt(msg: String, block: usize, offset: u64) -> Failure {
         .hint("the file is damaged from here on; `editcap -r` can keep the packets before it")
 }
 
-/// The block chain. The SHB type `0A0D0D0A` reads the same in both byte orders, so a section
-/// is recognised before its byte order is known (pcapng §4.1).
-fn walk(
-    src: &mut dyn Source,
-    limits: &Limits,
-    blocks: &mut Vec<Block>,
-    shbs: &mut Vec<u64>,
-) -> Result<(Option<u64>, usize), Failure> {
-    let n = src.size();
-    let mut off = 0u64;
-    let mut e = Endian { big: false };
-    let mut sections = 0usize;
-    while let Some(btype) = src.u32(e, off) {
+/// The checks after the block walk, in the order their failures are reported (the first
+/// failure of the earliest check wins, wherever it is in the file): trailing lengths, the
+/// minimum length of each type of `MIN_LEN`, section versions, interface time resolutions,
+/// packets' interfaces, captured lengths against their blocks, then against the limit.
+pub(super) const TRAILER: usize = 0;
+pub(super) const VERSION: usize = 1 + MIN_LEN.len();
+pub(super) const IFACE: usize = VERSION + 1;
+pub(super) const PKT_IFACE: usize = IFACE + 1;
+pub(super) const ROOM: usize = PKT_IFACE + 1;
+pub(super) const CAPLEN: usize = ROOM + 1;
+
+/// The first failure of each check (`TRAILER`…`CAPLEN`) with its block's index.
+#[derive(Default)]
+pub(super) struct Errs([Option<(usize, Failure)>; CAPLEN + 1]);
+
+impl Errs {
+    /// Block `i`'s failure of check `k`, unless an earlier block failed it.
+    pub(super) fn set(&mut self, k: usize, i: usize, f: impl FnOnce() -> Failure) {
+        if let Some(slot) = self.0.get_mut(k).filter(|s| s.is_none()) {
+            *slot = Some((i, f()));
+        }
+    }
+    pub(super) fn any(&self) -> bool {
+        self.0.iter().any(Option::is_some)
+    }
+    /// The failure reported: the earliest check's, with its check.
+    pub(super) fn first(&mut self) -> Option<(usize, usize, Failure)> {
+        let k = self.0.iter().position(Option::is_some)?;
+        self.0[k].take().map(|(i, f)| (k, i, f))
+    }
+}
+
+/// The block chain, one block at a time. The SHB type `0A0D0D0A` reads the same in both byte
+/// orders, so a section is recognised before its byte order is known (pcapng §4.1).
+#[derive(Default)]
+pub(super) struct Walk {
+    pub(super) off: u64,
+    e: Endian,
+    pub(super) sections: usize,
+    /// Blocks read.
+    pub(super) blocks: usize,
+    /// The offset of every section header seen.
+    pub(super) shbs: Vec<u64>,
+    /// Once the chain has ended: where it stops short of the file's end, if it does.
+    pub(super) cut: Option<Option<u64>>,
+}
+
+impl Walk {
+    /// The next whole block; `None` once the chain ends (`cut` then says where), an error
+    /// where it breaks.
+    pub(super) fn step(
+        &mut self,
+        src: &mut dyn Source,
+        limits: &Limits,
+    ) -> Result<Option<Block>, Failure> {
+        if self.cut.is_some() {
+            return Ok(None);
+        }
+        let (n, off) = (src.size(), self.off);
+        let Some(btype) = src.u32(self.e, off) else {
+            self.cut = Some((off != n).then_some(off));
+            return Ok(None);
+        };
         if btype == SHB_MAGIC {
-            shbs.push(off);
+            self.shbs.push(off);
             match src.get(off + 8, 4) {
-                Some([0x4d, 0x3c, 0x2b, 0x1a]) => e = Endian { big: false },
-                Some([0x1a, 0x2b, 0x3c, 0x4d]) => e = Endian { big: true },
+                Some([0x4d, 0x3c, 0x2b, 0x1a]) => self.e = Endian { big: false },
+                Some([0x1a, 0x2b, 0x3c, 0x4d]) => self.e = Endian { big: true },
                 Some(bom) => {
                     let hex: String = bom.iter().map(|b| format!("{b:02x}")).collect();
                     return Err(corrupt(
                         format!("section header with a bad byte-order magic {hex}"),
-                        blocks.len() + 1,
+                        self.blocks + 1,
                         off,
                     ));
                 }
-                None => return Ok((Some(off), sections)), // cut inside the section header
+                None => {
+                    self.cut = Some(Some(off)); // cut inside the section header
+                    return Ok(None);
+                }
             }
-            sections += 1;
+            self.sections += 1;
         }
+        let e = self.e;
         let Some(len) = src.u32(e, off + 4) else {
-            break;
+            self.cut = Some((off != n).then_some(off));
+            return Ok(None);
         };
         if len < 12 || len & 3 != 0 || u64::from(len) > limits.max_block_bytes {
             if u64::from(len) > limits.max_block_bytes && len & 3 == 0 {
                 return Err(corrupt(
                     format!("block length {} is over the maximum of {} bytes", commas(len.into()), commas(limits.max_block_bytes)),
-                    blocks.len() + 1,
+                    self.blocks + 1,
                     off,
                 )
                 .hint("the file is corrupt (libpcap refuses blocks over 16 MiB); raise max_block_bytes in [limits] only if the file is genuine"));
@@ -95,24 +149,25 @@ fn walk(
             };
             return Err(corrupt(
                 format!("block length {} is {what}", commas(len.into())),
-                blocks.len() + 1,
+                self.blocks + 1,
                 off,
             ));
         }
         let end = off + u64::from(len);
         if end > n {
-            return Ok((Some(off), sections)); // the last block runs past the end of the file
+            self.cut = Some(Some(off)); // the last block runs past the end of the file
+            return Ok(None);
         }
-        blocks.push(Block {
+        self.blocks += 1;
+        self.off = end;
+        Ok(Some(Block {
             off,
             btype,
             len,
             e,
-            section: sections.saturating_sub(1),
-        });
-        off = end;
+            section: self.sections.saturating_sub(1),
+        }))
     }
-    Ok(((off != n).then_some(off), sections))
 }
 
 /// Read a pcapng file's blocks and records (not their packets).
@@ -125,12 +180,24 @@ pub fn read(
     limits: &Limits,
     warnings: &mut Vec<Warn>,
 ) -> Result<(Records, Meta), Failure> {
+    let (recs, meta, _) = read_kept(src, limits, warnings, true)?;
+    Ok((recs, meta))
+}
+
+/// [`read`], keeping the records or not (`keep`); also the bytes read (all the file's, or
+/// those before the damaged section).
+fn read_kept(
+    src: &mut dyn Source,
+    limits: &Limits,
+    warnings: &mut Vec<Warn>,
+    keep: bool,
+) -> Result<(Records, Meta, u64), Failure> {
     let mut shbs = Vec::new();
     let mut first = Vec::new();
-    let f = match read_upto(src, limits, &mut first, &mut shbs) {
-        Ok(r) => {
+    let f = match read_upto(src, limits, &mut first, &mut shbs, keep) {
+        Ok((r, m, _)) => {
             warnings.extend(first);
-            return Ok(r);
+            return Ok((r, m, src.size()));
         }
         Err(f) => f,
     };
@@ -144,16 +211,16 @@ pub fn read(
         inner: src,
         size: start,
     };
-    let (recs, meta) = read_upto(&mut part, limits, warnings, &mut Vec::new())?;
+    let (recs, meta, kept) = read_upto(&mut part, limits, warnings, &mut Vec::new(), keep)?;
     let msg = format!(
         "the section starting at byte {} is damaged ({}); kept the {} packets of the sections before it",
         commas(start),
         f.message,
-        commas(recs.len() as u64)
+        commas(kept)
     );
     let w = Warn::new("W-SECTION", msg, 1).at(f.offset, None);
     warnings.push(w.hint("a later section of the file is damaged; `editcap -r` can cut it off"));
-    Ok((recs, meta))
+    Ok((recs, meta, start))
 }
 
 /// The first `size` bytes of a source.
@@ -174,13 +241,15 @@ impl Source for Limited<'_> {
     }
 }
 
-/// [`read`] without the recovery (`shbs` gets the offset of every section header seen).
+/// [`read`] without the recovery (`shbs` gets the offset of every section header seen); also
+/// the number of packets.
 fn read_upto(
     src: &mut dyn Source,
     limits: &Limits,
     warnings: &mut Vec<Warn>,
     shbs: &mut Vec<u64>,
-) -> Result<(Records, Meta), Failure> {
+    keep: bool,
+) -> Result<(Records, Meta, u64), Failure> {
     let n = src.size();
     let head = src.get(0, n.min(4) as usize).unwrap_or(&[]).to_vec();
     if head.is_empty() {
@@ -193,127 +262,76 @@ fn read_upto(
         let f = Failure::new(super::Kind::Unknown, msg).at(Some(0), None);
         return Err(f.hint("is it a classic pcap or a text trace? try without --format"));
     }
-    let mut blocks = Vec::new();
-    let (cut, sections) = walk(src, limits, &mut blocks, shbs)?;
-    if sections == 0 || blocks.first().is_none_or(|b| b.btype != SHB_MAGIC) {
-        let f = Failure::corrupt(format!("truncated section header block: {n} bytes"), n);
-        return Err(f.hint("the file was cut short before the first packet"));
-    }
-    let nb = blocks.len() as u64;
-    if let Some(stop) = cut {
-        let msg = format!(
-            "last block is cut short; kept the {} blocks before it",
-            commas(nb)
-        );
-        let w = Warn::new("W-TRUNCATED", msg, 1).at(Some(stop), None);
-        warnings.push(w.hint("the capture was cut short; rerun without --strict to keep them"));
-    }
-    check_blocks(src, &blocks)?;
-    let shb = sections_of(src, &blocks)?;
-    let ifaces = interfaces(src, &blocks, warnings)?;
-    let (recs, used, simple, obsolete) = packets(src, &blocks, &ifaces, limits, warnings)?;
-    let is_other = |b: &&Block| {
-        !matches!(
-            b.btype,
-            SHB_MAGIC | IDB_MAGIC | EPB_MAGIC | PB_MAGIC | SPB_MAGIC
-        ) && !QUIET.contains(&b.btype)
+    let mut scan = Scan::default();
+    let mut recs = Records::default();
+    let stepped = loop {
+        match scan.step(src, limits, keep.then_some(&mut recs)) {
+            Ok(true) => {}
+            Ok(false) => break Ok(()),
+            Err(f) => break Err(f),
+        }
     };
-    let n_other = blocks.iter().filter(is_other).count() as u64;
-    if let Some(first) = blocks.iter().find(is_other) {
-        let w = Warn::new(
-            "W-UNKNOWN-BLOCK",
-            "blocks of unknown or custom types skipped",
-            n_other,
-        );
-        warnings.push(w.at(Some(first.off), None));
-    }
-    if recs.is_empty() {
-        warnings.push(Warn::new("W-EMPTY", "the capture holds no packets", 1));
-    }
-    let mut used = used;
-    if used.is_empty() {
-        used = ifaces.iter().map(|f| f.linktype).collect();
-        used.sort_unstable();
-        used.dedup();
-    }
-    let meta = Meta::Pcapng {
-        sections,
-        interfaces: ifaces,
-        shb,
-        blocks: nb,
-        simple,
-        obsolete,
-        used,
-    };
-    Ok((recs, meta))
+    shbs.extend_from_slice(&scan.walk.shbs);
+    stepped?;
+    let packets = scan.packets();
+    let meta = scan.finish(n, warnings)?;
+    Ok((recs, meta, packets))
 }
 
-/// Trailing lengths, then the minimum length of each block type.
-fn check_blocks(src: &mut dyn Source, blocks: &[Block]) -> Result<(), Failure> {
-    for (i, b) in blocks.iter().enumerate() {
-        let trailer = src.u32(b.e, b.off + u64::from(b.len) - 4).unwrap_or(0);
-        if trailer != b.len {
-            return Err(corrupt(
-                format!(
-                    "trailing length {} differs from the leading length {}",
-                    commas(trailer.into()),
-                    commas(b.len.into())
-                ),
-                i + 1,
-                b.off,
-            ));
-        }
-    }
-    for (bt, need) in MIN_LEN {
-        if let Some((i, b)) = blocks
-            .iter()
-            .enumerate()
-            .find(|(_, b)| b.btype == bt && b.len < need)
-        {
-            return Err(corrupt(
-                format!(
-                    "block of type {bt:#x} has length {}, less than its minimum {need}",
-                    b.len
-                ),
-                i + 1,
-                b.off,
-            ));
-        }
-    }
-    Ok(())
+/// A pcapng file's records in batches, for a reader that never holds them all (`crate::stream`):
+/// the file is checked first by [`read`]'s own walk and checks, its records not kept (the
+/// warnings, and where a damaged section ends what is read); the batches then walk the
+/// blocks again, resumed where the last batch ended.
+pub struct Batches {
+    scan: Scan,
+    /// The bytes read: the file's, or those before a damaged section.
+    size: u64,
+    /// The link types the packets use.
+    pub used: Vec<u32>,
 }
 
-/// Section versions (only 1.x exists) and the first section's application/OS/hardware.
-fn sections_of(src: &mut dyn Source, blocks: &[Block]) -> Result<Option<Shb>, Failure> {
-    let mut shb = None;
-    for (i, b) in blocks
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| b.btype == SHB_MAGIC)
-    {
-        let (major, minor) = (
-            src.u16(b.e, b.off + 12).unwrap_or(0),
-            src.u16(b.e, b.off + 14).unwrap_or(0),
-        );
-        if major != 1 {
-            return Err(corrupt(
-                format!("section version {major}.{minor} (only 1.x exists)"),
-                i + 1,
-                b.off,
-            ));
-        }
-        if shb.is_none() {
-            let (o, _) = options(src, b.off + 24, b.off + u64::from(b.len) - 4, b.e);
-            shb = Some((
-                major,
-                minor,
-                text(opt(&o, OPT_USERAPPL)),
-                text(opt(&o, OPT_OS)),
-                text(opt(&o, OPT_HARDWARE)),
-            ));
-        }
+impl Batches {
+    /// Reads and checks the whole file (its warnings into `warnings`).
+    pub fn open(
+        src: &mut dyn Source,
+        limits: &Limits,
+        warnings: &mut Vec<Warn>,
+    ) -> Result<Batches, Failure> {
+        let (_, meta, size) = read_kept(src, limits, warnings, false)?;
+        let used = match meta {
+            Meta::Pcapng { used, .. } => used,
+            Meta::Pcap { linktype, .. } => vec![linktype],
+        };
+        Ok(Batches {
+            scan: Scan::default(),
+            size,
+            used,
+        })
     }
-    Ok(shb)
+
+    /// The next records into `recs` (emptied first): at most `max` of them and about
+    /// `max_bytes` of blocks. `Ok(false)` once the records have all been read.
+    pub fn next(
+        &mut self,
+        src: &mut dyn Source,
+        limits: &Limits,
+        recs: &mut Records,
+        max: usize,
+        max_bytes: u64,
+    ) -> Result<bool, Failure> {
+        *recs = Records::default();
+        let mut part = Limited {
+            inner: src,
+            size: self.size,
+        };
+        let start = self.scan.walk.off;
+        while recs.len() < max && (recs.is_empty() || self.scan.walk.off - start < max_bytes) {
+            if !self.scan.step(&mut part, limits, Some(recs))? {
+                break;
+            }
+        }
+        Ok(!recs.is_empty())
+    }
 }
 
 #[cfg(test)]
@@ -398,6 +416,49 @@ mod tests {
         let mut w = Vec::new();
         read(&mut Mem(&d), &Limits::default(), &mut w).unwrap();
         assert_eq!(w[0].code, "W-TRUNCATED");
+    }
+
+    #[test]
+    fn batches_resume_the_walk_of_read() {
+        let mut d = shb();
+        d.extend(idb(&[]));
+        for k in 0..5u8 {
+            d.extend(epb(0, 1000 + u64::from(k), &[k; 3]));
+            d.extend(block(SPB_MAGIC, &[2, 0, 0, 0, k, k]));
+            d.extend(block(0x0BAD, &[k]));
+        }
+        d.extend(shb()); // a second section, damaged: W-SECTION keeps the first
+        d.extend(epb(0, 7, &[1]));
+        let mut want = Vec::new();
+        let (r, _) = read(&mut Mem(&d), &Limits::default(), &mut want).unwrap();
+        assert_eq!(r.len(), 10);
+        assert!(want.iter().any(|w| w.code == "W-SECTION"));
+        for max in [1, 2, 3, 64] {
+            let mut w = Vec::new();
+            let mut b = Batches::open(&mut Mem(&d), &Limits::default(), &mut w).unwrap();
+            assert_eq!(w, want);
+            let mut got = Records::default();
+            let mut recs = Records::default();
+            while b
+                .next(&mut Mem(&d), &Limits::default(), &mut recs, max, 1 << 20)
+                .unwrap()
+            {
+                assert!(recs.len() <= max);
+                got.data_off.extend(&recs.data_off);
+                got.caplen.extend(&recs.caplen);
+                got.ts_ns.extend(&recs.ts_ns);
+                got.linktypes.extend(&recs.linktypes);
+            }
+            assert_eq!(
+                (got.data_off, got.caplen, got.ts_ns, got.linktypes),
+                (
+                    r.data_off.clone(),
+                    r.caplen.clone(),
+                    r.ts_ns.clone(),
+                    r.linktypes.clone()
+                )
+            );
+        }
     }
 
     #[test]

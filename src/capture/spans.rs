@@ -71,18 +71,40 @@ pub(super) fn decode(
     (rows, tallies)
 }
 
-/// The rows of a batch of records decoded in one sequential span (a streaming reader's step,
-/// `crate::stream`): the same decode as a span of [`decode`], with the one reassembler `ra`
-/// carried from batch to batch (the decoder's counts are not kept: no warning is reported).
-pub fn decode_batch(src: &mut dyn Source, recs: &Records, t0: i64, ra: &mut Reassembler) -> Rows {
-    let mut tallies = Tallies::default();
-    let n = recs.len();
-    let mut rows = Rows::zeroed(n);
-    let mut sink = Sink::new(rows.cols());
-    records(src, recs, 0..n, t0, Some(ra), &mut tallies, &mut sink);
-    let (len, side) = sink.done();
-    rows.join(vec![(0, len, side)]);
-    rows
+/// A streaming reader's decoder (`crate::stream`): every batch of records decoded in one
+/// sequential span, as a span of [`decode`] is, with the one reassembler and the decoder's
+/// counts carried from batch to batch (frame numbers run on: `Records::first`).
+pub struct BatchDecoder {
+    ra: Reassembler,
+    tallies: Tallies,
+}
+
+impl BatchDecoder {
+    pub fn new(limits: &super::Limits) -> BatchDecoder {
+        BatchDecoder {
+            ra: Reassembler::new(limits),
+            tallies: Tallies::default(),
+        }
+    }
+
+    /// The rows of a batch of records.
+    pub fn decode(&mut self, src: &mut dyn Source, recs: &Records, t0: i64) -> Rows {
+        let n = recs.len();
+        let mut rows = Rows::zeroed(n);
+        let mut sink = Sink::new(rows.cols());
+        let ra = Some(&mut self.ra);
+        records(src, recs, 0..n, t0, ra, &mut self.tallies, &mut sink);
+        let (len, side) = sink.done();
+        rows.join(vec![(0, len, side)]);
+        rows
+    }
+
+    /// The decoder's warnings once every batch is decoded, as `ip::decode_in` reports them.
+    pub fn finish(&self, warnings: &mut Vec<super::Warn>) {
+        let mut counts = Vec::new();
+        super::tally::report(&self.tallies, warnings, &mut counts);
+        self.ra.finish(warnings, &mut counts);
+    }
 }
 
 /// The spans of `n` records' slots.

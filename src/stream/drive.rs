@@ -318,6 +318,7 @@ impl Pass2<'_> {
 pub fn summary(path: &Path, rto_floor_s: f64) -> Result<Flows, Refusal> {
     let first = pass1(path)?;
     let nflows = first.nflows;
+    super::source::check_flows(nflows)?;
     let top = u32::try_from(nflows).ok().and_then(|n| n.checked_sub(1));
     let mut p = Pass2 {
         first: &first,

@@ -1,8 +1,9 @@
 //! The summary from per-connection state (issue 21): a capture streamed through the
 //! connection table and each connection's per-packet passes, never held as columns.
 //!
-//! [`source`] reads the file in bounded batches on a reader thread (the capture reader's own
-//! container walk and decoder, `crate::capture`), [`drive`] makes two passes over it: the
+//! [`source`] reads the file (pcap or pcapng) in bounded batches on a reader thread (the
+//! capture reader's own container walk, decoder, warnings and default limits,
+//! `crate::capture`), [`drive`] makes two passes over it: the
 //! first numbers the connections and settles what only the whole trace tells
 //! (`state::conn::Table::settle`: directions and window scales; [`conn::Scout`]: each
 //! direction's smoothed-RTT method and each connection's out-of-order window), the second

@@ -1,7 +1,8 @@
 //! `tracekit._core.stream_summary`: the streamed per-direction summary for Python.
 
 use super::drive::{summary, Flows};
-use super::Refusal;
+use super::{source, Refusal};
+use crate::capture::Warn;
 use numpy::IntoPyArray;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -27,9 +28,11 @@ fn error(py: Python<'_>, r: &Refusal, path: &std::path::Path) -> PyErr {
 /// `rtt_*` columns (NaN: none; `rtt_samples` 0 and `rtt_method` None without a sample), the
 /// `retrans_*` columns (`rto_floor_s`: the sender's minimum RTO, by default Linux's 0.2 s, what
 /// `tracekit.analysis.retrans.rto_floor` takes for a pcap capture);
-/// `packets_fed`: the TCP packets of connections the passes read. A pcap file only: any
-/// other container, or a capture the stream cannot read as `tracekit.read` does, raises
-/// the `tracekit.errors` exception that says why, naming the file.
+/// `packets_fed`: the TCP packets of connections the passes read; `warnings`: those
+/// `_core.read_capture` gives for the file, (code, message, count, offset, frame, hint).
+/// A pcap or pcapng file only: any other container, or a capture the stream cannot read as
+/// `tracekit.read` does (or that it refuses, with its default limits), raises the
+/// `tracekit.errors` exception that says why, naming the file.
 #[pyfunction]
 #[pyo3(signature = (path, rto_floor_s = 0.2))]
 pub fn stream_summary(
@@ -37,9 +40,13 @@ pub fn stream_summary(
     path: PathBuf,
     rto_floor_s: f64,
 ) -> PyResult<Bound<'_, PyDict>> {
-    let got =
-        py.detach(|| std::panic::catch_unwind(AssertUnwindSafe(|| summary(&path, rto_floor_s))));
-    let f = match got {
+    let got = py.detach(|| {
+        std::panic::catch_unwind(AssertUnwindSafe(|| {
+            source::take_warnings();
+            summary(&path, rto_floor_s).map(|f| (f, source::take_warnings()))
+        }))
+    });
+    let (f, warnings) = match got {
         Ok(Ok(f)) => f,
         Ok(Err(r)) => return Err(error(py, &r, &path)),
         Err(_) => {
@@ -50,11 +57,25 @@ pub fn stream_summary(
             return Err(error(py, &r, &path));
         }
     };
-    output(py, f)
+    output(py, f, &warnings)
 }
 
-fn output(py: Python<'_>, f: Flows) -> PyResult<Bound<'_, PyDict>> {
+fn output<'py>(py: Python<'py>, f: Flows, warnings: &[Warn]) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
+    let ws: Vec<_> = warnings
+        .iter()
+        .map(|w| {
+            (
+                w.code,
+                w.message.as_str(),
+                w.count,
+                w.offset,
+                w.frame,
+                w.hint,
+            )
+        })
+        .collect();
+    d.set_item("warnings", ws)?;
     let rows = &f.rows;
     macro_rules! col {
         ($name:expr, $e:expr) => {

@@ -1,18 +1,19 @@
 //! Bounded batches of decoded rows, read on their own thread.
 //!
-//! The container walk is `capture::pcap::Batches` (the record walk of `read_capture`, resumed
-//! batch by batch) and every batch is decoded by `capture::spans::decode_batch`, the
-//! sequential span decoder, with one IP reassembler carried across batches: the rows are
-//! those `read_capture` gives. A batch holds at most [`BATCH`] records and about
-//! [`BATCH_BYTES`] of captured bytes; the reader runs at most two batches ahead of the
-//! passes (one queued, one being decoded).
+//! The container walk is `capture::pcap::Batches` or `capture::pcapng::Batches` (the record
+//! and block walks of `read_capture`, resumed batch by batch; a pcapng file is first checked
+//! whole by the reader's own walk and checks, its records not kept) and every batch is decoded
+//! by `capture::spans::BatchDecoder`, the sequential span decoder, with one IP reassembler
+//! and the decoder's counts carried across batches: the rows, and the warnings, are those
+//! `read_capture` gives, with its default limits. A batch holds at most [`BATCH`] records
+//! and about [`BATCH_BYTES`] of captured bytes; the reader runs at most two batches ahead of
+//! the passes (one queued, one being decoded).
 
 use super::Refusal;
 use crate::capture::bytes::{FileSource, Source};
-use crate::capture::pcap::Batches;
-use crate::capture::reasm::Reassembler;
-use crate::capture::spans::decode_batch;
-use crate::capture::{Failure, Kind, Limits, Records, Rows};
+use crate::capture::spans::BatchDecoder;
+use crate::capture::{commas, pcap, pcapng, Failure, Kind, Limits, Records, Rows, Warn};
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, Receiver};
 
@@ -23,6 +24,9 @@ pub const BATCH_BYTES: u64 = 1 << 20;
 
 /// The pcapng section header block's type: the first four bytes of a pcapng file.
 const PCAPNG: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
+
+/// Python's `Limits().max_flows`: connections per file (`tracekit.limits`).
+pub const MAX_FLOWS: usize = 100_000;
 
 /// A failure of the capture reader as a refusal.
 fn refusal(f: &Failure) -> Refusal {
@@ -39,74 +43,164 @@ fn refusal(f: &Failure) -> Refusal {
     Refusal::new(kind, format!("{}{at}", f.message))
 }
 
-/// Opens `path` and reads its pcap header: the source and the record batches.
-fn open(path: &Path) -> Result<(FileSource, Batches), Refusal> {
-    let mut src = FileSource::open(path)
-        .map_err(|e| Refusal::new("UnknownFormatError", format!("cannot read file: {e}")))?;
-    if src.get(0, 4) == Some(&PCAPNG[..]) {
-        return Err(Refusal::new(
-            "UnknownFormatError",
-            "pcapng is not streamed yet (only pcap): read it with tracekit.read",
-        ));
+/// More connections than `tracekit.read` takes (`nflows`: the connection table's; the rows
+/// without ports count as one more, as polars' `n_unique` counts their null flow).
+pub fn check_flows(nflows: usize) -> Result<(), Refusal> {
+    let nflows = nflows + usize::from(LAST.with(|x| x.borrow().1));
+    if nflows > MAX_FLOWS {
+        let msg = format!(
+            "{} connections, over the limit of {}",
+            commas(nflows as u64),
+            commas(MAX_FLOWS as u64)
+        );
+        return Err(Refusal::new("LimitError", msg));
     }
-    let mut warnings = Vec::new();
-    let batches = Batches::open(&mut src, &mut warnings).map_err(|f| refusal(&f))?;
-    let Some(b) = batches else {
-        return Err(Refusal::new(
-            "UnknownFormatError",
-            "link type not decoded by tracekit itself (tracekit.read hands it to tshark)",
-        ));
-    };
-    Ok((src, b))
+    Ok(())
 }
 
-/// One batch's rows, or why reading stopped.
-type Item = Result<Rows, Refusal>;
+/// A capture's record batches: either container's walk.
+enum Walk {
+    Pcap(pcap::Batches),
+    Pcapng(Box<pcapng::Batches>),
+}
+
+impl Walk {
+    fn next(
+        &mut self,
+        src: &mut dyn Source,
+        limits: &Limits,
+        recs: &mut Records,
+    ) -> Result<bool, Failure> {
+        match self {
+            Walk::Pcap(b) => b.next(src, limits, recs, BATCH, BATCH_BYTES),
+            Walk::Pcapng(b) => b.next(src, limits, recs, BATCH, BATCH_BYTES),
+        }
+    }
+}
+
+/// Opens `path` and reads its header (a pcapng file: checks it whole): the source, the
+/// record batches and the warnings so far.
+fn open(path: &Path, limits: &Limits) -> Result<(FileSource, Walk, Vec<Warn>), Refusal> {
+    let mut src = FileSource::open(path)
+        .map_err(|e| Refusal::new("UnknownFormatError", format!("cannot read file: {e}")))?;
+    let mut warnings = Vec::new();
+    let tshark = || {
+        Refusal::new(
+            "UnknownFormatError",
+            "link type not decoded by tracekit itself (tracekit.read hands it to tshark)",
+        )
+    };
+    if src.get(0, 4) == Some(&PCAPNG[..]) {
+        let b = pcapng::Batches::open(&mut src, limits, &mut warnings).map_err(|f| refusal(&f))?;
+        if b.used
+            .iter()
+            .any(|&lt| crate::capture::link::name(lt).is_none())
+        {
+            return Err(tshark());
+        }
+        return Ok((src, Walk::Pcapng(Box::new(b)), warnings));
+    }
+    let batches = pcap::Batches::open(&mut src, &mut warnings).map_err(|f| refusal(&f))?;
+    let b = batches.ok_or_else(tshark)?;
+    Ok((src, Walk::Pcap(b), warnings))
+}
+
+/// One batch's rows, or the warnings once every batch is read, or why reading stopped.
+enum Item {
+    Rows(Box<Rows>),
+    /// The warnings, and whether a row had no ports.
+    Done(Vec<Warn>, bool),
+    Refused(Refusal),
+}
 
 /// Decodes every batch of the file at `path` in order, on this thread, handing each to `send`
-/// (false: the receiver is gone, stop).
+/// (false: the receiver is gone, stop); the warnings `read_capture` gives, once all are read.
 fn read_all(path: &Path, mut send: impl FnMut(Item) -> bool) {
-    let (mut src, mut batches) = match open(path) {
-        Ok(x) => x,
-        Err(r) => {
-            send(Err(r));
-            return;
+    match read_batches(path, &mut send) {
+        Ok(Some((w, portless))) => {
+            send(Item::Done(w, portless));
         }
-    };
+        Ok(None) => {}
+        Err(r) => {
+            send(Item::Refused(r));
+        }
+    }
+}
+
+/// [`read_all`]'s walk: the warnings at the end and whether a row had no ports, `None` when
+/// the receiver is gone.
+fn read_batches(
+    path: &Path,
+    send: &mut impl FnMut(Item) -> bool,
+) -> Result<Option<(Vec<Warn>, bool)>, Refusal> {
     let limits = Limits::default();
-    let mut ra = Reassembler::new(&limits);
+    let (mut src, mut walk, mut warnings) = open(path, &limits)?;
+    let mut dec = BatchDecoder::new(&limits);
     let mut recs = Records::default();
-    let mut t0: Option<i64> = None;
-    loop {
-        match batches.next(&mut src, &limits, &mut recs, BATCH, BATCH_BYTES) {
-            Ok(true) => {}
-            Ok(false) => return,
-            Err(f) => {
-                send(Err(refusal(&f)));
-                return;
-            }
+    let (mut t0, mut n, mut back, mut last) = (None::<i64>, 0usize, 0u64, None::<i64>);
+    let mut portless = false;
+    while walk
+        .next(&mut src, &limits, &mut recs)
+        .map_err(|f| refusal(&f))?
+    {
+        recs.first = n;
+        n += recs.len();
+        for &t in &recs.ts_ns {
+            back += u64::from(last.is_some_and(|l| t < l));
+            last = Some(t);
+        }
+        if n as u64 > limits.max_packets {
+            continue; // only counted: refused below, as `read_capture` refuses
         }
         let t = *t0.get_or_insert(recs.ts_ns.first().copied().unwrap_or(0));
-        let rows = decode_batch(&mut src, &recs, t, &mut ra);
+        let rows = dec.decode(&mut src, &recs, t);
         if let Some(e) = src.take_error() {
-            send(Err(Refusal::new(
+            return Err(Refusal::new(
                 "CorruptTraceError",
                 format!("read error: {e}"),
-            )));
-            return;
+            ));
         }
         if rows.has_beyond() {
-            send(Err(Refusal::new(
+            return Err(Refusal::new(
                 "TracekitError",
                 "a TCP segment's IP length runs beyond its frame: only tracekit.read, which \
                  sees the later segments, can confirm it",
-            )));
-            return;
+            ));
         }
-        if !send(Ok(rows)) {
-            return;
+        portless |= rows.ports.iter().any(|&p| !p);
+        if !send(Item::Rows(Box::new(rows))) {
+            return Ok(None);
         }
     }
+    if let Walk::Pcap(b) = &walk {
+        b.warnings(&mut warnings);
+    }
+    if n as u64 > limits.max_packets {
+        let msg = format!(
+            "{} packets, over the limit of {}",
+            commas(n as u64),
+            commas(limits.max_packets)
+        );
+        return Err(Refusal::new("LimitError", msg));
+    }
+    dec.finish(&mut warnings);
+    if back > 0 {
+        let msg = "timestamps go backwards (frame order kept)";
+        warnings.push(Warn::new("W-NONMONOTONIC", msg, back));
+    }
+    Ok(Some((warnings, portless)))
+}
+
+thread_local! {
+    /// The warnings of the last file a [`Reader`] read to its end on this thread, and whether
+    /// a row had no ports.
+    static LAST: RefCell<(Vec<Warn>, bool)> = const { RefCell::new((Vec::new(), false)) };
+}
+
+/// The warnings of the last file read to its end on this thread (`tracekit.read`'s, in its
+/// order), taken.
+pub fn take_warnings() -> Vec<Warn> {
+    LAST.with(|w| std::mem::take(&mut *w.borrow_mut()).0)
 }
 
 /// The decoded batches of a file, read on a thread of their own.
@@ -125,7 +219,7 @@ impl Reader {
             let run = std::panic::AssertUnwindSafe(|| read_all(&path, |x| tx.send(x).is_ok()));
             if std::panic::catch_unwind(run).is_err() {
                 let msg = "internal error while decoding (a bug: please report it with the file)";
-                let _ = tx.send(Err(Refusal::new("CorruptTraceError", msg)));
+                let _ = tx.send(Item::Refused(Refusal::new("CorruptTraceError", msg)));
             }
         });
         Reader {
@@ -136,9 +230,16 @@ impl Reader {
 }
 
 impl Iterator for Reader {
-    type Item = Item;
-    fn next(&mut self) -> Option<Item> {
-        self.rx.recv().ok()
+    type Item = Result<Rows, Refusal>;
+    fn next(&mut self) -> Option<Result<Rows, Refusal>> {
+        match self.rx.recv().ok()? {
+            Item::Rows(r) => Some(Ok(*r)),
+            Item::Refused(r) => Some(Err(r)),
+            Item::Done(w, portless) => {
+                LAST.with(|x| *x.borrow_mut() = (w, portless));
+                None
+            }
+        }
     }
 }
 

@@ -81,10 +81,13 @@ fn handshake_data_and_rtt() {
 
 #[test]
 fn refusals_name_the_reason() {
+    // a pcapng file is read by the reader's own block walk: its errors are the reader's
     let ng = write("x.pcapng", &[0x0a, 0x0d, 0x0d, 0x0a, 0, 0, 0, 0]);
     let e = summary(&ng, 0.2).unwrap_err();
-    assert_eq!(e.kind, "UnknownFormatError");
-    assert!(e.message.contains("pcapng"));
+    assert_eq!(e.kind, "CorruptTraceError");
+    assert!(e
+        .message
+        .starts_with("truncated section header block: 8 bytes"));
     let junk = write("junk.pcap", b"not a capture at all, no");
     assert_eq!(summary(&junk, 0.2).unwrap_err().kind, "UnknownFormatError");
     let mut cut = pcap(&[seg(true, 1, 0, 0x02, 0)]);

@@ -1,0 +1,142 @@
+"""The streamed summary's warnings and refusals are the reader's (``src/stream/source.rs``).
+
+``_core.stream_summary`` reads with the capture reader's own container walks, decoder and
+default limits, batch by batch: on every sample capture, every bad input of
+``tests/badinputs.py`` and a set of ``tests/test_fuzz.py``'s mutants, it never panics, and
+either gives exactly the warnings ``_core.read_capture`` gives for the file (code, located
+message, count, offset, frame, hint; in its order) or raises a ``TracekitError`` naming the
+file: the reader's own error when the reader refuses the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from badinputs import cases
+from conftest import SAMPLES
+from test_fuzz import PREFIX, mutate
+
+from tracekit import _core
+from tracekit.errors import CorruptTraceError, LimitError, TracekitError, UnknownFormatError
+from tracekit.limits import Limits
+
+#: The stream's own refusals (a file the reader takes but the stream does not).
+OWN = ("IP length runs beyond its frame", "link type not decoded by tracekit itself")
+ERRORS = {"corrupt": CorruptTraceError, "unknown": UnknownFormatError, "limit": LimitError}
+CAPTURES = sorted(p for p in SAMPLES.rglob("*") if p.suffix in (".pcap", ".pcapng"))
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """The compiled reader's outcome for the file, with its container sniffed as tracekit does."""
+    data = path.read_bytes()
+    container = "pcapng" if data[:4] == b"\x0a\x0d\x0d\x0a" else "pcap"
+    limits = Limits()
+    return _core.read_capture(str(path), container, limits, f"{limits.frag_timeout_s:g}")
+
+
+def _check(path: Path) -> str:
+    """Stream `path` and compare with the reader: "ok", "refused" or "own" (the stream's refusal)."""
+    want = _read(path)
+    try:
+        got = _core.stream_summary(path)
+    except TracekitError as e:
+        assert e.path == str(path) and str(path) in str(e)
+        assert "internal error" not in e.message, e.message
+        if "error" in want:
+            kind, message, *_ = want["error"]
+            assert type(e) is ERRORS[kind] and e.message.startswith(message), (e.message, want["error"])
+            return "refused"
+        assert any(r in e.message for r in OWN) or want["unsupported"], e.message
+        return "own"
+    assert "error" not in want, want["error"]
+    assert not want["unsupported"]
+    assert [tuple(w) for w in got["warnings"]] == [tuple(w) for w in want["warnings"]]
+    return "ok"
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: str(p.relative_to(SAMPLES)))
+def test_samples_warn_as_the_reader(path: Path) -> None:
+    _check(path)
+
+
+def test_pcapng_samples_stream() -> None:
+    ng = [p for p in CAPTURES if p.suffix == ".pcapng"]
+    assert ng and all(_check(p) == "ok" for p in ng)
+
+
+def test_bad_inputs_warn_or_refuse_as_the_reader(tmp_path: Path) -> None:
+    seen: dict[str, int] = {}
+    for c in cases():
+        p = tmp_path / f"{c.name}.bin"
+        p.write_bytes(c.data)
+        out = _check(p)
+        seen[out] = seen.get(out, 0) + 1
+    assert seen.get("ok", 0) >= 20 and seen.get("refused", 0) >= 10, seen
+
+
+def test_mutants_warn_or_refuse_as_the_reader(tmp_path: Path) -> None:
+    rng = np.random.default_rng(20261127)
+    bases = [p.read_bytes()[:PREFIX] for p in CAPTURES]
+    for k in range(150):
+        data, _ = mutate(bases[k % len(bases)], rng)
+        p = tmp_path / f"m{k}.bin"
+        p.write_bytes(data)
+        _check(p)
+
+
+def _pcap(records: list[tuple[int, bytes]]) -> bytes:
+    import struct
+
+    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
+    for sec, pkt in records:
+        out += [struct.pack("<IIII", sec, 0, len(pkt), len(pkt)), pkt]
+    return b"".join(out)
+
+
+def test_nonmonotonic_and_truncated(tmp_path: Path) -> None:
+    from badinputs import eth, ipv4, tcp
+
+    pkt = eth(ipv4(tcp(payload=b"x" * 10)))
+    p = tmp_path / "back.pcap"
+    p.write_bytes(_pcap([(5, pkt), (3, pkt), (4, pkt)])[:-4])
+    assert _check(p) == "ok"
+    codes = [w[0] for w in _core.stream_summary(p)["warnings"]]
+    assert codes == ["W-TRUNCATED", "W-NONMONOTONIC"]
+
+
+def test_warnings_located_across_batches(tmp_path: Path) -> None:
+    """Frames and counts of the decoder's warnings run on across batches (16,384 records each)."""
+    from badinputs import eth, ipv4, tcp
+
+    good = eth(ipv4(tcp(flags=0x10, payload=b"x" * 10)))
+    recs = [(10 + k // 1000, good) for k in range(40_000)]
+    recs[18_000] = (28, eth(b"\x45\x00"))  # too short for its IP header
+    recs[33_000] = (43, eth(ipv4(tcp(flags=0x10), frag=0x2000)))  # a fragment never completed
+    recs[35_000] = (1, good)  # back in time
+    p = tmp_path / "long.pcap"
+    p.write_bytes(_pcap(recs))
+    assert _check(p) == "ok"
+    ws = {w[0]: w for w in _core.stream_summary(p)["warnings"]}
+    assert ws["W-MALFORMED"][4] == 18_001 and ws["W-FRAGMENT"][4] == 33_001
+    assert ws["W-NONMONOTONIC"][2] == 1
+
+
+def test_max_flows_refused_as_the_reader(tmp_path: Path) -> None:
+    """100,000 connections and a row without ports: one over ``max_flows``, for both readers."""
+    from badinputs import eth, ipv4, tcp
+
+    import tracekit
+
+    recs = [(1, eth(ipv4(tcp(sport=1024 + k % 60_000, dport=1 + k // 60_000)))) for k in range(100_000)]
+    recs.append((2, eth(ipv4(b"\x08\x00\x00\x00\x00\x00\x00\x00", proto=1))))
+    p = tmp_path / "scan.pcap"
+    p.write_bytes(_pcap(recs))
+    with pytest.raises(LimitError) as want:
+        tracekit.read(p)
+    with pytest.raises(LimitError) as got:
+        _core.stream_summary(p)
+    assert got.value.message == want.value.message == "100,001 connections, over the limit of 100,000"
+    assert got.value.path == str(p)
