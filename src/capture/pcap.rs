@@ -51,7 +51,7 @@ pub fn read(
     warnings: &mut Vec<Warn>,
 ) -> Result<(Records, Meta), Failure> {
     let h = file_header(src, warnings)?;
-    let (linktype, big) = (h.lt_field & LT_MASK, h.big);
+    let linktype = h.lt_field & LT_MASK;
     let meta = Meta::Pcap {
         linktype,
         snaplen: h.snaplen,
@@ -65,23 +65,7 @@ pub fn read(
     if super::link::name(linktype).is_none() {
         return Ok((recs, meta)); // tshark reads it
     }
-    // pcap before 2.3 wrote the original length before the captured length (libpcap swaps them).
-    let swapped = h.version < (2, 3);
-    // LINKTYPE_EXT: bits 28-31 give the FCS length in 16-bit words when bit 26 is set
-    let fcs = if h.lt_field & LT_FCS_PRESENT != 0 {
-        ((h.lt_field >> 28) & 0xF) * 2
-    } else {
-        0
-    };
-    let walk = Walk {
-        e: Endian { big },
-        rec_len: h.rec_len,
-        cap_at: if swapped { 12 } else { 8 },
-        nanos: h.nanos,
-        swapped,
-        fcs,
-        snaplen: h.snaplen,
-    };
+    let walk = Walk::of(&h);
     let (stop, tallies) = walk.run(src, limits, &mut recs)?;
     tail_warnings(stop, tallies, recs.data_off.len() as u64, warnings);
     Ok((recs, meta))
@@ -142,23 +126,8 @@ impl Batches {
         if super::link::name(linktype).is_none() {
             return Ok(None);
         }
-        let swapped = h.version < (2, 3);
-        let fcs = if h.lt_field & LT_FCS_PRESENT != 0 {
-            ((h.lt_field >> 28) & 0xF) * 2
-        } else {
-            0
-        };
-        let walk = Walk {
-            e: Endian { big: h.big },
-            rec_len: h.rec_len,
-            cap_at: if swapped { 12 } else { 8 },
-            nanos: h.nanos,
-            swapped,
-            fcs,
-            snaplen: h.snaplen,
-        };
         Ok(Some(Batches {
-            walk,
+            walk: Walk::of(&h),
             p: FILE_HEADER as u64,
             frames: 0,
             done: false,
@@ -277,6 +246,29 @@ struct Walk {
     /// FCS bytes trailing every frame (LINKTYPE_EXT).
     fcs: u32,
     snaplen: u32,
+}
+
+impl Walk {
+    /// The record walk a file header asks for (`read` and [`Batches`] both start from it).
+    fn of(h: &FileHeader) -> Walk {
+        // pcap before 2.3 wrote the original length before the captured length (libpcap swaps them).
+        let swapped = h.version < (2, 3);
+        // LINKTYPE_EXT: bits 28-31 give the FCS length in 16-bit words when bit 26 is set
+        let fcs = if h.lt_field & LT_FCS_PRESENT != 0 {
+            ((h.lt_field >> 28) & 0xF) * 2
+        } else {
+            0
+        };
+        Walk {
+            e: Endian { big: h.big },
+            rec_len: h.rec_len,
+            cap_at: if swapped { 12 } else { 8 },
+            nanos: h.nanos,
+            swapped,
+            fcs,
+            snaplen: h.snaplen,
+        }
+    }
 }
 
 /// A record header's timestamp and lengths, when the whole record is in the file.

@@ -26,7 +26,9 @@ fn limits_of(obj: &Bound<'_, PyAny>, timeout_text: String) -> PyResult<Limits> {
     })
 }
 
-fn warnings<'py>(py: Python<'py>, ws: &[Warn]) -> PyResult<Bound<'py, PyList>> {
+/// The warnings as Python tuples `(code, message, count, offset, frame, hint)` (`read_capture`
+/// and `stream_summary` give them alike).
+pub(crate) fn warnings<'py>(py: Python<'py>, ws: &[Warn]) -> PyResult<Bound<'py, PyList>> {
     let items: Vec<_> = ws
         .iter()
         .map(|w| {

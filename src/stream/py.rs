@@ -62,20 +62,7 @@ pub fn stream_summary(
 
 fn output<'py>(py: Python<'py>, f: Flows, warnings: &[Warn]) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    let ws: Vec<_> = warnings
-        .iter()
-        .map(|w| {
-            (
-                w.code,
-                w.message.as_str(),
-                w.count,
-                w.offset,
-                w.frame,
-                w.hint,
-            )
-        })
-        .collect();
-    d.set_item("warnings", ws)?;
+    d.set_item("warnings", crate::capture::py::warnings(py, warnings)?)?;
     let rows = &f.rows;
     macro_rules! col {
         ($name:expr, $e:expr) => {

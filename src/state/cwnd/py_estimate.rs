@@ -10,29 +10,34 @@ type F64<'py> = PyReadonlyArray1<'py, f64>;
 type I64<'py> = PyReadonlyArray1<'py, i64>;
 type Bool<'py> = PyReadonlyArray1<'py, bool>;
 
+/// The data rows' columns, in `cwnd_estimate`'s order (see [`EstRows`]).
+type RowCols<'py> = (
+    F64<'py>,
+    I64<'py>,
+    I64<'py>,
+    I64<'py>,
+    Bool<'py>,
+    Bool<'py>,
+    F64<'py>,
+);
+/// The per-direction columns, in `cwnd_estimate`'s order (see [`EstRows`]).
+type DirCols<'py> = (
+    I64<'py>,
+    I64<'py>,
+    I64<'py>,
+    I64<'py>,
+    F64<'py>,
+    F64<'py>,
+    Bool<'py>,
+);
+
 /// The arguments, as numpy arrays (see [`EstRows`] for each).
 struct Cols<'py> {
-    rows: (
-        F64<'py>,
-        I64<'py>,
-        I64<'py>,
-        I64<'py>,
-        Bool<'py>,
-        Bool<'py>,
-        F64<'py>,
-    ),
+    rows: RowCols<'py>,
     sack: (I64<'py>, I64<'py>, I64<'py>, I64<'py>, I64<'py>),
     retx: (I64<'py>, I64<'py>, Bool<'py>),
     acks: (F64<'py>, I64<'py>),
-    dirs: (
-        I64<'py>,
-        I64<'py>,
-        I64<'py>,
-        I64<'py>,
-        F64<'py>,
-        F64<'py>,
-        Bool<'py>,
-    ),
+    dirs: DirCols<'py>,
 }
 
 /// The slices of `c` (each must be contiguous).
@@ -116,27 +121,11 @@ fn arrays(py: Python<'_>, out: Estimate) -> EstArrays<'_> {
 #[pyfunction]
 fn cwnd_estimate<'py>(
     py: Python<'py>,
-    rows: (
-        F64<'py>,
-        I64<'py>,
-        I64<'py>,
-        I64<'py>,
-        Bool<'py>,
-        Bool<'py>,
-        F64<'py>,
-    ),
+    rows: RowCols<'py>,
     sack: (I64<'py>, I64<'py>, I64<'py>, I64<'py>, I64<'py>),
     retx: (I64<'py>, I64<'py>, Bool<'py>),
     acks: (F64<'py>, I64<'py>),
-    dirs: (
-        I64<'py>,
-        I64<'py>,
-        I64<'py>,
-        I64<'py>,
-        F64<'py>,
-        F64<'py>,
-        Bool<'py>,
-    ),
+    dirs: DirCols<'py>,
     hold_backoff: bool,
 ) -> PyResult<EstArrays<'py>> {
     let c = Cols {
