@@ -341,6 +341,7 @@ pub fn flow_stats(r: &Rows, block: usize) -> Result<FlowStats, String> {
 }
 
 mod py;
+pub mod ranks;
 pub mod summary;
 pub use py::register;
 

@@ -13,7 +13,10 @@
 
 use super::seq::{is_seg, DUP, GAP, KEEPALIVE, MISSING, ZWP};
 use super::srtt::{Est, Latest};
-use std::collections::{BTreeMap, HashMap};
+use sent::{Sent, SentLog};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+mod sent;
 
 /// Kinds in the output (`tracekit.analysis.retrans.KINDS` order).
 pub const FAST: u8 = 0;
@@ -50,6 +53,21 @@ pub struct Columns<'a> {
     pub sack_row: &'a [i64],
     pub sack_left: &'a [i64],
     pub sack_right: &'a [i64],
+}
+
+/// Whether a packet is a retransmission candidate (then Some: whether it is Wireshark's
+/// spurious retransmission), from its length, flags, `seq` state bits, start, the direction's
+/// nextseq before it and the other side's latest ACK number ([`MISSING`]: none). The one test
+/// [`Conn::on_packet`] makes, also run by a streaming driver's first pass to learn which starts
+/// a direction's [`SentLog`] will be asked about.
+pub fn candidate(len: i64, flags: u8, bits: u8, seq: i64, nxt: i64, r_ack: i64) -> Option<bool> {
+    // a candidate (packet-tcp.c): a segment, no keep-alive or zero-window probe, starting
+    // below nextseq, except a segment longer than one byte at nextseq - 1 (after a 1-byte probe)
+    let seg = is_seg(len, flags, bits) && bits & (KEEPALIVE | ZWP) == 0;
+    let behind = nxt != MISSING && seq < nxt && !(len > 1 && seq == nxt - 1);
+    // Wireshark's spurious retransmission: data at or below the other side's latest ACK
+    let spur = len > 0 && r_ack != MISSING && r_ack > 0 && seq + len <= r_ack;
+    (seg && (behind || spur)).then_some(spur)
 }
 
 /// One packet as [`Conn::on_packet`] reads it.
@@ -114,66 +132,6 @@ impl AckSide {
     }
 }
 
-/// A sequence number this direction has sent: its latest packet (any packet starting there,
-/// RFC 6298 §5.5 backoff counts from it), and whether a packet that may fill a hole started there.
-#[derive(Clone, Copy)]
-struct Sent {
-    row: u32,
-    time: f64,
-    filled: bool,
-}
-
-/// Entries per chunk of [`SentLog`]'s run (24 bytes each: ~96 KiB).
-const CHUNK: usize = 4096;
-
-/// The latest packet at each sequence number a direction has sent. Starts mostly rise (new
-/// data, then pure ACKs at nextseq): those are appended to a sorted run (a write per packet, a
-/// binary search per retransmission), kept in fixed chunks so that it grows without copying;
-/// the others (re-sends, keep-alives) go to a map, whose entry is always the later one.
-#[derive(Default)]
-struct SentLog {
-    run: Vec<Vec<(i64, Sent)>>,
-    other: HashMap<i64, Sent>,
-}
-
-impl SentLog {
-    fn get(&self, seq: i64) -> Option<Sent> {
-        if let Some(s) = self.other.get(&seq) {
-            return Some(*s);
-        }
-        // the first chunk whose last start is at or above seq, then the entry in it
-        let c = self
-            .run
-            .partition_point(|ch| ch.last().is_some_and(|e| e.0 < seq));
-        let ch = self.run.get(c)?;
-        let k = ch.partition_point(|e| e.0 < seq);
-        ch.get(k).filter(|e| e.0 == seq).map(|e| e.1)
-    }
-
-    fn record(&mut self, seq: i64, row: u32, time: f64, fills: bool) {
-        let new = |filled: bool| Sent {
-            row,
-            time,
-            filled: filled || fills,
-        };
-        match self.run.last_mut().and_then(|ch| ch.last_mut()) {
-            Some(last) if last.0 == seq => last.1 = new(last.1.filled),
-            Some(last) if last.0 > seq => {
-                let filled = self.get(seq).is_some_and(|s| s.filled);
-                self.other.insert(seq, new(filled));
-            }
-            _ => {
-                if self.run.last().is_none_or(|ch| ch.len() == CHUNK) {
-                    self.run.push(Vec::with_capacity(CHUNK));
-                }
-                if let Some(ch) = self.run.last_mut() {
-                    ch.push((seq, new(false)));
-                }
-            }
-        }
-    }
-}
-
 /// One direction as the sender.
 #[derive(Default)]
 struct Sender {
@@ -225,6 +183,16 @@ impl Conn {
         }
     }
 
+    /// The same state, keeping of each direction's sends only those at `starts[d]` (the
+    /// starts of its retransmission candidates, found beforehand with [`candidate`]): memory
+    /// by re-sent start rather than by segment, the same verdicts.
+    pub fn only_resent(mut self, starts: [HashSet<i64>; 2]) -> Self {
+        for (s, only) in self.snd.iter_mut().zip(starts) {
+            s.sent.only = Some(only);
+        }
+        self
+    }
+
     /// One packet, in order: judged as a possible retransmission of its direction, then
     /// taken as an ACK (with SACK/D-SACK blocks) for the other one.
     pub fn on_packet(&mut self, p: &Pkt) -> Verdict {
@@ -256,18 +224,8 @@ impl Conn {
 
     /// The kind of a retransmission, or None for any other packet.
     fn judge(&mut self, p: &Pkt) -> Option<u8> {
-        let o = &self.side[1 - p.dir];
-        let dend = p.seq + p.len;
-        // a candidate (packet-tcp.c): a segment, no keep-alive or zero-window probe, starting
-        // below nextseq, except a segment longer than one byte at nextseq - 1 (after a 1-byte probe)
-        let seg = p.is_seg() && p.bits & (KEEPALIVE | ZWP) == 0;
-        let behind = p.nxt != MISSING && p.seq < p.nxt && !(p.len > 1 && p.seq == p.nxt - 1);
-        // Wireshark's spurious retransmission: data at or below the other side's latest ACK
-        let r_ack = o.last.map_or(MISSING, |l| l.2);
-        let spur = p.len > 0 && r_ack != MISSING && r_ack > 0 && dend <= r_ack;
-        if !(seg && (behind || spur)) {
-            return None;
-        }
+        let r_ack = self.side[1 - p.dir].last.map_or(MISSING, |l| l.2);
+        let spur = candidate(p.len, p.flags, p.bits, p.seq, p.nxt, r_ack)?;
         // the previous packet at this start (original or re-send)
         let seq_seen = self.snd[p.dir].sent.get(p.seq);
         // out-of-order, not retransmitted: the first segment into a hole (bytes never seen

@@ -86,6 +86,13 @@ struct Sender {
     epoch: i64,
     /// Highest unwrapped TSval sent so far.
     hi_ts: Option<i64>,
+    /// The highest echo looked up so far (unwrapped), and the most any echo fell below the
+    /// highest before it: what a first pass learns for `keep_lag`.
+    echo_hi: Option<i64>,
+    echo_lag: i64,
+    /// Given (a streaming driver's first pass measured it): no echo will fall more than this
+    /// below the highest before it, so firsts further below can go.
+    keep_lag: Option<i64>,
 }
 
 impl Sender {
@@ -137,22 +144,27 @@ impl Sender {
             self.hi_ts = Some(tsv);
             // an echo is placed within 2^31 of the highest TSval (see `on_ack`), so firsts
             // that far below it can never match again
-            while self
-                .firsts
-                .get(self.firsts_from)
-                .is_some_and(|f| f.tsv <= tsv - HALF)
-            {
-                self.firsts_from += 1;
-            }
-            if self.firsts_from > 1024 && self.firsts_from * 2 > self.firsts.len() {
-                self.firsts.drain(..self.firsts_from);
-                self.firsts_from = 0;
-            }
+            self.forget_below(tsv - HALF + 1);
             self.firsts.push(First {
                 tsv,
                 row: p.row,
                 time: p.time,
             });
+        }
+    }
+
+    /// Drops the firsts whose TSval is below `tsv` (they can never match again).
+    fn forget_below(&mut self, tsv: i64) {
+        while self
+            .firsts
+            .get(self.firsts_from)
+            .is_some_and(|f| f.tsv < tsv)
+        {
+            self.firsts_from += 1;
+        }
+        if self.firsts_from > 1024 && self.firsts_from * 2 > self.firsts.len() {
+            self.firsts.drain(..self.firsts_from);
+            self.firsts_from = 0;
         }
     }
 
@@ -174,17 +186,30 @@ impl Sender {
 
     /// The `ts` sample of an ACK echoing `ecr` (32-bit): placed in the 2^32 epoch nearest to
     /// the highest TSval sent so far, then looked up among the first packets of each TSval.
-    fn ts_sample(&self, ecr: i64, row: u32, time: f64) -> Option<Sample> {
+    ///
+    /// The echoes' highest value and their largest fall below it are kept: a first pass over
+    /// a trace measures that fall, and a second one given it (`keep_lag`) keeps only the
+    /// firsts an echo can still reach, memory by that window rather than by the connection's
+    /// length, the same samples (an echo is TS.Recent, RFC 7323 §4.3, which only moves
+    /// forward; reordered ACKs are what make it fall back).
+    fn ts_sample(&mut self, ecr: i64, row: u32, time: f64) -> Option<Sample> {
         let ecr = match self.hi_ts {
             Some(h) => ecr + (h - ecr + HALF).div_euclid(TWO32) * TWO32,
             None => ecr,
         };
-        let f = find_recent(&self.firsts[self.firsts_from..], ecr)?;
-        Some(Sample {
+        let hi = self.echo_hi.map_or(ecr, |h| h.max(ecr));
+        self.echo_hi = Some(hi);
+        self.echo_lag = self.echo_lag.max(hi - ecr);
+        let f = find_recent(&self.firsts[self.firsts_from..], ecr);
+        let out = f.map(|f| Sample {
             ack_row: row,
             sent_row: f.row,
             rtt: time - f.time,
-        })
+        });
+        if let Some(lag) = self.keep_lag {
+            self.forget_below(hi.saturating_sub(lag));
+        }
+        out
     }
 }
 
@@ -215,6 +240,21 @@ pub struct Connection {
 }
 
 impl Connection {
+    /// The state of a second pass over a trace whose first pass measured `lags` (by index,
+    /// [`Connection::echo_lags`]): the same samples, the TSval table kept within those lags.
+    pub fn keeping(lags: [i64; 2]) -> Connection {
+        let mut c = Connection::default();
+        for (s, lag) in c.side.iter_mut().zip(lags) {
+            s.keep_lag = Some(lag);
+        }
+        c
+    }
+
+    /// By index, the most an echo fell below the highest echo before it (0: never).
+    pub fn echo_lags(&self) -> [i64; 2] {
+        [self.side[0].echo_lag, self.side[1].echo_lag]
+    }
+
     /// Feeds one packet (in capture order): the `seq` and `ts` samples it closes as an ACK
     /// for the other direction. Samples with a negative RTT (time going back) are dropped.
     pub fn on_packet(&mut self, p: &Packet) -> (Option<Sample>, Option<Sample>) {

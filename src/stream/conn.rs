@@ -12,12 +12,14 @@
 
 use crate::state::conn::Numbered;
 use crate::state::dirstats::{self, DirStats};
+use crate::state::flowstats::ranks::Counts;
 use crate::state::flowstats::summary as fs;
 use crate::state::flowstats::summary::Summary;
 use crate::state::retrans::{self, OOO_DEFAULT_S};
 use crate::state::rtt::{self, Sample};
 use crate::state::seq::{self, Peer, Step, MISSING, SYN};
 use crate::state::srtt::Srtt;
+use std::collections::HashSet;
 
 // The flows accumulator's kind codes are the retransmission kinds' plus one.
 const _: () = assert!(
@@ -95,10 +97,18 @@ pub struct Scout {
     tcp: Tcp,
     /// The handshake times (`dirstats`: only its SYN and ACK times are read here).
     hs: [DirStats; 2],
-    /// A `seq` sample timed this side's data.
+    /// A `seq` sample timed this side's data; one above 0 s did.
     has_seq: [bool; 2],
+    pos_seq: [bool; 2],
+    /// The RTT samples timing this side's data above 0 s, counted by bucket: `seq`, `ts`.
+    counts: [[Counts; 2]; 2],
     /// The least RTT sample above 0 s (either method, either direction; +inf: none).
     min_rtt: f64,
+    /// Each side's latest ACK number ([`MISSING`]: none yet, or its latest packet had no ACK).
+    last_ack: [i64; 2],
+    /// The starts of each side's retransmission candidates (`retrans::candidate`): the only
+    /// sends pass 2's retransmission log is asked about.
+    resent: [HashSet<i64>; 2],
 }
 
 impl Default for Scout {
@@ -107,7 +117,11 @@ impl Default for Scout {
             tcp: Tcp::default(),
             hs: [DirStats::new(0), DirStats::new(0)],
             has_seq: [false; 2],
+            pos_seq: [false; 2],
+            counts: Default::default(),
             min_rtt: f64::INFINITY,
+            last_ack: [MISSING; 2],
+            resent: [HashSet::new(), HashSet::new()],
         }
     }
 }
@@ -132,8 +146,21 @@ impl Scout {
         // initiator is not known yet: both sides' times are kept, the initiator's read)
         let peer_synack = seg.has_ack && !seg.syn && self.hs[1 - s].synack;
         self.hs[s].on_packet(&seg, peer_synack);
-        let (sq, ts) = self.tcp.on_packet(s, p).samples;
+        let f = self.tcp.on_packet(s, p);
+        // `retrans::Conn::on_packet`'s candidate test, against the other side's latest ACK
+        let (nxt, bits) = (f.step.nxt, f.step.bits);
+        if retrans::candidate(p.len, p.flags, bits, p.seq, nxt, self.last_ack[1 - s]).is_some() {
+            self.resent[s].insert(p.seq);
+        }
+        self.last_ack[s] = p.ack;
+        let (sq, ts) = f.samples;
         self.has_seq[1 - s] |= sq.is_some();
+        self.pos_seq[1 - s] |= sq.is_some_and(|x| x.rtt > 0.0);
+        for (m, x) in [sq, ts].into_iter().enumerate() {
+            if let Some(x) = x {
+                self.counts[1 - s][m].add(x.rtt);
+            }
+        }
         for x in [sq, ts].into_iter().flatten() {
             if x.rtt > 0.0 {
                 self.min_rtt = self.min_rtt.min(x.rtt);
@@ -142,7 +169,7 @@ impl Scout {
     }
 
     /// What pass 2 needs, by direction; `init` the initiator's side.
-    pub fn settle(&self, init: usize) -> Prior {
+    pub fn settle(&mut self, init: usize) -> Prior {
         // `retrans.min_rtt`: the handshake RTT when above 0, else the least sample
         let hs = self.hs[init].handshake_rtt();
         let ooo_s = if hs > 0.0 {
@@ -152,20 +179,38 @@ impl Scout {
         } else {
             OOO_DEFAULT_S
         };
+        let by_dir = [init, 1 - init];
+        let lags = self.tcp.rtt.echo_lags();
+        let mut take = |side: usize| std::mem::take(&mut self.resent[side]);
         Prior {
-            seq_rtt: [self.has_seq[init], self.has_seq[1 - init]],
+            seq_rtt: by_dir.map(|s| self.has_seq[s]),
             ooo_s,
+            resent: Some([take(init), take(1 - init)]),
+            echo_lag: Some(by_dir.map(|s| lags[s])),
+            // `Summary::rtt`: the `seq` samples above 0 s when there are any, else the `ts` ones
+            sum: Some(by_dir.map(|s| {
+                let seq = self.pos_seq[s];
+                Summary::picking(seq, &self.counts[s][usize::from(!seq)])
+            })),
         }
     }
 }
 
 /// What pass 1 settles for a connection, by direction.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Prior {
     /// The direction's smoothed RTT follows its `seq` samples (else its `ts` ones).
     pub seq_rtt: [bool; 2],
     /// The out-of-order window (seconds).
     pub ooo_s: f64,
+    /// The starts of the direction's retransmission candidates (None: unknown, keep every send).
+    pub resent: Option<[HashSet<i64>; 2]>,
+    /// How far the echoes of the direction's TSvals fell back (`rtt::Connection::echo_lags`;
+    /// None: unknown, keep every TSval).
+    pub echo_lag: Option<[i64; 2]>,
+    /// The direction's accumulators, made knowing its RTT samples (`Summary::picking`; None:
+    /// every sample is kept).
+    pub sum: Option<[Summary; 2]>,
 }
 
 /// Pass 2's state of one connection, by direction.
@@ -180,13 +225,24 @@ pub struct Conn {
 }
 
 impl Conn {
-    pub fn new(prior: &Prior, rto_floor_s: f64) -> Conn {
+    /// `prior`'s candidate starts are taken (pass 2 makes one `Conn` per connection).
+    pub fn new(prior: &mut Prior, rto_floor_s: f64) -> Conn {
+        let mut retrans = retrans::Conn::new(prior.ooo_s, rto_floor_s);
+        if let Some(starts) = prior.resent.take() {
+            retrans = retrans.only_resent(starts);
+        }
+        let rtt = prior
+            .echo_lag
+            .map_or_else(rtt::Connection::default, rtt::Connection::keeping);
         Conn {
-            tcp: Tcp::default(),
+            tcp: Tcp {
+                seq: Default::default(),
+                rtt,
+            },
             srtt: [Srtt::default(); 2],
             seq_rtt: prior.seq_rtt,
-            retrans: retrans::Conn::new(prior.ooo_s, rto_floor_s),
-            sum: [Summary::default(), Summary::default()],
+            retrans,
+            sum: prior.sum.take().unwrap_or_default(),
         }
     }
 

@@ -185,7 +185,7 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
     }
     let settled = table.settle();
     let priors = scouts
-        .iter()
+        .iter_mut()
         .enumerate()
         .map(|(f, s)| s.settle(usize::from(settled.dir(f as u32, false) != 0)))
         .collect();
@@ -205,6 +205,8 @@ struct Pass2<'a> {
     addrs: Addrs,
     dirs: Directions,
     conns: Vec<Option<Conn>>,
+    /// What pass 1 settled per connection (its candidate starts move into the `Conn`).
+    priors: Vec<Prior>,
     /// Rows of the sequence state so far (the column path's `_i`).
     row: u64,
     /// The packet's SACK blocks (relative edges).
@@ -265,13 +267,16 @@ impl Pass2<'_> {
             if flow as usize >= self.conns.len() {
                 self.conns.resize_with(flow as usize + 1, || None);
             }
-            let (first, floor) = (self.first, self.rto_floor_s);
+            let (priors, floor) = (&mut self.priors, self.rto_floor_s);
             let c = self.conns[flow as usize].get_or_insert_with(|| {
-                let none = Prior {
+                let mut none = Prior {
                     seq_rtt: [false; 2],
                     ooo_s: OOO_DEFAULT_S,
+                    resent: None,
+                    echo_lag: None,
+                    sum: None,
                 };
-                Conn::new(first.priors.get(flow as usize).unwrap_or(&none), floor)
+                Conn::new(priors.get_mut(flow as usize).unwrap_or(&mut none), floor)
             });
             c.on_packet(usize::from(dir == 1), &x, &self.sack);
             self.row += 1;
@@ -316,7 +321,8 @@ impl Pass2<'_> {
 /// The per-direction summary of the pcap file at `path` (see the module docs).
 /// `rto_floor_s`: the sender's minimum RTO (`tracekit.analysis.retrans.rto_floor`).
 pub fn summary(path: &Path, rto_floor_s: f64) -> Result<Flows, Refusal> {
-    let first = pass1(path)?;
+    let mut first = pass1(path)?;
+    let priors = std::mem::take(&mut first.priors);
     let nflows = first.nflows;
     super::source::check_flows(nflows)?;
     let top = u32::try_from(nflows).ok().and_then(|n| n.checked_sub(1));
@@ -327,6 +333,7 @@ pub fn summary(path: &Path, rto_floor_s: f64) -> Result<Flows, Refusal> {
         addrs: Addrs::default(),
         dirs: Directions::new(top, nflows),
         conns: Vec::new(),
+        priors,
         row: 0,
         sack: Vec::new(),
     };

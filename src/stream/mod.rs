@@ -9,10 +9,13 @@
 //! direction's smoothed-RTT method and each connection's out-of-order window), the second
 //! feeds every TCP packet to its connection's state ([`conn::Conn`]: sequence state,
 //! per-direction counts, RTT samples, the RFC 6298 estimate, retransmissions) and collects
-//! the per-direction summaries. Memory: the batches in flight, the per-connection state, each
-//! direction's RTT samples (for the quantiles, 8 B each) and the retransmission rules' log of
-//! the sequence starts each direction sent (`retrans::SentLog`, 24 B per data segment: a
-//! re-send is compared with the previous send of its start, however old). `py.rs` is
+//! the per-direction summaries. Memory: the batches in flight and per-connection state that
+//! does not grow with the connection's length, because pass 1 also learns what pass 2 will be
+//! asked: the starts each direction's retransmission candidates re-send (the retransmission
+//! log keeps only those, `retrans::candidate`), how far the TSval echoes fall back (the RTT
+//! table keeps only the TSvals an echo can still reach, `rtt::Connection::keeping`) and the
+//! buckets of the RTT samples (the percentiles keep only the values at their ranks,
+//! `flowstats::ranks`). Every answer is the one keeping everything gives. `py.rs` is
 //! `_core.stream_summary`.
 
 pub mod conn;

@@ -106,11 +106,14 @@ fn refusals_name_the_reason() {
 fn a_dsack_moves_a_counted_retransmission_to_spurious() {
     use super::conn::{Conn, Pk, Prior};
     use crate::state::seq::MISSING;
-    let prior = Prior {
+    let mut prior = Prior {
         seq_rtt: [true; 2],
         ooo_s: 0.01,
+        resent: None,
+        echo_lag: None,
+        sum: None,
     };
-    let mut c = Conn::new(&prior, 0.2);
+    let mut c = Conn::new(&mut prior, 0.2);
     let pk = |row: u32, time: f64, seq: i64, len: i64, flags: u8, ack: i64| Pk {
         row,
         time,

@@ -9,6 +9,7 @@
 //! polars' `quantile(q, "linear")` (`median` = the 0.5 one): the sorted values at
 //! `(n − 1)·q`, interpolated between the two around it.
 
+use super::ranks::{self, Counts, Picked};
 use super::MISSING;
 use crate::state::slots::Slots;
 use rayon::prelude::*;
@@ -62,19 +63,12 @@ impl Kahan {
 /// polars' linear quantile (none: NaN): the values at `(n − 1)·q`, interpolated between the
 /// two around it; found by selection (`v` is reordered), not a full sort.
 pub fn quantile(v: &mut [f64], q: f64) -> f64 {
-    let Some(last) = v.len().checked_sub(1) else {
+    let Some((lo, hi, at)) = ranks::place(v.len(), q) else {
         return f64::NAN;
     };
-    let at = last as f64 * q;
-    let lo = at.floor() as usize;
-    let hi = at.ceil() as usize;
     let (_, &mut low, above) = v.select_nth_unstable_by(lo, f64::total_cmp);
-    if lo == hi {
-        return low;
-    }
     let high = above.iter().copied().fold(f64::INFINITY, f64::min);
-    let p = at - lo as f64;
-    p * (high - low) + low
+    ranks::between(low, high, lo, hi, at)
 }
 
 /// The RTT columns of one direction.
@@ -110,11 +104,47 @@ pub struct Summary {
     flight: Kahan,
     pub stalls: i64,
     stall_time: Kahan,
+    /// Set by a driver that read the trace before ([`Summary::picking`]): the samples are not
+    /// kept, only their running min and sum and the values at the percentiles' ranks.
+    picked: Option<Box<Pick>>,
+}
+
+/// The RTT columns of a direction whose trace was read before (see [`super::ranks`]).
+#[derive(Clone, Debug)]
+struct Pick {
+    /// The method whose samples count (the first read found a `seq` sample above 0 or not).
+    seq: bool,
+    ranks: Picked,
+    sum: Kahan,
+    min: f64,
 }
 
 impl Summary {
+    /// The accumulator of a direction whose samples a first read counted (`counts`: of the
+    /// `seq` samples when it found one above 0, else of the `ts` ones): the same RTT columns
+    /// as keeping every sample, in memory bounded by the values' spread (`ranks`).
+    pub fn picking(seq: bool, counts: &Counts) -> Summary {
+        Summary {
+            picked: Some(Box::new(Pick {
+                seq,
+                ranks: counts.plan(&[0.5, 0.95]),
+                sum: Kahan::default(),
+                min: f64::INFINITY,
+            })),
+            ..Summary::default()
+        }
+    }
+
     /// An RTT sample (`seq`: from the sequence numbers, else from timestamps).
     pub fn on_rtt(&mut self, rtt_s: f64, seq: bool) {
+        if let Some(p) = self.picked.as_deref_mut() {
+            if rtt_s > 0.0 && seq == p.seq {
+                p.sum.add(rtt_s);
+                p.min = p.min.min(rtt_s);
+                p.ranks.add(rtt_s);
+            }
+            return;
+        }
         if rtt_s > 0.0 {
             if seq {
                 &mut self.rtt_seq
@@ -176,6 +206,17 @@ impl Summary {
 
     /// The RTT columns (None: no sample above 0).
     pub fn rtt(&mut self) -> Option<RttRow> {
+        if let Some(p) = self.picked.as_deref() {
+            let n = usize::try_from(p.sum.n).ok().filter(|&n| n > 0)?;
+            return Some(RttRow {
+                min: p.min,
+                mean: p.sum.mean(),
+                p50: p.ranks.quantile(n, 0.5),
+                p95: p.ranks.quantile(n, 0.95),
+                n: p.sum.n,
+                seq: p.seq,
+            });
+        }
         let seq = !self.rtt_seq.is_empty();
         let v = if seq {
             &mut self.rtt_seq

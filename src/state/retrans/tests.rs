@@ -223,24 +223,3 @@ fn bad_columns_are_an_error_not_a_panic() {
     };
     assert!(classify(&c, &|_| None, 0.2).unwrap_err().contains("row 2"));
 }
-
-#[test]
-fn the_sent_log_finds_the_latest_packet_at_a_start_across_chunks() {
-    let mut log = SentLog::default();
-    for k in 0..(3 * CHUNK as i64 + 5) {
-        log.record(10 * k, k as u32, k as f64, k % 2 == 0);
-    }
-    log.record(30, 900_000, 1e6, false); // a re-send of an old start: the map
-    log.record(10 * CHUNK as i64 + 10, 900_001, 2e6, false);
-    let at = |seq: i64| log.get(seq).map(|s| (s.row, s.filled));
-    assert_eq!(at(0), Some((0, true)));
-    assert_eq!(at(30), Some((900_000, false))); // k = 3 was odd: never filled
-    assert_eq!(at(10 * CHUNK as i64 + 10), Some((900_001, false))); // k = CHUNK + 1: odd
-    assert_eq!(at(10 * (CHUNK as i64 - 1)), Some((CHUNK as u32 - 1, false)));
-    assert_eq!(
-        at(10 * (3 * CHUNK as i64 + 4)),
-        Some((3 * CHUNK as u32 + 4, true))
-    );
-    assert_eq!(at(15), None);
-    assert_eq!(at(10 * (3 * CHUNK as i64 + 5)), None);
-}
