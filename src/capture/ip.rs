@@ -36,14 +36,20 @@ pub fn decode_in(
 ) -> Rows {
     let mut ra = Reassembler::new(limits);
     let (mut rows, mut t) = spans::decode(src, recs, t0, &mut ra, span);
-    for r in super::iplen::confirm(&mut rows) {
+    confirm_lengths(&mut rows, &[], &mut t);
+    report(&t, warnings, counts);
+    ra.finish(warnings, counts);
+    rows
+}
+
+/// Settles the rows whose IP length runs beyond the frame (`iplen::confirm_across`, `later`:
+/// the batches after `rows`), counting those limited to the frame (W-IPLEN).
+pub(super) fn confirm_lengths(rows: &mut Rows, later: &[&Rows], t: &mut Tallies) {
+    for r in super::iplen::confirm_across(rows, later) {
         let frame = rows.frame.get(r).copied().unwrap_or(0);
         t.beyond
             .add(frame.saturating_sub(1) as usize / CHUNK, frame);
     }
-    report(&t, warnings, counts);
-    ra.finish(warnings, counts);
-    rows
 }
 
 /// Decode records `range` into `sink`, in order. Without a reassembler (a span decoded apart

@@ -10,7 +10,7 @@
 
 use super::ip::Rows;
 
-/// Rows looked at after a segment to confirm it (a bound for hostile input).
+/// Rows looked at after a segment to confirm it, itself included (a bound for hostile input).
 const HORIZON: usize = 4096;
 
 /// The two endpoints of a row: (source, destination) as 128-bit values.
@@ -29,10 +29,17 @@ fn addrs(rows: &Rows, r: usize) -> (u128, u128) {
 
 /// Settle every row of `rows.beyond`; returns the rows whose payload was limited.
 pub fn confirm(rows: &mut Rows) -> Vec<usize> {
+    confirm_across(rows, &[])
+}
+
+/// [`confirm`] for a batch of rows followed by `later` batches (a capture read in batches):
+/// the rows looked at after a segment run on into them, so the answer is the one the whole
+/// capture gives as long as [`settled_by`] holds (or the capture ends with them).
+pub fn confirm_across(rows: &mut Rows, later: &[&Rows]) -> Vec<usize> {
     let beyond = std::mem::take(&mut rows.beyond);
     let mut cut = Vec::new();
     for (r, room) in beyond {
-        if !confirmed(rows, r) {
+        if !confirmed(rows, later, r) {
             if let Some(p) = rows.payload.get_mut(r) {
                 *p = room;
                 cut.push(r);
@@ -42,10 +49,20 @@ pub fn confirm(rows: &mut Rows) -> Vec<usize> {
     cut
 }
 
+/// Whether the rows after `rows`' last segment to settle, within it and `later`, reach the
+/// horizon (so [`confirm_across`] needs no more batches).
+pub fn settled_by(rows: &Rows, later: &[&Rows]) -> bool {
+    let Some(&(last, _)) = rows.beyond.last() else {
+        return true;
+    };
+    let after = rows.len() - last - 1 + later.iter().map(|b| b.len()).sum::<usize>();
+    after >= HORIZON - 1
+}
+
 /// Whether a later segment confirms the end of row `r`'s segment as its IP length says:
 /// the same direction continues at that sequence number (RFC 9293 §3.4), or the peer
-/// acknowledges at least that far (within 2^30, modulo 2^32).
-fn confirmed(rows: &Rows, r: usize) -> bool {
+/// acknowledges at least that far (within 2^30, modulo 2^32); `later`: the batches after `rows`.
+fn confirmed(rows: &Rows, later: &[&Rows], r: usize) -> bool {
     let (src, dst) = addrs(rows, r);
     let (Some(&sp), Some(&dp), Some(&seq), Some(&len), Some(&fl)) = (
         rows.sport.get(r),
@@ -60,22 +77,31 @@ fn confirmed(rows: &Rows, r: usize) -> bool {
     let end = seq
         .wrapping_add(len)
         .wrapping_add(u32::from(fl & 0x03 != 0));
-    let stop = rows.len().min(r.saturating_add(HORIZON));
-    for j in r + 1..stop {
-        if rows.proto.get(j) != Some(&0) {
-            continue;
-        }
-        let (s, d) = addrs(rows, j);
-        let (js, jd) = (rows.sport[j], rows.dport[j]);
-        if (s, d, js, jd) == (src, dst, sp, dp) && rows.seq_raw[j] == end {
-            return true;
-        }
-        let acks = rows.flags[j] & 0x10 != 0;
-        if (s, d, js, jd) == (dst, src, dp, sp) && acks {
-            let ahead = rows.ack_raw[j].wrapping_sub(end);
-            if ahead < 1 << 30 {
+    let own = std::iter::once((rows, r + 1));
+    // rows r + 1 up to r + HORIZON - 1, as one capture read whole has them
+    let mut left = HORIZON - 1;
+    for (b, from) in own.chain(later.iter().map(|&b| (b, 0))) {
+        let stop = b.len().min(from.saturating_add(left));
+        left -= stop.saturating_sub(from);
+        for j in from..stop {
+            if b.proto.get(j) != Some(&0) {
+                continue;
+            }
+            let (s, d) = addrs(b, j);
+            let (js, jd) = (b.sport[j], b.dport[j]);
+            if (s, d, js, jd) == (src, dst, sp, dp) && b.seq_raw[j] == end {
                 return true;
             }
+            let acks = b.flags[j] & 0x10 != 0;
+            if (s, d, js, jd) == (dst, src, dp, sp) && acks {
+                let ahead = b.ack_raw[j].wrapping_sub(end);
+                if ahead < 1 << 30 {
+                    return true;
+                }
+            }
+        }
+        if left == 0 {
+            break;
         }
     }
     false

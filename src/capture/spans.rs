@@ -99,6 +99,13 @@ impl BatchDecoder {
         rows
     }
 
+    /// Settles a batch's rows whose IP length runs beyond the frame, looking on into the
+    /// batches decoded after it (`iplen::settled_by` says when they reach far enough; at the
+    /// end of the file, whatever came after), as `read_capture` settles them over every row.
+    pub fn settle(&mut self, rows: &mut Rows, later: &[&Rows]) {
+        super::ip::confirm_lengths(rows, later, &mut self.tallies);
+    }
+
     /// The decoder's warnings once every batch is decoded, as `ip::decode_in` reports them.
     pub fn finish(&self, warnings: &mut Vec<super::Warn>) {
         let mut counts = Vec::new();

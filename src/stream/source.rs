@@ -12,8 +12,9 @@
 use super::Refusal;
 use crate::capture::bytes::{FileSource, Source};
 use crate::capture::spans::BatchDecoder;
-use crate::capture::{commas, pcap, pcapng, Failure, Kind, Limits, Records, Rows, Warn};
+use crate::capture::{commas, iplen, pcap, pcapng, Failure, Kind, Limits, Records, Rows, Warn};
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, Receiver};
 
@@ -139,6 +140,8 @@ fn read_batches(
     let mut recs = Records::default();
     let (mut t0, mut n, mut back, mut last) = (None::<i64>, 0usize, 0u64, None::<i64>);
     let mut portless = false;
+    // decoded batches not sent yet: the first has IP lengths that later rows must settle
+    let mut held: VecDeque<Box<Rows>> = VecDeque::new();
     while walk
         .next(&mut src, &limits, &mut recs)
         .map_err(|f| refusal(&f))?
@@ -160,17 +163,14 @@ fn read_batches(
                 format!("read error: {e}"),
             ));
         }
-        if rows.has_beyond() {
-            return Err(Refusal::new(
-                "TracekitError",
-                "a TCP segment's IP length runs beyond its frame: only tracekit.read, which \
-                 sees the later segments, can confirm it",
-            ));
-        }
         portless |= rows.ports.iter().any(|&p| !p);
-        if !send(Item::Rows(Box::new(rows))) {
+        held.push_back(Box::new(rows));
+        if !send_settled(&mut held, &mut dec, false, send) {
             return Ok(None);
         }
+    }
+    if !send_settled(&mut held, &mut dec, true, send) {
+        return Ok(None);
     }
     if let Walk::Pcap(b) = &walk {
         b.warnings(&mut warnings);
@@ -189,6 +189,29 @@ fn read_batches(
         warnings.push(Warn::new("W-NONMONOTONIC", msg, back));
     }
     Ok(Some((warnings, portless)))
+}
+
+/// Sends the held batches that are settled, in order: a batch whose IP lengths beyond the
+/// frame the rows after it settle (`iplen::settled_by`, or `end`: nothing more comes), with
+/// the decoder's W-IPLEN counts. False: the receiver is gone.
+fn send_settled(
+    held: &mut VecDeque<Box<Rows>>,
+    dec: &mut BatchDecoder,
+    end: bool,
+    send: &mut impl FnMut(Item) -> bool,
+) -> bool {
+    while let Some(mut first) = held.pop_front() {
+        let later: Vec<&Rows> = held.iter().map(|b| &**b).collect();
+        if !(end || iplen::settled_by(&first, &later)) {
+            held.push_front(first);
+            return true;
+        }
+        dec.settle(&mut first, &later);
+        if !send(Item::Rows(first)) {
+            return false;
+        }
+    }
+    true
 }
 
 thread_local! {
