@@ -25,6 +25,7 @@ COLUMNS = [
     "packets", "data_packets", "data_bytes", "wire_bytes", "unique_bytes", "start", "end", "mss", "wscale",
     "handshake_rtt_s", "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s", "rtt_samples", "rtt_method",
     "retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto", "retrans_spurious",
+    "flight_max_bytes", "flight_mean_bytes",
 ]
 #: What the stream refuses, as its message says it.
 REASONS: tuple[str, ...] = ()
@@ -42,8 +43,9 @@ def _streamed(s: dict[str, object]) -> pl.DataFrame:
     cols = {k: s[k] for k in ["flow", "dir", *COLUMNS]}
     return pl.DataFrame(cols).with_columns(
         pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8),
-        *[pl.col(c).replace(-1, None) for c in ("mss", "wscale")],
-        *[pl.col(c).fill_nan(None) for c in ("handshake_rtt_s", "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s")],
+        *[pl.col(c).replace(-1, None) for c in ("mss", "wscale", "flight_max_bytes")],
+        *[pl.col(c).fill_nan(None) for c in ("handshake_rtt_s", "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s",
+                                             "flight_mean_bytes")],
         pl.when(pl.col("rtt_samples") > 0).then(pl.col("rtt_samples")).alias("rtt_samples"),
     ).sort("flow", "dir")
 

@@ -21,6 +21,7 @@ def read_capture(source: object, format: str, limits: object, timeout_text: str)
 def linktypes() -> dict[int, str]: ...
 
 # src/stream: the per-direction summary streamed from a pcap or pcapng file (per-connection state only)
+# (its flight_max_bytes/flight_mean_bytes: Wireshark's bytes in flight, src/stream/flight.rs)
 def stream_summary(path: str | os.PathLike[str], rto_floor_s: float = 0.2) -> dict[str, Any]: ...
 
 # src/state/rtt.rs: RTT samples (seq with Karn's rule, TCP timestamps)

@@ -14,10 +14,13 @@
 //! the first segments before any ACK all get a value, counting only the segments seen. A
 //! segment that skips bytes (`tcp.analysis.lost_segment`) clears it for its direction until
 //! a packet with the ACK flag comes the other way.
+//!
+//! [`Corrected`] then applies Wireshark's SACK and SYN/FIN corrections: the value the flight
+//! frame's `flight_bytes` column (and so the flows table's `flight_*_bytes`) holds.
 
 #[cfg(test)]
-use super::seq::{Packets, GAP, STRAY};
-use super::seq::{ACK, FIN, MISSING, SYN};
+use super::seq::Packets;
+use super::seq::{ACK, FIN, GAP, MISSING, STRAY, SYN};
 #[cfg(test)]
 use rayon::prelude::*;
 use std::collections::{BTreeSet, VecDeque};
@@ -25,11 +28,16 @@ use std::collections::{BTreeSet, VecDeque};
 /// packet-tcp.h: the most unacknowledged segments Wireshark stores per direction.
 pub const MAX_UNACKED: usize = 10_000;
 
+/// Wireshark keeps bytes in flight only below this (`tcp.analysis.bytes_in_flight` is empty
+/// for a negative or absurd value).
+const MAX_FLIGHT: i64 = 2_000_000_000;
+
 /// One direction's unacknowledged segments. Wireshark scans its whole list for the lowest
 /// start and highest end at every data segment; here segments that extend the sequence
 /// (start and end not below the last such one: the usual case) are kept in a deque sorted by
 /// both, and the others (retransmissions, reordering) in two ordered sets, so each look-up
-/// and each ACK costs O(log n) at most.
+/// and each ACK costs O(log n) at most. The ids of segments that left are reused, so the
+/// state holds only the segments in the list (at most [`MAX_UNACKED`]).
 #[derive(Default)]
 struct Unacked {
     /// (start, end), both non-decreasing front to back.
@@ -38,6 +46,9 @@ struct Unacked {
     by_end: BTreeSet<(i64, u32)>,
     by_start: BTreeSet<(i64, u32)>,
     start: Vec<i64>,
+    /// Ids of `start` whose segment left (an id only tells segments apart: no look-up
+    /// depends on its value).
+    free: Vec<u32>,
 }
 
 impl Unacked {
@@ -50,8 +61,18 @@ impl Unacked {
             self.run.push_back((seq, end));
             return;
         }
-        let k = self.start.len() as u32;
-        self.start.push(seq);
+        let k = match self.free.pop() {
+            Some(k) => {
+                if let Some(v) = self.start.get_mut(k as usize) {
+                    *v = seq;
+                }
+                k
+            }
+            None => {
+                self.start.push(seq);
+                (self.start.len() - 1) as u32
+            }
+        };
         self.by_end.insert((end, k));
         self.by_start.insert((seq, k));
     }
@@ -76,6 +97,7 @@ impl Unacked {
             if let Some(&s) = self.start.get(k as usize) {
                 self.by_start.remove(&(s, k));
             }
+            self.free.push(k);
         }
         while let Some(&(s, k)) = self.by_start.first() {
             if s >= ack {
@@ -173,6 +195,71 @@ impl ListFlight {
             self.list[d].span().unwrap_or(MISSING)
         };
         Some((raw, !self.acked[d]))
+    }
+}
+
+/// One connection's `tcp.analysis.bytes_in_flight` as Wireshark shows it (both directions),
+/// fed packet by packet: the list ([`ListFlight`]) with Wireshark's SACK and SYN/FIN
+/// corrections (packet-tcp.c, `tcp_analyze_sequence_number`): minus the bytes of every SACK
+/// block carried by the other side's latest packet (all of them, D-SACK ones included), kept
+/// only in (0, 2e9), minus the virtual byte of a SYN or FIN.
+#[derive(Default)]
+pub struct Corrected {
+    list: ListFlight,
+    /// Bytes in the SACK blocks of each direction's latest packet.
+    last_blocks: [i64; 2],
+}
+
+impl Corrected {
+    /// One packet of direction `d` with its state bits `b` (`seq::State::bits`: GAP and STRAY
+    /// are read) and SACK blocks `(left, right)` ([`MISSING`] for a missing edge). Returns, for
+    /// a data packet (payload > 0), its bytes in flight ([`MISSING`]: none) and whether that
+    /// value rests on the sender's segments alone (no ACK from the other side yet).
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_packet(
+        &mut self,
+        d: usize,
+        seq: i64,
+        len: i64,
+        fl: u8,
+        ack: i64,
+        b: u8,
+        blocks: &[(i64, i64)],
+    ) -> Option<(i64, bool)> {
+        // a stray SYN takes no part in Wireshark's list, but its blocks are read like any other
+        let raw = if b & STRAY != 0 {
+            None
+        } else {
+            self.list.on_packet(d, seq, len, fl, ack, b & GAP != 0)
+        };
+        // Wireshark subtracts every block's bytes, D-SACK ones too (a missing edge: none)
+        self.last_blocks[d] = blocks
+            .iter()
+            .map(|&(l, r)| {
+                if l == MISSING || r == MISSING {
+                    0
+                } else {
+                    r - l
+                }
+            })
+            .sum();
+        if len == 0 {
+            return None;
+        }
+        let (raw, only) = raw.unwrap_or((MISSING, false));
+        let v = if raw == MISSING {
+            MISSING
+        } else {
+            raw - self.last_blocks[1 - d]
+        };
+        // Wireshark keeps the corrected value only in (0, 2e9), then takes off a SYN's or a
+        // FIN's virtual byte
+        let flight = if v > 0 && v < MAX_FLIGHT {
+            v - i64::from(fl & (SYN | FIN) != 0)
+        } else {
+            MISSING
+        };
+        Some((flight, only && flight != MISSING))
     }
 }
 

@@ -1,10 +1,7 @@
 //! The SACK measures of bytes in flight: one pass in packet order, a state machine per connection.
 //!
-//! Beside Wireshark's list (`flight`), each data packet gets:
-//! - Wireshark's SACK correction (packet-tcp.c, `tcp_analyze_sequence_number`): its bytes in
-//!   flight minus the bytes of every SACK block carried by the other side's latest packet
-//!   (all of them, D-SACK ones included), kept only in (0, 2e9), minus the virtual byte of a
-//!   SYN or FIN;
+//! Beside Wireshark's bytes in flight with its SACK correction (`flight::Corrected`), each
+//! data packet gets:
 //! - the outstanding data (tcptrace): highest data end sent - highest cumulative ACK received;
 //! - RFC 6675's *pipe* without loss marking (§4 `SetPipe` with no segment deemed lost): the
 //!   outstanding data minus the bytes SACKed above the cumulative ACK, from a scoreboard of
@@ -17,14 +14,10 @@
 //! repeated while its right edge grows is only read for its new part (above the highest right
 //! edge reported before with the same left edge), so each segment is looked at about once.
 
-use super::flight::ListFlight;
-use super::seq::{Packets, FIN, GAP, MISSING, NEW, NEW_ACK, STRAY, SYN};
+use super::flight::Corrected;
+use super::seq::{Packets, MISSING, NEW, NEW_ACK};
 use super::slots::Slots;
 use std::collections::{HashMap, VecDeque};
-
-/// Wireshark keeps bytes in flight only below this (`tcp.analysis.bytes_in_flight` is empty
-/// for a negative or absurd value).
-const MAX_FLIGHT: i64 = 2_000_000_000;
 
 /// A first transmission not yet cumulatively acknowledged.
 struct Seg {
@@ -46,8 +39,6 @@ struct Side {
     hi_ack: Option<i64>,
     /// Bytes of the other side's segments SACKed by this side and not yet cumulatively ACKed.
     sacked: i64,
-    /// Bytes in the SACK blocks of this side's latest packet.
-    last_blocks: i64,
     /// Labels of the other side's segments this side's latest packet SACKed first.
     newly: Vec<u32>,
     /// The highest right edge reported so far per left edge ([`MISSING`]: a block without one).
@@ -82,8 +73,6 @@ pub struct Measures {
     pub unacked: i64,
     /// `unacked` minus the bytes SACKed above the cumulative ACK (>= 0).
     pub pipe: i64,
-    /// Bytes in the SACK blocks of the other side's latest packet.
-    pub blocks: i64,
 }
 
 impl Scoreboard {
@@ -105,17 +94,6 @@ impl Scoreboard {
                 peer.segs.pop_front();
             }
         }
-        // Wireshark subtracts every block's bytes, D-SACK ones too (a missing edge: none)
-        me.last_blocks = blocks
-            .iter()
-            .map(|&(l, r)| {
-                if l == MISSING || r == MISSING {
-                    0
-                } else {
-                    r - l
-                }
-            })
-            .sum();
         me.newly.clear();
         let own_ack = if p.ack == MISSING { -1 } else { p.ack };
         for &(left, right) in blocks {
@@ -165,11 +143,7 @@ impl Scoreboard {
         } else {
             (unacked - peer.sacked).max(0)
         };
-        Measures {
-            unacked,
-            pipe,
-            blocks: peer.last_blocks,
-        }
+        Measures { unacked, pipe }
     }
 }
 
@@ -218,10 +192,10 @@ pub struct Blocks<'a> {
 }
 
 /// One connection's bytes in flight, all three measures (both directions), fed packet by
-/// packet: Wireshark's list ([`ListFlight`]) and the SACK scoreboard side by side.
+/// packet: Wireshark's corrected value ([`Corrected`]) and the SACK scoreboard side by side.
 #[derive(Default)]
 pub struct ConnFlight {
-    list: ListFlight,
+    wireshark: Corrected,
     board: Scoreboard,
 }
 
@@ -252,12 +226,7 @@ impl ConnFlight {
         blocks: &[(i64, i64)],
         id: u32,
     ) -> Option<FlightRow> {
-        // a stray SYN takes no part in Wireshark's list, but its blocks are read like any other
-        let raw = if b & STRAY != 0 {
-            None
-        } else {
-            self.list.on_packet(d, seq, len, fl, ack, b & GAP != 0)
-        };
+        let ws = self.wireshark.on_packet(d, seq, len, fl, ack, b, blocks);
         let pk = Pkt {
             seq,
             len,
@@ -267,26 +236,11 @@ impl ConnFlight {
             id,
         };
         self.board.on_packet(d, &pk, blocks);
-        if len == 0 {
-            return None;
-        }
+        let (flight, sender_only) = ws?;
         let m = self.board.measures(d);
-        let (raw, only) = raw.unwrap_or((MISSING, false));
-        let v = if raw == MISSING {
-            MISSING
-        } else {
-            raw - m.blocks
-        };
-        // Wireshark keeps the corrected value only in (0, 2e9), then takes off a SYN's or a
-        // FIN's virtual byte
-        let flight = if v > 0 && v < MAX_FLIGHT {
-            v - i64::from(fl & (SYN | FIN) != 0)
-        } else {
-            MISSING
-        };
         Some(FlightRow {
             flight,
-            sender_only: only && flight != MISSING,
+            sender_only,
             pipe: m.pipe,
             unacked: m.unacked,
         })

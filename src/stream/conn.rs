@@ -220,7 +220,8 @@ pub struct Conn {
     srtt: [Srtt; 2],
     seq_rtt: [bool; 2],
     retrans: retrans::Conn,
-    /// The RTT, retransmission (later: flight, stall) accumulators.
+    flight: super::flight::Flight,
+    /// The RTT, retransmission, flight (later: stall) accumulators.
     pub sum: [Summary; 2],
 }
 
@@ -242,6 +243,7 @@ impl Conn {
             srtt: [Srtt::default(); 2],
             seq_rtt: prior.seq_rtt,
             retrans,
+            flight: super::flight::Flight::default(),
             sum: prior.sum.take().unwrap_or_default(),
         }
     }
@@ -293,6 +295,8 @@ impl Conn {
             // RFC 2883: a later D-SACK turned an earlier retransmission spurious
             self.sum[o].now_spurious(was + 1);
         }
+        self.flight
+            .on_packet(d, p, f.step.bits, sack, &mut self.sum[d]);
     }
 }
 

@@ -97,6 +97,8 @@ pub struct Row {
     pub hs_rtt: f64,
     pub rtt: Option<RttRow>,
     pub retrans: Retrans,
+    /// Bytes in flight: max and mean over the data segments with a value (None: no value).
+    pub flight: Option<(i64, f64)>,
 }
 
 /// One direction's retransmissions (`tracekit.analysis.retrans`): count, re-sent bytes, and
@@ -297,6 +299,7 @@ impl Pass2<'_> {
                 .map_or(f64::NAN, |j| d.stats[j].handshake_rtt());
             let sum = self.conns.get_mut(flow as usize).and_then(|c| c.as_mut());
             let sum = sum.map(|c| &mut c.sum[dir as usize]);
+            let flight = sum.as_ref().and_then(|s| s.flight());
             let retrans = sum.as_ref().map(|s| Retrans {
                 packets: s.retrans,
                 bytes: s.retrans_bytes,
@@ -309,6 +312,7 @@ impl Pass2<'_> {
                 hs_rtt: hs,
                 rtt: sum.and_then(|s| s.rtt()),
                 retrans: retrans.unwrap_or_default(),
+                flight,
             });
         }
         Flows {

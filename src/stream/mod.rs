@@ -8,7 +8,7 @@
 //! (`state::conn::Table::settle`: directions and window scales; [`conn::Scout`]: each
 //! direction's smoothed-RTT method and each connection's out-of-order window), the second
 //! feeds every TCP packet to its connection's state ([`conn::Conn`]: sequence state,
-//! per-direction counts, RTT samples, the RFC 6298 estimate, retransmissions) and collects
+//! per-direction counts, RTT samples, the RFC 6298 estimate, retransmissions, bytes in flight) and collects
 //! the per-direction summaries. Memory: the batches in flight and per-connection state that
 //! does not grow with the connection's length, because pass 1 also learns what pass 2 will be
 //! asked: the starts each direction's retransmission candidates re-send (the retransmission
@@ -20,6 +20,7 @@
 
 pub mod conn;
 pub mod drive;
+pub mod flight;
 pub mod py;
 pub mod source;
 

@@ -111,3 +111,20 @@ fn reordered_and_overlapping_segments() {
     assert_eq!(raw[6], 401 - 151);
     assert_eq!(raw[8], 10);
 }
+
+#[test]
+fn ids_of_segments_that_left_are_reused() {
+    let mut u = Unacked::default();
+    u.add(1001, 1101);
+    u.add(1, 101); // below the run: kept in the sets
+    u.add(501, 601);
+    u.ack(601); // both leave: their ids are free
+    assert_eq!((u.len(), u.span()), (1, Some(100)));
+    u.add(201, 301);
+    u.add(101, 151);
+    assert_eq!((u.len(), u.span(), u.start.len()), (3, Some(1000), 2));
+    u.ack(251); // 101..151 leaves, 201..301 starts at 251
+    assert_eq!(u.span(), Some(1101 - 251));
+    u.ack(1101);
+    assert_eq!((u.len(), u.span()), (0, None));
+}

@@ -1,7 +1,7 @@
 //! Hand-checked sequences for the SACK scoreboard and the flight columns.
 
 use super::*;
-use crate::state::seq::{analyze, ACK};
+use crate::state::seq::{analyze, ACK, FIN};
 
 const A: u8 = ACK;
 const M: i64 = MISSING;
