@@ -25,6 +25,7 @@ COLUMNS = [
     "packets", "data_packets", "data_bytes", "wire_bytes", "unique_bytes", "start", "end", "mss", "wscale",
     "handshake_rtt_s", "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s", "rtt_samples", "rtt_method",
     "retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto", "retrans_spurious",
+    "stall_count", "stall_time_s",
 ]
 #: What the stream refuses, as its message says it.
 REASONS = ("IP length runs beyond its frame",)

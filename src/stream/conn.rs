@@ -16,8 +16,9 @@ use crate::state::flowstats::summary as fs;
 use crate::state::flowstats::summary::Summary;
 use crate::state::retrans::{self, OOO_DEFAULT_S};
 use crate::state::rtt::{self, Sample};
-use crate::state::seq::{self, Peer, Step, MISSING, SYN};
+use crate::state::seq::{self, Peer, Step, MISSING, NEW_ACK, SYN};
 use crate::state::srtt::Srtt;
+use crate::state::stalls::{self, Whole};
 
 // The flows accumulator's kind codes are the retransmission kinds' plus one.
 const _: () = assert!(
@@ -99,6 +100,8 @@ pub struct Scout {
     has_seq: [bool; 2],
     /// The least RTT sample above 0 s (either method, either direction; +inf: none).
     min_rtt: f64,
+    /// What the stall rules read of each side's whole direction.
+    stall: [Whole; 2],
 }
 
 impl Default for Scout {
@@ -108,6 +111,7 @@ impl Default for Scout {
             hs: [DirStats::new(0), DirStats::new(0)],
             has_seq: [false; 2],
             min_rtt: f64::INFINITY,
+            stall: [Whole::NONE; 2],
         }
     }
 }
@@ -134,7 +138,9 @@ impl Scout {
         self.hs[s].on_packet(&seg, peer_synack);
         let (sq, ts) = self.tcp.on_packet(s, p).samples;
         self.has_seq[1 - s] |= sq.is_some();
+        self.stall[s].on_packet(p.len);
         for x in [sq, ts].into_iter().flatten() {
+            self.stall[1 - s].on_sample(x.rtt);
             if x.rtt > 0.0 {
                 self.min_rtt = self.min_rtt.min(x.rtt);
             }
@@ -155,6 +161,7 @@ impl Scout {
         Prior {
             seq_rtt: [self.has_seq[init], self.has_seq[1 - init]],
             ooo_s,
+            stall: [self.stall[init], self.stall[1 - init]],
         }
     }
 }
@@ -166,6 +173,8 @@ pub struct Prior {
     pub seq_rtt: [bool; 2],
     /// The out-of-order window (seconds).
     pub ooo_s: f64,
+    /// What the stall rules read of each whole direction.
+    pub stall: [Whole; 2],
 }
 
 /// Pass 2's state of one connection, by direction.
@@ -175,7 +184,8 @@ pub struct Conn {
     srtt: [Srtt; 2],
     seq_rtt: [bool; 2],
     retrans: retrans::Conn,
-    /// The RTT, retransmission (later: flight, stall) accumulators.
+    stalls: super::stalls::Stalls,
+    /// The RTT, retransmission, stall (later: flight) accumulators.
     pub sum: [Summary; 2],
 }
 
@@ -186,6 +196,7 @@ impl Conn {
             srtt: [Srtt::default(); 2],
             seq_rtt: prior.seq_rtt,
             retrans: retrans::Conn::new(prior.ooo_s, rto_floor_s),
+            stalls: super::stalls::Stalls::new(prior.stall),
             sum: [Summary::default(), Summary::default()],
         }
     }
@@ -237,6 +248,26 @@ impl Conn {
             // RFC 2883: a later D-SACK turned an earlier retransmission spurious
             self.sum[o].now_spurious(was + 1);
         }
+        // the state columns `stalls::driver` reads ([`MISSING`]: none); `rto` as classified
+        // now (a later D-SACK may turn it spurious: only the cause, not the stall, reads it)
+        let opt = |x: i64| (x != MISSING).then_some(x);
+        let sp = stalls::Packet {
+            time: p.time,
+            len: p.len,
+            hi_dend: opt(f.step.hi_dend),
+            ack: opt(p.ack),
+            win: opt(p.win),
+            new_ack: f.step.bits & NEW_ACK != 0,
+            syn: p.flags & SYN != 0,
+            rto: v.retrans.is_some_and(|(k, _)| k == retrans::RTO),
+            srtt,
+        };
+        self.stalls.on_packet(p.row, d, &sp);
+    }
+
+    /// The stalls still open at the end, then every stall to its direction's accumulator.
+    pub fn finish(&mut self) {
+        self.stalls.finish(&mut self.sum);
     }
 }
 

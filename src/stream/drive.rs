@@ -21,6 +21,7 @@ use crate::state::dirstats::{self, DirStats, Directions};
 use crate::state::flowstats::summary::RttRow;
 use crate::state::retrans::OOO_DEFAULT_S;
 use crate::state::seq::{ACK, MISSING, SYN};
+use crate::state::stalls::Whole;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::path::Path;
@@ -97,6 +98,8 @@ pub struct Row {
     pub hs_rtt: f64,
     pub rtt: Option<RttRow>,
     pub retrans: Retrans,
+    /// The stalls' count and time (`stall_count`, `stall_time_s`).
+    pub stalls: (i64, f64),
 }
 
 /// One direction's retransmissions (`tracekit.analysis.retrans`): count, re-sent bytes, and
@@ -270,6 +273,7 @@ impl Pass2<'_> {
                 let none = Prior {
                     seq_rtt: [false; 2],
                     ooo_s: OOO_DEFAULT_S,
+                    stall: [Whole::NONE; 2],
                 };
                 Conn::new(first.priors.get(flow as usize).unwrap_or(&none), floor)
             });
@@ -280,6 +284,9 @@ impl Pass2<'_> {
 
     /// The rows of the directions that carried data, in first-appearance order.
     fn finish(mut self) -> Flows {
+        for c in self.conns.iter_mut().flatten() {
+            c.finish();
+        }
         let d = &self.dirs;
         let mut out = Vec::new();
         for (k, &(flow, dir)) in d.keys.iter().enumerate() {
@@ -292,6 +299,9 @@ impl Pass2<'_> {
                 .map_or(f64::NAN, |j| d.stats[j].handshake_rtt());
             let sum = self.conns.get_mut(flow as usize).and_then(|c| c.as_mut());
             let sum = sum.map(|c| &mut c.sum[dir as usize]);
+            let stalls = sum
+                .as_ref()
+                .map_or((0, 0.0), |s| (s.stalls, s.stall_time()));
             let retrans = sum.as_ref().map(|s| Retrans {
                 packets: s.retrans,
                 bytes: s.retrans_bytes,
@@ -304,6 +314,7 @@ impl Pass2<'_> {
                 hs_rtt: hs,
                 rtt: sum.and_then(|s| s.rtt()),
                 retrans: retrans.unwrap_or_default(),
+                stalls,
             });
         }
         Flows {

@@ -19,6 +19,7 @@ pub mod conn;
 pub mod drive;
 pub mod py;
 pub mod source;
+pub mod stalls;
 
 #[cfg(test)]
 mod tests;

@@ -27,7 +27,8 @@ fn error(py: Python<'_>, r: &Refusal, path: &std::path::Path) -> PyErr {
 /// counts and bytes, `start`/`end`, `mss`/`wscale` (-1: none), `handshake_rtt_s` and the
 /// `rtt_*` columns (NaN: none; `rtt_samples` 0 and `rtt_method` None without a sample), the
 /// `retrans_*` columns (`rto_floor_s`: the sender's minimum RTO, by default Linux's 0.2 s, what
-/// `tracekit.analysis.retrans.rto_floor` takes for a pcap capture);
+/// `tracekit.analysis.retrans.rto_floor` takes for a pcap capture), `stall_count` and
+/// `stall_time_s` (0 and 0.0 without a stall);
 /// `packets_fed`: the TCP packets of connections the passes read; `warnings`: those
 /// `_core.read_capture` gives for the file, (code, message, count, offset, frame, hint).
 /// A pcap or pcapng file only: any other container, or a capture the stream cannot read as
@@ -100,6 +101,8 @@ fn output<'py>(py: Python<'py>, f: Flows, warnings: &[Warn]) -> PyResult<Bound<'
     col!("retrans_fast", |r| r.retrans.kinds[0]);
     col!("retrans_rto", |r| r.retrans.kinds[1]);
     col!("retrans_spurious", |r| r.retrans.kinds[2]);
+    col!("stall_count", |r| r.stalls.0);
+    col!("stall_time_s", |r| r.stalls.1);
     d.set_item("packets_fed", f.packets)?;
     Ok(d)
 }
