@@ -20,7 +20,8 @@ def tcp_state(
 def read_capture(source: object, format: str, limits: object, timeout_text: str) -> dict[str, Any]: ...
 def linktypes() -> dict[int, str]: ...
 
-# src/stream: the per-direction summary streamed from a pcap or pcapng file (per-connection state only)
+# src/stream: the per-direction summary streamed from a pcap or pcapng file (per-connection state only):
+# counts, bytes, mss/wscale, handshake and rtt_*, retrans_*, stall_count and stall_time_s
 def stream_summary(path: str | os.PathLike[str], rto_floor_s: float = 0.2) -> dict[str, Any]: ...
 
 # src/state/rtt.rs: RTT samples (seq with Karn's rule, TCP timestamps)

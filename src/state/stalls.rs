@@ -285,7 +285,8 @@ impl Connection {
     pub fn take_stalls(&mut self, whole: &[Whole; 2], out: &mut Vec<Stall>) {
         for (d, dir) in self.dirs.iter_mut().enumerate() {
             if !dir.silences.is_empty() {
-                judge_all(d, &mut dir.silences, whole[d], out);
+                // (the buffer goes too: a silence above 200 ms is rare, its memory need not stay)
+                judge_all(d, &mut std::mem::take(&mut dir.silences), whole[d], out);
             }
         }
     }

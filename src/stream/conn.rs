@@ -6,7 +6,9 @@
 //! RTT and the retransmission rules need of the whole trace: whether each direction has a
 //! `seq` sample (`tracekit.analysis.rtt.smoothed` uses a direction's `seq` samples, its `ts`
 //! ones only when it has none), the connection's least RTT sample and its handshake times
-//! (the out-of-order window of `retrans.rs`: the handshake RTT, else the least sample).
+//! (the out-of-order window of `retrans.rs`: the handshake RTT, else the least sample), and
+//! per direction what the stall rules read of it whole (`stalls::Whole`: its largest payload
+//! and least RTT sample).
 //! Pass 2 ([`Conn`], indexed by direction) runs one RFC 6298 estimator per direction fed
 //! the chosen method's samples as they close, and `retrans::Conn::on_packet` per packet.
 

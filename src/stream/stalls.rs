@@ -6,7 +6,9 @@
 //! its first smoothed RTT); pass 1 settles them (`super::conn::Scout`), so each silence is
 //! judged when it closes and only the stalls' times are kept, to be summed at the end in the
 //! order of the `stalls` frame (by start time), which `flowstats::summary::Summary::on_stall`
-//! folds. Memory per connection: the state machine (O(1)) and 16 B per stall.
+//! folds. Memory per connection: 528 B (the state machine, O(1), and the whole-direction
+//! values), a silence above 200 ms only until the packet that closes it, and 16 B per stall
+//! (at most one per 200 ms of the direction's life).
 
 use crate::state::flowstats::summary::Summary;
 use crate::state::stalls::{self, Stall, Whole};
@@ -18,8 +20,6 @@ pub struct Stalls {
     whole: [Whole; 2],
     /// The stalls found so far by direction: (start, end) in seconds.
     found: [Vec<(f64, f64)>; 2],
-    /// Scratch for the stalls a packet closes.
-    out: Vec<Stall>,
 }
 
 impl Stalls {
@@ -29,19 +29,20 @@ impl Stalls {
             conn: stalls::Connection::default(),
             whole,
             found: [Vec::new(), Vec::new()],
-            out: Vec::new(),
         }
     }
 
     /// Packet `row` of direction `d` (its fields as `stalls::driver` reads the state columns).
     pub fn on_packet(&mut self, row: u32, d: usize, p: &stalls::Packet) {
         self.conn.on_packet(row, d, p);
-        self.conn.take_stalls(&self.whole, &mut self.out);
-        self.keep();
+        // (allocates only when a packet closes a silence above 200 ms)
+        let mut out = Vec::new();
+        self.conn.take_stalls(&self.whole, &mut out);
+        self.keep(out);
     }
 
-    fn keep(&mut self) {
-        for s in self.out.drain(..) {
+    fn keep(&mut self, out: Vec<Stall>) {
+        for s in out {
             if let Some(v) = self.found.get_mut(usize::from(s.dir)) {
                 v.push((s.start, s.end));
             }
@@ -53,8 +54,9 @@ impl Stalls {
     /// (`tracekit.analysis.stalls` sorts by flow, direction and start; a stable sort here keeps
     /// the core's row order among equal starts).
     pub fn finish(&mut self, sum: &mut [Summary; 2]) {
-        std::mem::take(&mut self.conn).finish_whole(&self.whole, &mut self.out);
-        self.keep();
+        let mut out = Vec::new();
+        std::mem::take(&mut self.conn).finish_whole(&self.whole, &mut out);
+        self.keep(out);
         for (v, s) in self.found.iter_mut().zip(sum.iter_mut()) {
             v.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(Ordering::Equal));
             for &(start, end) in v.iter() {
