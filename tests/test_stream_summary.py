@@ -26,6 +26,7 @@ COLUMNS = [
     "handshake_rtt_s", "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s", "rtt_samples", "rtt_method",
     "retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto", "retrans_spurious",
     "flight_max_bytes", "flight_mean_bytes",
+    "stall_count", "stall_time_s",
 ]
 #: What the stream refuses, as its message says it.
 REASONS: tuple[str, ...] = ()

@@ -20,8 +20,8 @@ def tcp_state(
 def read_capture(source: object, format: str, limits: object, timeout_text: str) -> dict[str, Any]: ...
 def linktypes() -> dict[int, str]: ...
 
-# src/stream: the per-direction summary streamed from a pcap or pcapng file (per-connection state only)
-# (its flight_max_bytes/flight_mean_bytes: Wireshark's bytes in flight, src/stream/flight.rs)
+# src/stream: the per-direction summary streamed from a pcap or pcapng file (per-connection state only):
+# counts, bytes, mss/wscale, handshake and rtt_*, retrans_*, flight_* (src/stream/flight.rs), stall_* (stalls.rs)
 def stream_summary(path: str | os.PathLike[str], rto_floor_s: float = 0.2) -> dict[str, Any]: ...
 
 # src/state/rtt.rs: RTT samples (seq with Karn's rule, TCP timestamps)

@@ -191,7 +191,7 @@ impl Connection {
             [a, b] => (b, a),
         };
         self.rtt.on_packet(dir, p.srtt);
-        me.mss = me.mss.max(p.len);
+        me.mss = largest(me.mss, p.len);
         // as the sender: its own RTO retransmissions count in the silence they fall in
         if let Some(open) = me.open.as_mut() {
             open.ev.n_rto += u32::from(p.rto);
@@ -270,31 +270,111 @@ impl Connection {
     /// smallest RTT sample (the threshold before its first smoothed RTT).
     pub fn finish(mut self, floor: [Option<f64>; 2], out: &mut Vec<Stall>) {
         for (d, dir) in self.dirs.iter_mut().enumerate() {
-            if let Some(Open {
+            dir.close_tail();
+            let whole = Whole {
+                mss: dir.mss,
+                floor: floor[d],
+            };
+            judge_all(d, &mut dir.silences, whole, out);
+        }
+    }
+
+    /// The stalls among the silences closed so far, judged with each direction's [`Whole`]
+    /// values known beforehand (a streaming driver's first pass): the silences go, so the
+    /// state stays O(1) (`crate::stream`).
+    pub fn take_stalls(&mut self, whole: &[Whole; 2], out: &mut Vec<Stall>) {
+        for (d, dir) in self.dirs.iter_mut().enumerate() {
+            if !dir.silences.is_empty() {
+                // (the buffer goes too: a silence above 200 ms is rare, its memory need not stay)
+                judge_all(d, &mut std::mem::take(&mut dir.silences), whole[d], out);
+            }
+        }
+    }
+
+    /// [`Connection::finish`] with each direction's [`Whole`] values known beforehand.
+    pub fn finish_whole(mut self, whole: &[Whole; 2], out: &mut Vec<Stall>) {
+        for dir in &mut self.dirs {
+            dir.close_tail();
+        }
+        self.take_stalls(whole, out);
+    }
+}
+
+impl Dir {
+    /// A silence still open whose last byte was acknowledged ends there (a tail).
+    fn close_tail(&mut self) {
+        if let Some(Open {
+            start,
+            fin: Some(fin),
+            ..
+        }) = self.open
+        {
+            self.silences.push(Silence {
                 start,
-                fin: Some(fin),
-                ..
-            }) = dir.open
-            {
-                dir.silences.push(Silence {
-                    start,
-                    end: fin.time,
-                    tail: true,
-                    ev: fin.ev,
-                    acked: -1,
-                });
-            }
-            for s in &dir.silences {
-                if let Some(cause) = judge(s, dir.mss, floor[d]) {
-                    out.push(Stall {
-                        dir: d as u8,
-                        row: s.start.row,
-                        start: s.start.time,
-                        end: s.end,
-                        cause,
-                    });
-                }
-            }
+                end: fin.time,
+                tail: true,
+                ev: fin.ev,
+                acked: -1,
+            });
+        }
+    }
+}
+
+/// What the rules read of a whole direction: its largest payload (the MSS the window checks
+/// add) and its smallest RTT sample (the threshold before its first smoothed RTT).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Whole {
+    /// `i64::MIN`: no packet.
+    pub mss: i64,
+    pub floor: Option<f64>,
+}
+
+impl Whole {
+    pub const NONE: Whole = Whole {
+        mss: i64::MIN,
+        floor: None,
+    };
+
+    /// A packet of the direction with `len` payload bytes (as [`Connection::on_packet`] keeps
+    /// its `mss`).
+    pub fn on_packet(&mut self, len: i64) {
+        self.mss = largest(self.mss, len);
+    }
+
+    /// An RTT sample of the direction's data (see [`floor_add`]).
+    pub fn on_sample(&mut self, rtt: f64) {
+        floor_add(&mut self.floor, rtt);
+    }
+}
+
+/// The largest payload so far, `len` the next packet's.
+fn largest(mss: i64, len: i64) -> i64 {
+    mss.max(len)
+}
+
+/// The smallest RTT sample above 0 so far, `v` the next (as polars' `min` after `rtt_s > 0`:
+/// a NaN passes the filter and is skipped by the minimum unless it is all there is).
+pub fn floor_add(m: &mut Option<f64>, v: f64) {
+    if !(v > 0.0 || v.is_nan()) {
+        return;
+    }
+    *m = Some(match *m {
+        Some(c) if v.is_nan() || c < v => c,
+        _ => v,
+    });
+}
+
+/// Judges the silences of direction `d` (they go), pushing the stalls to `out`.
+fn judge_all(d: usize, silences: &mut Vec<Silence>, w: Whole, out: &mut Vec<Stall>) {
+    for s in silences.drain(..) {
+        if let Some(cause) = judge(&s, w.mss, w.floor) {
+            out.push(Stall {
+                dir: d as u8,
+                row: s.start.row,
+                start: s.start.time,
+                end: s.end,
+                cause,
+            });
         }
     }
 }

@@ -6,7 +6,9 @@
 //! RTT and the retransmission rules need of the whole trace: whether each direction has a
 //! `seq` sample (`tracekit.analysis.rtt.smoothed` uses a direction's `seq` samples, its `ts`
 //! ones only when it has none), the connection's least RTT sample and its handshake times
-//! (the out-of-order window of `retrans.rs`: the handshake RTT, else the least sample).
+//! (the out-of-order window of `retrans.rs`: the handshake RTT, else the least sample), and
+//! per direction what the stall rules read of it whole (`stalls::Whole`: its largest payload
+//! and least RTT sample).
 //! Pass 2 ([`Conn`], indexed by direction) runs one RFC 6298 estimator per direction fed
 //! the chosen method's samples as they close, and `retrans::Conn::on_packet` per packet.
 
@@ -17,8 +19,9 @@ use crate::state::flowstats::summary as fs;
 use crate::state::flowstats::summary::Summary;
 use crate::state::retrans::{self, OOO_DEFAULT_S};
 use crate::state::rtt::{self, Sample};
-use crate::state::seq::{self, Peer, Step, MISSING, SYN};
+use crate::state::seq::{self, Peer, Step, MISSING, NEW_ACK, SYN};
 use crate::state::srtt::Srtt;
+use crate::state::stalls::{self, Whole};
 use std::collections::HashSet;
 
 // The flows accumulator's kind codes are the retransmission kinds' plus one.
@@ -109,6 +112,8 @@ pub struct Scout {
     /// The starts of each side's retransmission candidates (`retrans::candidate`): the only
     /// sends pass 2's retransmission log is asked about.
     resent: [HashSet<i64>; 2],
+    /// What the stall rules read of each side's whole direction.
+    stall: [Whole; 2],
 }
 
 impl Default for Scout {
@@ -122,6 +127,7 @@ impl Default for Scout {
             min_rtt: f64::INFINITY,
             last_ack: [MISSING; 2],
             resent: [HashSet::new(), HashSet::new()],
+            stall: [Whole::NONE; 2],
         }
     }
 }
@@ -161,7 +167,9 @@ impl Scout {
                 self.counts[1 - s][m].add(x.rtt);
             }
         }
+        self.stall[s].on_packet(p.len);
         for x in [sq, ts].into_iter().flatten() {
+            self.stall[1 - s].on_sample(x.rtt);
             if x.rtt > 0.0 {
                 self.min_rtt = self.min_rtt.min(x.rtt);
             }
@@ -192,6 +200,7 @@ impl Scout {
                 let seq = self.pos_seq[s];
                 Summary::picking(seq, &self.counts[s][usize::from(!seq)])
             })),
+            stall: [self.stall[init], self.stall[1 - init]],
         }
     }
 }
@@ -211,6 +220,8 @@ pub struct Prior {
     /// The direction's accumulators, made knowing its RTT samples (`Summary::picking`; None:
     /// every sample is kept).
     pub sum: Option<[Summary; 2]>,
+    /// What the stall rules read of each whole direction.
+    pub stall: [Whole; 2],
 }
 
 /// Pass 2's state of one connection, by direction.
@@ -221,7 +232,8 @@ pub struct Conn {
     seq_rtt: [bool; 2],
     retrans: retrans::Conn,
     flight: super::flight::Flight,
-    /// The RTT, retransmission, flight (later: stall) accumulators.
+    stalls: super::stalls::Stalls,
+    /// The RTT, retransmission, flight and stall accumulators.
     pub sum: [Summary; 2],
 }
 
@@ -244,6 +256,7 @@ impl Conn {
             seq_rtt: prior.seq_rtt,
             retrans,
             flight: super::flight::Flight::default(),
+            stalls: super::stalls::Stalls::new(prior.stall),
             sum: prior.sum.take().unwrap_or_default(),
         }
     }
@@ -297,6 +310,26 @@ impl Conn {
         }
         self.flight
             .on_packet(d, p, f.step.bits, sack, &mut self.sum[d]);
+        // the state columns `stalls::driver` reads ([`MISSING`]: none); `rto` as classified
+        // now (a later D-SACK may turn it spurious: only the cause, not the stall, reads it)
+        let opt = |x: i64| (x != MISSING).then_some(x);
+        let sp = stalls::Packet {
+            time: p.time,
+            len: p.len,
+            hi_dend: opt(f.step.hi_dend),
+            ack: opt(p.ack),
+            win: opt(p.win),
+            new_ack: f.step.bits & NEW_ACK != 0,
+            syn: p.flags & SYN != 0,
+            rto: v.retrans.is_some_and(|(k, _)| k == retrans::RTO),
+            srtt,
+        };
+        self.stalls.on_packet(p.row, d, &sp);
+    }
+
+    /// The stalls still open at the end, then every stall to its direction's accumulator.
+    pub fn finish(&mut self) {
+        self.stalls.finish(&mut self.sum);
     }
 }
 

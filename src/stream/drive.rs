@@ -21,6 +21,7 @@ use crate::state::dirstats::{self, DirStats, Directions};
 use crate::state::flowstats::summary::RttRow;
 use crate::state::retrans::OOO_DEFAULT_S;
 use crate::state::seq::{ACK, MISSING, SYN};
+use crate::state::stalls::Whole;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::path::Path;
@@ -99,6 +100,8 @@ pub struct Row {
     pub retrans: Retrans,
     /// Bytes in flight: max and mean over the data segments with a value (None: no value).
     pub flight: Option<(i64, f64)>,
+    /// The stalls' count and time (`stall_count`, `stall_time_s`).
+    pub stalls: (i64, f64),
 }
 
 /// One direction's retransmissions (`tracekit.analysis.retrans`): count, re-sent bytes, and
@@ -277,6 +280,7 @@ impl Pass2<'_> {
                     resent: None,
                     echo_lag: None,
                     sum: None,
+                    stall: [Whole::NONE; 2],
                 };
                 Conn::new(priors.get_mut(flow as usize).unwrap_or(&mut none), floor)
             });
@@ -287,6 +291,9 @@ impl Pass2<'_> {
 
     /// The rows of the directions that carried data, in first-appearance order.
     fn finish(mut self) -> Flows {
+        for c in self.conns.iter_mut().flatten() {
+            c.finish();
+        }
         let d = &self.dirs;
         let mut out = Vec::new();
         for (k, &(flow, dir)) in d.keys.iter().enumerate() {
@@ -300,6 +307,9 @@ impl Pass2<'_> {
             let sum = self.conns.get_mut(flow as usize).and_then(|c| c.as_mut());
             let sum = sum.map(|c| &mut c.sum[dir as usize]);
             let flight = sum.as_ref().and_then(|s| s.flight());
+            let stalls = sum
+                .as_ref()
+                .map_or((0, 0.0), |s| (s.stalls, s.stall_time()));
             let retrans = sum.as_ref().map(|s| Retrans {
                 packets: s.retrans,
                 bytes: s.retrans_bytes,
@@ -313,6 +323,7 @@ impl Pass2<'_> {
                 rtt: sum.and_then(|s| s.rtt()),
                 retrans: retrans.unwrap_or_default(),
                 flight,
+                stalls,
             });
         }
         Flows {

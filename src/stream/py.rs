@@ -29,6 +29,7 @@ fn error(py: Python<'_>, r: &Refusal, path: &std::path::Path) -> PyErr {
 /// `retrans_*` columns (`rto_floor_s`: the sender's minimum RTO, by default Linux's 0.2 s, what
 /// `tracekit.analysis.retrans.rto_floor` takes for a pcap capture); `flight_max_bytes` (-1:
 /// none) and `flight_mean_bytes` (NaN: none), Wireshark's bytes in flight at the data segments;
+/// `stall_count` and `stall_time_s` (0 and 0.0 without a stall);
 /// `packets_fed`: the TCP packets of connections the passes read; `warnings`: those
 /// `_core.read_capture` gives for the file, (code, message, count, offset, frame, hint).
 /// A pcap or pcapng file only: any other container, or a capture the stream cannot read as
@@ -103,6 +104,8 @@ fn output<'py>(py: Python<'py>, f: Flows, warnings: &[Warn]) -> PyResult<Bound<'
     col!("retrans_spurious", |r| r.retrans.kinds[2]);
     col!("flight_max_bytes", |r| r.flight.map_or(-1, |x| x.0));
     col!("flight_mean_bytes", |r| r.flight.map_or(nan, |x| x.1));
+    col!("stall_count", |r| r.stalls.0);
+    col!("stall_time_s", |r| r.stalls.1);
     d.set_item("packets_fed", f.packets)?;
     Ok(d)
 }

@@ -138,20 +138,12 @@ fn check(c: &Columns, r: &Rtt) -> Result<usize, String> {
     Ok(n)
 }
 
-/// The smallest RTT sample above 0 per direction (as polars' `min` after `rtt_s > 0`: a NaN
-/// passes the filter and is skipped by the minimum unless it is all there is).
+/// The smallest RTT sample above 0 per direction ([`floor_add`]).
 fn floors(ids: &Ids, r: &Rtt) -> Vec<[Option<f64>; 2]> {
     let mut out = vec![[None; 2]; ids.count()];
     for ((&f, &d), &v) in r.rs_flow.iter().zip(r.rs_dir).zip(r.rs_rtt) {
         let Some(k) = ids.get(f) else { continue };
-        if !(v > 0.0 || v.is_nan()) {
-            continue;
-        }
-        let m = &mut out[k][d as usize];
-        *m = Some(match *m {
-            Some(c) if v.is_nan() || c < v => c,
-            _ => v,
-        });
+        floor_add(&mut out[k][d as usize], v);
     }
     out
 }
