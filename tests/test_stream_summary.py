@@ -17,6 +17,8 @@ from conftest import SAMPLES
 
 import tracekit
 from tracekit import _core
+from tracekit.analysis import _flowrows
+from tracekit.analysis._groups import MISSING
 from tracekit.analysis.retrans import RTO_FLOORS_S
 from tracekit.errors import TracekitError, UnknownFormatError
 
@@ -25,7 +27,14 @@ COLUMNS = [
     "packets", "data_packets", "data_bytes", "wire_bytes", "unique_bytes", "start", "end", "mss", "wscale",
     "handshake_rtt_s", "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s", "rtt_samples", "rtt_method",
     "retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto", "retrans_spurious",
+    "limited_cwnd_share", "limited_rwnd_share", "limited_app_share", "max_rwnd_bytes", "init_window_bytes",
+    "init_window_segments", "dup_acks", "vantage_point", "window_scaling",
 ]
+#: The flows columns ``tracekit.analysis._flowrows`` computes from the stream's raw inputs.
+DERIVED = ["duration", "transfer_s", "handshake_s", "throughput_bps", "goodput_bps", "delivered_bytes",
+           "goodput_source", "loss_rate"]
+#: The records' inputs the stream gives (``_flowrows.transfer_and_goodput``).
+INPUTS = ["_data_t0", "_acked_t", "_ack_t", "_ack_bytes", "_syn_t"]
 #: What the stream refuses, as its message says it.
 REASONS = ("IP length runs beyond its frame",)
 CAPTURES = sorted(p for p in SAMPLES.rglob("*") if p.suffix in (".pcap", ".pcapng"))
@@ -38,6 +47,11 @@ def _none(v: object) -> object:
     return v
 
 
+def _missing(v: object) -> object:
+    """The core's stand-ins (NaN, MISSING) as None, as ``tracekit.analysis._flowdirs`` turns them."""
+    return None if v == MISSING else _none(v)
+
+
 def _streamed(s: dict[str, object]) -> pl.DataFrame:
     cols = {k: s[k] for k in ["flow", "dir", *COLUMNS]}
     return pl.DataFrame(cols).with_columns(
@@ -45,16 +59,30 @@ def _streamed(s: dict[str, object]) -> pl.DataFrame:
         *[pl.col(c).replace(-1, None) for c in ("mss", "wscale")],
         *[pl.col(c).fill_nan(None) for c in ("handshake_rtt_s", "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s")],
         pl.when(pl.col("rtt_samples") > 0).then(pl.col("rtt_samples")).alias("rtt_samples"),
+        *[pl.col(c).replace(MISSING, None) for c in ("max_rwnd_bytes", "init_window_bytes", "init_window_segments")],
     ).sort("flow", "dir")
 
 
+def _records(s: dict[str, object]) -> pl.DataFrame:
+    """The stream's columns and inputs as flows records, through the frames path's ``_flowrows`` arithmetic."""
+    keys = ["flow", "dir", "start", "end", "wire_bytes", "unique_bytes", "data_packets", "retrans_packets",
+            "retrans_spurious", *INPUTS]
+    cols = {k: [_missing(v) for v in s[k].tolist()] for k in keys}  # type: ignore[attr-defined]
+    rows = [{k: cols[k][i] for k in keys} for i in range(len(cols["flow"]))]
+    rows = [_flowrows.loss_rate(_flowrows.transfer_and_goodput(_flowrows.rates(r)), simulator=False) for r in rows]
+    return pl.DataFrame({c: [r[c] for r in rows] for c in ["flow", "dir", *DERIVED]},
+                        schema_overrides={"flow": pl.UInt32, "dir": pl.Int8}).sort("flow", "dir")
+
+
 def _assert_equal(path: Path, s: dict[str, object]) -> None:
-    want = tracekit.analyze(tracekit.read(path)).flows.sort("flow", "dir").select("flow", "dir", *COLUMNS)
-    got = _streamed(s)
+    want = tracekit.analyze(tracekit.read(path)).flows.sort("flow", "dir").select("flow", "dir", *COLUMNS, *DERIVED)
+    got, derived = _streamed(s), _records(s)
     assert got["flow"].to_list() == want["flow"].to_list() and got["dir"].to_list() == want["dir"].to_list()
     for c in COLUMNS:
         # bit-identical floats: compared as Python values, never within a tolerance
         assert [_none(v) for v in got[c].to_list()] == want[c].to_list(), c
+    for c in DERIVED:
+        assert derived[c].to_list() == want[c].to_list(), c
 
 
 @pytest.mark.parametrize("path", CAPTURES, ids=lambda p: str(p.relative_to(SAMPLES)))

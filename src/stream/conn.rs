@@ -10,6 +10,7 @@
 //! Pass 2 ([`Conn`], indexed by direction) runs one RFC 6298 estimator per direction fed
 //! the chosen method's samples as they close, and `retrans::Conn::on_packet` per packet.
 
+use super::fstats;
 use crate::state::conn::Numbered;
 use crate::state::dirstats::{self, DirStats};
 use crate::state::flowstats::summary as fs;
@@ -99,6 +100,8 @@ pub struct Scout {
     has_seq: [bool; 2],
     /// The least RTT sample above 0 s (either method, either direction; +inf: none).
     min_rtt: f64,
+    /// The flow statistics' data extents.
+    pub fs: fstats::Scout,
 }
 
 impl Default for Scout {
@@ -108,6 +111,7 @@ impl Default for Scout {
             hs: [DirStats::new(0), DirStats::new(0)],
             has_seq: [false; 2],
             min_rtt: f64::INFINITY,
+            fs: fstats::Scout::default(),
         }
     }
 }
@@ -132,6 +136,7 @@ impl Scout {
         // initiator is not known yet: both sides' times are kept, the initiator's read)
         let peer_synack = seg.has_ack && !seg.syn && self.hs[1 - s].synack;
         self.hs[s].on_packet(&seg, peer_synack);
+        self.fs.on_packet(s, p);
         let (sq, ts) = self.tcp.on_packet(s, p).samples;
         self.has_seq[1 - s] |= sq.is_some();
         for x in [sq, ts].into_iter().flatten() {
@@ -155,6 +160,7 @@ impl Scout {
         Prior {
             seq_rtt: [self.has_seq[init], self.has_seq[1 - init]],
             ooo_s,
+            fs: self.fs.settle(init),
         }
     }
 }
@@ -166,6 +172,8 @@ pub struct Prior {
     pub seq_rtt: [bool; 2],
     /// The out-of-order window (seconds).
     pub ooo_s: f64,
+    /// The flow statistics' extents and summing positions.
+    pub fs: fstats::Prior,
 }
 
 /// Pass 2's state of one connection, by direction.
@@ -177,6 +185,8 @@ pub struct Conn {
     retrans: retrans::Conn,
     /// The RTT, retransmission (later: flight, stall) accumulators.
     pub sum: [Summary; 2],
+    /// The flow statistics, duplicate ACKs and vantage point.
+    pub fs: fstats::Stage,
 }
 
 impl Conn {
@@ -187,6 +197,7 @@ impl Conn {
             seq_rtt: prior.seq_rtt,
             retrans: retrans::Conn::new(prior.ooo_s, rto_floor_s),
             sum: [Summary::default(), Summary::default()],
+            fs: fstats::Stage::new(&prior.fs),
         }
     }
 
@@ -209,6 +220,7 @@ impl Conn {
             self.srtt[o].on_sample(x.rtt);
             self.srtt[o].get().map(|e| e.0).filter(|v| !v.is_nan())
         });
+        self.fs.on_packet(d, p, &f, srtt);
         let v = self.retrans.on_packet(&retrans::Pkt {
             row: p.row,
             dir: d,

@@ -13,6 +13,7 @@
 //! (`super::conn::Scout`). The rules are those of the column passes; only the driver differs.
 
 use super::conn::{sack_ack, Conn, Pk, Prior, Scout};
+use super::fstats;
 use super::source::Reader;
 use super::Refusal;
 use crate::capture::Rows;
@@ -97,6 +98,12 @@ pub struct Row {
     pub hs_rtt: f64,
     pub rtt: Option<RttRow>,
     pub retrans: Retrans,
+    /// The flow statistics (`fstats`).
+    pub fs: fstats::Out,
+    pub vantage: Option<crate::state::vantage::Point>,
+    /// The connection's first SYN (NaN: none) and whether both SYNs carried a window scale.
+    pub syn_t: f64,
+    pub window_scaling: bool,
 }
 
 /// One direction's retransmissions (`tracekit.analysis.retrans`): count, re-sent bytes, and
@@ -165,8 +172,11 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
     let (mut table, mut addrs) = (Table::default(), Addrs::default());
     let mut scouts: Vec<Scout> = Vec::new();
     let (mut row, mut fallback) = (0u64, 0u32);
+    let mut all_tcp = (0u64, true); // rows, and every one a TCP packet of a connection
     for batch in Reader::start(path) {
         let rows = batch?;
+        all_tcp.0 += rows.len() as u64;
+        let mut tcp = 0;
         if let Some(l) = rows.len().checked_sub(1) {
             fallback = rows.seq_raw[l].wrapping_sub(u32::from(rows.flags[l] & SYN == 0));
         }
@@ -175,6 +185,7 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
             if !p.tcp {
                 continue;
             }
+            tcp += 1;
             if nb.flow as usize >= scouts.len() {
                 scouts.resize_with(nb.flow as usize + 1, Scout::default);
             }
@@ -182,13 +193,24 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
             scouts[nb.flow as usize].on_packet(usize::from(nb.side), &x);
             row += 1;
         }
+        all_tcp.1 &= tcp == rows.len();
     }
     let settled = table.settle();
-    let priors = scouts
+    let mut priors: Vec<Prior> = scouts
         .iter()
         .enumerate()
         .map(|(f, s)| s.settle(usize::from(settled.dir(f as u32, false) != 0)))
         .collect();
+    // `analyze` cuts a capture of at least two batches' worth of TCP packets into batches
+    let mut fs: Vec<_> = priors
+        .iter()
+        .zip(&scouts)
+        .map(|(p, s)| (p.fs, s.fs.packets))
+        .collect();
+    fstats::positions(&mut fs, all_tcp.1 && all_tcp.0 >= 2 * fstats::BATCH_ROWS);
+    for (p, f) in priors.iter_mut().zip(fs) {
+        p.fs = f.0;
+    }
     Ok(First {
         settled,
         nflows: table.len(),
@@ -270,6 +292,7 @@ impl Pass2<'_> {
                 let none = Prior {
                     seq_rtt: [false; 2],
                     ooo_s: OOO_DEFAULT_S,
+                    fs: fstats::Prior::default(),
                 };
                 Conn::new(first.priors.get(flow as usize).unwrap_or(&none), floor)
             });
@@ -280,6 +303,9 @@ impl Pass2<'_> {
 
     /// The rows of the directions that carried data, in first-appearance order.
     fn finish(mut self) -> Flows {
+        for c in self.conns.iter_mut().flatten() {
+            c.fs.finish();
+        }
         let d = &self.dirs;
         let mut out = Vec::new();
         for (k, &(flow, dir)) in d.keys.iter().enumerate() {
@@ -290,8 +316,14 @@ impl Pass2<'_> {
             let hs = d
                 .find(flow, 0)
                 .map_or(f64::NAN, |j| d.stats[j].handshake_rtt());
-            let sum = self.conns.get_mut(flow as usize).and_then(|c| c.as_mut());
-            let sum = sum.map(|c| &mut c.sum[dir as usize]);
+            let side = |x: i16| d.find(flow, x).map(|j| &d.stats[j]);
+            let (d0, d1) = (side(0), side(1));
+            let conn = self.conns.get_mut(flow as usize).and_then(|c| c.as_mut());
+            let fs = conn.as_ref().map(|c| {
+                let v = c.fs.vantage(|x| c.sum[x].seq_samples());
+                (c.fs.out(dir as usize), v)
+            });
+            let sum = conn.map(|c| &mut c.sum[dir as usize]);
             let retrans = sum.as_ref().map(|s| Retrans {
                 packets: s.retrans,
                 bytes: s.retrans_bytes,
@@ -304,6 +336,14 @@ impl Pass2<'_> {
                 hs_rtt: hs,
                 rtt: sum.and_then(|s| s.rtt()),
                 retrans: retrans.unwrap_or_default(),
+                fs: fs.map(|x| x.0).unwrap_or_default(),
+                vantage: fs.and_then(|x| x.1),
+                // `dir_stats`: the earliest SYN of either direction; both SYNs had the option
+                syn_t: d0
+                    .map_or(f64::NAN, |a| a.syn_t)
+                    .min(d1.map_or(f64::NAN, |b| b.syn_t)),
+                window_scaling: d0.is_some_and(|a| a.syn_wscale)
+                    && d1.is_some_and(|b| b.syn_wscale),
             });
         }
         Flows {

@@ -17,6 +17,7 @@
 
 pub mod conn;
 pub mod drive;
+pub mod fstats;
 pub mod py;
 pub mod source;
 

@@ -27,7 +27,12 @@ fn error(py: Python<'_>, r: &Refusal, path: &std::path::Path) -> PyErr {
 /// counts and bytes, `start`/`end`, `mss`/`wscale` (-1: none), `handshake_rtt_s` and the
 /// `rtt_*` columns (NaN: none; `rtt_samples` 0 and `rtt_method` None without a sample), the
 /// `retrans_*` columns (`rto_floor_s`: the sender's minimum RTO, by default Linux's 0.2 s, what
-/// `tracekit.analysis.retrans.rto_floor` takes for a pcap capture);
+/// `tracekit.analysis.retrans.rto_floor` takes for a pcap capture); the limit shares
+/// (`limited_*_share`), `max_rwnd_bytes`, `init_window_*`, `dup_acks`, `vantage_point` (None:
+/// nothing tells) and `window_scaling` (NaN / -2^62: none); the flows records' inputs
+/// `_data_t0`, `_acked_t`, `_ack_t`, `_ack_bytes` and `_syn_t`, from which
+/// `tracekit.analysis._flowrows` computes `duration`, `transfer_s`, `handshake_s`, the rates
+/// and `delivered_bytes`;
 /// `packets_fed`: the TCP packets of connections the passes read; `warnings`: those
 /// `_core.read_capture` gives for the file, (code, message, count, offset, frame, hint).
 /// A pcap or pcapng file only: any other container, or a capture the stream cannot read as
@@ -100,6 +105,27 @@ fn output<'py>(py: Python<'py>, f: Flows, warnings: &[Warn]) -> PyResult<Bound<'
     col!("retrans_fast", |r| r.retrans.kinds[0]);
     col!("retrans_rto", |r| r.retrans.kinds[1]);
     col!("retrans_spurious", |r| r.retrans.kinds[2]);
+    col!("limited_cwnd_share", |r| r.fs.shares[0]);
+    col!("limited_rwnd_share", |r| r.fs.shares[1]);
+    col!("limited_app_share", |r| r.fs.shares[2]);
+    col!("max_rwnd_bytes", |r| r.fs.max_rwnd);
+    col!("init_window_bytes", |r| r.fs.iw_bytes);
+    col!("init_window_segments", |r| r.fs.iw_segments);
+    col!("_data_t0", |r| r.fs.t0);
+    col!("_acked_t", |r| r.fs.acked_t);
+    col!("_ack_t", |r| r.fs.ack_t);
+    col!("_ack_bytes", |r| r.fs.ack_bytes);
+    col!("_syn_t", |r| r.syn_t);
+    col!("dup_acks", |r| r.fs.dup_acks);
+    let point: Vec<Option<&str>> = rows
+        .iter()
+        .map(|r| {
+            r.vantage
+                .map(|p| ["sender", "receiver", "middle"][p as usize])
+        })
+        .collect();
+    d.set_item("vantage_point", point)?;
+    col!("window_scaling", |r| r.window_scaling);
     d.set_item("packets_fed", f.packets)?;
     Ok(d)
 }

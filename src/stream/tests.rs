@@ -109,6 +109,7 @@ fn a_dsack_moves_a_counted_retransmission_to_spurious() {
     let prior = Prior {
         seq_rtt: [true; 2],
         ooo_s: 0.01,
+        fs: Default::default(),
     };
     let mut c = Conn::new(&prior, 0.2);
     let pk = |row: u32, time: f64, seq: i64, len: i64, flags: u8, ack: i64| Pk {

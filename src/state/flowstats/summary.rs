@@ -113,6 +113,11 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// The `seq` RTT samples above 0 so far (any order).
+    pub fn seq_samples(&self) -> &[f64] {
+        &self.rtt_seq
+    }
+
     /// An RTT sample (`seq`: from the sequence numbers, else from timestamps).
     pub fn on_rtt(&mut self, rtt_s: f64, seq: bool) {
         if rtt_s > 0.0 {
