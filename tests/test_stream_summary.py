@@ -21,6 +21,7 @@ from tracekit.analysis import _flowrows
 from tracekit.analysis._groups import MISSING
 from tracekit.analysis.retrans import RTO_FLOORS_S
 from tracekit.errors import TracekitError, UnknownFormatError
+from tracekit.parsers._frame import address_text
 
 #: The flows columns the stream gives.
 COLUMNS = [
@@ -28,7 +29,7 @@ COLUMNS = [
     "handshake_rtt_s", "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s", "rtt_samples", "rtt_method",
     "retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto", "retrans_spurious",
     "limited_cwnd_share", "limited_rwnd_share", "limited_app_share", "max_rwnd_bytes", "init_window_bytes",
-    "init_window_segments", "dup_acks", "vantage_point", "window_scaling",
+    "init_window_segments", "dup_acks", "vantage_point", "window_scaling", "src", "sport", "dst", "dport",
 ]
 #: The flows columns ``tracekit.analysis._flowrows`` computes from the stream's raw inputs.
 DERIVED = ["duration", "transfer_s", "handshake_s", "throughput_bps", "goodput_bps", "delivered_bytes",
@@ -52,8 +53,14 @@ def _missing(v: object) -> object:
     return None if v == MISSING else _none(v)
 
 
+def _addresses(s: dict[str, object], end: str) -> list[str]:
+    """The stream's raw addresses as the frame's text (the reader's one formatting function)."""
+    v6, hi, lo = (s[f"_{end}_{k}"].tolist() for k in ("v6", "hi", "lo"))  # type: ignore[attr-defined]
+    return [address_text(not a, b, c) for a, b, c in zip(v6, hi, lo, strict=True)]
+
+
 def _streamed(s: dict[str, object]) -> pl.DataFrame:
-    cols = {k: s[k] for k in ["flow", "dir", *COLUMNS]}
+    cols = {k: _addresses(s, k) if k in ("src", "dst") else s[k] for k in ["flow", "dir", *COLUMNS]}
     return pl.DataFrame(cols).with_columns(
         pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8),
         *[pl.col(c).replace(-1, None) for c in ("mss", "wscale")],

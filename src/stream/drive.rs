@@ -27,12 +27,14 @@ use std::hash::BuildHasherDefault;
 use std::path::Path;
 
 /// An address: IPv4 (kind 4) or IPv6 (kind 6), as high and low 64-bit halves.
-type Addr = (u8, u64, u64);
+pub type Addr = (u8, u64, u64);
 
 /// Address -> id (first-seen order): the connection table only compares endpoints.
 #[derive(Default)]
 struct Addrs {
     ids: HashMap<Addr, i64, BuildHasherDefault<Fx>>,
+    /// The addresses by id.
+    by_id: Vec<Addr>,
     /// The last packet's two addresses and ids (packets come in runs of one connection).
     last: [(Addr, i64); 2],
 }
@@ -43,7 +45,10 @@ impl Addrs {
             return id;
         }
         let next = self.ids.len() as i64;
-        let id = *self.ids.entry(key).or_insert(next);
+        let id = *self.ids.entry(key).or_insert_with(|| {
+            self.by_id.push(key);
+            next
+        });
         self.last = [self.last[1], (key, id)];
         id
     }
@@ -104,6 +109,9 @@ pub struct Row {
     /// The connection's first SYN (NaN: none) and whether both SYNs carried a window scale.
     pub syn_t: f64,
     pub window_scaling: bool,
+    /// The direction's addresses and ports (the frame's `src`, `sport`, `dst`, `dport`).
+    pub src: (Addr, i32),
+    pub dst: (Addr, i32),
 }
 
 /// One direction's retransmissions (`tracekit.analysis.retrans`): count, re-sent bytes, and
@@ -296,6 +304,7 @@ impl Pass2<'_> {
                 };
                 Conn::new(first.priors.get(flow as usize).unwrap_or(&none), floor)
             });
+            c.fs.on_ends(usize::from(dir == 1), p.src, p.dst);
             c.on_packet(usize::from(dir == 1), &x, &self.sack);
             self.row += 1;
         }
@@ -321,8 +330,16 @@ impl Pass2<'_> {
             let conn = self.conns.get_mut(flow as usize).and_then(|c| c.as_mut());
             let fs = conn.as_ref().map(|c| {
                 let v = c.fs.vantage(|x| c.sum[x].seq_samples());
-                (c.fs.out(dir as usize), v)
+                (c.fs.out(dir as usize), v, c.fs.ends(dir as usize))
             });
+            // an endpoint is the address id · 65536 + the port (`Addrs::packets`)
+            let at = |e: i64| {
+                let a = usize::try_from(e >> 16)
+                    .ok()
+                    .and_then(|k| self.addrs.by_id.get(k));
+                (a.copied().unwrap_or_default(), (e & 0xFFFF) as i32)
+            };
+            let ends = fs.map_or((0, 0), |x| x.2);
             let sum = conn.map(|c| &mut c.sum[dir as usize]);
             let retrans = sum.as_ref().map(|s| Retrans {
                 packets: s.retrans,
@@ -344,6 +361,8 @@ impl Pass2<'_> {
                     .min(d1.map_or(f64::NAN, |b| b.syn_t)),
                 window_scaling: d0.is_some_and(|a| a.syn_wscale)
                     && d1.is_some_and(|b| b.syn_wscale),
+                src: at(ends.0),
+                dst: at(ends.1),
             });
         }
         Flows {

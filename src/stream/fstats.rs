@@ -93,6 +93,8 @@ pub struct Stage {
     /// The `seq` RTT samples not above 0 timing each direction (the vantage point's median
     /// reads them; the summary leaves them out).
     low_seq: [Vec<f64>; 2],
+    /// Each direction's source and destination endpoints (`drive::Addrs::packets`).
+    ends: [Option<(i64, i64)>; 2],
 }
 
 /// One direction's values ([`f64::NAN`] / [`MISSING`]: none).
@@ -139,6 +141,7 @@ impl Stage {
             dups: [0; 2],
             vantage: FlowVantage::default(),
             low_seq: [Vec::new(), Vec::new()],
+            ends: [None; 2],
         }
     }
 
@@ -173,6 +176,17 @@ impl Stage {
                 s.on_data(p.time, p.len, hi, peer.hi_ack, peer.win, self.latest[d]);
             }
         }
+    }
+
+    /// A packet of direction `d` from endpoint `src` to `dst` (the first one's are kept: the
+    /// frame reads them on the direction's first row).
+    pub fn on_ends(&mut self, d: usize, src: i64, dst: i64) {
+        self.ends[d].get_or_insert((src, dst));
+    }
+
+    /// Direction `d`'s source and destination endpoints ((0, 0): no packet).
+    pub fn ends(&self, d: usize) -> (i64, i64) {
+        self.ends[d].unwrap_or_default()
     }
 
     /// After the connection's last packet.

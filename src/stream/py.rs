@@ -33,6 +33,9 @@ fn error(py: Python<'_>, r: &Refusal, path: &std::path::Path) -> PyErr {
 /// `_data_t0`, `_acked_t`, `_ack_t`, `_ack_bytes` and `_syn_t`, from which
 /// `tracekit.analysis._flowrows` computes `duration`, `transfer_s`, `handshake_s`, the rates
 /// and `delivered_bytes`;
+/// `sport`, `dport` and the addresses as `_src_v6`/`_dst_v6` (an IPv6 address, else IPv4) and
+/// their high and low 64 bits `_src_hi`, `_src_lo`, `_dst_hi`, `_dst_lo`, which
+/// `tracekit.parsers._frame.address_text` writes as the frame's `src` and `dst`;
 /// `packets_fed`: the TCP packets of connections the passes read; `warnings`: those
 /// `_core.read_capture` gives for the file, (code, message, count, offset, frame, hint).
 /// A pcap or pcapng file only: any other container, or a capture the stream cannot read as
@@ -126,6 +129,14 @@ fn output<'py>(py: Python<'py>, f: Flows, warnings: &[Warn]) -> PyResult<Bound<'
         .collect();
     d.set_item("vantage_point", point)?;
     col!("window_scaling", |r| r.window_scaling);
+    for (name, end) in [("src", 0), ("dst", 1)] {
+        let e = |r: &super::drive::Row| if end == 0 { r.src } else { r.dst };
+        col!(format!("_{name}_v6"), |r| e(r).0 .0 == 6);
+        col!(format!("_{name}_hi"), |r| e(r).0 .1);
+        col!(format!("_{name}_lo"), |r| e(r).0 .2);
+    }
+    col!("sport", |r| r.src.1);
+    col!("dport", |r| r.dst.1);
     d.set_item("packets_fed", f.packets)?;
     Ok(d)
 }
