@@ -8,8 +8,10 @@
 //! (`state::conn::Table::settle`: directions and window scales; [`conn::Scout`]: each
 //! direction's smoothed-RTT method and each connection's out-of-order window), the second
 //! feeds every TCP packet to its connection's state ([`conn::Conn`]: sequence state,
-//! per-direction counts, RTT samples, the RFC 6298 estimate, retransmissions) and collects
-//! the per-direction summaries. Memory: the batches in flight, the per-connection state, each
+//! per-direction counts, RTT samples, the RFC 6298 estimate, retransmissions, and
+//! [`fstats::Stage`]: the limit shares, windows, ACK timing, duplicate ACKs and vantage point,
+//! whose data extents pass 1 settles in [`fstats::Scout`]) and collects the per-direction
+//! summaries. Memory: the batches in flight, the per-connection state, each
 //! direction's RTT samples (for the quantiles, 8 B each) and the retransmission rules' log of
 //! the sequence starts each direction sent (`retrans::SentLog`, 24 B per data segment: a
 //! re-send is compared with the previous send of its start, however old). `py.rs` is
