@@ -24,5 +24,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(capture::py::read_capture, m)?)?;
     m.add_function(wrap_pyfunction!(capture::py::linktypes, m)?)?;
     m.add_function(wrap_pyfunction!(stream::py::stream_summary, m)?)?;
+    // the frames path's summing blocks and batch size, which the stream's sums follow
+    m.add("STREAM_SUM_BLOCK", stream::fstats::BLOCK)?;
+    m.add("STREAM_BATCH_ROWS", stream::fstats::BATCH_ROWS)?;
     Ok(())
 }

@@ -17,8 +17,11 @@ from conftest import SAMPLES
 
 import tracekit
 from tracekit import _core
+from tracekit.analysis import _flowrows
+from tracekit.analysis._groups import MISSING
 from tracekit.analysis.retrans import RTO_FLOORS_S
 from tracekit.errors import TracekitError, UnknownFormatError
+from tracekit.parsers._frame import address_text
 
 #: The flows columns the stream gives.
 COLUMNS = [
@@ -27,7 +30,14 @@ COLUMNS = [
     "retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto", "retrans_spurious",
     "flight_max_bytes", "flight_mean_bytes",
     "stall_count", "stall_time_s",
+    "limited_cwnd_share", "limited_rwnd_share", "limited_app_share", "max_rwnd_bytes", "init_window_bytes",
+    "init_window_segments", "dup_acks", "vantage_point", "window_scaling", "src", "sport", "dst", "dport",
 ]
+#: The flows columns ``tracekit.analysis._flowrows`` computes from the stream's raw inputs.
+DERIVED = ["duration", "transfer_s", "handshake_s", "throughput_bps", "goodput_bps", "delivered_bytes",
+           "goodput_source", "loss_rate"]
+#: The records' inputs the stream gives (``_flowrows.transfer_and_goodput``).
+INPUTS = ["_data_t0", "_acked_t", "_ack_t", "_ack_bytes", "_syn_t"]
 #: What the stream refuses, as its message says it.
 REASONS: tuple[str, ...] = ()
 CAPTURES = sorted(p for p in SAMPLES.rglob("*") if p.suffix in (".pcap", ".pcapng"))
@@ -40,24 +50,49 @@ def _none(v: object) -> object:
     return v
 
 
+def _missing(v: object) -> object:
+    """The core's stand-ins (NaN, MISSING) as None, as ``tracekit.analysis._flowdirs`` turns them."""
+    return None if v == MISSING else _none(v)
+
+
+def _addresses(s: dict[str, object], end: str) -> list[str]:
+    """The stream's raw addresses as the frame's text (the reader's one formatting function)."""
+    v6, hi, lo = (s[f"_{end}_{k}"].tolist() for k in ("v6", "hi", "lo"))  # type: ignore[attr-defined]
+    return [address_text(not a, b, c) for a, b, c in zip(v6, hi, lo, strict=True)]
+
+
 def _streamed(s: dict[str, object]) -> pl.DataFrame:
-    cols = {k: s[k] for k in ["flow", "dir", *COLUMNS]}
+    cols = {k: _addresses(s, k) if k in ("src", "dst") else s[k] for k in ["flow", "dir", *COLUMNS]}
     return pl.DataFrame(cols).with_columns(
         pl.col("flow").cast(pl.UInt32), pl.col("dir").cast(pl.Int8),
         *[pl.col(c).replace(-1, None) for c in ("mss", "wscale", "flight_max_bytes")],
         *[pl.col(c).fill_nan(None) for c in ("handshake_rtt_s", "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s",
                                              "flight_mean_bytes")],
         pl.when(pl.col("rtt_samples") > 0).then(pl.col("rtt_samples")).alias("rtt_samples"),
+        *[pl.col(c).replace(MISSING, None) for c in ("max_rwnd_bytes", "init_window_bytes", "init_window_segments")],
     ).sort("flow", "dir")
 
 
+def _records(s: dict[str, object]) -> pl.DataFrame:
+    """The stream's columns and inputs as flows records, through the frames path's ``_flowrows`` arithmetic."""
+    keys = ["flow", "dir", "start", "end", "wire_bytes", "unique_bytes", "data_packets", "retrans_packets",
+            "retrans_spurious", *INPUTS]
+    cols = {k: [_missing(v) for v in s[k].tolist()] for k in keys}  # type: ignore[attr-defined]
+    rows = [{k: cols[k][i] for k in keys} for i in range(len(cols["flow"]))]
+    rows = [_flowrows.loss_rate(_flowrows.transfer_and_goodput(_flowrows.rates(r)), simulator=False) for r in rows]
+    return pl.DataFrame({c: [r[c] for r in rows] for c in ["flow", "dir", *DERIVED]},
+                        schema_overrides={"flow": pl.UInt32, "dir": pl.Int8}).sort("flow", "dir")
+
+
 def _assert_equal(path: Path, s: dict[str, object]) -> None:
-    want = tracekit.analyze(tracekit.read(path)).flows.sort("flow", "dir").select("flow", "dir", *COLUMNS)
-    got = _streamed(s)
+    want = tracekit.analyze(tracekit.read(path)).flows.sort("flow", "dir").select("flow", "dir", *COLUMNS, *DERIVED)
+    got, derived = _streamed(s), _records(s)
     assert got["flow"].to_list() == want["flow"].to_list() and got["dir"].to_list() == want["dir"].to_list()
     for c in COLUMNS:
         # bit-identical floats: compared as Python values, never within a tolerance
         assert [_none(v) for v in got[c].to_list()] == want[c].to_list(), c
+    for c in DERIVED:
+        assert derived[c].to_list() == want[c].to_list(), c
 
 
 @pytest.mark.parametrize("path", CAPTURES, ids=lambda p: str(p.relative_to(SAMPLES)))
@@ -108,3 +143,42 @@ def test_other_containers_are_refused_by_name(name: str) -> None:
 def test_missing_file_is_a_tracekit_error(tmp_path: Path) -> None:
     with pytest.raises(TracekitError, match="cannot read file"):
         _core.stream_summary(tmp_path / "absent.pcap")
+
+
+def _without_handshake(src: Path, dst: Path) -> None:
+    """``src`` (a pcap file) without its SYN packets: a capture started mid-connection."""
+    import struct
+
+    syn = set(tracekit.read(src).packets.filter((pl.col("flags") & 0x02) != 0)["frame"].to_list())
+    data = src.read_bytes()
+    order = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    out, at, frame = [data[:24]], 24, 0
+    while at + 16 <= len(data):
+        caplen = struct.unpack(order + "I", data[at + 8:at + 12])[0]
+        frame += 1
+        if frame not in syn:
+            out.append(data[at:at + 16 + caplen])
+        at += 16 + caplen
+    dst.write_bytes(b"".join(out))
+
+
+@pytest.mark.parametrize("name", ["linux/bulk_lossy.pcap", "linux/slow_reader.pcap", "linux/ipv6_bulk.pcap",
+                                  "linux/kernel_truth/outage_reno.pcap"])
+def test_stream_equals_flows_without_a_handshake(tmp_path: Path, name: str) -> None:
+    """Without a handshake the vantage point comes from the median of the data direction's ``seq``
+    RTT samples (kept by the values at its ranks, ``flowstats/ranks.rs``), and the RTT method,
+    window scales and the rest from what the stream finds mid-connection: still the flows frame's."""
+    p = tmp_path / "mid.pcap"
+    _without_handshake(SAMPLES / name, p)
+    s = _core.stream_summary(p)
+    assert any(v is not None for v in s["vantage_point"])
+    _assert_equal(p, s)
+
+
+def test_stream_sums_as_the_frames_path_cuts() -> None:
+    """The stream adds the limit shares in the blocks and batches the frames path uses, so that
+    they round alike (``src/stream/fstats.rs``): its constants are the Python ones."""
+    from tracekit.analysis import _batches, _flowstats
+
+    assert _core.STREAM_SUM_BLOCK == _flowstats._BLOCK
+    assert _core.STREAM_BATCH_ROWS == _batches.BATCH_ROWS

@@ -20,8 +20,9 @@ def tcp_state(
 def read_capture(source: object, format: str, limits: object, timeout_text: str) -> dict[str, Any]: ...
 def linktypes() -> dict[int, str]: ...
 
-# src/stream: the per-direction summary streamed from a pcap or pcapng file (per-connection state only):
-# counts, bytes, mss/wscale, handshake and rtt_*, retrans_*, flight_* (src/stream/flight.rs), stall_* (stalls.rs)
+# src/stream: the per-direction summary streamed from a pcap or pcapng file (per-connection state only)
+# (flows columns, plus the flows records' inputs _data_t0, _acked_t, _ack_t, _ack_bytes, _syn_t for
+# tracekit.analysis._flowrows; NaN / -2^62 for none)
 def stream_summary(path: str | os.PathLike[str], rto_floor_s: float = 0.2) -> dict[str, Any]: ...
 
 # src/state/rtt.rs: RTT samples (seq with Karn's rule, TCP timestamps)
@@ -167,6 +168,9 @@ CWND_SOURCE_ESTIMATE: int
 CWND_SOURCE_TRACE: int
 CWND_SOURCE_NONE: int
 CWND_DECREASE: float
+# src/stream/fstats.rs: the frames path's limit-share summing block and batch rows, which the stream follows
+STREAM_SUM_BLOCK: int
+STREAM_BATCH_ROWS: int
 def cwnd_reductions(
     flow: npt.NDArray[np.int64], dir: npt.NDArray[np.int64], source: npt.NDArray[np.uint8],
     time: npt.NDArray[np.float64], cwnd: npt.NDArray[np.float64], cwnd_ok: npt.NDArray[np.bool_],

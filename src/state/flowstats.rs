@@ -55,7 +55,7 @@ fn nan_fold(acc: Option<f64>, x: f64, max: bool) -> Option<f64> {
 }
 
 /// First pass, one per direction: what the second pass compares with.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Extent {
     /// Data segments seen.
     pub n_data: i64,

@@ -12,6 +12,7 @@
 //! Pass 2 ([`Conn`], indexed by direction) runs one RFC 6298 estimator per direction fed
 //! the chosen method's samples as they close, and `retrans::Conn::on_packet` per packet.
 
+use super::fstats;
 use crate::state::conn::Numbered;
 use crate::state::dirstats::{self, DirStats};
 use crate::state::flowstats::ranks::Counts;
@@ -114,6 +115,8 @@ pub struct Scout {
     resent: [HashSet<i64>; 2],
     /// What the stall rules read of each side's whole direction.
     stall: [Whole; 2],
+    /// The flow statistics' data extents.
+    pub fs: fstats::Scout,
 }
 
 impl Default for Scout {
@@ -128,6 +131,7 @@ impl Default for Scout {
             last_ack: [MISSING; 2],
             resent: [HashSet::new(), HashSet::new()],
             stall: [Whole::NONE; 2],
+            fs: fstats::Scout::default(),
         }
     }
 }
@@ -152,6 +156,7 @@ impl Scout {
         // initiator is not known yet: both sides' times are kept, the initiator's read)
         let peer_synack = seg.has_ack && !seg.syn && self.hs[1 - s].synack;
         self.hs[s].on_packet(&seg, peer_synack);
+        self.fs.on_packet(s, p);
         let f = self.tcp.on_packet(s, p);
         // `retrans::Conn::on_packet`'s candidate test, against the other side's latest ACK
         let (nxt, bits) = (f.step.nxt, f.step.bits);
@@ -162,6 +167,9 @@ impl Scout {
         let (sq, ts) = f.samples;
         self.has_seq[1 - s] |= sq.is_some();
         self.pos_seq[1 - s] |= sq.is_some_and(|x| x.rtt > 0.0);
+        if let Some(x) = sq {
+            self.fs.on_seq_sample(1 - s, x.rtt);
+        }
         for (m, x) in [sq, ts].into_iter().enumerate() {
             if let Some(x) = x {
                 self.counts[1 - s][m].add(x.rtt);
@@ -201,6 +209,7 @@ impl Scout {
                 Summary::picking(seq, &self.counts[s][usize::from(!seq)])
             })),
             stall: [self.stall[init], self.stall[1 - init]],
+            fs: self.fs.settle(init),
         }
     }
 }
@@ -222,6 +231,8 @@ pub struct Prior {
     pub sum: Option<[Summary; 2]>,
     /// What the stall rules read of each whole direction.
     pub stall: [Whole; 2],
+    /// The flow statistics' extents and summing positions.
+    pub fs: fstats::Prior,
 }
 
 /// Pass 2's state of one connection, by direction.
@@ -235,6 +246,8 @@ pub struct Conn {
     stalls: super::stalls::Stalls,
     /// The RTT, retransmission, flight and stall accumulators.
     pub sum: [Summary; 2],
+    /// The flow statistics, duplicate ACKs and vantage point.
+    pub fs: fstats::Stage,
 }
 
 impl Conn {
@@ -258,6 +271,7 @@ impl Conn {
             flight: super::flight::Flight::default(),
             stalls: super::stalls::Stalls::new(prior.stall),
             sum: prior.sum.take().unwrap_or_default(),
+            fs: fstats::Stage::new(&prior.fs),
         }
     }
 
@@ -280,6 +294,7 @@ impl Conn {
             self.srtt[o].on_sample(x.rtt);
             self.srtt[o].get().map(|e| e.0).filter(|v| !v.is_nan())
         });
+        self.fs.on_packet(d, p, &f, srtt);
         let v = self.retrans.on_packet(&retrans::Pkt {
             row: p.row,
             dir: d,

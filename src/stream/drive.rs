@@ -13,6 +13,7 @@
 //! (`super::conn::Scout`). The rules are those of the column passes; only the driver differs.
 
 use super::conn::{sack_ack, Conn, Pk, Prior, Scout};
+use super::fstats;
 use super::source::Reader;
 use super::Refusal;
 use crate::capture::Rows;
@@ -27,12 +28,14 @@ use std::hash::BuildHasherDefault;
 use std::path::Path;
 
 /// An address: IPv4 (kind 4) or IPv6 (kind 6), as high and low 64-bit halves.
-type Addr = (u8, u64, u64);
+pub type Addr = (u8, u64, u64);
 
 /// Address -> id (first-seen order): the connection table only compares endpoints.
 #[derive(Default)]
 struct Addrs {
     ids: HashMap<Addr, i64, BuildHasherDefault<Fx>>,
+    /// The addresses by id.
+    by_id: Vec<Addr>,
     /// The last packet's two addresses and ids (packets come in runs of one connection).
     last: [(Addr, i64); 2],
 }
@@ -43,7 +46,10 @@ impl Addrs {
             return id;
         }
         let next = self.ids.len() as i64;
-        let id = *self.ids.entry(key).or_insert(next);
+        let id = *self.ids.entry(key).or_insert_with(|| {
+            self.by_id.push(key);
+            next
+        });
         self.last = [self.last[1], (key, id)];
         id
     }
@@ -102,6 +108,15 @@ pub struct Row {
     pub flight: Option<(i64, f64)>,
     /// The stalls' count and time (`stall_count`, `stall_time_s`).
     pub stalls: (i64, f64),
+    /// The flow statistics (`fstats`).
+    pub fs: fstats::Out,
+    pub vantage: Option<crate::state::vantage::Point>,
+    /// The connection's first SYN (NaN: none) and whether both SYNs carried a window scale.
+    pub syn_t: f64,
+    pub window_scaling: bool,
+    /// The direction's addresses and ports (the frame's `src`, `sport`, `dst`, `dport`).
+    pub src: (Addr, i32),
+    pub dst: (Addr, i32),
 }
 
 /// One direction's retransmissions (`tracekit.analysis.retrans`): count, re-sent bytes, and
@@ -170,8 +185,11 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
     let (mut table, mut addrs) = (Table::default(), Addrs::default());
     let mut scouts: Vec<Scout> = Vec::new();
     let (mut row, mut fallback) = (0u64, 0u32);
+    let mut all_tcp = (0u64, true); // rows, and every one a TCP packet of a connection
     for batch in Reader::start(path) {
         let rows = batch?;
+        all_tcp.0 += rows.len() as u64;
+        let mut tcp = 0;
         if let Some(l) = rows.len().checked_sub(1) {
             fallback = rows.seq_raw[l].wrapping_sub(u32::from(rows.flags[l] & SYN == 0));
         }
@@ -180,6 +198,7 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
             if !p.tcp {
                 continue;
             }
+            tcp += 1;
             if nb.flow as usize >= scouts.len() {
                 scouts.resize_with(nb.flow as usize + 1, Scout::default);
             }
@@ -187,13 +206,20 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
             scouts[nb.flow as usize].on_packet(usize::from(nb.side), &x);
             row += 1;
         }
+        all_tcp.1 &= tcp == rows.len();
     }
     let settled = table.settle();
-    let priors = scouts
+    let mut priors: Vec<Prior> = scouts
         .iter_mut()
         .enumerate()
         .map(|(f, s)| s.settle(usize::from(settled.dir(f as u32, false) != 0)))
         .collect();
+    // `analyze` cuts a capture of at least two batches' worth of TCP packets into batches
+    let fs = priors
+        .iter_mut()
+        .zip(&scouts)
+        .map(|(p, s)| (&mut p.fs, s.fs.packets));
+    fstats::positions(fs, all_tcp.1 && all_tcp.0 >= 2 * fstats::BATCH_ROWS);
     Ok(First {
         settled,
         nflows: table.len(),
@@ -281,9 +307,11 @@ impl Pass2<'_> {
                     echo_lag: None,
                     sum: None,
                     stall: [Whole::NONE; 2],
+                    fs: fstats::Prior::default(),
                 };
                 Conn::new(priors.get_mut(flow as usize).unwrap_or(&mut none), floor)
             });
+            c.fs.on_ends(usize::from(dir == 1), p.src, p.dst);
             c.on_packet(usize::from(dir == 1), &x, &self.sack);
             self.row += 1;
         }
@@ -293,6 +321,7 @@ impl Pass2<'_> {
     fn finish(mut self) -> Flows {
         for c in self.conns.iter_mut().flatten() {
             c.finish();
+            c.fs.finish();
         }
         let d = &self.dirs;
         let mut out = Vec::new();
@@ -304,8 +333,22 @@ impl Pass2<'_> {
             let hs = d
                 .find(flow, 0)
                 .map_or(f64::NAN, |j| d.stats[j].handshake_rtt());
-            let sum = self.conns.get_mut(flow as usize).and_then(|c| c.as_mut());
-            let sum = sum.map(|c| &mut c.sum[dir as usize]);
+            let side = |x: i16| d.find(flow, x).map(|j| &d.stats[j]);
+            let (d0, d1) = (side(0), side(1));
+            let conn = self.conns.get_mut(flow as usize).and_then(|c| c.as_mut());
+            let fs = conn.as_ref().map(|c| {
+                let v = c.fs.vantage();
+                (c.fs.out(dir as usize), v, c.fs.ends(dir as usize))
+            });
+            // an endpoint is the address id · 65536 + the port (`Addrs::packets`)
+            let at = |e: i64| {
+                let a = usize::try_from(e >> 16)
+                    .ok()
+                    .and_then(|k| self.addrs.by_id.get(k));
+                (a.copied().unwrap_or_default(), (e & 0xFFFF) as i32)
+            };
+            let ends = fs.map_or((0, 0), |x| x.2);
+            let sum = conn.map(|c| &mut c.sum[dir as usize]);
             let flight = sum.as_ref().and_then(|s| s.flight());
             let stalls = sum
                 .as_ref()
@@ -324,6 +367,16 @@ impl Pass2<'_> {
                 retrans: retrans.unwrap_or_default(),
                 flight,
                 stalls,
+                fs: fs.map(|x| x.0).unwrap_or_default(),
+                vantage: fs.and_then(|x| x.1),
+                // `dir_stats`: the earliest SYN of either direction; both SYNs had the option
+                syn_t: d0
+                    .map_or(f64::NAN, |a| a.syn_t)
+                    .min(d1.map_or(f64::NAN, |b| b.syn_t)),
+                window_scaling: d0.is_some_and(|a| a.syn_wscale)
+                    && d1.is_some_and(|b| b.syn_wscale),
+                src: at(ends.0),
+                dst: at(ends.1),
             });
         }
         Flows {

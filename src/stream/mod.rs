@@ -9,19 +9,22 @@
 //! direction's smoothed-RTT method and each connection's out-of-order window), the second
 //! feeds every TCP packet to its connection's state ([`conn::Conn`]: sequence state,
 //! per-direction counts, RTT samples, the RFC 6298 estimate, retransmissions, bytes in flight,
-//! [`stalls`]) and collects the per-direction summaries. Memory: the batches in flight and
-//! per-connection state that does not grow with the connection's length, because pass 1 also
-//! learns what pass 2 will be asked: the starts each direction's retransmission candidates
-//! re-send (the retransmission log keeps only those, `retrans::candidate`), how far the TSval
-//! echoes fall back (the RTT table keeps only the TSvals an echo can still reach,
-//! `rtt::Connection::keeping`) and the buckets of the RTT samples (the percentiles keep only
-//! the values at their ranks, `flowstats::ranks`); the stalls stage keeps 16 B per stall. Every
+//! [`stalls`], and [`fstats::Stage`]: the limit shares, windows, ACK timing, duplicate ACKs and
+//! vantage point, whose data extents pass 1 settles in [`fstats::Scout`]) and collects the
+//! per-direction summaries. Memory: the batches in flight and per-connection state that does
+//! not grow with the connection's length, because pass 1 also learns what pass 2 will be
+//! asked: the starts each direction's retransmission candidates re-send (the retransmission
+//! log keeps only those, `retrans::candidate`), how far the TSval echoes fall back (the RTT
+//! table keeps only the TSvals an echo can still reach, `rtt::Connection::keeping`) and the
+//! buckets of the RTT samples (the percentiles and the vantage point's median keep only the
+//! values at their ranks, `flowstats::ranks`); the stalls stage keeps 16 B per stall. Every
 //! answer is the one keeping everything gives. `py.rs` is
 //! `_core.stream_summary`.
 
 pub mod conn;
 pub mod drive;
 pub mod flight;
+pub mod fstats;
 pub mod py;
 pub mod source;
 pub mod stalls;

@@ -29,7 +29,15 @@ fn error(py: Python<'_>, r: &Refusal, path: &std::path::Path) -> PyErr {
 /// `retrans_*` columns (`rto_floor_s`: the sender's minimum RTO, by default Linux's 0.2 s, what
 /// `tracekit.analysis.retrans.rto_floor` takes for a pcap capture); `flight_max_bytes` (-1:
 /// none) and `flight_mean_bytes` (NaN: none), Wireshark's bytes in flight at the data segments;
-/// `stall_count` and `stall_time_s` (0 and 0.0 without a stall);
+/// `stall_count` and `stall_time_s` (0 and 0.0 without a stall); the limit shares
+/// (`limited_*_share`), `max_rwnd_bytes`, `init_window_*`, `dup_acks`, `vantage_point` (None:
+/// nothing tells) and `window_scaling` (NaN / -2^62: none); the flows records' inputs
+/// `_data_t0`, `_acked_t`, `_ack_t`, `_ack_bytes` and `_syn_t`, from which
+/// `tracekit.analysis._flowrows` computes `duration`, `transfer_s`, `handshake_s`, the rates
+/// and `delivered_bytes`;
+/// `sport`, `dport` and the addresses as `_src_v6`/`_dst_v6` (an IPv6 address, else IPv4) and
+/// their high and low 64 bits `_src_hi`, `_src_lo`, `_dst_hi`, `_dst_lo`, which
+/// `tracekit.parsers._frame.address_text` writes as the frame's `src` and `dst`;
 /// `packets_fed`: the TCP packets of connections the passes read; `warnings`: those
 /// `_core.read_capture` gives for the file, (code, message, count, offset, frame, hint).
 /// A pcap or pcapng file only: any other container, or a capture the stream cannot read as
@@ -106,6 +114,35 @@ fn output<'py>(py: Python<'py>, f: Flows, warnings: &[Warn]) -> PyResult<Bound<'
     col!("flight_mean_bytes", |r| r.flight.map_or(nan, |x| x.1));
     col!("stall_count", |r| r.stalls.0);
     col!("stall_time_s", |r| r.stalls.1);
+    col!("limited_cwnd_share", |r| r.fs.shares[0]);
+    col!("limited_rwnd_share", |r| r.fs.shares[1]);
+    col!("limited_app_share", |r| r.fs.shares[2]);
+    col!("max_rwnd_bytes", |r| r.fs.max_rwnd);
+    col!("init_window_bytes", |r| r.fs.iw_bytes);
+    col!("init_window_segments", |r| r.fs.iw_segments);
+    col!("_data_t0", |r| r.fs.t0);
+    col!("_acked_t", |r| r.fs.acked_t);
+    col!("_ack_t", |r| r.fs.ack_t);
+    col!("_ack_bytes", |r| r.fs.ack_bytes);
+    col!("_syn_t", |r| r.syn_t);
+    col!("dup_acks", |r| r.fs.dup_acks);
+    let point: Vec<Option<&str>> = rows
+        .iter()
+        .map(|r| {
+            r.vantage
+                .map(|p| ["sender", "receiver", "middle"][p as usize])
+        })
+        .collect();
+    d.set_item("vantage_point", point)?;
+    col!("window_scaling", |r| r.window_scaling);
+    for (name, end) in [("src", 0), ("dst", 1)] {
+        let e = |r: &super::drive::Row| if end == 0 { r.src } else { r.dst };
+        col!(format!("_{name}_v6"), |r| e(r).0 .0 == 6);
+        col!(format!("_{name}_hi"), |r| e(r).0 .1);
+        col!(format!("_{name}_lo"), |r| e(r).0 .2);
+    }
+    col!("sport", |r| r.src.1);
+    col!("dport", |r| r.dst.1);
     d.set_item("packets_fed", f.packets)?;
     Ok(d)
 }

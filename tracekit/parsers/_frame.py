@@ -19,6 +19,15 @@ from tracekit.schema import EVENT, PROTO
 _NONE = np.empty(0, dtype=np.uint8)  # stands for a consumed column (its memory is released)
 
 
+def address_text(is_v4: bool, hi: int, lo: int) -> str:
+    """An address as the frames show it: IPv4 dotted (``lo``'s low 32 bits), IPv6 as :mod:`ipaddress` writes it.
+
+    ``hi``/``lo``: the high and low 64 bits (the reader's and ``_core.stream_summary``'s halves).
+    """
+    v = (hi << 64) | lo
+    return str(ipaddress.IPv4Address(v & 0xFFFFFFFF) if is_v4 else ipaddress.IPv6Address(v))
+
+
 def addresses(rows: Rows) -> tuple[pl.Series, pl.Series, np.ndarray, np.ndarray]:
     """Address columns (Categorical) and integer ids (same address -> same id in src and dst).
 
@@ -28,9 +37,9 @@ def addresses(rows: Rows) -> tuple[pl.Series, pl.Series, np.ndarray, np.ndarray]
     Returns:
         (src, dst, src ids, dst ids), ids as uint32.
     """
-    texts = [str(ipaddress.IPv4Address(v)) for v in rows.addr4.tolist()]
+    texts = [address_text(True, 0, v) for v in rows.addr4.tolist()]
     hi, lo = rows.addr6
-    texts += [str(ipaddress.IPv6Address((h << 64) | low)) for h, low in zip(hi.tolist(), lo.tolist(), strict=True)]
+    texts += [address_text(False, h, low) for h, low in zip(hi.tolist(), lo.tolist(), strict=True)]
     if not len(rows):
         empty = pl.Series([], dtype=pl.Categorical)
         return empty, empty, rows.src_id, rows.dst_id
@@ -106,10 +115,7 @@ def _tunnels(n: int, rows: Rows) -> tuple[pl.Series, pl.Series, pl.Series]:
     if not rows.outer:
         return _nulls(n, pl.Categorical), _nulls(n, pl.Categorical), _nulls(n, pl.Categorical)
     r, is4, code, s_hi, s_lo, d_hi, d_lo = (np.concatenate(c) for c in zip(*rows.outer, strict=False))
-
-    def text(is_v4: bool, hi: int, lo: int) -> str:
-        v = (hi << 64) | lo
-        return str(ipaddress.IPv4Address(v & 0xFFFFFFFF) if is_v4 else ipaddress.IPv6Address(v))
+    text = address_text
 
     out: list[list[str | None]] = [[None] * n for _ in range(3)]
     for i, row in enumerate(r.tolist()):

@@ -36,16 +36,26 @@ pub fn between(low: f64, high: f64, lo: usize, hi: usize, at: f64) -> f64 {
     p * (high - low) + low
 }
 
-/// First read: how many values above 0 fell in each bucket (others are not counted).
+/// First read: how many values above 0 (or at 0 too, [`Counts::from_zero`]) fell in each
+/// bucket (others are not counted).
 #[derive(Clone, Debug, Default)]
 pub struct Counts {
     by: HashMap<u32, u64>,
     n: u64,
+    zero: bool,
 }
 
 impl Counts {
+    /// Counts that take values at 0 too (0 is a bucket of its own, below all others).
+    pub fn from_zero() -> Counts {
+        Counts {
+            zero: true,
+            ..Counts::default()
+        }
+    }
+
     pub fn add(&mut self, x: f64) {
-        if x > 0.0 {
+        if x > 0.0 || (self.zero && x == 0.0) {
             *self.by.entry(bucket(x)).or_default() += 1;
             self.n += 1;
         }
@@ -78,6 +88,8 @@ impl Counts {
         Picked {
             want,
             kept: BTreeMap::new(),
+            n,
+            zero: self.zero,
         }
     }
 }
@@ -88,11 +100,15 @@ pub struct Picked {
     /// (rank, its bucket, values in the buckets below it), by rank.
     want: Vec<(usize, u32, u64)>,
     kept: BTreeMap<u64, u64>,
+    /// The first read's count, and whether it took values at 0.
+    n: usize,
+    zero: bool,
 }
 
 impl Picked {
     pub fn add(&mut self, x: f64) {
-        if x > 0.0 && self.want.iter().any(|w| w.1 == bucket(x)) {
+        let counted = x > 0.0 || (self.zero && x == 0.0);
+        if counted && self.want.iter().any(|w| w.1 == bucket(x)) {
             *self.kept.entry(x.to_bits()).or_default() += 1;
         }
     }
@@ -112,6 +128,12 @@ impl Picked {
             }
         }
         f64::NAN
+    }
+
+    /// polars' linear quantile `q` of the first read's values, for a `q` the plan asked for
+    /// (None: no value).
+    pub fn value(&self, q: f64) -> Option<f64> {
+        (self.n > 0).then(|| self.quantile(self.n, q))
     }
 
     /// polars' linear quantile `q` of the `n` values (NaN: none).
@@ -152,6 +174,23 @@ mod tests {
         v.clear();
         let c = Counts::default();
         assert!(c.plan(&[0.5]).quantile(0, 0.5).is_nan());
+    }
+
+    /// Counted from 0, zeros are values like the others (the vantage point's median).
+    #[test]
+    fn zeros_count_when_asked() {
+        let v = [0.0, 0.0, 0.0, 0.3, 0.1];
+        let mut c = Counts::from_zero();
+        v.iter().for_each(|&x| c.add(x));
+        let mut p = c.plan(&[0.5]);
+        v.iter().for_each(|&x| p.add(x));
+        assert_eq!(p.value(0.5), Some(0.0));
+        let mut c = Counts::default();
+        v.iter().for_each(|&x| c.add(x));
+        let mut p = c.plan(&[0.5]);
+        v.iter().for_each(|&x| p.add(x));
+        assert_eq!(p.value(0.5), Some(0.2));
+        assert_eq!(Counts::from_zero().plan(&[0.5]).value(0.5), None);
     }
 
     /// One value repeated keeps one entry, however many times it comes.
