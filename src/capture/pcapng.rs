@@ -309,6 +309,16 @@ impl Batches {
         })
     }
 
+    /// The same walk from the file's start, the file not checked again (a second read of a
+    /// file [`Batches::open`] checked: the checks and their warnings are the same).
+    pub fn restart(&self) -> Batches {
+        Batches {
+            scan: Scan::default(),
+            size: self.size,
+            used: self.used.clone(),
+        }
+    }
+
     /// The next records into `recs` (emptied first): at most `max` of them and about
     /// `max_bytes` of blocks. `Ok(false)` once the records have all been read.
     pub fn next(

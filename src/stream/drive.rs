@@ -14,7 +14,7 @@
 
 use super::conn::{sack_ack, Conn, Pk, Prior, Scout};
 use super::fstats;
-use super::source::Reader;
+use super::source::{Checked, Reader};
 use super::Refusal;
 use crate::capture::Rows;
 use crate::state::conn::{sack_edge, Fx, Numbered, Packet, Settled, Table};
@@ -177,6 +177,8 @@ struct First {
     /// The base of a direction without one (`conn::driver::sack_edges`' fallback): the last
     /// row's sequence number.
     fallback: u32,
+    /// A pcapng file's check, which pass 2's read resumes from.
+    checked: Option<Checked>,
 }
 
 /// Pass 1: every connection packet through the table and each TCP connection's sequence
@@ -186,7 +188,8 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
     let mut scouts: Vec<Scout> = Vec::new();
     let (mut row, mut fallback) = (0u64, 0u32);
     let mut all_tcp = (0u64, true); // rows, and every one a TCP packet of a connection
-    for batch in Reader::start(path) {
+    let mut reader = Reader::start(path, None);
+    for batch in &mut reader {
         let rows = batch?;
         all_tcp.0 += rows.len() as u64;
         let mut tcp = 0;
@@ -225,6 +228,7 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
         nflows: table.len(),
         priors,
         fallback,
+        checked: reader.checked.take(),
     })
 }
 
@@ -391,6 +395,7 @@ impl Pass2<'_> {
 pub fn summary(path: &Path, rto_floor_s: f64) -> Result<Flows, Refusal> {
     let mut first = pass1(path)?;
     let priors = std::mem::take(&mut first.priors);
+    let checked = first.checked.take();
     let nflows = first.nflows;
     super::source::check_flows(nflows)?;
     let top = u32::try_from(nflows).ok().and_then(|n| n.checked_sub(1));
@@ -405,7 +410,7 @@ pub fn summary(path: &Path, rto_floor_s: f64) -> Result<Flows, Refusal> {
         row: 0,
         sack: Vec::new(),
     };
-    for batch in Reader::start(path) {
+    for batch in Reader::start(path, checked) {
         p.batch(&batch?);
     }
     Ok(p.finish())

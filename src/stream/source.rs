@@ -79,11 +79,15 @@ impl Walk {
     }
 }
 
+fn file(path: &Path) -> Result<FileSource, Refusal> {
+    FileSource::open(path)
+        .map_err(|e| Refusal::new("UnknownFormatError", format!("cannot read file: {e}")))
+}
+
 /// Opens `path` and reads its header (a pcapng file: checks it whole): the source, the
 /// record batches and the warnings so far.
 fn open(path: &Path, limits: &Limits) -> Result<(FileSource, Walk, Vec<Warn>), Refusal> {
-    let mut src = FileSource::open(path)
-        .map_err(|e| Refusal::new("UnknownFormatError", format!("cannot read file: {e}")))?;
+    let mut src = file(path)?;
     let mut warnings = Vec::new();
     let tshark = || {
         Refusal::new(
@@ -106,8 +110,17 @@ fn open(path: &Path, limits: &Limits) -> Result<(FileSource, Walk, Vec<Warn>), R
     Ok((src, Walk::Pcap(b), warnings))
 }
 
+/// A pcapng file as its opening walk checked it: the walk to resume and the warnings so far.
+/// A second read of the file starts from it instead of checking the file again.
+pub struct Checked {
+    walk: pcapng::Batches,
+    warnings: Vec<Warn>,
+}
+
 /// One batch's rows, or the warnings once every batch is read, or why reading stopped.
 enum Item {
+    /// The pcapng file's check, sent before its first batch.
+    Checked(Box<Checked>),
     Rows(Box<Rows>),
     /// The warnings, and whether a row had no ports.
     Done(Vec<Warn>, bool),
@@ -116,8 +129,8 @@ enum Item {
 
 /// Decodes every batch of the file at `path` in order, on this thread, handing each to `send`
 /// (false: the receiver is gone, stop); the warnings `read_capture` gives, once all are read.
-fn read_all(path: &Path, mut send: impl FnMut(Item) -> bool) {
-    match read_batches(path, &mut send) {
+fn read_all(path: &Path, checked: Option<Checked>, mut send: impl FnMut(Item) -> bool) {
+    match read_batches(path, checked, &mut send) {
         Ok(Some((w, portless))) => {
             send(Item::Done(w, portless));
         }
@@ -132,10 +145,23 @@ fn read_all(path: &Path, mut send: impl FnMut(Item) -> bool) {
 /// the receiver is gone.
 fn read_batches(
     path: &Path,
+    checked: Option<Checked>,
     send: &mut impl FnMut(Item) -> bool,
 ) -> Result<Option<(Vec<Warn>, bool)>, Refusal> {
     let limits = Limits::default();
-    let (mut src, mut walk, mut warnings) = open(path, &limits)?;
+    let (mut src, mut walk, mut warnings) = match checked {
+        Some(c) => (file(path)?, Walk::Pcapng(Box::new(c.walk)), c.warnings),
+        None => open(path, &limits)?,
+    };
+    if let Walk::Pcapng(b) = &walk {
+        let c = Checked {
+            walk: b.restart(),
+            warnings: warnings.clone(),
+        };
+        if !send(Item::Checked(Box::new(c))) {
+            return Ok(None);
+        }
+    }
     let mut dec = BatchDecoder::new(&limits);
     let mut recs = Records::default();
     let (mut t0, mut n, mut back, mut last) = (None::<i64>, 0usize, 0u64, None::<i64>);
@@ -230,16 +256,20 @@ pub fn take_warnings() -> Vec<Warn> {
 pub struct Reader {
     rx: Receiver<Item>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// A pcapng file's check, once the reader has sent it (for [`Reader::start`] again).
+    pub checked: Option<Checked>,
 }
 
 impl Reader {
-    /// Starts reading `path`.
-    pub fn start(path: &Path) -> Reader {
+    /// Starts reading `path`; `checked`: what an earlier read of the same pcapng file checked
+    /// (its `checked` once done), so that the file is not checked again.
+    pub fn start(path: &Path, checked: Option<Checked>) -> Reader {
         // one batch queued while the next is decoded: at most two ahead of the passes
         let (tx, rx) = sync_channel::<Item>(1);
         let path: PathBuf = path.to_path_buf();
         let thread = std::thread::spawn(move || {
-            let run = std::panic::AssertUnwindSafe(|| read_all(&path, |x| tx.send(x).is_ok()));
+            let read = || read_all(&path, checked, |x| tx.send(x).is_ok());
+            let run = std::panic::AssertUnwindSafe(read);
             if std::panic::catch_unwind(run).is_err() {
                 let msg = "internal error while decoding (a bug: please report it with the file)";
                 let _ = tx.send(Item::Refused(Refusal::new("CorruptTraceError", msg)));
@@ -248,6 +278,7 @@ impl Reader {
         Reader {
             rx,
             thread: Some(thread),
+            checked: None,
         }
     }
 }
@@ -255,12 +286,15 @@ impl Reader {
 impl Iterator for Reader {
     type Item = Result<Rows, Refusal>;
     fn next(&mut self) -> Option<Result<Rows, Refusal>> {
-        match self.rx.recv().ok()? {
-            Item::Rows(r) => Some(Ok(*r)),
-            Item::Refused(r) => Some(Err(r)),
-            Item::Done(w, portless) => {
-                LAST.with(|x| *x.borrow_mut() = (w, portless));
-                None
+        loop {
+            match self.rx.recv().ok()? {
+                Item::Checked(c) => self.checked = Some(*c),
+                Item::Rows(r) => return Some(Ok(*r)),
+                Item::Refused(r) => return Some(Err(r)),
+                Item::Done(w, portless) => {
+                    LAST.with(|x| *x.borrow_mut() = (w, portless));
+                    return None;
+                }
             }
         }
     }
