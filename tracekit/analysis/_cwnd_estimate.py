@@ -57,7 +57,8 @@ data segment and corrects it where the sender is not cwnd-limited:
    segments: between two one-segment steps the estimate is interpolated linearly.
 
 The input rows are built by the core one packet at a time (:mod:`._cwnd_rows`: every direction
-one contiguous run of rows, ``tracekit._core.cwnd_rows``, src/state/cwnd/rows.rs); everything after runs in the Rust core in one call (``tracekit._core.cwnd_estimate``,
+one contiguous run of rows, ``tracekit._core.cwnd_rows``, src/state/cwnd/rows.rs); everything
+after runs in the Rust core in one call (``tracekit._core.cwnd_estimate``,
 src/state/cwnd/estimate.rs): the loss events and their go-back-N verdicts (episodes.rs, steps
 1 and 3), the pipe and its filter (pipe.rs, steps 2, 5 and 6), recoveries and ssthresh
 (recoveries.rs, steps 3 and 4), the phases (step 7); this module builds the frames. The
