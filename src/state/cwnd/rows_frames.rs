@@ -63,8 +63,9 @@ pub struct Built {
 struct Codes<'a> {
     flow: &'a [u32],
     dir: &'a [i8],
-    /// Per flow id: its directions' range.
+    /// Per flow id: its directions' range, and its directions 0 and 1 (u32::MAX: none).
     start: Vec<u32>,
+    two: Vec<[u32; 2]>,
 }
 
 impl<'a> Codes<'a> {
@@ -75,17 +76,32 @@ impl<'a> Codes<'a> {
         }
         let top = flow.last().map_or(0, |&f| f as usize + 1);
         let mut start = vec![0u32; top + 1];
-        for &f in flow {
+        let mut two = vec![[u32::MAX; 2]; top];
+        for (d, (&f, &r)) in flow.iter().zip(dir).enumerate() {
             start[f as usize + 1] += 1;
+            if let Some(slot) = usize::try_from(r)
+                .ok()
+                .and_then(|r| two[f as usize].get_mut(r))
+            {
+                *slot = d as u32;
+            }
         }
         for k in 1..start.len() {
             start[k] += start[k - 1];
         }
-        Ok(Codes { flow, dir, start })
+        Ok(Codes {
+            flow,
+            dir,
+            start,
+            two,
+        })
     }
 
     fn of(&self, flow: u32, dir: i8) -> Option<usize> {
         let f = flow as usize;
+        if let (Ok(r @ 0..=1), Some(t)) = (usize::try_from(dir), self.two.get(f)) {
+            return (t[r] != u32::MAX).then_some(t[r] as usize);
+        }
         let (a, b) = (*self.start.get(f)?, *self.start.get(f + 1)?);
         (a as usize..b as usize).find(|&d| self.dir[d] == dir && self.flow[d] == flow)
     }
@@ -126,18 +142,7 @@ fn codes(p: &Packets, c: &Codes, i: usize) -> (Option<usize>, Option<usize>) {
 /// and the SYNs fed to `rows`.
 fn group(p: &Packets, c: &Codes, rows: &mut [DirRows]) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
     let nd = rows.len();
-    let (mut nd_data, mut nd_acks) = (vec![0usize; nd], vec![0usize; nd]);
-    for i in 0..p.kind.len() {
-        let (own, back) = codes(p, c, i);
-        if let Some(d) = own.filter(|_| p.kind[i] & DATA != 0) {
-            nd_data[d] += 1;
-        }
-        if let Some(d) = back {
-            nd_acks[d] += 1;
-        }
-    }
-    let mut data: Vec<Vec<u32>> = nd_data.iter().map(|&k| Vec::with_capacity(k)).collect();
-    let mut acks: Vec<Vec<u32>> = nd_acks.iter().map(|&k| Vec::with_capacity(k)).collect();
+    let (mut data, mut acks) = (vec![Vec::new(); nd], vec![Vec::new(); nd]);
     for i in 0..p.kind.len() {
         let (own, back) = codes(p, c, i);
         if let Some(d) = own {
