@@ -289,9 +289,7 @@ fn marks(f: &Finder, fr: &Frames, lo: &[usize], rows: usize) -> Result<RowMarks,
     if nf > 0 && !fr.sacked.is_empty() {
         same_len(nf, &[("sacked", fr.sacked.len())])?;
         f.each(&fr.flight, |k, r| {
-            if fr.sacked[k] != 0 {
-                sack[dir_of(r)].push((r, fr.sacked[k], k as i64));
-            }
+            sack[dir_of(r)].push((r, fr.sacked[k], k as i64))
         })?;
     }
     // (the SACK places only when the flight frame's rows have them all)
@@ -304,7 +302,10 @@ fn marks(f: &Finder, fr: &Frames, lo: &[usize], rows: usize) -> Result<RowMarks,
     }
     // a key repeated in the flight frame: its first row for the SACKed bytes (the join kept any
     // one), its last for where it counts as SACKed (the scatter kept the last)
-    sack.iter_mut().for_each(|v| by_row(v, |x| x.0, false));
+    for v in &mut sack {
+        by_row(v, |x| x.0, false);
+        v.retain(|x| x.1 != 0);
+    }
     seg.iter_mut().for_each(|v| by_row(v, |x| x.0, true));
     Ok(RowMarks { flags, sack, seg })
 }
