@@ -77,8 +77,9 @@ impl RowCols {
 /// capture order, it appends the direction's rows to a [`RowCols`] (contiguous: nothing else may
 /// append between its first row and [`DirRows::finish`]).
 ///
-/// Memory: 42 B per data segment (the seven row columns), 16 B per ACK (in [`Acks`]), 24 B per
-/// row with SACKed bytes or a retransmission, 16 B per row whose segment gets SACKed.
+/// Memory: 42 B per data segment (the seven row columns), 16 B per ACK (in [`Acks`], plus 16 B
+/// per first transmission until an ACK covers it), 24 B per row with SACKed bytes, 17 B per
+/// retransmission, 16 B per row whose segment gets SACKed; about 120 B per direction.
 #[derive(Default)]
 pub struct DirRows {
     acks: Acks,
@@ -149,15 +150,21 @@ impl DirRows {
         if fed == 0 {
             self.pre = self.n + 1;
         }
+        // snd_una (RFC 793 §3.3), sent on a duplicate ACK (RFC 5681 §2, RFC 3042 limited
+        // transmit), a retransmission and Karn's RTT samples (RFC 6298 §3): see [`Acks`]
         let (una, dup, retx) = self.acks.on_data(time, seq, end, m.named);
         out.una.push(una.unwrap_or(0));
         out.dup.push(dup);
         let r = row as i64;
+        // the highest byte sent before a retransmission is its loss event's recovery point
+        // (RFC 6582 "recover"); the timer's re-sends always start one (RFC 6298 §5)
         if let Some(hi) = retx {
             out.retx.0.push(r);
             out.retx.1.push(hi);
             out.retx.2.push(m.timeout);
         }
+        // SACKed bytes above una (RFC 6675 "pipe"), and from when this segment counts as SACKed
+        // (RFC 6675 §2: the pipe counts octets between HighACK and HighData)
         if m.sacked != 0 {
             out.sack.0.push(r);
             out.sack.1.push(m.sacked);
