@@ -288,8 +288,12 @@ fn marks(f: &Finder, fr: &Frames, lo: &[usize], rows: usize) -> Result<RowMarks,
     let (mut sack, mut seg) = (vec![Vec::new(); lo.len()], vec![Vec::new(); lo.len()]);
     if nf > 0 && !fr.sacked.is_empty() {
         same_len(nf, &[("sacked", fr.sacked.len())])?;
+        // (a flight key repeats only where frame numbers do: zero values wait for the dedup)
+        let unique = !f.row_of.is_empty();
         f.each(&fr.flight, |k, r| {
-            sack[dir_of(r)].push((r, fr.sacked[k], k as i64))
+            if !unique || fr.sacked[k] != 0 {
+                sack[dir_of(r)].push((r, fr.sacked[k], k as i64));
+            }
         })?;
     }
     // (the SACK places only when the flight frame's rows have them all)
