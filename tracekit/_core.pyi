@@ -75,7 +75,7 @@ def tcp_retrans(
     rto_floor: float,
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint8], npt.NDArray[np.int32]]: ...
 
-# src/state/cwnd/: the cwnd estimate in one call (estimate.rs) and its ACK walk (acks.rs)
+# src/state/cwnd/: the cwnd estimate in one call (estimate.rs) and its input rows (rows.rs, rows_frames.rs)
 def cwnd_estimate(
     rows: tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64],
                 npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.float64]],
@@ -89,14 +89,15 @@ def cwnd_estimate(
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.uint8],
            tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.bool_],
                  npt.NDArray[np.bool_], npt.NDArray[np.float64]]]: ...
-def cwnd_acks(
-    time: npt.NDArray[np.float64], seq_end: npt.NDArray[np.int64], pay: npt.NDArray[np.int64],
-    key: npt.NDArray[np.float64], tie: npt.NDArray[np.int64], named: npt.NDArray[np.int64],
-    timeout: npt.NDArray[np.int64], lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64],
-    alo: npt.NDArray[np.int64], ahi: npt.NDArray[np.int64], a_time: npt.NDArray[np.float64],
-    a_ack: npt.NDArray[np.int64], a_key: npt.NDArray[np.float64], a_tie: npt.NDArray[np.int64],
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64],
-           npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.float64]]: ...
+_I64 = npt.NDArray[np.int64]
+_F64 = npt.NDArray[np.float64]
+_B = npt.NDArray[np.bool_]
+_Cols = tuple[npt.NDArray[Any], ...]  # (dtypes: src/state/cwnd/py.rs)
+def cwnd_rows(
+    packets: _Cols, dirs: _Cols, flight: tuple[_Cols, npt.NDArray[Any], npt.NDArray[Any]], retrans: _Cols,
+    timeouts: _Cols,
+) -> tuple[tuple[_I64, _I64, _I64, _I64, _F64, _F64, _B, _F64], tuple[_F64, _I64, _I64, _I64, _B, _B, _F64],
+           tuple[_I64, _I64, _I64, _I64, _I64], tuple[_I64, _I64, _B], tuple[_F64, _I64]] | None: ...
 
 # src/state/conn.rs: connections, directions and relative numbers (every reader)
 def tcp_connections(

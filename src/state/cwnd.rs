@@ -2,7 +2,8 @@
 //!
 //! A cwnd-limited sender keeps one window outstanding, so after the segments an ACK releases
 //! `pipe = snd_nxt − snd_una − SACKed` is cwnd (RFC 5681 §2 "FlightSize", RFC 6675 §4 "pipe").
-//! Python sorts the rows and builds the frames; the estimate itself runs here in one call
+//! Its input rows are built here per packet ([`rows::DirRows`], fed by `rows_frames` from the
+//! packet columns: `tracekit._core.cwnd_rows`); Python builds the frames; the estimate itself runs here in one call
 //! ([`estimate::estimate`], `tracekit._core.cwnd_estimate`), one direction at a time (its rows
 //! contiguous, capture order):
 //!
@@ -34,8 +35,9 @@ mod py;
 mod py_estimate;
 pub mod py_events;
 mod recoveries;
+pub mod rows;
+pub mod rows_frames;
 
-pub use acks::{acks, AckRows};
 pub use pipe::Pipe;
 use pyo3::prelude::*;
 use rayon::prelude::*;
@@ -379,6 +381,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     py_estimate::register(m)
 }
 
+#[cfg(test)]
+mod rows_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

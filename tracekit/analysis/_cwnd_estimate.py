@@ -56,8 +56,9 @@ data segment and corrects it where the sender is not cwnd-limited:
 7. **Congestion avoidance** grows cwnd smoothly while the pipe can only step by whole
    segments: between two one-segment steps the estimate is interpolated linearly.
 
-Packets are sorted once (:mod:`._cwnd_rows`: every direction one contiguous run of numpy
-rows); everything after runs in the Rust core in one call (``tracekit._core.cwnd_estimate``,
+The input rows are built by the core one packet at a time (:mod:`._cwnd_rows`: every direction
+one contiguous run of rows, ``tracekit._core.cwnd_rows``, src/state/cwnd/rows.rs); everything
+after runs in the Rust core in one call (``tracekit._core.cwnd_estimate``,
 src/state/cwnd/estimate.rs): the loss events and their go-back-N verdicts (episodes.rs, steps
 1 and 3), the pipe and its filter (pipe.rs, steps 2, 5 and 6), recoveries and ssthresh
 (recoveries.rs, steps 3 and 4), the phases (step 7); this module builds the frames. The
@@ -73,7 +74,6 @@ import numpy as np
 import polars as pl
 
 from tracekit import _core, schema
-from tracekit.analysis._cwnd_packets import Packets
 from tracekit.analysis._cwnd_rows import Rows, build
 from tracekit.analysis._cwnd_seg import as_bool, as_f64, as_i64
 
@@ -157,7 +157,7 @@ def run_core(r: Rows, hold_backoff: bool = True) -> Core:
 
 
 def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: pl.DataFrame, *,
-             packets: Packets | None = None, sacked_at: np.ndarray | None = None,
+             sacked_at: np.ndarray | None = None,
              timeouts: pl.DataFrame | None = None, hold_backoff: bool = True) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Estimate cwnd at every data segment of every data direction (see the module docstring).
 
@@ -166,7 +166,6 @@ def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs
         flight: The flight frame (only its SACK accounting is used; may be empty).
         retrans: The retransmissions frame (its frames are marked as retransmissions; may be empty).
         dirs: Data directions ``flow, dir, mss`` (from :func:`tracekit.analysis.cwnd.data_directions`).
-        packets: ``pk``'s columns if already read.
         sacked_at: Per flight row, from when its segment counts as SACKed
             (:func:`tracekit.analysis.flight.flight_and_sacks`; None: not known).
         timeouts: ``flow, dir, frame`` of the re-sends the retransmission timer sent
@@ -182,7 +181,7 @@ def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs
     empty = pl.DataFrame(schema=ROW_SCHEMA), pl.DataFrame(schema=EP_SCHEMA)
     if pk.is_empty() or dirs.is_empty():
         return empty
-    r = build(pk, flight, retrans, dirs, packets, sacked_at, timeouts)
+    r = build(pk, flight, retrans, dirs, sacked_at, timeouts)
     if r is None:
         return empty
     out = run_core(r, hold_backoff)

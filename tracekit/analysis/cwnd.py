@@ -28,7 +28,6 @@ from tracekit.analysis import _dirstats, _state
 from tracekit.analysis import retrans as _retrans
 from tracekit.analysis import rtt as _rtt
 from tracekit.analysis._cwnd_estimate import estimate
-from tracekit.analysis._cwnd_packets import Packets
 from tracekit.analysis.flight import flight_and_sacks
 
 KEYS = ["flow", "dir"]
@@ -256,12 +255,10 @@ def cwnd(pk: pl.DataFrame, samples: pl.DataFrame, flight: pl.DataFrame, retrans:
     """
     if sacked_at is None and flight.height:
         sacked_at = flight_and_sacks(pk)[1]
-    packets = Packets(pk)
     dirs = data_directions(pk, meta, dirs=directions)
-    est, episodes = estimate(pk, flight, retrans, dirs, packets=packets, sacked_at=sacked_at,
+    est, episodes = estimate(pk, flight, retrans, dirs, sacked_at=sacked_at,
                              timeouts=_timeouts(pk, retrans, meta),
                              hold_backoff=_retrans.rto_floor(meta)[1] != "ns-2")
-    del packets
     tr = _trace_rows(samples, dirs, meta)
     if tr.is_empty():
         # the estimate alone is already in CWND's columns and order (flow, dir, time)

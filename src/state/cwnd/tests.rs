@@ -1,8 +1,6 @@
 //! Hand-checked sequences for the cwnd estimate's per-segment passes.
 
-use super::acks::AckState;
 use super::*;
-use crate::state::seq::MISSING;
 
 /// One direction's rows as (time, seq_end, una, sacked, marks), min RTT `mr`: (filtered, raw).
 fn run_pipe(mr: f64, rows: &[(f64, i64, i64, i64, u8)]) -> (Vec<f64>, Vec<f64>) {
@@ -227,110 +225,6 @@ fn bad_bounds_are_errors() {
     };
     assert!(pipe(&r).is_err());
     assert!(phases(&[0.0], vec![1.0], &[1.0], &[false], &[0], &[1], &[]).is_err());
-}
-
-/// One direction: data rows (time, seq, end, frame, named) and ACKs (time, ack, frame).
-fn run_acks(
-    rows: &[(f64, i64, i64, i64, bool)],
-    acks_in: &[(f64, i64, i64)],
-    timeout: &[bool],
-) -> Result<AckState, String> {
-    let time: Vec<f64> = rows.iter().map(|r| r.0).collect();
-    let seq_end: Vec<i64> = rows.iter().map(|r| r.2).collect();
-    let pay: Vec<i64> = rows.iter().map(|r| r.2 - r.1).collect();
-    let tie: Vec<i64> = rows.iter().map(|r| r.3).collect();
-    let named: Vec<bool> = rows.iter().map(|r| r.4).collect();
-    let a_time: Vec<f64> = acks_in.iter().map(|a| a.0).collect();
-    let a_ack: Vec<i64> = acks_in.iter().map(|a| a.1).collect();
-    let a_tie: Vec<i64> = acks_in.iter().map(|a| a.2).collect();
-    acks(&AckRows {
-        time: &time,
-        seq_end: &seq_end,
-        pay: &pay,
-        key: &time,
-        tie: &tie,
-        named: &named,
-        timeout,
-        lo: &[0],
-        hi: &[rows.len() as i64],
-        alo: &[0],
-        ahi: &[acks_in.len() as i64],
-        a_time: &a_time,
-        a_ack: &a_ack,
-        a_key: &a_time,
-        a_tie: &a_tie,
-    })
-}
-
-#[test]
-fn una_dupacks_retransmissions_and_karns_rtt() {
-    let st = run_acks(
-        &[
-            (0.0, 0, 1000, 1, false),
-            (0.1, 1000, 2000, 2, false),
-            (0.55, 2000, 3000, 4, false),
-            (0.65, 1000, 2000, 6, false), // resent below the highest byte sent: a retransmission
-            (0.8, 3000, 4000, 8, false),
-        ],
-        &[(0.5, 1000, 3), (0.6, 1000, 5), (0.7, 3000, 7)],
-        &[false; 5],
-    )
-    .expect("valid");
-    assert_eq!(st.j, vec![-1, -1, 0, 1, 2]);
-    assert_eq!(st.una, vec![0, 0, 1000, 1000, 3000]);
-    // the second ACK of 1000 does not advance snd_una: a duplicate (RFC 5681 §2)
-    assert_eq!(st.dup, vec![false, false, false, true, false]);
-    assert_eq!(st.a_una, vec![1000, 1000, 3000]);
-    // highest byte before it 3000
-    assert_eq!(st.retx, vec![(3, false, 3000)]);
-    // samples 0.5 (0 -> 0.5), 0.6 (0.1 -> 0.7), 0.15 (0.55 -> 0.7): the smallest
-    assert!((st.min_rtt[0] - 0.15).abs() < 1e-12, "{:?}", st.min_rtt);
-}
-
-#[test]
-fn an_ack_at_the_same_instant_precedes_a_segment_of_a_higher_frame() {
-    let st = run_acks(
-        &[
-            (1.0, 0, 1000, 1, false),
-            (2.0, 1000, 2000, 5, false),
-            (2.0, 2000, 3000, 7, false),
-        ],
-        &[(2.0, 1000, 6)],
-        &[false; 3],
-    )
-    .expect("valid");
-    assert_eq!(st.j, vec![-1, -1, 0]);
-    assert_eq!(st.una, vec![0, 0, 1000]);
-}
-
-#[test]
-fn named_retransmissions_give_no_rtt_sample_and_old_acks_never_lower_una() {
-    let st = run_acks(
-        &[(0.0, 0, 1000, 1, true), (0.1, 1000, 2000, 4, false)],
-        // the second ACK is older than the first (reordered): una stays at 1000
-        &[(0.05, 1000, 2), (0.06, 500, 3), (0.3, 2000, 5)],
-        &[true, false],
-    )
-    .expect("valid");
-    assert_eq!(st.una, vec![0, 1000]);
-    assert_eq!(st.a_una, vec![1000, 1000, 2000]);
-    assert_eq!(st.dup, vec![false, true]);
-    assert_eq!(st.retx, vec![(0, true, MISSING)]);
-    // the named row is no sample (Karn): only 0.1 -> 0.3
-    assert!((st.min_rtt[0] - 0.2).abs() < 1e-12);
-}
-
-#[test]
-fn no_rtt_without_a_later_covering_ack() {
-    // the only ACK covering the segment came before it (capture order): no positive sample
-    let st = run_acks(&[(1.0, 0, 1000, 2, false)], &[(0.5, 1000, 1)], &[false]).expect("valid");
-    assert!(st.min_rtt[0].is_nan());
-    let bad = run_acks(
-        &[(1.0, 0, 1000, 2, false)],
-        &[(0.5, 1000, 1), (0.6, 5, 3)],
-        &[false, false],
-    );
-    assert!(bad.is_err(), "timeout has 2 values for 1 row");
 }
 
 /// One direction's rows as (time, seq_end, una, marks, ack_t) of 1000-byte segments, clocked

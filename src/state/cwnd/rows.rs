@@ -1,0 +1,225 @@
+//! The cwnd estimate's input rows of one data direction, built one packet at a time in capture
+//! order ([`DirRows`]: `tracekit.analysis._cwnd_rows.Rows`' columns for that direction).
+//!
+//! The frames path feeds it from the packet columns (`rows_frames`); a stream would feed it the
+//! same way, each data segment with what the retransmission and flight steps said of it.
+
+use super::acks::Acks;
+
+/// What the other analyses say of one data segment ([`DirRows::on_data`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Marks {
+    /// The retransmission analysis names it a retransmission.
+    pub named: bool,
+    /// The retransmission timer sent it (`tracekit.analysis.retrans.timeout_resends`: the first
+    /// re-send of each `rto` episode, RFC 6298 §5).
+    pub timeout: bool,
+    /// SACKed bytes above una as the flight analysis measured them (RFC 6675 "pipe"): unacked −
+    /// pipe (`flight_bytes` is Wireshark's figure, which already subtracts the latest ACK's SACK
+    /// blocks); 0: none, or the flight frame has no row.
+    pub sacked: i64,
+    /// Its row in the flight frame (read with `sacked` only).
+    pub pos: i64,
+    /// From which flight row on its segment counts as SACKed (-1: never, or unknown;
+    /// `tracekit.analysis.flight.flight_and_sacks`).
+    pub at: i64,
+}
+
+impl Marks {
+    /// A segment no other analysis says anything of.
+    pub const NONE: Marks = Marks {
+        named: false,
+        timeout: false,
+        sacked: 0,
+        pos: -1,
+        at: -1,
+    };
+}
+
+/// The rows' columns ([`DirRows`] appends to them; rows of several directions may share one).
+/// Per data segment its time, end, payload, snd_una, whether a duplicate ACK sent it, whether a
+/// new ACK released it and when the latest ACK before it arrived; the SACK marks and the
+/// retransmissions of its rows (rows numbered in these columns).
+#[derive(Default)]
+pub struct RowCols {
+    pub time: Vec<f64>,
+    pub seq_end: Vec<i64>,
+    pub pay: Vec<i64>,
+    pub una: Vec<i64>,
+    pub dup: Vec<bool>,
+    pub new_ack: Vec<bool>,
+    pub ack_t: Vec<f64>,
+    /// Rows with SACKed bytes above una: row, bytes, flight row.
+    pub sack: (Vec<i64>, Vec<i64>, Vec<i64>),
+    /// Rows whose segments get SACKed: row, from which flight row on.
+    pub seg: (Vec<i64>, Vec<i64>),
+    /// Retransmitted rows: row, the highest byte sent before it, the timer sent it.
+    pub retx: (Vec<i64>, Vec<i64>, Vec<bool>),
+}
+
+impl RowCols {
+    /// Room for `rows` rows.
+    pub fn with_capacity(rows: usize) -> Self {
+        RowCols {
+            time: Vec::with_capacity(rows),
+            seq_end: Vec::with_capacity(rows),
+            pay: Vec::with_capacity(rows),
+            una: Vec::with_capacity(rows),
+            dup: Vec::with_capacity(rows),
+            new_ack: Vec::with_capacity(rows),
+            ack_t: Vec::with_capacity(rows),
+            ..RowCols::default()
+        }
+    }
+}
+
+/// One data direction's row builder: fed its data segments and the ACKs reaching its sender in
+/// capture order, it appends the direction's rows to a [`RowCols`] (contiguous: nothing else may
+/// append between its first row and [`DirRows::finish`]).
+///
+/// Memory: 42 B per data segment (the seven row columns), 16 B per ACK (in [`Acks`], plus 16 B
+/// per first transmission until an ACK covers it), 24 B per row with SACKed bytes, 17 B per
+/// retransmission, 16 B per row whose segment gets SACKed; about 120 B per direction.
+#[derive(Default)]
+pub struct DirRows {
+    acks: Acks,
+    /// Its first row in the columns, and its rows so far.
+    lo: usize,
+    n: usize,
+    /// Rows sent before any ACK reached the sender (a prefix of the rows).
+    pre: usize,
+    /// ACKs fed before the latest row.
+    last_fed: usize,
+    /// The lowest data byte (the first row's start unless a segment starts lower).
+    first_seq: Option<i64>,
+    /// The largest payload (the segment size when no MSS is known).
+    pub max_pay: i64,
+    /// SYNs the direction sent, and when the last of them left.
+    pub syns: u32,
+    pub syn_t: f64,
+}
+
+impl DirRows {
+    /// A direction whose rows start at row `lo` of its columns.
+    pub fn new(lo: usize) -> Self {
+        DirRows {
+            lo,
+            syn_t: f64::NEG_INFINITY,
+            ..DirRows::default()
+        }
+    }
+
+    /// Its rows start at row `lo` of its columns (before its first row).
+    pub fn set_start(&mut self, lo: usize) {
+        self.lo = lo;
+    }
+
+    /// An ACK that reaches the direction's sender: its time and cumulative ACK number.
+    pub fn on_ack(&mut self, time: f64, ack: i64) {
+        self.acks.on_ack(time, ack);
+    }
+
+    /// A SYN of the direction (a retransmitted SYN is a loss: cwnd starts at 1 segment and
+    /// ssthresh at 2, RFC 5681 §3.1).
+    pub fn on_syn(&mut self, time: f64) {
+        self.syns += 1;
+        // (numpy's maximum: a NaN time stays)
+        self.syn_t = if time.is_nan() || self.syn_t.is_nan() {
+            f64::NAN
+        } else {
+            self.syn_t.max(time)
+        };
+    }
+
+    /// A data segment (payload > 0): its time, first byte, payload and the other analyses' marks.
+    pub fn on_data(&mut self, out: &mut RowCols, time: f64, seq: i64, pay: i64, m: Marks) {
+        let row = self.lo + self.n;
+        let end = seq.wrapping_add(pay);
+        let fed = self.acks.a_una.len();
+        // the segments one ACK releases: a new latest ACK (the first row: any ACK before it)
+        out.new_ack.push(if self.n == 0 {
+            fed > 0
+        } else {
+            fed != self.last_fed
+        });
+        self.last_fed = fed;
+        out.ack_t.push(match fed {
+            0 => f64::NAN,
+            k => self.acks.a_time.get(k - 1).copied().unwrap_or(f64::NAN),
+        });
+        if fed == 0 {
+            self.pre = self.n + 1;
+        }
+        // snd_una (RFC 793 §3.3), sent on a duplicate ACK (RFC 5681 §2, RFC 3042 limited
+        // transmit), a retransmission and Karn's RTT samples (RFC 6298 §3): see [`Acks`]
+        let (una, dup, retx) = self.acks.on_data(time, seq, end, m.named);
+        out.una.push(una.unwrap_or(0));
+        out.dup.push(dup);
+        let r = row as i64;
+        // the highest byte sent before a retransmission is its loss event's recovery point
+        // (RFC 6582 "recover"); the timer's re-sends always start one (RFC 6298 §5)
+        if let Some(hi) = retx {
+            out.retx.0.push(r);
+            out.retx.1.push(hi);
+            out.retx.2.push(m.timeout);
+        }
+        // SACKed bytes above una (RFC 6675 "pipe"), and from when this segment counts as SACKed
+        // (RFC 6675 §2: the pipe counts octets between HighACK and HighData)
+        if m.sacked != 0 {
+            out.sack.0.push(r);
+            out.sack.1.push(m.sacked);
+            out.sack.2.push(m.pos);
+        }
+        if m.at >= 0 {
+            out.seg.0.push(r);
+            out.seg.1.push(m.at);
+        }
+        self.first_seq = Some(self.first_seq.map_or(seq, |s| s.min(seq)));
+        self.max_pay = self.max_pay.max(pay);
+        out.time.push(time);
+        out.seq_end.push(end);
+        out.pay.push(pay);
+        self.n += 1;
+    }
+
+    /// Its first row in the columns.
+    pub fn start(&self) -> usize {
+        self.lo
+    }
+
+    /// Rows so far.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// No rows yet.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Did an ACK reach the sender before the first row / before the last row?
+    pub fn acked_first(&self) -> bool {
+        self.pre == 0 && !self.is_empty()
+    }
+
+    pub fn acked_last(&self) -> bool {
+        self.pre < self.len()
+    }
+
+    /// Settles snd_una (at least the direction's first data byte; the rows before any ACK take
+    /// that byte) and returns the ACK stream's times and cumulative values and the minimum RTT
+    /// (`strict`: see [`Acks::min_rtt`]).
+    pub fn finish(&mut self, out: &mut RowCols, strict: bool) -> (Vec<f64>, Vec<i64>, f64) {
+        let first = self.first_seq.unwrap_or(0);
+        let una = out
+            .una
+            .get_mut(self.lo..self.lo + self.n)
+            .unwrap_or_default();
+        for (i, u) in una.iter_mut().enumerate() {
+            *u = if i < self.pre { first } else { (*u).max(first) };
+        }
+        let mr = self.acks.min_rtt(strict);
+        let acks = std::mem::take(&mut self.acks);
+        (acks.a_time, acks.a_una, mr)
+    }
+}
