@@ -25,6 +25,7 @@ pub mod conn;
 pub mod drive;
 pub mod flight;
 pub mod fstats;
+pub mod number;
 pub mod py;
 pub mod source;
 pub mod stalls;
