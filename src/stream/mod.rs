@@ -21,6 +21,7 @@
 //! answer is the one keeping everything gives. `py.rs` is
 //! `_core.stream_summary`.
 
+pub mod ahead;
 pub mod conn;
 pub mod drive;
 pub mod flight;

@@ -7,11 +7,14 @@
 //! and the decoder's counts carried across batches: the rows, and the warnings, are those
 //! `read_capture` gives, with its default limits. A batch holds at most [`BATCH`] records
 //! and about [`BATCH_BYTES`] of captured bytes; the reader runs at most two batches ahead of
-//! the passes (one queued, one being decoded).
+//! the passes (one queued, one being decoded). The file is read once, forward
+//! ([`super::ahead::Ahead`]), and each batch's TCP packets are numbered on this thread when
+//! [`Reader::start`] is asked to (`super::number`).
 
+use super::ahead::Ahead;
 use super::number::{Num, Numbering};
 use super::Refusal;
-use crate::capture::bytes::{FileSource, Source};
+use crate::capture::bytes::Source;
 use crate::capture::spans::BatchDecoder;
 use crate::capture::{commas, iplen, pcap, pcapng, Failure, Kind, Limits, Records, Rows, Warn};
 use std::cell::RefCell;
@@ -80,14 +83,14 @@ impl Walk {
     }
 }
 
-fn file(path: &Path) -> Result<FileSource, Refusal> {
-    FileSource::open(path)
+fn file(path: &Path) -> Result<Ahead, Refusal> {
+    Ahead::open(path)
         .map_err(|e| Refusal::new("UnknownFormatError", format!("cannot read file: {e}")))
 }
 
 /// Opens `path` and reads its header (a pcapng file: checks it whole): the source, the
 /// record batches and the warnings so far.
-fn open(path: &Path, limits: &Limits) -> Result<(FileSource, Walk, Vec<Warn>), Refusal> {
+fn open(path: &Path, limits: &Limits) -> Result<(Ahead, Walk, Vec<Warn>), Refusal> {
     let mut src = file(path)?;
     let mut warnings = Vec::new();
     let tshark = || {
@@ -183,11 +186,16 @@ fn read_batches(
             back += u64::from(last.is_some_and(|l| t < l));
             last = Some(t);
         }
+        // the bytes before the batch's last record's end are read no more
+        let end = (recs.data_off.last().copied().unwrap_or(0))
+            .saturating_add(u64::from(recs.caplen.last().copied().unwrap_or(0)));
         if n as u64 > limits.max_packets {
+            src.keep_from(end);
             continue; // only counted: refused below, as `read_capture` refuses
         }
         let t = *t0.get_or_insert(recs.ts_ns.first().copied().unwrap_or(0));
         let rows = dec.decode(&mut src, &recs, t);
+        src.keep_from(end);
         if let Some(e) = src.take_error() {
             return Err(Refusal::new(
                 "CorruptTraceError",
