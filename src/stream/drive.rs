@@ -18,7 +18,7 @@ use super::number::{Addrs, Num, Numbering};
 use super::source::{Checked, Reader};
 use super::Refusal;
 use crate::capture::Rows;
-use crate::state::conn::{sack_edge, Numbered, Packet, Settled};
+use crate::state::conn::{sack_edge, Numbered, Settled};
 use crate::state::dirstats::{self, DirStats, Directions};
 use crate::state::flowstats::summary::RttRow;
 use crate::state::retrans::OOO_DEFAULT_S;
@@ -83,14 +83,14 @@ pub struct Flows {
 }
 
 /// One TCP packet of a batch as the passes read it (`win`: as given, or shifted).
-fn pk(rows: &Rows, i: usize, p: &Packet, nb: &Numbered, row: u64, win: i64) -> Pk {
+fn pk(rows: &Rows, i: usize, flags: u8, nb: &Numbered, row: u64, win: i64) -> Pk {
     let ts = rows.ts_ok[i];
     Pk {
         row: row as u32,
         time: rows.time[i],
         seq: nb.seq,
         len: i64::from(rows.payload[i]),
-        flags: p.flags,
+        flags,
         ack: nb.ack.unwrap_or(MISSING),
         win,
         ts_val: if ts {
@@ -132,11 +132,12 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
             fallback = rows.seq_raw[l].wrapping_sub(u32::from(rows.flags[l] & SYN == 0));
         }
         let nums = numbering.batch(rows);
-        for &Num { i, p, nb } in &nums {
+        for &Num { nb, i, flags, .. } in &nums {
+            let i = i as usize;
             if nb.flow as usize >= scouts.len() {
                 scouts.resize_with(nb.flow as usize + 1, Scout::default);
             }
-            let x = pk(rows, i, &p, &nb, row, i64::from(rows.win_raw[i]));
+            let x = pk(rows, i, flags, &nb, row, i64::from(rows.win_raw[i]));
             scouts[nb.flow as usize].on_packet(usize::from(nb.side), &x);
             row += 1;
         }
@@ -185,22 +186,30 @@ impl Pass2<'_> {
     fn batch(&mut self, rows: &Rows, nums: &[Num]) {
         let settled = &self.first.settled;
         let mut k = 0; // the batch's SACK blocks, by row
-        for &Num { i, p, nb } in nums {
+        for &Num {
+            nb,
+            src,
+            dst,
+            i,
+            flags,
+        } in nums
+        {
+            let i = i as usize;
             let (flow, dir) = (nb.flow, settled.dir(nb.flow, nb.side));
             // RFC 7323 §2.2: the window is shifted by the sender's scale, a SYN's never
             let sh = settled.shift(flow, nb.side);
             let mut win = i64::from(rows.win_raw[i]);
-            if p.flags & SYN == 0 && sh > 0 {
+            if flags & SYN == 0 && sh > 0 {
                 win = win.wrapping_shl(u32::from(sh));
             }
-            let x = pk(rows, i, &p, &nb, self.row, win);
+            let x = pk(rows, i, flags, &nb, self.row, win);
             let seg = dirstats::Seg {
                 time: x.time,
                 payload: x.len,
                 size: i64::from(rows.size[i]),
                 seq: nb.seq,
-                syn: p.flags & SYN != 0,
-                has_ack: p.flags & ACK != 0,
+                syn: flags & SYN != 0,
+                has_ack: flags & ACK != 0,
                 in_state: true,
                 mss: if rows.mss_ok[i] {
                     i32::from(rows.mss[i])
@@ -243,7 +252,7 @@ impl Pass2<'_> {
                 };
                 Conn::new(priors.get_mut(flow as usize).unwrap_or(&mut none), floor)
             });
-            c.fs.on_ends(usize::from(dir == 1), p.src, p.dst);
+            c.fs.on_ends(usize::from(dir == 1), src, dst);
             c.on_packet(usize::from(dir == 1), &x, &self.sack);
             self.row += 1;
         }

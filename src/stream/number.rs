@@ -40,13 +40,16 @@ impl Addrs {
     }
 }
 
-/// One TCP packet of a batch, numbered: its row in the batch, the table's packet and what
-/// the table gave it.
+/// One TCP packet of a batch, numbered: what the table gave it, its endpoints (address id ·
+/// 65536 + port), its row in the batch and its TCP flags (the rest the passes read off the
+/// rows).
 #[derive(Clone, Copy, Debug)]
 pub struct Num {
-    pub i: usize,
-    pub p: Packet,
     pub nb: Numbered,
+    pub src: i64,
+    pub dst: i64,
+    pub i: u32,
+    pub flags: u8,
 }
 
 /// The connection table and the addresses' ids, fed every batch in order.
@@ -92,7 +95,15 @@ impl Numbering {
             };
             let nb = self.table.on_packet(&p);
             if tcp {
-                out.push(Num { i, p, nb });
+                let (src, dst, flags) = (p.src, p.dst, p.flags);
+                let i = i as u32; // (a batch holds at most `source::BATCH` rows)
+                out.push(Num {
+                    nb,
+                    src,
+                    dst,
+                    i,
+                    flags,
+                });
             }
         }
         out
