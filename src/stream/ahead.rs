@@ -19,12 +19,14 @@ const CHUNK: usize = 1 << 18;
 /// `source::BATCH_BYTES`).
 const CAP: usize = 1 << 23;
 
-/// A file's bytes from `start` on, read forward.
+/// A file's bytes from `start` on, read forward: `buf[..used]` (the rest of `buf` is room
+/// for the next reads, zeroed once when it grows rather than before every read).
 pub struct Ahead {
     file: std::fs::File,
     size: u64,
     start: u64,
     buf: Vec<u8>,
+    used: usize,
     /// The first read error (reported as a damaged file rather than ignored).
     error: Option<std::io::Error>,
 }
@@ -38,23 +40,26 @@ impl Ahead {
             size,
             start: 0,
             buf: Vec::new(),
+            used: 0,
             error: None,
         })
     }
 
     /// The bytes before `off` are no longer read (the records before it are decoded).
     pub fn keep_from(&mut self, off: u64) {
-        let end = self.start + self.buf.len() as u64;
+        let end = self.start + self.used as u64;
         if off <= self.start {
             return;
         }
         if off >= end {
-            self.buf.clear();
+            self.used = 0;
             self.start = off;
             return;
         }
-        // (off - start < buf.len(): fits in usize)
-        self.buf.drain(..(off - self.start) as usize);
+        // (off - start < used: fits in usize)
+        let k = (off - self.start) as usize;
+        self.buf.copy_within(k..self.used, 0);
+        self.used -= k;
         self.start = off;
     }
 
@@ -65,13 +70,15 @@ impl Ahead {
         let Ok(more) = usize::try_from(upto.saturating_sub(from)) else {
             return false;
         };
-        let at = self.buf.len();
-        self.buf.resize(at + more, 0);
-        if let Err(e) = self.file.read_exact_at(&mut self.buf[at..], from) {
-            self.buf.truncate(at);
+        let (at, need) = (self.used, self.used + more);
+        if self.buf.len() < need {
+            self.buf.resize(need, 0);
+        }
+        if let Err(e) = self.file.read_exact_at(&mut self.buf[at..need], from) {
             self.error.get_or_insert(e);
             return false;
         }
+        self.used = need;
         true
     }
 }
@@ -86,12 +93,12 @@ impl Source for Ahead {
         if to > self.size {
             return None;
         }
-        let end = self.start + self.buf.len() as u64;
+        let end = self.start + self.used as u64;
         if off < self.start || to > end {
             if off < self.start || to - self.start > CAP as u64 {
                 // back, or too much kept: start over at `off` (a gap ahead is read: a
                 // walk skips the records' bytes that the decode reads after)
-                self.buf.clear();
+                self.used = 0;
                 self.start = off;
                 if !self.fill(off, to) {
                     return None;
@@ -101,7 +108,7 @@ impl Source for Ahead {
             }
         }
         let at = usize::try_from(off - self.start).ok()?;
-        self.buf.get(at..at.checked_add(n)?)
+        self.buf[..self.used].get(at..at.checked_add(n)?)
     }
 
     fn take_error(&mut self) -> Option<std::io::Error> {
@@ -138,7 +145,7 @@ mod tests {
         assert_eq!(a.get(n - 3, 4), None);
         a.keep_from(n + 5);
         assert_eq!(a.get(0, 4), Some(&data[..4]));
-        assert!(a.buf.len() <= CAP);
+        assert!(a.used <= CAP && a.buf.len() <= CAP + CHUNK);
         std::fs::remove_file(&path).unwrap();
     }
 }
