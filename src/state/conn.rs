@@ -28,7 +28,7 @@ mod py;
 pub use driver::{number, Columns, Ints};
 pub use py::register;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::seq::{ACK, SYN};
@@ -124,13 +124,19 @@ struct Conn {
     syn_side: Option<bool>,
 }
 
-/// A hasher for the port-pair keys (few, small integers): one multiply a word.
+/// A hasher for small integer keys (port pairs, sequence numbers, buckets): one multiply a
+/// word, the high half folded into the low one (the table's slot is the low bits).
 #[derive(Default)]
 pub struct Fx(u64);
 
+/// A map and a set with integer keys hashed by [`Fx`] (no key comes from a remote peer's
+/// choice alone that could flood one slot: the per-packet maps of one connection's state).
+pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
+pub type FxSet<T> = HashSet<T, BuildHasherDefault<Fx>>;
+
 impl Hasher for Fx {
     fn finish(&self) -> u64 {
-        self.0
+        self.0 ^ (self.0 >> 32)
     }
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {

@@ -14,85 +14,19 @@
 
 use super::conn::{sack_ack, Conn, Pk, Prior, Scout};
 use super::fstats;
+use super::number::{Addrs, Num, Numbering};
 use super::source::{Checked, Reader};
 use super::Refusal;
 use crate::capture::Rows;
-use crate::state::conn::{sack_edge, Fx, Numbered, Packet, Settled, Table};
+use crate::state::conn::{sack_edge, Numbered, Settled};
 use crate::state::dirstats::{self, DirStats, Directions};
 use crate::state::flowstats::summary::RttRow;
 use crate::state::retrans::OOO_DEFAULT_S;
 use crate::state::seq::{ACK, MISSING, SYN};
 use crate::state::stalls::Whole;
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::path::Path;
 
-/// An address: IPv4 (kind 4) or IPv6 (kind 6), as high and low 64-bit halves.
-pub type Addr = (u8, u64, u64);
-
-/// Address -> id (first-seen order): the connection table only compares endpoints.
-#[derive(Default)]
-struct Addrs {
-    ids: HashMap<Addr, i64, BuildHasherDefault<Fx>>,
-    /// The addresses by id.
-    by_id: Vec<Addr>,
-    /// The last packet's two addresses and ids (packets come in runs of one connection).
-    last: [(Addr, i64); 2],
-}
-
-impl Addrs {
-    fn id(&mut self, key: Addr) -> i64 {
-        if let Some(&(_, id)) = self.last.iter().find(|(k, _)| *k == key) {
-            return id;
-        }
-        let next = self.ids.len() as i64;
-        let id = *self.ids.entry(key).or_insert_with(|| {
-            self.by_id.push(key);
-            next
-        });
-        self.last = [self.last[1], (key, id)];
-        id
-    }
-
-    /// The connection packets of a batch: (row, the table's packet), capture order.
-    fn packets(&mut self, rows: &Rows) -> Vec<(usize, Packet)> {
-        let mut v6 = rows.v6_row.iter().enumerate().peekable();
-        let mut out = Vec::with_capacity(rows.len());
-        for i in 0..rows.len() {
-            let mut addr = ((4, 0, u64::from(rows.s4[i])), (4, 0, u64::from(rows.d4[i])));
-            while v6.peek().is_some_and(|(_, &r)| (r as usize) < i) {
-                v6.next();
-            }
-            if !rows.is4[i] {
-                let Some((k, _)) = v6.peek().filter(|(_, &r)| r as usize == i) else {
-                    continue; // (every IPv6 row has its addresses listed)
-                };
-                let h = |j: usize| rows.v6[j].get(*k).copied().unwrap_or(0);
-                addr = ((6, h(0), h(1)), (6, h(2), h(3)));
-            }
-            if !rows.ports[i] {
-                continue;
-            }
-            let (s, d) = (self.id(addr.0), self.id(addr.1));
-            let tcp = rows.proto[i] == 0;
-            out.push((
-                i,
-                Packet {
-                    // endpoint = address id · 65536 + port, as `conn::number` makes it
-                    src: (s << 16).wrapping_add(i64::from(rows.sport[i])),
-                    dst: (d << 16).wrapping_add(i64::from(rows.dport[i])),
-                    tcp,
-                    udp: rows.proto[i] == 1,
-                    flags: rows.flags[i],
-                    seq: rows.seq_raw[i],
-                    ack: rows.ack_raw[i],
-                    wscale: rows.wscale_ok[i].then_some(rows.wscale[i]),
-                },
-            ));
-        }
-        out
-    }
-}
+pub use super::number::Addr;
 
 /// One direction's row of the summary.
 #[derive(Clone, Debug)]
@@ -149,14 +83,14 @@ pub struct Flows {
 }
 
 /// One TCP packet of a batch as the passes read it (`win`: as given, or shifted).
-fn pk(rows: &Rows, i: usize, p: &Packet, nb: &Numbered, row: u64, win: i64) -> Pk {
+fn pk(rows: &Rows, i: usize, flags: u8, nb: &Numbered, row: u64, win: i64) -> Pk {
     let ts = rows.ts_ok[i];
     Pk {
         row: row as u32,
         time: rows.time[i],
         seq: nb.seq,
         len: i64::from(rows.payload[i]),
-        flags: p.flags,
+        flags,
         ack: nb.ack.unwrap_or(MISSING),
         win,
         ts_val: if ts {
@@ -184,33 +118,32 @@ struct First {
 /// Pass 1: every connection packet through the table and each TCP connection's sequence
 /// state and RTT samples; what the whole trace settles.
 fn pass1(path: &Path) -> Result<First, Refusal> {
-    let (mut table, mut addrs) = (Table::default(), Addrs::default());
     let mut scouts: Vec<Scout> = Vec::new();
     let (mut row, mut fallback) = (0u64, 0u32);
     let mut all_tcp = (0u64, true); // rows, and every one a TCP packet of a connection
-    let mut reader = Reader::start(path, None);
+                                    // pass 1's passes do less than decoding does: this thread numbers the packets
+    let mut numbering = Numbering::default();
+    let mut reader = Reader::start(path, None, false);
     for batch in &mut reader {
-        let rows = batch?;
+        let batch = batch?;
+        let rows = &batch.rows;
         all_tcp.0 += rows.len() as u64;
-        let mut tcp = 0;
         if let Some(l) = rows.len().checked_sub(1) {
             fallback = rows.seq_raw[l].wrapping_sub(u32::from(rows.flags[l] & SYN == 0));
         }
-        for (i, p) in addrs.packets(&rows) {
-            let nb = table.on_packet(&p);
-            if !p.tcp {
-                continue;
-            }
-            tcp += 1;
+        let nums = numbering.batch(rows);
+        for &Num { nb, i, flags, .. } in &nums {
+            let i = i as usize;
             if nb.flow as usize >= scouts.len() {
                 scouts.resize_with(nb.flow as usize + 1, Scout::default);
             }
-            let x = pk(&rows, i, &p, &nb, row, i64::from(rows.win_raw[i]));
+            let x = pk(rows, i, flags, &nb, row, i64::from(rows.win_raw[i]));
             scouts[nb.flow as usize].on_packet(usize::from(nb.side), &x);
             row += 1;
         }
-        all_tcp.1 &= tcp == rows.len();
+        all_tcp.1 &= nums.len() == rows.len();
     }
+    let table = numbering.table;
     let settled = table.settle();
     let mut priors: Vec<Prior> = scouts
         .iter_mut()
@@ -236,7 +169,7 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
 struct Pass2<'a> {
     first: &'a First,
     rto_floor_s: f64,
-    table: Table,
+    /// The addresses by id, once the reader has numbered every batch.
     addrs: Addrs,
     dirs: Directions,
     conns: Vec<Option<Conn>>,
@@ -250,29 +183,33 @@ struct Pass2<'a> {
 
 impl Pass2<'_> {
     /// One batch's TCP packets, capture order.
-    fn batch(&mut self, rows: &Rows) {
+    fn batch(&mut self, rows: &Rows, nums: &[Num]) {
         let settled = &self.first.settled;
         let mut k = 0; // the batch's SACK blocks, by row
-        for (i, p) in self.addrs.packets(rows) {
-            let nb = self.table.on_packet(&p);
-            if !p.tcp {
-                continue; // the connection table numbers UDP pairs too; the passes are TCP's
-            }
+        for &Num {
+            nb,
+            src,
+            dst,
+            i,
+            flags,
+        } in nums
+        {
+            let i = i as usize;
             let (flow, dir) = (nb.flow, settled.dir(nb.flow, nb.side));
             // RFC 7323 §2.2: the window is shifted by the sender's scale, a SYN's never
             let sh = settled.shift(flow, nb.side);
             let mut win = i64::from(rows.win_raw[i]);
-            if p.flags & SYN == 0 && sh > 0 {
+            if flags & SYN == 0 && sh > 0 {
                 win = win.wrapping_shl(u32::from(sh));
             }
-            let x = pk(rows, i, &p, &nb, self.row, win);
+            let x = pk(rows, i, flags, &nb, self.row, win);
             let seg = dirstats::Seg {
                 time: x.time,
                 payload: x.len,
                 size: i64::from(rows.size[i]),
                 seq: nb.seq,
-                syn: p.flags & SYN != 0,
-                has_ack: p.flags & ACK != 0,
+                syn: flags & SYN != 0,
+                has_ack: flags & ACK != 0,
                 in_state: true,
                 mss: if rows.mss_ok[i] {
                     i32::from(rows.mss[i])
@@ -315,7 +252,7 @@ impl Pass2<'_> {
                 };
                 Conn::new(priors.get_mut(flow as usize).unwrap_or(&mut none), floor)
             });
-            c.fs.on_ends(usize::from(dir == 1), p.src, p.dst);
+            c.fs.on_ends(usize::from(dir == 1), src, dst);
             c.on_packet(usize::from(dir == 1), &x, &self.sack);
             self.row += 1;
         }
@@ -344,7 +281,7 @@ impl Pass2<'_> {
                 let v = c.fs.vantage();
                 (c.fs.out(dir as usize), v, c.fs.ends(dir as usize))
             });
-            // an endpoint is the address id · 65536 + the port (`Addrs::packets`)
+            // an endpoint is the address id · 65536 + the port (`number::Numbering::batch`)
             let at = |e: i64| {
                 let a = usize::try_from(e >> 16)
                     .ok()
@@ -402,7 +339,6 @@ pub fn summary(path: &Path, rto_floor_s: f64) -> Result<Flows, Refusal> {
     let mut p = Pass2 {
         first: &first,
         rto_floor_s,
-        table: Table::default(),
         addrs: Addrs::default(),
         dirs: Directions::new(top, nflows),
         conns: Vec::new(),
@@ -410,8 +346,12 @@ pub fn summary(path: &Path, rto_floor_s: f64) -> Result<Flows, Refusal> {
         row: 0,
         sack: Vec::new(),
     };
-    for batch in Reader::start(path, checked) {
-        p.batch(&batch?);
+    // pass 2's passes do more than decoding does: the reader thread numbers the packets
+    let mut reader = Reader::start(path, checked, true);
+    for batch in &mut reader {
+        let b = batch?;
+        p.batch(&b.rows, &b.nums);
     }
+    p.addrs = reader.numbering.take().unwrap_or_default().addrs;
     Ok(p.finish())
 }

@@ -113,7 +113,7 @@ pub struct Stage {
     vantage: FlowVantage,
     /// The values at the median's ranks of each direction's `seq` RTT samples (`ranks`).
     median: [Picked; 2],
-    /// Each direction's source and destination endpoints (`drive::Addrs::packets`).
+    /// Each direction's source and destination endpoints (`number::Numbering::batch`).
     ends: [Option<(i64, i64)>; 2],
 }
 

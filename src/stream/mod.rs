@@ -3,7 +3,8 @@
 //!
 //! [`source`] reads the file (pcap or pcapng) in bounded batches on a reader thread (the
 //! capture reader's own container walk, decoder, warnings and default limits,
-//! `crate::capture`), [`drive`] makes two passes over it: the
+//! `crate::capture`; the file read once per pass, forward, [`ahead`]; in pass 2 the
+//! connections numbered there too, [`number`]), [`drive`] makes two passes over it: the
 //! first numbers the connections and settles what only the whole trace tells
 //! (`state::conn::Table::settle`: directions and window scales; [`conn::Scout`]: each
 //! direction's smoothed-RTT method and each connection's out-of-order window), the second
@@ -21,10 +22,12 @@
 //! answer is the one keeping everything gives. `py.rs` is
 //! `_core.stream_summary`.
 
+pub mod ahead;
 pub mod conn;
 pub mod drive;
 pub mod flight;
 pub mod fstats;
+pub mod number;
 pub mod py;
 pub mod source;
 pub mod stalls;

@@ -7,10 +7,14 @@
 //! and the decoder's counts carried across batches: the rows, and the warnings, are those
 //! `read_capture` gives, with its default limits. A batch holds at most [`BATCH`] records
 //! and about [`BATCH_BYTES`] of captured bytes; the reader runs at most two batches ahead of
-//! the passes (one queued, one being decoded).
+//! the passes (one queued, one being decoded). The file is read once, forward
+//! ([`super::ahead::Ahead`]), and each batch's TCP packets are numbered on this thread when
+//! [`Reader::start`] is asked to (`super::number`).
 
+use super::ahead::Ahead;
+use super::number::{Num, Numbering};
 use super::Refusal;
-use crate::capture::bytes::{FileSource, Source};
+use crate::capture::bytes::Source;
 use crate::capture::spans::BatchDecoder;
 use crate::capture::{commas, iplen, pcap, pcapng, Failure, Kind, Limits, Records, Rows, Warn};
 use std::cell::RefCell;
@@ -79,14 +83,14 @@ impl Walk {
     }
 }
 
-fn file(path: &Path) -> Result<FileSource, Refusal> {
-    FileSource::open(path)
+fn file(path: &Path) -> Result<Ahead, Refusal> {
+    Ahead::open(path)
         .map_err(|e| Refusal::new("UnknownFormatError", format!("cannot read file: {e}")))
 }
 
 /// Opens `path` and reads its header (a pcapng file: checks it whole): the source, the
 /// record batches and the warnings so far.
-fn open(path: &Path, limits: &Limits) -> Result<(FileSource, Walk, Vec<Warn>), Refusal> {
+fn open(path: &Path, limits: &Limits) -> Result<(Ahead, Walk, Vec<Warn>), Refusal> {
     let mut src = file(path)?;
     let mut warnings = Vec::new();
     let tshark = || {
@@ -122,6 +126,10 @@ enum Item {
     /// The pcapng file's check, sent before its first batch.
     Checked(Box<Checked>),
     Rows(Box<Rows>),
+    /// A batch's rows with its TCP packets numbered (what the reader thread sends on).
+    Numbered(Box<Batch>),
+    /// The connection table once every batch is numbered, sent before [`Item::Done`].
+    Table(Box<Numbering>),
     /// The warnings, and whether a row had no ports.
     Done(Vec<Warn>, bool),
     Refused(Refusal),
@@ -178,11 +186,16 @@ fn read_batches(
             back += u64::from(last.is_some_and(|l| t < l));
             last = Some(t);
         }
+        // the bytes before the batch's last record's end are read no more
+        let end = (recs.data_off.last().copied().unwrap_or(0))
+            .saturating_add(u64::from(recs.caplen.last().copied().unwrap_or(0)));
         if n as u64 > limits.max_packets {
+            src.keep_from(end);
             continue; // only counted: refused below, as `read_capture` refuses
         }
         let t = *t0.get_or_insert(recs.ts_ns.first().copied().unwrap_or(0));
         let rows = dec.decode(&mut src, &recs, t);
+        src.keep_from(end);
         if let Some(e) = src.take_error() {
             return Err(Refusal::new(
                 "CorruptTraceError",
@@ -252,23 +265,52 @@ pub fn take_warnings() -> Vec<Warn> {
     LAST.with(|w| std::mem::take(&mut *w.borrow_mut()).0)
 }
 
-/// The decoded batches of a file, read on a thread of their own.
+/// One decoded batch and its TCP packets, numbered (`number::Numbering::batch`).
+pub struct Batch {
+    pub rows: Rows,
+    pub nums: Vec<Num>,
+}
+
+/// The decoded batches of a file, read and numbered on a thread of their own.
 pub struct Reader {
     rx: Receiver<Item>,
     thread: Option<std::thread::JoinHandle<()>>,
     /// A pcapng file's check, once the reader has sent it (for [`Reader::start`] again).
     pub checked: Option<Checked>,
+    /// The connection table and addresses, once every batch is read.
+    pub numbering: Option<Numbering>,
 }
 
 impl Reader {
     /// Starts reading `path`; `checked`: what an earlier read of the same pcapng file checked
     /// (its `checked` once done), so that the file is not checked again.
-    pub fn start(path: &Path, checked: Option<Checked>) -> Reader {
+    /// `number`: the thread numbers each batch's packets (`Batch::nums`; else they are left
+    /// empty for the receiver to number).
+    pub fn start(path: &Path, checked: Option<Checked>, number: bool) -> Reader {
         // one batch queued while the next is decoded: at most two ahead of the passes
         let (tx, rx) = sync_channel::<Item>(1);
         let path: PathBuf = path.to_path_buf();
         let thread = std::thread::spawn(move || {
-            let read = || read_all(&path, checked, |x| tx.send(x).is_ok());
+            let mut numbering = Numbering::default();
+            // each batch is numbered here, the table sent once the last one is
+            let mut send = |x: Item| {
+                let x = match x {
+                    Item::Rows(r) if number => {
+                        let nums = numbering.batch(&r);
+                        Item::Numbered(Box::new(Batch { rows: *r, nums }))
+                    }
+                    Item::Done(..) if number => {
+                        let t = std::mem::take(&mut numbering);
+                        if tx.send(Item::Table(Box::new(t))).is_err() {
+                            return false;
+                        }
+                        x
+                    }
+                    x => x,
+                };
+                tx.send(x).is_ok()
+            };
+            let read = || read_all(&path, checked, &mut send);
             let run = std::panic::AssertUnwindSafe(read);
             if std::panic::catch_unwind(run).is_err() {
                 let msg = "internal error while decoding (a bug: please report it with the file)";
@@ -279,17 +321,23 @@ impl Reader {
             rx,
             thread: Some(thread),
             checked: None,
+            numbering: None,
         }
     }
 }
 
 impl Iterator for Reader {
-    type Item = Result<Rows, Refusal>;
-    fn next(&mut self) -> Option<Result<Rows, Refusal>> {
+    type Item = Result<Batch, Refusal>;
+    fn next(&mut self) -> Option<Result<Batch, Refusal>> {
         loop {
             match self.rx.recv().ok()? {
                 Item::Checked(c) => self.checked = Some(*c),
-                Item::Rows(r) => return Some(Ok(*r)),
+                Item::Table(t) => self.numbering = Some(*t),
+                Item::Numbered(b) => return Some(Ok(*b)),
+                Item::Rows(r) => {
+                    let nums = Vec::new(); // (not numbered: the receiver numbers them)
+                    return Some(Ok(Batch { rows: *r, nums }));
+                }
                 Item::Refused(r) => return Some(Err(r)),
                 Item::Done(w, portless) => {
                     LAST.with(|x| *x.borrow_mut() = (w, portless));
