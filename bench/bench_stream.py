@@ -3,7 +3,7 @@
 Issue 21: the summary from per-connection state, so that memory does not grow with the file.
 Each command runs in its own child process (``os.wait4`` gives its peak RSS and CPU time); the
 stream and tcptrace alternate, the order flipping every round, and medians are quoted. The
-stream's child loads the compiled core alone (no polars, no numpy arrays beyond the result), so
+stream's child loads the compiled core alone (no polars, no numpy: the result is plain lists), so
 its RSS is the interpreter's plus the stream's.
 
 Files: ``bench/data/big.pcap`` and ``bench/data/big4.pcap`` when present (``bench/make_capture.sh``);

@@ -3,7 +3,6 @@
 use super::drive::{summary, Flows};
 use super::{source, Refusal};
 use crate::capture::Warn;
-use numpy::IntoPyArray;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::panic::AssertUnwindSafe;
@@ -22,7 +21,7 @@ fn error(py: Python<'_>, r: &Refusal, path: &std::path::Path) -> PyErr {
     made.unwrap_or_else(|e| e)
 }
 
-/// Per direction that carried data (first-appearance order), the columns of
+/// Per direction that carried data (first-appearance order), as plain lists (no numpy), the columns of
 /// `tracekit.analyze(tracekit.read(path)).flows` the streamed passes give: `flow`, `dir`,
 /// counts and bytes, `start`/`end`, `mss`/`wscale` (-1: none), `handshake_rtt_s` and the
 /// `rtt_*` columns (NaN: none; `rtt_samples` 0 and `rtt_method` None without a sample), the
@@ -76,10 +75,7 @@ fn output<'py>(py: Python<'py>, f: Flows, warnings: &[Warn]) -> PyResult<Bound<'
     let rows = &f.rows;
     macro_rules! col {
         ($name:expr, $e:expr) => {
-            d.set_item(
-                $name,
-                rows.iter().map($e).collect::<Vec<_>>().into_pyarray(py),
-            )?;
+            d.set_item($name, rows.iter().map($e).collect::<Vec<_>>())?;
         };
     }
     col!("flow", |r| r.flow);
