@@ -28,7 +28,7 @@ mod py;
 pub use driver::{number, Columns, Ints};
 pub use py::register;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::seq::{ACK, SYN};
@@ -124,15 +124,12 @@ struct Conn {
     syn_side: Option<bool>,
 }
 
-/// A hasher for small integer keys (port pairs, sequence numbers, buckets): one multiply a
-/// word, the high half folded into the low one (the table's slot is the low bits).
+/// A hasher for the port-pair keys and endpoint ids (few, small integers): one multiply a
+/// word, the high half folded into the low one (the table's slot is the low bits). Maps keyed
+/// by sequence numbers keep the standard keyed hasher: a crafted capture could choose
+/// sequence numbers that all land in one slot of an unkeyed hash.
 #[derive(Default)]
 pub struct Fx(u64);
-
-/// A map and a set with integer keys hashed by [`Fx`] (no key comes from a remote peer's
-/// choice alone that could flood one slot: the per-packet maps of one connection's state).
-pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
-pub type FxSet<T> = HashSet<T, BuildHasherDefault<Fx>>;
 
 impl Hasher for Fx {
     fn finish(&self) -> u64 {

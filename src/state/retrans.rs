@@ -14,7 +14,7 @@
 use super::seq::{is_seg, DUP, GAP, KEEPALIVE, MISSING, ZWP};
 use super::srtt::{Est, Latest};
 use sent::{Sent, SentLog};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 mod sent;
 
@@ -146,7 +146,7 @@ struct Sender {
     episode_kind: u8,
     /// The retransmissions a D-SACK can still turn spurious: per start, the latest one (row,
     /// data end, kind) when it is not spurious already (a later one at the same start hides it).
-    by_seq: crate::state::conn::FxMap<i64, (u32, i64, u8)>,
+    by_seq: HashMap<i64, (u32, i64, u8)>,
 }
 
 /// One retransmission: its row, kind and recovery episode (numbered per direction from 1).
@@ -186,7 +186,7 @@ impl Conn {
     /// The same state, keeping of each direction's sends only those at `starts[d]` (the
     /// starts of its retransmission candidates, found beforehand with [`candidate`]): memory
     /// by re-sent start rather than by segment, the same verdicts.
-    pub fn only_resent(mut self, starts: [crate::state::conn::FxSet<i64>; 2]) -> Self {
+    pub fn only_resent(mut self, starts: [HashSet<i64>; 2]) -> Self {
         for (s, only) in self.snd.iter_mut().zip(starts) {
             s.sent.only = Some(only);
         }

@@ -17,7 +17,7 @@
 use super::flight::Corrected;
 use super::seq::{Packets, MISSING, NEW, NEW_ACK};
 use super::slots::Slots;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 /// A first transmission not yet cumulatively acknowledged.
 struct Seg {
@@ -42,7 +42,7 @@ struct Side {
     /// Labels of the other side's segments this side's latest packet SACKed first.
     newly: Vec<u32>,
     /// The highest right edge reported so far per left edge ([`MISSING`]: a block without one).
-    edges: crate::state::conn::FxMap<i64, i64>,
+    edges: HashMap<i64, i64>,
 }
 
 /// One packet's inputs to the scoreboard.

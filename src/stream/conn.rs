@@ -13,7 +13,6 @@
 //! the chosen method's samples as they close, and `retrans::Conn::on_packet` per packet.
 
 use super::fstats;
-use crate::state::conn::FxSet;
 use crate::state::conn::Numbered;
 use crate::state::dirstats::{self, DirStats};
 use crate::state::flowstats::ranks::Counts;
@@ -24,6 +23,7 @@ use crate::state::rtt::{self, Sample};
 use crate::state::seq::{self, Peer, Step, MISSING, NEW_ACK, SYN};
 use crate::state::srtt::Srtt;
 use crate::state::stalls::{self, Whole};
+use std::collections::HashSet;
 
 // The flows accumulator's kind codes are the retransmission kinds' plus one.
 const _: () = assert!(
@@ -112,7 +112,7 @@ pub struct Scout {
     last_ack: [i64; 2],
     /// The starts of each side's retransmission candidates (`retrans::candidate`): the only
     /// sends pass 2's retransmission log is asked about.
-    resent: [FxSet<i64>; 2],
+    resent: [HashSet<i64>; 2],
     /// What the stall rules read of each side's whole direction.
     stall: [Whole; 2],
     /// The flow statistics' data extents.
@@ -222,7 +222,7 @@ pub struct Prior {
     /// The out-of-order window (seconds).
     pub ooo_s: f64,
     /// The starts of the direction's retransmission candidates (None: unknown, keep every send).
-    pub resent: Option<[FxSet<i64>; 2]>,
+    pub resent: Option<[HashSet<i64>; 2]>,
     /// How far the echoes of the direction's TSvals fell back (`rtt::Connection::echo_lags`;
     /// None: unknown, keep every TSval).
     pub echo_lag: Option<[i64; 2]>,

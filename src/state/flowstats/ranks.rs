@@ -10,7 +10,7 @@
 //! them. The answer is the value a full sort gives, bit for bit; the memory is the buckets
 //! (a few thousand at most for RTTs) plus the distinct values of at most four buckets.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Bits dropped from a value to make its bucket.
 const SHIFT: u32 = 44;
@@ -40,7 +40,7 @@ pub fn between(low: f64, high: f64, lo: usize, hi: usize, at: f64) -> f64 {
 /// bucket (others are not counted).
 #[derive(Clone, Debug, Default)]
 pub struct Counts {
-    by: crate::state::conn::FxMap<u32, u64>,
+    by: HashMap<u32, u64>,
     n: u64,
     zero: bool,
 }

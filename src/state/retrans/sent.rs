@@ -1,7 +1,7 @@
 //! The log of what a direction has sent, by sequence start: what a retransmission is
 //! compared with (its previous send at the same start, however old).
 
-use crate::state::conn::{FxMap, FxSet};
+use std::collections::{HashMap, HashSet};
 
 /// A sequence number this direction has sent: its latest packet (any packet starting there,
 /// RFC 6298 §5.5 backoff counts from it), and whether a packet that may fill a hole started there.
@@ -27,8 +27,8 @@ const CHUNK: usize = 4096;
 #[derive(Default)]
 pub(super) struct SentLog {
     run: Vec<Vec<(i64, Sent)>>,
-    other: FxMap<i64, Sent>,
-    pub only: Option<FxSet<i64>>,
+    other: HashMap<i64, Sent>,
+    pub only: Option<HashSet<i64>>,
 }
 
 impl SentLog {
@@ -104,7 +104,7 @@ mod tests {
     /// Kept to the starts it will be asked about, the log gives the same answers for them.
     #[test]
     fn a_log_kept_to_some_starts_answers_as_the_whole_one() {
-        let only: FxSet<i64> = [0, 30, 70, 10 * CHUNK as i64 + 10].into_iter().collect();
+        let only: HashSet<i64> = [0, 30, 70, 10 * CHUNK as i64 + 10].into_iter().collect();
         let (mut all, mut some) = (
             SentLog::default(),
             SentLog {
