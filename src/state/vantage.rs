@@ -156,7 +156,7 @@ impl FlowVantage {
 
 /// The median as polars computes it (linear interpolation between the two middle values,
 /// NaN sorted last); None for no values.
-pub fn median(v: &mut [f64]) -> Option<f64> {
+fn median(v: &mut [f64]) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
