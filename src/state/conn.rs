@@ -29,7 +29,6 @@ pub use driver::{number, Columns, Ints};
 pub use py::register;
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use super::seq::{ACK, SYN};
 
@@ -124,32 +123,12 @@ struct Conn {
     syn_side: Option<bool>,
 }
 
-/// A hasher for the port-pair keys and endpoint ids (few, small integers): one multiply a
-/// word, the high half folded into the low one (the table's slot is the low bits). Maps keyed
-/// by sequence numbers keep the standard keyed hasher: a crafted capture could choose
-/// sequence numbers that all land in one slot of an unkeyed hash.
-#[derive(Default)]
-pub struct Fx(u64);
-
-impl Hasher for Fx {
-    fn finish(&self) -> u64 {
-        self.0 ^ (self.0 >> 32)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_i64(&mut self, v: i64) {
-        self.write_u64(v as u64);
-    }
-}
-
 /// Port pair -> its current connection.
-type Pairs = HashMap<(i64, i64), u32, BuildHasherDefault<Fx>>;
+///
+/// The keys come from the capture (ports, and ids of its addresses), which is hostile input:
+/// the map keeps the standard library's keyed hasher (SipHash with a per-process random key),
+/// so a crafted capture cannot choose keys that all land in one slot.
+type Pairs = HashMap<(i64, i64), u32>;
 
 /// Every connection of a trace, fed its packets in capture order.
 #[derive(Default)]

@@ -8,17 +8,18 @@
 //! too; the passes are the other thread's, so the two threads share the per-packet work.
 
 use crate::capture::Rows;
-use crate::state::conn::{Fx, Numbered, Packet, Table};
+use crate::state::conn::{Numbered, Packet, Table};
 use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 
 /// An address: IPv4 (kind 4) or IPv6 (kind 6), as high and low 64-bit halves.
 pub type Addr = (u8, u64, u64);
 
-/// Address -> id (first-seen order): the connection table only compares endpoints.
+/// Address -> id (first-seen order): the connection table only compares endpoints. The
+/// addresses come from the capture, so the map keeps the standard keyed hasher (see
+/// `state::conn`'s port-pair map).
 #[derive(Default)]
 pub struct Addrs {
-    ids: HashMap<Addr, i64, BuildHasherDefault<Fx>>,
+    ids: HashMap<Addr, i64>,
     /// The addresses by id.
     pub by_id: Vec<Addr>,
     /// The last packet's two addresses and ids (packets come in runs of one connection).
