@@ -106,19 +106,23 @@ fn pk(rows: &Rows, i: usize, flags: u8, nb: &Numbered, row: u64, win: i64) -> Pk
 struct First {
     settled: Settled,
     nflows: usize,
-    /// Per connection, what its retransmission and smoothed-RTT state need.
-    priors: Vec<Prior>,
+    /// Per connection, what its retransmission and smoothed-RTT state need (boxed: a
+    /// connection's is dropped once its state is made, so each connection holds a pointer).
+    priors: Vec<Option<Box<Prior>>>,
     /// The base of a direction without one (`conn::driver::sack_edges`' fallback): the last
     /// row's sequence number.
     fallback: u32,
     /// A pcapng file's check, which pass 2's read resumes from.
     checked: Option<Checked>,
+    /// Per connection, the row of its last packet: pass 2 closes the connection there.
+    last: Vec<u64>,
 }
 
 /// Pass 1: every connection packet through the table and each TCP connection's sequence
 /// state and RTT samples; what the whole trace settles.
 fn pass1(path: &Path) -> Result<First, Refusal> {
     let mut scouts: Vec<Scout> = Vec::new();
+    let mut last: Vec<u64> = Vec::new();
     let (mut row, mut fallback) = (0u64, 0u32);
     let mut all_tcp = (0u64, true); // rows, and every one a TCP packet of a connection
                                     // pass 1's passes do less than decoding does: this thread numbers the packets
@@ -136,7 +140,9 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
             let i = i as usize;
             if nb.flow as usize >= scouts.len() {
                 scouts.resize_with(nb.flow as usize + 1, Scout::default);
+                last.resize(nb.flow as usize + 1, u64::MAX);
             }
+            last[nb.flow as usize] = row;
             let x = pk(rows, i, flags, &nb, row, i64::from(rows.win_raw[i]));
             scouts[nb.flow as usize].on_packet(usize::from(nb.side), &x);
             row += 1;
@@ -145,10 +151,10 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
     }
     let table = numbering.table;
     let settled = table.settle();
-    let mut priors: Vec<Prior> = scouts
+    let mut priors: Vec<Box<Prior>> = scouts
         .iter_mut()
         .enumerate()
-        .map(|(f, s)| s.settle(usize::from(settled.dir(f as u32, false) != 0)))
+        .map(|(f, s)| Box::new(s.settle(usize::from(settled.dir(f as u32, false) != 0))))
         .collect();
     // `analyze` cuts a capture of at least two batches' worth of TCP packets into batches
     let fs = priors
@@ -159,9 +165,10 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
     Ok(First {
         settled,
         nflows: table.len(),
-        priors,
+        priors: priors.into_iter().map(Some).collect(),
         fallback,
         checked: reader.checked.take(),
+        last,
     })
 }
 
@@ -172,9 +179,13 @@ struct Pass2<'a> {
     /// The addresses by id, once the reader has numbered every batch.
     addrs: Addrs,
     dirs: Directions,
-    conns: Vec<Option<Conn>>,
-    /// What pass 1 settled per connection (its candidate starts move into the `Conn`).
-    priors: Vec<Prior>,
+    /// The open connections (a connection is closed after its last packet; boxed, so a
+    /// closed one holds a pointer's room).
+    conns: Vec<Option<Box<Conn>>>,
+    /// The closed connections' values.
+    done: Vec<Option<Done>>,
+    /// What pass 1 settled per connection (taken when its `Conn` is made).
+    priors: Vec<Option<Box<Prior>>>,
     /// Rows of the sequence state so far (the column path's `_i`).
     row: u64,
     /// The packet's SACK blocks (relative edges).
@@ -241,7 +252,7 @@ impl Pass2<'_> {
             }
             let (priors, floor) = (&mut self.priors, self.rto_floor_s);
             let c = self.conns[flow as usize].get_or_insert_with(|| {
-                let mut none = Prior {
+                let none = || Prior {
                     seq_rtt: [false; 2],
                     ooo_s: OOO_DEFAULT_S,
                     resent: None,
@@ -250,19 +261,56 @@ impl Pass2<'_> {
                     stall: [Whole::NONE; 2],
                     fs: fstats::Prior::default(),
                 };
-                Conn::new(priors.get_mut(flow as usize).unwrap_or(&mut none), floor)
+                let mut prior = priors.get_mut(flow as usize).and_then(Option::take);
+                let prior = prior.get_or_insert_with(|| Box::new(none()));
+                Box::new(Conn::new(prior, floor))
             });
             c.fs.on_ends(usize::from(dir == 1), src, dst);
             c.on_packet(usize::from(dir == 1), &x, &self.sack);
+            if self.first.last.get(flow as usize) == Some(&self.row) {
+                self.close(flow);
+            }
             self.row += 1;
         }
     }
 
+    /// Connection `flow` after its last packet: its values are kept and its state dropped,
+    /// so pass 2 holds the state of the connections open at once, not of every connection.
+    fn close(&mut self, flow: u32) {
+        let Some(mut c) = self.conns.get_mut(flow as usize).and_then(Option::take) else {
+            return;
+        };
+        if flow as usize >= self.done.len() {
+            self.done.resize_with(flow as usize + 1, || None);
+        }
+        c.finish();
+        c.fs.finish();
+        let mut part = |d: usize| {
+            let s = &mut c.sum[d];
+            Part {
+                fs: c.fs.out(d),
+                ends: c.fs.ends(d),
+                rtt: s.rtt(),
+                retrans: Retrans {
+                    packets: s.retrans,
+                    bytes: s.retrans_bytes,
+                    kinds: s.kinds,
+                },
+                flight: s.flight(),
+                stalls: (s.stalls, s.stall_time()),
+            }
+        };
+        let dirs = [part(0), part(1)];
+        self.done[flow as usize] = Some(Done {
+            dirs,
+            vantage: c.fs.vantage(),
+        });
+    }
+
     /// The rows of the directions that carried data, in first-appearance order.
     fn finish(mut self) -> Flows {
-        for c in self.conns.iter_mut().flatten() {
-            c.finish();
-            c.fs.finish();
+        for flow in 0..self.conns.len() {
+            self.close(flow as u32);
         }
         let d = &self.dirs;
         let mut out = Vec::new();
@@ -276,11 +324,8 @@ impl Pass2<'_> {
                 .map_or(f64::NAN, |j| d.stats[j].handshake_rtt());
             let side = |x: i16| d.find(flow, x).map(|j| &d.stats[j]);
             let (d0, d1) = (side(0), side(1));
-            let conn = self.conns.get_mut(flow as usize).and_then(|c| c.as_mut());
-            let fs = conn.as_ref().map(|c| {
-                let v = c.fs.vantage();
-                (c.fs.out(dir as usize), v, c.fs.ends(dir as usize))
-            });
+            let done = self.done.get(flow as usize).and_then(Option::as_ref);
+            let part = done.map(|c| &c.dirs[dir as usize]);
             // an endpoint is the address id · 65536 + the port (`number::Numbering::batch`)
             let at = |e: i64| {
                 let a = usize::try_from(e >> 16)
@@ -288,28 +333,18 @@ impl Pass2<'_> {
                     .and_then(|k| self.addrs.by_id.get(k));
                 (a.copied().unwrap_or_default(), (e & 0xFFFF) as i32)
             };
-            let ends = fs.map_or((0, 0), |x| x.2);
-            let sum = conn.map(|c| &mut c.sum[dir as usize]);
-            let flight = sum.as_ref().and_then(|s| s.flight());
-            let stalls = sum
-                .as_ref()
-                .map_or((0, 0.0), |s| (s.stalls, s.stall_time()));
-            let retrans = sum.as_ref().map(|s| Retrans {
-                packets: s.retrans,
-                bytes: s.retrans_bytes,
-                kinds: s.kinds,
-            });
+            let ends = part.map_or((0, 0), |x| x.ends);
             out.push(Row {
                 flow,
                 dir: dir as i8,
                 stats: s.clone(),
                 hs_rtt: hs,
-                rtt: sum.and_then(|s| s.rtt()),
-                retrans: retrans.unwrap_or_default(),
-                flight,
-                stalls,
-                fs: fs.map(|x| x.0).unwrap_or_default(),
-                vantage: fs.and_then(|x| x.1),
+                rtt: part.and_then(|x| x.rtt),
+                retrans: part.map(|x| x.retrans).unwrap_or_default(),
+                flight: part.and_then(|x| x.flight),
+                stalls: part.map_or((0, 0.0), |x| x.stalls),
+                fs: part.map(|x| x.fs).unwrap_or_default(),
+                vantage: done.and_then(|x| x.vantage),
                 // `dir_stats`: the earliest SYN of either direction; both SYNs had the option
                 syn_t: d0
                     .map_or(f64::NAN, |a| a.syn_t)
@@ -327,6 +362,23 @@ impl Pass2<'_> {
     }
 }
 
+/// A closed connection's values (what its rows read of its state).
+struct Done {
+    dirs: [Part; 2],
+    vantage: Option<crate::state::vantage::Point>,
+}
+
+/// One direction of a closed connection.
+struct Part {
+    fs: fstats::Out,
+    /// The direction's endpoints (address id · 65536 + port).
+    ends: (i64, i64),
+    rtt: Option<RttRow>,
+    retrans: Retrans,
+    flight: Option<(i64, f64)>,
+    stalls: (i64, f64),
+}
+
 /// The per-direction summary of the pcap file at `path` (see the module docs).
 /// `rto_floor_s`: the sender's minimum RTO (`tracekit.analysis.retrans.rto_floor`).
 pub fn summary(path: &Path, rto_floor_s: f64) -> Result<Flows, Refusal> {
@@ -342,6 +394,7 @@ pub fn summary(path: &Path, rto_floor_s: f64) -> Result<Flows, Refusal> {
         addrs: Addrs::default(),
         dirs: Directions::new(top, nflows),
         conns: Vec::new(),
+        done: Vec::new(),
         priors,
         row: 0,
         sack: Vec::new(),
