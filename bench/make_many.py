@@ -16,7 +16,9 @@ import sys
 from typing import BinaryIO
 
 
-def _packet(out: BinaryIO, t: float, src: bytes, dst: bytes, ports: tuple[int, int], seq: int, ack: int, flags: int) -> None:
+def _packet(
+    out: BinaryIO, t: float, src: bytes, dst: bytes, ports: tuple[int, int], seq: int, ack: int, flags: int
+) -> None:
     tcp = struct.pack(">HHIIBBHHH", ports[0], ports[1], seq, ack, 5 << 4, flags, 65535, 0, 0)
     ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), 0, 0x4000, 64, 6, 0, src, dst)
     frame = b"\x00" * 6 + b"\x11" * 6 + b"\x08\x00" + ip + tcp
