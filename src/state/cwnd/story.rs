@@ -107,6 +107,7 @@ impl Story {
 
     /// One row. `cut`: the row's time is a reduction's (Some(its `loss_event`)); `anchors`: the
     /// reductions (their indices) whose first row at or after their time this is.
+    #[inline]
     pub fn on_row(
         &mut self,
         t: f64,
@@ -177,6 +178,7 @@ impl Story {
         self.pending = self.cuts.len();
     }
 
+    #[inline]
     fn grow(&mut self, t: f64, v: f64) {
         let o = self.open.get_or_insert(Open {
             from: v,
