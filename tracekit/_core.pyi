@@ -172,6 +172,14 @@ CWND_DECREASE: float
 # src/stream/fstats.rs: the frames path's limit-share summing block and batch rows, which the stream follows
 STREAM_SUM_BLOCK: int
 STREAM_BATCH_ROWS: int
+def cwnd_story(
+    flow: npt.NDArray[np.int64], dir: npt.NDArray[np.int64], time: npt.NDArray[np.float64],
+    cwnd: npt.NDArray[np.float64], phase: npt.NDArray[np.int8], r_flow: npt.NDArray[np.int64],
+    r_dir: npt.NDArray[np.int64], r_time: npt.NDArray[np.float64], r_backed: npt.NDArray[np.bool_], cap: int,
+) -> dict[str, npt.NDArray[Any]]:
+    """The account's cwnd events of every direction's chosen series (src/state/cwnd/story.rs):
+    per direction ``flow, dir, rows, ca, ca_start``; its told slow-start runs ``run_*`` and its
+    first ``cap + 1`` reductions' rows ``cut_*`` (``run_dir``/``cut_dir``: the direction's index)."""
 def cwnd_reductions(
     flow: npt.NDArray[np.int64], dir: npt.NDArray[np.int64], source: npt.NDArray[np.uint8],
     time: npt.NDArray[np.float64], cwnd: npt.NDArray[np.float64], cwnd_ok: npt.NDArray[np.bool_],

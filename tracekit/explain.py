@@ -19,14 +19,7 @@ import numpy as np
 import polars as pl
 
 from tracekit import numfmt
-from tracekit.explain_parts import (
-    CONGESTION_AVOIDANCE,
-    RECOVERY,
-    SLOW_START,
-    Parts,
-    Series,
-    frame,
-)
+from tracekit.explain_parts import MAX_EACH, RECOVERY, RUN_ENDS, Parts, Series, frame
 from tracekit.phrases import CLAUSES, TEMPLATES, Sentence, say
 
 __all__ = ["CLAUSES", "TEMPLATES", "Sentence", "cwnd_reductions", "explain", "rate_from_text", "say", "summaries"]
@@ -34,7 +27,7 @@ __all__ = ["CLAUSES", "TEMPLATES", "Sentence", "cwnd_reductions", "explain", "ra
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
 
-_MAX_EACH = 6  # loss events / stalls told one by one; the rest in one sentence
+_MAX_EACH = MAX_EACH  # loss events / stalls told one by one; the rest in one sentence
 
 
 def rate_from_text(text: str) -> float | None:
@@ -80,63 +73,21 @@ class _Fmt:
         return f"{n:,} segment{'' if n == 1 else 's'}"
 
 
-def _at_losses(s: Series) -> np.ndarray:
-    """True on the rows whose time is a loss event's (the rows are in time order: a search per event)."""
-    if np.isnan(s.t).any():  # null times (sorted first): no order to search in
-        return np.isin(s.t, s.losses)
-    lt = s.losses[~np.isnan(s.losses)]
-    mark = np.zeros(s.t.size + 1, dtype=np.int64)
-    np.add.at(mark, np.searchsorted(s.t, lt, side="left"), 1)
-    np.add.at(mark, np.searchsorted(s.t, lt, side="right"), -1)
-    return np.cumsum(mark[:-1]) > 0
-
-
 def slow_starts(s: Series, f: _Fmt, flow: int, d: int) -> list[Sentence]:
-    """One sentence per slow-start run that grew cwnd (runs end at a loss or a phase change)."""
-    if s.empty:
+    """One sentence per slow-start run that grew cwnd (runs end at a loss or a phase change):
+    the first :data:`_MAX_EACH` the core found (:class:`tracekit.explain_parts.Runs`)."""
+    r = s.runs
+    if s.empty or r is None:
         return []
-    t, v, n = s.t, s.v, s.t.size
-    # runs of consecutive slow-start rows, a loss starting a new one
-    ss, cut = s.phase == SLOW_START, _at_losses(s)
-    first = np.flatnonzero(ss & np.r_[True, ~ss[:-1] | cut[1:]])
-    last = np.flatnonzero(ss & np.r_[~ss[1:] | cut[1:], True])
-    if not first.size:
-        return []
-    # the largest cwnd of each run (NaN skipped; rows between runs are not slow start, left out):
-    # only a run whose largest is above its first sample can have grown
-    grew = np.fmax.reduceat(np.where(ss, v, np.nan), first) > v[first]
     out: list[Sentence] = []
-    for i, j in zip(first[grew].tolist(), last[grew].tolist(), strict=True):
-        if len(out) >= _MAX_EACH:
-            break
-        seg = v[i:j + 1]
-        top = int(np.nanargmax(seg)) if np.isfinite(seg).any() else 0
-        if not seg[top] > seg[0]:
-            continue
-        if j + 1 >= n:
-            kind, end = "slow_start_open", t[j]
-        elif cut[j + 1]:
-            # the reduction that cut the run: told a loss only when loss evidence backs it
-            k = min(int(np.searchsorted(s.losses, t[j + 1], side="left")), s.losses.size - 1)
-            lost = s.backed is None or bool(s.backed[k])
-            kind, end = ("slow_start_loss" if lost else "slow_start_cut"), t[j + 1]
-        else:
-            kind, end = "slow_start_ca", t[j + 1]
-        vals = {"from_cwnd_bytes": seg[0], "cwnd_bytes": seg[top], "time": t[i + top], "end": end}
+    for i in range(r.start.size):
+        kind, start, top, at, end = RUN_ENDS[int(r.end[i])], r.start[i], r.top[i], r.top_t[i], r.end_t[i]
+        vals = {"from_cwnd_bytes": start, "cwnd_bytes": top, "time": at, "end": end}
         if f.seg:
-            vals["cwnd_packets"] = seg[top] / f.seg
-        shown = {"from_cwnd": f.window(seg[0]), "cwnd": f.window(seg[top]), "time": numfmt.at(t[i + top]),
-                 "end": numfmt.at(end)}
-        out.append(say(kind, shown, vals, time=t[i + top], flow=flow, dir=d))
+            vals["cwnd_packets"] = top / f.seg
+        shown = {"from_cwnd": f.window(start), "cwnd": f.window(top), "time": numfmt.at(at), "end": numfmt.at(end)}
+        out.append(say(kind, shown, vals, time=at, flow=flow, dir=d))
     return out
-
-
-def _after(v: np.ndarray, k: int) -> float:
-    """The lowest cwnd of the fall that starts at row ``k``."""
-    j = k
-    while j + 1 < v.size and v[j + 1] <= v[j]:
-        j += 1
-    return float(v[j])
 
 
 def losses(parts: Parts, s: Series, f: _Fmt, flow: int, d: int, tol_s: float | None = None) -> list[Sentence]:
@@ -149,25 +100,24 @@ def losses(parts: Parts, s: Series, f: _Fmt, flow: int, d: int, tol_s: float | N
     times = s.losses
     if times.size == 0 or s.empty:
         return []
-    t, v, phase = s.t, s.v, s.phase
+    c = s.cuts
+    if c is None:
+        return []
     rt = parts.get("retransmissions", flow, d).sort("time")
     rtt_t, rt_kind = rt["time"].to_numpy(), rt["kind"].to_numpy()
     drops = parts.get("drops", flow, d)["time"].to_numpy()
     out: list[Sentence] = []
     prev = -math.inf
     # each event reaches back to the row before it (``tol``); its retransmissions run up to where the next one's reach
-    ks = np.searchsorted(t, times).astype(np.int64)
-    tols = np.where(ks > 0, t[ks] - t[np.maximum(ks - 1, 0)], 0.0) + 1e-6
     for i, te in enumerate(times[:_MAX_EACH]):
-        k, tol = int(ks[i]), float(tols[i])
-        hi = times[i + 1] - tols[i + 1] if i + 1 < times.size else math.inf
+        tol, prev_t = float(c.tol[i]), c.prev_t[i]
+        hi = times[i + 1] - c.tol[i + 1] if i + 1 < times.size else math.inf
         sel = (rtt_t >= te - tol) & (rtt_t < hi)
         backed = s.backed is None or bool(s.backed[i])
-        if backed and not sel.any() and tol_s is not None and math.isfinite(tol_s) and k > 0:
-            sel = (rtt_t >= t[k - 1] - tol_s) & (rtt_t <= te + tol_s)
+        if backed and not sel.any() and tol_s is not None and math.isfinite(tol_s) and not np.isnan(prev_t):
+            sel = (rtt_t >= prev_t - tol_s) & (rtt_t <= te + tol_s)  # (NaN prev_t: the first row)
         kinds = rt_kind[sel]
-        before = float(v[k - 1]) if k > 0 else float(v[k])
-        after = _after(v, k)
+        before, after = float(c.before[i]), float(c.after[i])
         first = kinds[0] if kinds.size else None
         small = after <= max(2.0 * (f.seg or 0), 0.3 * before)
         if not backed:
@@ -181,7 +131,7 @@ def losses(parts: Parts, s: Series, f: _Fmt, flow: int, d: int, tol_s: float | N
                 kinds = rt_kind[sel]
         elif first == "rto" and small:
             kind = "loss_timeout"
-        elif phase[k] == RECOVERY or (first == "fast" and not small):
+        elif c.phase[i] == RECOVERY or (first == "fast" and not small):
             kind = "loss_fast_recovery"
         elif first == "fast" and small:
             kind = "loss_tahoe"
@@ -479,9 +429,8 @@ def cwnd_reductions(an: Analysis, flow: int, d: int, end: float | None = None,
     s = (parts if parts is not None else Parts(an)).series(flow, d)
     if s.empty:
         return None
-    ca = s.t[s.phase == CONGESTION_AVOIDANCE]
-    if ca.size == 0:
+    if s.ca_start is None:
         return 0
-    start = float(np.fmin.reduce(ca))  # (NaN skipped, as polars' min does)
+    start = s.ca_start  # the first congestion-avoidance row's time (NaN skipped, as polars' min does)
     stop = math.inf if end is None else end
     return int(((s.losses > start) & (s.losses <= stop)).sum())

@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from tracekit import schema
+from tracekit import _core, schema
 from tracekit.analysis.cwnd import chosen, reductions
 
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
 
-__all__ = ["CONGESTION_AVOIDANCE", "NO_SERIES", "RECOVERY", "SLOW_START", "Parts", "Series", "frame", "split_series"]
+__all__ = ["CONGESTION_AVOIDANCE", "NO_SERIES", "RECOVERY", "RUN_ENDS", "SLOW_START", "Cuts", "Parts", "Runs", "Series",
+           "frame", "split_series"]
 
 SCHEMAS = {"cwnd": "CWND", "retransmissions": "RETRANSMISSIONS", "stalls": "STALLS", "packets": "PACKETS",
             "fairness": "FAIRNESS"}
@@ -34,36 +35,81 @@ def frame(an: Analysis, name: str) -> pl.DataFrame:
     return schema.empty(getattr(schema, SCHEMAS[name]))
 
 
-#: ``Series.phase`` codes.
+#: Loss events, slow-start runs and stalls the account tells one by one; the rest in one sentence.
+MAX_EACH = 6
+
+#: Phase codes of the series rows (the schema's phase Enum's physical order; -1: none).
 SLOW_START, CONGESTION_AVOIDANCE, RECOVERY = 0, 1, 2
+
+#: How a told slow-start run ended (src/state/cwnd/story.rs ``END_*``).
+RUN_ENDS = ("slow_start_open", "slow_start_loss", "slow_start_cut", "slow_start_ca")
+
+
+@dataclass(frozen=True)
+class Runs:
+    """A direction's slow-start runs that grew cwnd (the first ``cap``), as arrays.
+
+    Attributes:
+        start: The first cwnd of each (bytes).
+        top, top_t: The largest cwnd (NaN skipped, the first of equal ones) and its time.
+        end: How it ended, an index into :data:`RUN_ENDS`.
+        end_t: Its last row's time when still open, else the time of the row that ended it.
+    """
+
+    start: np.ndarray
+    top: np.ndarray
+    top_t: np.ndarray
+    end: np.ndarray
+    end_t: np.ndarray
+
+
+@dataclass(frozen=True)
+class Cuts:
+    """The rows of a direction's first ``cap + 1`` reductions, as arrays (NaN: no such row).
+
+    Each reduction anchors at its series' first row at or after its time: ``before`` is the
+    cwnd of the row before (the row's own at the first row), ``after`` the lowest of the fall
+    starting at it, ``phase`` its phase code, ``tol`` its reach back to the row before
+    (``t[k] − t[k−1] + 1e-6``; ``1e-6`` at the first row) and ``prev_t`` that row's time (NaN
+    at the first row).
+    """
+
+    before: np.ndarray
+    after: np.ndarray
+    phase: np.ndarray
+    tol: np.ndarray
+    prev_t: np.ndarray
 
 
 @dataclass(frozen=True)
 class Series:
-    """A direction's chosen cwnd series (:func:`tracekit.analysis.cwnd.chosen`) in time order, as arrays.
+    """A direction's chosen cwnd series (:func:`tracekit.analysis.cwnd.chosen`) told as events:
+    one pass of the core over its rows (``tracekit._core.cwnd_story``, src/state/cwnd/story.rs).
 
     Attributes:
-        t: Times (s).
-        v: cwnd (bytes).
-        phase: :data:`SLOW_START`, :data:`CONGESTION_AVOIDANCE`, :data:`RECOVERY` (-1: none).
+        rows: How many rows the series has (0: none).
         source: ``trace`` or ``estimate`` (None: no series).
         losses: Times of the series' reductions (:func:`tracekit.analysis.cwnd.reductions`), ascending.
         backed: Per reduction, whether loss evidence backs it (its ``loss_event``; None: all do).
+        runs: Its slow-start runs that grew cwnd.
+        cuts: Its first reductions' rows.
+        ca_start: The first congestion-avoidance time (NaN skipped), None without one.
     """
 
-    t: np.ndarray
-    v: np.ndarray
-    phase: np.ndarray
+    rows: int
     source: str | None
     losses: np.ndarray
     backed: np.ndarray | None = None
+    runs: Runs | None = None
+    cuts: Cuts | None = None
+    ca_start: float | None = None
 
     @property
     def empty(self) -> bool:
-        return self.t.size == 0
+        return self.rows == 0
 
 
-NO_SERIES = Series(np.zeros(0), np.zeros(0), np.zeros(0, np.int8), None, np.zeros(0))
+NO_SERIES = Series(0, None, np.zeros(0))
 
 
 class Parts:
@@ -94,7 +140,7 @@ class Parts:
     def series(self, flow: int, d: int) -> Series:
         """The direction's cwnd series from the tool when it wrote one, else tracekit's estimate."""
         if self._series is None:
-            self._series = split_series(self.an)
+            self._series = split_series(self.an, MAX_EACH)
         return self._series.get((flow, d), NO_SERIES)
 
 
@@ -115,13 +161,25 @@ def _source(dtype: pl.DataType) -> pl.Expr:
     return src if isinstance(dtype, (pl.Enum, pl.Categorical, pl.String)) else src.cast(pl.String)
 
 
-def split_series(an: Analysis) -> dict[tuple[int, int], Series]:
-    """Every direction's :class:`Series`: one pass over the cwnd frame, each direction a slice of it."""
+def _by_dir(cols: dict[str, Any], key: str, prefix: str, names: tuple[str, ...]) -> dict[int, tuple[np.ndarray, ...]]:
+    """The ``prefix`` arrays of :func:`tracekit._core.cwnd_story`'s answer sliced per direction index."""
+    at = cols[key]
+    if at.size == 0:
+        return {}
+    starts = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
+    ends = [*starts[1:].tolist(), at.size]
+    return {int(at[a]): tuple(cols[prefix + n][a:b] for n in names) for a, b in zip(starts.tolist(), ends, strict=True)}
+
+
+def split_series(an: Analysis, cap: int) -> dict[tuple[int, int], Series]:
+    """Every direction's :class:`Series`: one pass of the core over the cwnd frame's chosen rows
+    (``cap``: runs told and reductions detailed per direction)."""
     cw = frame(an, "cwnd")
     if cw.is_empty():
         return {}
     red = getattr(an, "reductions", None)
     red = reductions(cw) if red is None else red  # an analysis built by hand: found here
+    red = red.drop_nulls(["flow", "dir"])  # a null key matches no series
     parts = red.partition_by("flow", "dir", as_dict=True)
     times = {k: g["time"].to_numpy() for k, g in parts.items()}
     backed = {k: g["loss_event"].fill_null(True).to_numpy() for k, g in parts.items()} \
@@ -131,12 +189,24 @@ def split_series(an: Analysis) -> dict[tuple[int, int], Series]:
         pl.col("cwnd_bytes").cast(pl.Float64), _source(cw.schema["source"]), _phase_code(cw.schema["phase"]))
     if cols.is_empty():
         return {}
-    f, d = cols["flow"].to_numpy(), cols["dir"].to_numpy()
-    t, v, phase = cols["time"].to_numpy(), cols["cwnd_bytes"].to_numpy(), cols["phase"].to_numpy()
-    starts = np.flatnonzero(np.r_[True, (f[1:] != f[:-1]) | (d[1:] != d[:-1])])
+    r_backed = (red["loss_event"].fill_null(True) if "loss_event" in red.columns
+                else pl.repeat(True, red.height, eager=True))
+    f64 = np.float64
+    got = _core.cwnd_story(
+        cols["flow"].to_numpy(), cols["dir"].to_numpy(), np.ascontiguousarray(cols["time"].to_numpy(), dtype=f64),
+        np.ascontiguousarray(cols["cwnd_bytes"].to_numpy(), dtype=f64), cols["phase"].to_numpy(),
+        red["flow"].cast(pl.Int64).to_numpy(), red["dir"].cast(pl.Int64).to_numpy(),
+        np.ascontiguousarray(red["time"].cast(pl.Float64).to_numpy(), dtype=f64),
+        np.ascontiguousarray(r_backed.to_numpy(), dtype=bool), cap)
+    runs = _by_dir(got, "run_dir", "run_", ("from", "top", "top_t", "end", "end_t"))
+    cuts = _by_dir(got, "cut_dir", "cut_", ("before", "after", "phase", "tol", "prev_t"))
+    rows, ca, ca_start = got["rows"].tolist(), got["ca"].tolist(), got["ca_start"].tolist()
+    firsts = np.r_[0, np.cumsum(got["rows"])[:-1]].tolist()
+    no_runs, no_cuts = Runs(*(np.zeros(0),) * 5), Cuts(*(np.zeros(0),) * 5)
     out = {}
-    for a, b in zip(starts.tolist(), [*starts[1:].tolist(), f.size], strict=True):
-        key = (int(f[a]), int(d[a]))
-        out[key] = Series(t[a:b], v[a:b], phase[a:b], cols["source"][a], times.get(key, np.zeros(0)),
-                          backed.get(key))
+    for i, (f, d) in enumerate(zip(got["flow"].tolist(), got["dir"].tolist(), strict=True)):
+        key = (f, d)
+        out[key] = Series(rows[i], cols["source"][firsts[i]], times.get(key, np.zeros(0)), backed.get(key),
+                          Runs(*runs[i]) if i in runs else no_runs, Cuts(*cuts[i]) if i in cuts else no_cuts,
+                          ca_start[i] if ca[i] else None)
     return out

@@ -34,9 +34,11 @@ mod pipe;
 mod py;
 mod py_estimate;
 pub mod py_events;
+mod py_story;
 mod recoveries;
 pub mod rows;
 pub mod rows_frames;
+pub mod story;
 
 pub use pipe::Pipe;
 use pyo3::prelude::*;
@@ -378,6 +380,7 @@ fn split<'a, T>(mut v: &'a mut [T], b: &[(usize, usize)]) -> Result<Vec<&'a mut 
 /// Adds this module's functions to `tracekit._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     py::register(m)?;
+    py_story::register(m)?;
     py_estimate::register(m)
 }
 
