@@ -32,6 +32,7 @@ COLUMNS = [
     "stall_count", "stall_time_s",
     "limited_cwnd_share", "limited_rwnd_share", "limited_app_share", "max_rwnd_bytes", "init_window_bytes",
     "init_window_segments", "dup_acks", "vantage_point", "window_scaling", "src", "sport", "dst", "dport",
+    "max_cwnd_bytes", "cwnd_source", "loss_events",
 ]
 #: The flows columns ``tracekit.analysis._flowrows`` computes from the stream's raw inputs.
 DERIVED = ["duration", "transfer_s", "handshake_s", "throughput_bps", "goodput_bps", "delivered_bytes",

@@ -51,6 +51,8 @@ pub struct Row {
     /// The direction's addresses and ports (the frame's `src`, `sport`, `dst`, `dport`).
     pub src: (Addr, i32),
     pub dst: (Addr, i32),
+    /// The cwnd statistics (`cwnd`; None: no estimate row).
+    pub cwnd: Option<super::cwnd::Est>,
 }
 
 /// One direction's retransmissions (`tracekit.analysis.retrans`): count, re-sent bytes, and
@@ -113,6 +115,8 @@ struct First {
     fallback: u32,
     /// A pcapng file's check, which pass 2's read resumes from.
     checked: Option<Checked>,
+    /// Each connection's batch in `analyze` (`cwnd::batches`).
+    batch: Vec<u32>,
 }
 
 /// Pass 1: every connection packet through the table and each TCP connection's sequence
@@ -155,8 +159,11 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
         .iter_mut()
         .zip(&scouts)
         .map(|(p, s)| (&mut p.fs, s.fs.packets));
-    fstats::positions(fs, all_tcp.1 && all_tcp.0 >= 2 * fstats::BATCH_ROWS);
+    let batched = all_tcp.1 && all_tcp.0 >= 2 * fstats::BATCH_ROWS;
+    fstats::positions(fs, batched);
+    let batch = super::cwnd::batches(scouts.iter().map(|s| s.fs.packets), batched);
     Ok(First {
+        batch,
         settled,
         nflows: table.len(),
         priors,
@@ -318,8 +325,10 @@ impl Pass2<'_> {
                     && d1.is_some_and(|b| b.syn_wscale),
                 src: at(ends.0),
                 dst: at(ends.1),
+                cwnd: None,
             });
         }
+        super::cwnd::settle(&mut out, &mut self.conns, &self.first.batch);
         Flows {
             rows: out,
             packets: self.row,

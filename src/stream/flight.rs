@@ -10,20 +10,22 @@
 //! most `flight::MAX_UNACKED` each: the rule bounds it) and the latest packet's SACK bytes.
 
 use super::conn::Pk;
-use crate::state::flight::Corrected;
 use crate::state::flowstats::summary::Summary;
+use crate::state::sack::{ConnFlight, FlightRow};
 
-/// One connection's flight state (both directions).
+/// One connection's flight state (both directions): Wireshark's value beside the SACK
+/// scoreboard (`sack::ConnFlight`), whose marks the cwnd stage reads.
 #[derive(Default)]
 pub struct Flight {
-    wireshark: Corrected,
+    conn: ConnFlight,
 }
 
 impl Flight {
     /// Packet `p` of direction `d` with its state bits (`seq::Side::on_packet`'s: GAP and
     /// STRAY are read) and SACK blocks (relative edges): a data segment's value goes to its
     /// direction's accumulator `sum` (a segment without one is left out, as the flows table
-    /// leaves out the frame's nulls).
+    /// leaves out the frame's nulls). Returns the data segment's flight row; a segment is
+    /// labelled by its row ([`Flight::newly_sacked`]).
     pub fn on_packet(
         &mut self,
         d: usize,
@@ -31,11 +33,19 @@ impl Flight {
         bits: u8,
         sack: &[(i64, i64)],
         sum: &mut Summary,
-    ) {
+    ) -> Option<FlightRow> {
         let (seq, len, fl, ack) = (p.seq, p.len, p.flags, p.ack);
-        if let Some((v, _)) = self.wireshark.on_packet(d, seq, len, fl, ack, bits, sack) {
-            sum.on_flight(v);
+        let r = self.conn.on_packet(d, seq, len, fl, ack, bits, sack, p.row);
+        if let Some(r) = r {
+            sum.on_flight(r.flight);
         }
+        r
+    }
+
+    /// The rows of the other direction's segments the latest packet of direction `d` SACKed
+    /// first (`sack::Scoreboard::newly_sacked`).
+    pub fn newly_sacked(&self, d: usize) -> &[u32] {
+        self.conn.newly_sacked(d)
     }
 }
 

@@ -24,6 +24,7 @@
 
 pub mod ahead;
 pub mod conn;
+pub mod cwnd;
 pub mod drive;
 pub mod flight;
 pub mod fstats;

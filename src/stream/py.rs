@@ -139,6 +139,9 @@ fn output<'py>(py: Python<'py>, f: Flows, warnings: &[Warn]) -> PyResult<Bound<'
     }
     col!("sport", |r| r.src.1);
     col!("dport", |r| r.dst.1);
+    col!("max_cwnd_bytes", |r| r.cwnd.and_then(|c| c.max_cwnd));
+    col!("cwnd_source", |r| r.cwnd.map(|_| "estimate"));
+    col!("loss_events", |r| r.cwnd.map(|c| c.loss_events));
     d.set_item("packets_fed", f.packets)?;
     Ok(d)
 }

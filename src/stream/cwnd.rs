@@ -1,0 +1,489 @@
+//! The cwnd stage of the streamed summary: `max_cwnd_bytes`, `cwnd_source` and `loss_events`.
+//!
+//! Pass 2 logs, per connection, what the frames path hands `_core.cwnd_rows` of it ([`ConnCwnd`]):
+//! each TCP packet's kind bits, time, row (the frame's place), relative sequence and ACK numbers
+//! and payload; each retransmission as `retrans::Conn::on_packet` judged it (its kind, turned
+//! `spurious` when a later D-SACK says so, RFC 2883, and its recovery episode); and the SACK
+//! scoreboard's two marks (`sack::ConnFlight`, the step `tcp_flight_sack` calls): the SACKed
+//! bytes above una of each data segment (unacked − pipe, RFC 6675 "pipe") and, once a later
+//! block covers a first transmission whole, the packet that SACKed it (a late mark: it is known
+//! only when that SACK comes).
+//!
+//! When the file ends, [`settle`] runs each batch of connections as `analyze` cuts them
+//! (`tracekit.analysis._batches`): the batch's logged packets and marks become the columns
+//! `rows_frames::build` reads (the frames path's own translation to `cwnd::rows::DirRows`, with
+//! its batch-wide rules: the capture order, the first row's new ACK, the strict minimum RTT over
+//! 64 directions), then the same `estimate` and the same reductions pass (`cwnd::events`) the
+//! frames path runs, backed by the batch's loss evidence (re-sends with data that are not
+//! spurious) within each direction's least RTT sample.
+//!
+//! Memory: 40 B per TCP packet of the connection, 24 B per retransmission, 16 B per SACK mark,
+//! until the file ends; then the rows of one batch at a time (`DirRows`: 42 B per data segment).
+
+use super::conn::{Conn, Pk};
+use super::drive::Row;
+use crate::state::cwnd::estimate::{estimate, EstRows};
+use crate::state::cwnd::events::{reductions, Columns, Evidence, SOURCE_ESTIMATE};
+use crate::state::cwnd::rows_frames::{self as rf, build, Built, Frames, Keys, Packets};
+use crate::state::cwnd::RECOVERY;
+use crate::state::retrans::{Verdict, RTO, SPURIOUS};
+use crate::state::sack::FlightRow;
+use crate::state::seq::{ACK, MISSING, SYN};
+use std::collections::HashMap;
+
+/// One TCP packet as the estimate's rows read it (`kind`: `rows_frames`' bits).
+#[derive(Clone, Copy, Debug)]
+struct Rec {
+    time: f64,
+    seq: i64,
+    ack: i64,
+    row: u32,
+    len: u32,
+    d: u8,
+    kind: u8,
+}
+
+/// One retransmission (a row of the retransmissions frame).
+#[derive(Clone, Copy, Debug)]
+struct Rx {
+    time: f64,
+    episode: i32,
+    row: u32,
+    d: u8,
+    kind: u8,
+    data: bool,
+}
+
+/// What one connection hands the cwnd estimate (see the module docs).
+#[derive(Default)]
+pub struct ConnCwnd {
+    pk: Vec<Rec>,
+    rx: Vec<Rx>,
+    /// Data segments with SACKed bytes above una: (row, bytes, direction).
+    sacked: Vec<(u32, i64, u8)>,
+    /// First transmissions SACKed: (their row, the row of the packet whose block covered them
+    /// whole, their direction).
+    seg: Vec<(u32, u32, u8)>,
+}
+
+impl ConnCwnd {
+    /// Packet `p` of direction `d`: a data segment (payload > 0), an ACK (the flag and a
+    /// number), a SYN (`_cwnd_rows._packets`' kinds).
+    pub fn on_packet(&mut self, d: usize, p: &Pk) {
+        let mut kind = rf::TCP;
+        if p.len > 0 {
+            kind |= rf::DATA;
+        }
+        if p.flags & ACK != 0 && p.ack != MISSING {
+            kind |= rf::ACK;
+        }
+        if p.flags & SYN != 0 {
+            kind |= rf::SYN;
+        }
+        if kind == rf::TCP {
+            return; // (no direction reads it)
+        }
+        self.pk.push(Rec {
+            time: p.time,
+            seq: p.seq,
+            ack: p.ack,
+            row: p.row,
+            len: u32::try_from(p.len).unwrap_or(0),
+            d: d as u8,
+            kind,
+        });
+    }
+
+    /// The retransmission verdict on packet `p` of direction `d`: a retransmission (its kind
+    /// and episode), and an earlier one a D-SACK now turns spurious (RFC 2883).
+    pub fn on_verdict(&mut self, d: usize, p: &Pk, v: &Verdict) {
+        if let Some((kind, episode)) = v.retrans {
+            self.rx.push(Rx {
+                time: p.time,
+                episode,
+                row: p.row,
+                d: d as u8,
+                kind,
+                data: p.len > 0,
+            });
+        }
+        if let Some((row, _)) = v.spurious_now {
+            // (the retransmissions are in row order)
+            if let Ok(k) = self.rx.binary_search_by_key(&row, |x| x.row) {
+                self.rx[k].kind = SPURIOUS;
+            }
+        }
+    }
+
+    /// The flight step's row of packet `p` of direction `d` (a data segment's: SACKed bytes
+    /// above una are unacked − pipe, RFC 6675 "pipe", none without an ACK yet) and the other
+    /// direction's segments its blocks SACKed first (`newly`: their rows).
+    pub fn on_flight(&mut self, d: usize, p: &Pk, r: Option<FlightRow>, newly: &[u32]) {
+        if let Some(r) = r.filter(|r| r.unacked != MISSING && r.pipe != MISSING) {
+            let v = (r.unacked - r.pipe).max(0);
+            if v != 0 {
+                self.sacked.push((p.row, v, d as u8));
+            }
+        }
+        for &s in newly {
+            self.seg.push((s, p.row, (1 - d) as u8));
+        }
+    }
+}
+
+/// One data direction of a batch (sorted by `(flow, dir)`): its segment size (the MSS option
+/// of its own SYN, else NaN: the largest payload), and the reach of its loss evidence (its
+/// least RTT sample, 0 without one: `tol_s`).
+#[derive(Clone, Copy, Debug)]
+pub struct DirIn {
+    pub flow: u32,
+    pub dir: i8,
+    pub mss: f64,
+    pub tol: f64,
+}
+
+/// A direction's cwnd statistics: the largest estimate (None: none set) and its loss events.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Est {
+    pub max_cwnd: Option<f64>,
+    pub loss_events: u32,
+}
+
+/// The batch's packets as `rows_frames::Packets`' columns, in row order.
+#[derive(Default)]
+struct Cols {
+    flow: Vec<u32>,
+    dir: Vec<i8>,
+    kind: Vec<u8>,
+    time: Vec<f64>,
+    frame: Vec<u64>,
+    seq: Vec<i64>,
+    ack: Vec<i64>,
+    payload: Vec<u32>,
+}
+
+/// Keys `(flow, dir, frame)` of another frame's rows.
+#[derive(Default)]
+struct KeyCols {
+    flow: Vec<u32>,
+    dir: Vec<i8>,
+    frame: Vec<u64>,
+}
+
+impl KeyCols {
+    fn push(&mut self, flow: u32, d: u8, row: u32) {
+        self.flow.push(flow);
+        self.dir.push(d as i8);
+        self.frame.push(u64::from(row));
+    }
+
+    fn keys(&self) -> Keys<'_> {
+        Keys {
+            flow: &self.flow,
+            dir: &self.dir,
+            frame: &self.frame,
+            ok: &[],
+        }
+    }
+}
+
+fn packets(conns: &[(u32, ConnCwnd)]) -> Cols {
+    let mut all: Vec<(u32, Rec)> = conns
+        .iter()
+        .flat_map(|(f, c)| c.pk.iter().map(move |r| (*f, *r)))
+        .collect();
+    all.sort_unstable_by_key(|x| x.1.row);
+    let mut c = Cols::default();
+    for (f, r) in all {
+        c.flow.push(f);
+        c.dir.push(r.d as i8);
+        c.kind.push(r.kind);
+        c.time.push(r.time);
+        c.frame.push(u64::from(r.row));
+        c.seq.push(r.seq);
+        c.ack.push(if r.ack == MISSING { 0 } else { r.ack });
+        c.payload.push(r.len);
+    }
+    c
+}
+
+/// The flight frame's rows the estimate reads (those with SACKed bytes or SACKed later), in row
+/// order, with their SACKed bytes and from which of these rows on they count as SACKed: a
+/// segment SACKed by the packet at row `s` is SACKed as of each row after `s` (the frame's
+/// `sacked_at`: the data packets up to and including the SACKing one; only the order matters,
+/// so the rows kept here number them as well).
+fn flight(conns: &[(u32, ConnCwnd)]) -> (KeyCols, Vec<i64>, Vec<i64>) {
+    // row -> (flow, dir, SACKed bytes, SACKing row)
+    let mut by: Vec<(u32, u32, u8, i64, Option<u32>)> = Vec::new();
+    for (f, c) in conns {
+        by.extend(c.sacked.iter().map(|&(r, v, d)| (r, *f, d, v, None)));
+        by.extend(c.seg.iter().map(|&(r, s, d)| (r, *f, d, 0, Some(s))));
+    }
+    by.sort_unstable_by_key(|x| x.0);
+    let mut keys = KeyCols::default();
+    let (mut sacked, mut from): (Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new());
+    for x in &by {
+        if keys.frame.last() == Some(&u64::from(x.0)) {
+            let k = sacked.len() - 1;
+            sacked[k] += x.3;
+            from[k] = from[k].max(x.4.map_or(-1, i64::from));
+            continue;
+        }
+        keys.push(x.1, x.2, x.0);
+        sacked.push(x.3);
+        from.push(x.4.map_or(-1, i64::from));
+    }
+    let rows = &keys.frame;
+    let at = from
+        .iter()
+        .map(|&s| {
+            if s < 0 {
+                -1
+            } else {
+                rows.partition_point(|&r| r as i64 <= s) as i64
+            }
+        })
+        .collect();
+    (keys, sacked, at)
+}
+
+/// The retransmissions' keys, the timer's re-sends (`retrans.timeout_resends`: the first
+/// re-send of every episode any of whose re-sends is `rto`, RFC 6298 §5) and the loss evidence
+/// (`analysis._loss_evidence`: re-sends with data that are not spurious): (flow, dir, time).
+fn retrans(conns: &[(u32, ConnCwnd)]) -> (KeyCols, KeyCols, Evidence) {
+    let (mut all, mut to) = (KeyCols::default(), KeyCols::default());
+    let (mut ef, mut ed, mut et) = (Vec::new(), Vec::new(), Vec::new());
+    for (f, c) in conns {
+        let mut eps: HashMap<(u8, i32), (u32, bool)> = HashMap::new();
+        for x in &c.rx {
+            all.push(*f, x.d, x.row);
+            let e = eps.entry((x.d, x.episode)).or_insert((x.row, false));
+            e.1 |= x.kind == RTO;
+            if x.data && x.kind != SPURIOUS {
+                ef.push(i64::from(*f));
+                ed.push(i64::from(x.d));
+                et.push(x.time);
+            }
+        }
+        let mut first: Vec<(u32, u8)> = eps
+            .into_iter()
+            .filter(|e| e.1 .1)
+            .map(|((d, _), (row, _))| (row, d))
+            .collect();
+        first.sort_unstable();
+        first.into_iter().for_each(|(row, d)| to.push(*f, d, row));
+    }
+    (all, to, Evidence::new(&ef, &ed, &et))
+}
+
+/// Per-direction spans of runs of the given lengths (`cwnd::py`'s `lo`/`hi`).
+fn spans(lens: impl Iterator<Item = usize>) -> (Vec<i64>, Vec<i64>) {
+    let (mut lo, mut hi, mut at) = (Vec::new(), Vec::new(), 0i64);
+    for n in lens {
+        lo.push(at);
+        at += n as i64;
+        hi.push(at);
+    }
+    (lo, hi)
+}
+
+/// The estimate's frame as `_core_pass` reads it and the reductions pass over it (`cwnd.py`'s
+/// `reductions_and_stats` over the chosen series: a capture's are the estimate's): each
+/// direction's statistics, by `dirs`' index.
+fn stats(b: &Built, dirs: &[DirIn], ev: &Evidence) -> Result<Vec<Option<Est>>, String> {
+    let (lo, hi) = spans(b.rows.iter().map(|r| r.len()));
+    let (alo, ahi) = spans(b.acks.iter().map(|a| a.0.len()));
+    // a retransmitted SYN is a loss (RFC 5681 §3.1: cwnd 1 segment, ssthresh 2)
+    let syn_lost: Vec<bool> = b.rows.iter().map(|x| x.syns > 1).collect();
+    let a_time: Vec<f64> = b.acks.iter().flat_map(|a| a.0.iter().copied()).collect();
+    let a_una: Vec<i64> = b.acks.iter().flat_map(|a| a.1.iter().copied()).collect();
+    let k = &b.cols;
+    let r = EstRows {
+        time: &k.time,
+        seq_end: &k.seq_end,
+        pay: &k.pay,
+        una: &k.una,
+        dup: &k.dup,
+        new_ack: &k.new_ack,
+        ack_t: &k.ack_t,
+        sack_at: &k.sack.0,
+        sack_val: &k.sack.1,
+        sack_pos: &k.sack.2,
+        seg_rows: &k.seg.0,
+        seg_at: &k.seg.1,
+        retx_rows: &k.retx.0,
+        retx_hi: &k.retx.1,
+        retx_timeout: &k.retx.2,
+        a_time: &a_time,
+        a_una: &a_una,
+        lo: &lo,
+        hi: &hi,
+        alo: &alo,
+        ahi: &ahi,
+        mss: &b.mss,
+        min_rtt: &b.min_rtt,
+        syn_lost: &syn_lost,
+    };
+    // a capture's stack holds ssthresh on a backed-off expiry (RFC 5681 §3.1: Linux; only
+    // ns-2 halves it every time, `cwnd.py`'s `hold_backoff`)
+    let e = estimate(&r, true)?;
+    let n = k.time.len();
+    let (mut flow, mut dir) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for (d, (&l, &h)) in lo.iter().zip(&hi).enumerate() {
+        let x = dirs
+            .get(d)
+            .ok_or("a direction of the rows is not a data direction")?;
+        let m = usize::try_from(h - l).unwrap_or(0);
+        flow.extend(std::iter::repeat_n(i64::from(x.flow), m));
+        dir.extend(std::iter::repeat_n(i64::from(x.dir), m));
+    }
+    let source = vec![SOURCE_ESTIMATE; n];
+    // (the frame's ssthresh is null where NaN: none yet)
+    let st_ok: Vec<bool> = e.ssthresh.iter().map(|v| !v.is_nan()).collect();
+    let recovery: Vec<bool> = e.phase.iter().map(|&p| p == RECOVERY).collect();
+    let cols = Columns {
+        flow: &flow,
+        dir: &dir,
+        source: &source,
+        time: &k.time,
+        cwnd: &e.est,
+        cwnd_ok: &[],
+        ssthresh: &e.ssthresh,
+        ssthresh_ok: &st_ok,
+        recovery: &recovery,
+    };
+    // a reduction is a loss event when evidence lies within the direction's least RTT of it
+    let windows: HashMap<(i64, i64), f64> = dirs
+        .iter()
+        .map(|d| ((i64::from(d.flow), i64::from(d.dir)), d.tol))
+        .collect();
+    let found = reductions(&cols, ev, &windows)?;
+    let mut out = vec![None; dirs.len()];
+    for (&first, s) in found.series.iter().zip(&found.stats) {
+        let d = hi.partition_point(|&h| h <= first as i64);
+        if let Some(slot) = out.get_mut(d) {
+            *slot = Some(Est {
+                max_cwnd: s.max_cwnd.get(),
+                loss_events: s.losses,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// One batch of connections (`conns`: their logs, flow ascending; `dirs`: their data
+/// directions, sorted by `(flow, dir)`): each direction's statistics (None: no estimate row,
+/// as when no ACK reaches any of the batch's senders).
+pub fn run(conns: &[(u32, ConnCwnd)], dirs: &[DirIn]) -> Result<Vec<Option<Est>>, String> {
+    let c = packets(conns);
+    let p = Packets {
+        flow: &c.flow,
+        dir: &c.dir,
+        kind: &c.kind,
+        time: &c.time,
+        frame: &c.frame,
+        seq: &c.seq,
+        ack: &c.ack,
+        payload: &c.payload,
+    };
+    let (fk, sacked, at) = flight(conns);
+    let (rk, tk, ev) = retrans(conns);
+    let fr = Frames {
+        flight: fk.keys(),
+        sacked: &sacked,
+        at: &at,
+        retrans: rk.keys(),
+        timeouts: tk.keys(),
+    };
+    let flow: Vec<u32> = dirs.iter().map(|d| d.flow).collect();
+    let dir: Vec<i8> = dirs.iter().map(|d| d.dir).collect();
+    let mss: Vec<f64> = dirs.iter().map(|d| d.mss).collect();
+    let unknown: Vec<bool> = mss.iter().map(|m| m.is_nan()).collect();
+    match build(&p, (&flow, &dir, &mss, &unknown), &fr)? {
+        None => Ok(vec![None; dirs.len()]),
+        Some(b) => {
+            drop(c);
+            stats(&b, dirs, &ev)
+        }
+    }
+}
+
+/// Each connection's batch (by connection id; `packets`: each one's TCP packets): as
+/// `tracekit.analysis._batches._batch_rows` cuts a capture (`batched`: at least two batches'
+/// worth, every row a TCP packet of a connection; else one batch), a new batch starting at the
+/// connection where the running count of packets passes a multiple of `BATCH_ROWS` (the rule
+/// `fstats::positions` follows).
+pub fn batches(packets: impl Iterator<Item = u64>, batched: bool) -> Vec<u32> {
+    let (mut cum, mut end, mut b) = (0u64, None, 0u32);
+    let mut out = Vec::new();
+    for n in packets {
+        cum += n;
+        let e = cum / super::fstats::BATCH_ROWS;
+        if n > 0 && batched && end.is_some_and(|x| x != e) {
+            b += 1;
+        }
+        if n > 0 {
+            end = Some(e);
+        }
+        out.push(b);
+    }
+    out
+}
+
+/// Fills every row's cwnd statistics (`rows`: the data directions), batch by batch (`batch`:
+/// each connection's), each connection's log taken from `conns` and let go with its batch.
+pub fn settle(rows: &mut [Row], conns: &mut [Option<Conn>], batch: &[u32]) {
+    let key = |r: &Row| {
+        (
+            batch.get(r.flow as usize).copied().unwrap_or(0),
+            r.flow,
+            r.dir,
+        )
+    };
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_unstable_by_key(|&i| key(&rows[i]));
+    let mut a = 0;
+    while a < order.len() {
+        let b0 = key(&rows[order[a]]).0;
+        let e = a + order[a..]
+            .iter()
+            .take_while(|&&i| key(&rows[i]).0 == b0)
+            .count();
+        let group = &order[a..e];
+        let mut logs: Vec<(u32, ConnCwnd)> = Vec::new();
+        let dirs: Vec<DirIn> = group
+            .iter()
+            .map(|&i| {
+                let r = &rows[i];
+                if logs.last().is_none_or(|l| l.0 != r.flow) {
+                    let c = conns.get_mut(r.flow as usize).and_then(|c| c.as_mut());
+                    logs.push((
+                        r.flow,
+                        c.map(|c| std::mem::take(&mut c.cwnd)).unwrap_or_default(),
+                    ));
+                }
+                let s = &r.stats;
+                DirIn {
+                    flow: r.flow,
+                    dir: r.dir,
+                    // `cwnd.data_directions`: its own SYN's MSS option, else its largest payload
+                    mss: if s.syn_mss >= 0 {
+                        f64::from(s.syn_mss)
+                    } else {
+                        s.max_payload as f64
+                    },
+                    // `tol_s`: the flows row's `rtt_min_s`, 0 without one
+                    tol: r
+                        .rtt
+                        .map_or(0.0, |x| if x.min.is_nan() { 0.0 } else { x.min }),
+                }
+            })
+            .collect();
+        let got = run(&logs, &dirs).unwrap_or_else(|_| vec![None; dirs.len()]);
+        drop(logs);
+        for (&i, g) in group.iter().zip(got) {
+            rows[i].cwnd = g;
+        }
+        a = e;
+    }
+}
