@@ -20,8 +20,7 @@
 //! Memory: 40 B per TCP packet of the connection, 24 B per retransmission, 16 B per SACK mark,
 //! until the file ends; then the rows of one batch at a time (`DirRows`: 42 B per data segment).
 
-use super::conn::{Conn, Pk};
-use super::drive::Row;
+use super::conn::Pk;
 use crate::state::cwnd::estimate::{estimate, EstRows};
 use crate::state::cwnd::events::{reductions, Columns, Evidence, SOURCE_ESTIMATE};
 use crate::state::cwnd::rows_frames::{self as rf, build, Built, Frames, Keys, Packets};
@@ -187,22 +186,33 @@ impl KeyCols {
     }
 }
 
-fn packets(conns: &[(u32, ConnCwnd)]) -> Cols {
-    let mut all: Vec<(u32, Rec)> = conns
-        .iter()
-        .flat_map(|(f, c)| c.pk.iter().map(move |r| (*f, *r)))
-        .collect();
-    all.sort_unstable_by_key(|x| x.1.row);
-    let mut c = Cols::default();
-    for (f, r) in all {
-        c.flow.push(f);
-        c.dir.push(r.d as i8);
-        c.kind.push(r.kind);
-        c.time.push(r.time);
-        c.frame.push(u64::from(r.row));
-        c.seq.push(r.seq);
-        c.ack.push(if r.ack == MISSING { 0 } else { r.ack });
-        c.payload.push(r.len);
+/// The logged packets as columns, connection after connection (each in packet order: what
+/// `rows_frames::build` reads of a direction is in the same order as in the whole capture's
+/// columns), each log let go once copied.
+fn packets(conns: &mut [(u32, ConnCwnd)]) -> Cols {
+    let n: usize = conns.iter().map(|c| c.1.pk.len()).sum();
+    let mut c = Cols {
+        flow: Vec::with_capacity(n),
+        dir: Vec::with_capacity(n),
+        kind: Vec::with_capacity(n),
+        time: Vec::with_capacity(n),
+        frame: Vec::with_capacity(n),
+        seq: Vec::with_capacity(n),
+        ack: Vec::with_capacity(n),
+        payload: Vec::with_capacity(n),
+    };
+    for (f, log) in conns.iter_mut() {
+        for r in std::mem::take(&mut log.pk) {
+            c.flow.push(*f);
+            c.dir.push(r.d as i8);
+            c.kind.push(r.kind);
+            c.time.push(r.time);
+            c.frame.push(u64::from(r.row));
+            c.seq.push(r.seq);
+            // (`_cwnd_rows._packets`: a missing ACK number filled with 0)
+            c.ack.push(if r.ack == MISSING { 0 } else { r.ack });
+            c.payload.push(r.len);
+        }
     }
     c
 }
@@ -374,7 +384,7 @@ fn stats(b: &Built, dirs: &[DirIn], ev: &Evidence) -> Result<Vec<Option<Est>>, S
 /// One batch of connections (`conns`: their logs, flow ascending; `dirs`: their data
 /// directions, sorted by `(flow, dir)`): each direction's statistics (None: no estimate row,
 /// as when no ACK reaches any of the batch's senders).
-pub fn run(conns: &[(u32, ConnCwnd)], dirs: &[DirIn]) -> Result<Vec<Option<Est>>, String> {
+pub fn run(conns: &mut [(u32, ConnCwnd)], dirs: &[DirIn]) -> Result<Vec<Option<Est>>, String> {
     let c = packets(conns);
     let p = Packets {
         flow: &c.flow,
@@ -405,85 +415,5 @@ pub fn run(conns: &[(u32, ConnCwnd)], dirs: &[DirIn]) -> Result<Vec<Option<Est>>
             drop(c);
             stats(&b, dirs, &ev)
         }
-    }
-}
-
-/// Each connection's batch (by connection id; `packets`: each one's TCP packets): as
-/// `tracekit.analysis._batches._batch_rows` cuts a capture (`batched`: at least two batches'
-/// worth, every row a TCP packet of a connection; else one batch), a new batch starting at the
-/// connection where the running count of packets passes a multiple of `BATCH_ROWS` (the rule
-/// `fstats::positions` follows).
-pub fn batches(packets: impl Iterator<Item = u64>, batched: bool) -> Vec<u32> {
-    let (mut cum, mut end, mut b) = (0u64, None, 0u32);
-    let mut out = Vec::new();
-    for n in packets {
-        cum += n;
-        let e = cum / super::fstats::BATCH_ROWS;
-        if n > 0 && batched && end.is_some_and(|x| x != e) {
-            b += 1;
-        }
-        if n > 0 {
-            end = Some(e);
-        }
-        out.push(b);
-    }
-    out
-}
-
-/// Fills every row's cwnd statistics (`rows`: the data directions), batch by batch (`batch`:
-/// each connection's), each connection's log taken from `conns` and let go with its batch.
-pub fn settle(rows: &mut [Row], conns: &mut [Option<Conn>], batch: &[u32]) {
-    let key = |r: &Row| {
-        (
-            batch.get(r.flow as usize).copied().unwrap_or(0),
-            r.flow,
-            r.dir,
-        )
-    };
-    let mut order: Vec<usize> = (0..rows.len()).collect();
-    order.sort_unstable_by_key(|&i| key(&rows[i]));
-    let mut a = 0;
-    while a < order.len() {
-        let b0 = key(&rows[order[a]]).0;
-        let e = a + order[a..]
-            .iter()
-            .take_while(|&&i| key(&rows[i]).0 == b0)
-            .count();
-        let group = &order[a..e];
-        let mut logs: Vec<(u32, ConnCwnd)> = Vec::new();
-        let dirs: Vec<DirIn> = group
-            .iter()
-            .map(|&i| {
-                let r = &rows[i];
-                if logs.last().is_none_or(|l| l.0 != r.flow) {
-                    let c = conns.get_mut(r.flow as usize).and_then(|c| c.as_mut());
-                    logs.push((
-                        r.flow,
-                        c.map(|c| std::mem::take(&mut c.cwnd)).unwrap_or_default(),
-                    ));
-                }
-                let s = &r.stats;
-                DirIn {
-                    flow: r.flow,
-                    dir: r.dir,
-                    // `cwnd.data_directions`: its own SYN's MSS option, else its largest payload
-                    mss: if s.syn_mss >= 0 {
-                        f64::from(s.syn_mss)
-                    } else {
-                        s.max_payload as f64
-                    },
-                    // `tol_s`: the flows row's `rtt_min_s`, 0 without one
-                    tol: r
-                        .rtt
-                        .map_or(0.0, |x| if x.min.is_nan() { 0.0 } else { x.min }),
-                }
-            })
-            .collect();
-        let got = run(&logs, &dirs).unwrap_or_else(|_| vec![None; dirs.len()]);
-        drop(logs);
-        for (&i, g) in group.iter().zip(got) {
-            rows[i].cwnd = g;
-        }
-        a = e;
     }
 }

@@ -115,14 +115,15 @@ struct First {
     fallback: u32,
     /// A pcapng file's check, which pass 2's read resumes from.
     checked: Option<Checked>,
-    /// Each connection's batch in `analyze` (`cwnd::batches`).
-    batch: Vec<u32>,
+    /// The batches of connections the cwnd stage runs (`cwndbatch`).
+    cwnd: super::cwndbatch::Batches,
 }
 
 /// Pass 1: every connection packet through the table and each TCP connection's sequence
 /// state and RTT samples; what the whole trace settles.
 fn pass1(path: &Path) -> Result<First, Refusal> {
     let mut scouts: Vec<Scout> = Vec::new();
+    let mut last: Vec<u64> = Vec::new(); // each connection's last row (the cwnd stage's batches)
     let (mut row, mut fallback) = (0u64, 0u32);
     let mut all_tcp = (0u64, true); // rows, and every one a TCP packet of a connection
                                     // pass 1's passes do less than decoding does: this thread numbers the packets
@@ -143,6 +144,10 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
             }
             let x = pk(rows, i, flags, &nb, row, i64::from(rows.win_raw[i]));
             scouts[nb.flow as usize].on_packet(usize::from(nb.side), &x);
+            if nb.flow as usize >= last.len() {
+                last.resize(nb.flow as usize + 1, 0);
+            }
+            last[nb.flow as usize] = row;
             row += 1;
         }
         all_tcp.1 &= nums.len() == rows.len();
@@ -161,9 +166,10 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
         .map(|(p, s)| (&mut p.fs, s.fs.packets));
     let batched = all_tcp.1 && all_tcp.0 >= 2 * fstats::BATCH_ROWS;
     fstats::positions(fs, batched);
-    let batch = super::cwnd::batches(scouts.iter().map(|s| s.fs.packets), batched);
+    let counts = scouts.iter().map(|s| s.fs.packets).zip(last);
+    let cwnd = super::cwndbatch::Batches::new(counts, batched);
     Ok(First {
-        batch,
+        cwnd,
         settled,
         nflows: table.len(),
         priors,
@@ -186,6 +192,8 @@ struct Pass2<'a> {
     row: u64,
     /// The packet's SACK blocks (relative edges).
     sack: Vec<(i64, i64)>,
+    /// The cwnd stage's batches (pass 1's, run as each ends).
+    cwnd: super::cwndbatch::Batches,
 }
 
 impl Pass2<'_> {
@@ -261,12 +269,14 @@ impl Pass2<'_> {
             });
             c.fs.on_ends(usize::from(dir == 1), src, dst);
             c.on_packet(usize::from(dir == 1), &x, &self.sack);
+            self.cwnd.after(self.row, &self.dirs, &mut self.conns);
             self.row += 1;
         }
     }
 
     /// The rows of the directions that carried data, in first-appearance order.
     fn finish(mut self) -> Flows {
+        self.cwnd.finish(&self.dirs, &mut self.conns);
         for c in self.conns.iter_mut().flatten() {
             c.finish();
             c.fs.finish();
@@ -328,7 +338,9 @@ impl Pass2<'_> {
                 cwnd: None,
             });
         }
-        super::cwnd::settle(&mut out, &mut self.conns, &self.first.batch);
+        for r in &mut out {
+            r.cwnd = self.cwnd.get(r.flow, r.dir);
+        }
         Flows {
             rows: out,
             packets: self.row,
@@ -341,6 +353,7 @@ impl Pass2<'_> {
 pub fn summary(path: &Path, rto_floor_s: f64) -> Result<Flows, Refusal> {
     let mut first = pass1(path)?;
     let priors = std::mem::take(&mut first.priors);
+    let cwnd = std::mem::take(&mut first.cwnd);
     let checked = first.checked.take();
     let nflows = first.nflows;
     super::source::check_flows(nflows)?;
@@ -354,6 +367,7 @@ pub fn summary(path: &Path, rto_floor_s: f64) -> Result<Flows, Refusal> {
         priors,
         row: 0,
         sack: Vec::new(),
+        cwnd,
     };
     // pass 2's passes do more than decoding does: the reader thread numbers the packets
     let mut reader = Reader::start(path, checked, true);
