@@ -36,9 +36,12 @@ COLUMNS = [
 ]
 #: The flows columns ``tracekit.analysis._flowrows`` computes from the stream's raw inputs.
 DERIVED = ["duration", "transfer_s", "handshake_s", "throughput_bps", "goodput_bps", "delivered_bytes",
-           "goodput_source", "loss_rate"]
+           "goodput_source", "loss_rate", "loss_event_rate", "mathis_bps", "padhye_bps", "window_limited_bps"]
 #: The records' inputs the stream gives (``_flowrows.transfer_and_goodput``).
 INPUTS = ["_data_t0", "_acked_t", "_ack_t", "_ack_bytes", "_syn_t"]
+#: The models' inputs (``_flowrows.with_models``): the stream's names, and the records'.
+MODEL_INPUTS = {"loss_events": "loss_events", "_smss": "_smss", "rtt_mean_s": "rtt_mean_s", "_srtt": "srtt",
+                "_rttvar": "rttvar", "max_rwnd_bytes": "max_rwnd_bytes"}
 #: What the stream refuses, as its message says it.
 REASONS: tuple[str, ...] = ()
 CAPTURES = sorted(p for p in SAMPLES.rglob("*") if p.suffix in (".pcap", ".pcapng"))
@@ -79,8 +82,10 @@ def _records(s: dict[str, object]) -> pl.DataFrame:
     keys = ["flow", "dir", "start", "end", "wire_bytes", "unique_bytes", "data_packets", "retrans_packets",
             "retrans_spurious", *INPUTS]
     cols = {k: [_missing(v) for v in s[k]] for k in keys}  # type: ignore[attr-defined]
-    rows = [{k: cols[k][i] for k in keys} for i in range(len(cols["flow"]))]
+    cols.update({r: [_missing(v) for v in s[k]] for k, r in MODEL_INPUTS.items()})  # type: ignore[attr-defined]
+    rows = [{k: cols[k][i] for k in cols} for i in range(len(cols["flow"]))]
     rows = [_flowrows.loss_rate(_flowrows.transfer_and_goodput(_flowrows.rates(r)), simulator=False) for r in rows]
+    rows = _flowrows.with_models(rows)
     return pl.DataFrame({c: [r[c] for r in rows] for c in ["flow", "dir", *DERIVED]},
                         schema_overrides={"flow": pl.UInt32, "dir": pl.Int8}).sort("flow", "dir")
 

@@ -349,6 +349,11 @@ impl Conn {
         self.stalls.on_packet(p.row, d, &sp);
     }
 
+    /// Direction `d`'s RFC 6298 estimate after its last sample: (srtt, rttvar) (None: no sample).
+    pub fn srtt_end(&self, d: usize) -> Option<(f64, f64)> {
+        self.srtt.get(d).and_then(Srtt::get)
+    }
+
     /// The stalls still open at the end, then every stall to its direction's accumulator.
     pub fn finish(&mut self) {
         self.stalls.finish(&mut self.sum);

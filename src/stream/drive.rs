@@ -53,6 +53,8 @@ pub struct Row {
     pub dst: (Addr, i32),
     /// The cwnd statistics (`cwnd`; None: no estimate row).
     pub cwnd: Option<super::cwnd::Est>,
+    /// The direction's RFC 6298 (srtt, rttvar) at the end (None: no sample).
+    pub srtt: Option<(f64, f64)>,
 }
 
 /// One direction's retransmissions (`tracekit.analysis.retrans`): count, re-sent bytes, and
@@ -306,6 +308,7 @@ impl Pass2<'_> {
                 (a.copied().unwrap_or_default(), (e & 0xFFFF) as i32)
             };
             let ends = fs.map_or((0, 0), |x| x.2);
+            let srtt = conn.as_ref().and_then(|c| c.srtt_end(dir as usize));
             let sum = conn.map(|c| &mut c.sum[dir as usize]);
             let flight = sum.as_ref().and_then(|s| s.flight());
             let stalls = sum
@@ -336,6 +339,7 @@ impl Pass2<'_> {
                 src: at(ends.0),
                 dst: at(ends.1),
                 cwnd: None,
+                srtt,
             });
         }
         for r in &mut out {

@@ -142,6 +142,9 @@ fn output<'py>(py: Python<'py>, f: Flows, warnings: &[Warn]) -> PyResult<Bound<'
     col!("max_cwnd_bytes", |r| r.cwnd.and_then(|c| c.max_cwnd));
     col!("cwnd_source", |r| r.cwnd.map(|_| "estimate"));
     col!("loss_events", |r| r.cwnd.map(|c| c.loss_events));
+    col!("_smss", |r| r.stats.max_payload);
+    col!("_srtt", |r| r.srtt.map_or(nan, |x| x.0));
+    col!("_rttvar", |r| r.srtt.map_or(nan, |x| x.1));
     d.set_item("packets_fed", f.packets)?;
     Ok(d)
 }
