@@ -30,18 +30,6 @@ use crate::state::sack::FlightRow;
 use crate::state::seq::{ACK, MISSING, SYN};
 use std::collections::HashMap;
 
-/// One TCP packet as the estimate's rows read it (`kind`: `rows_frames`' bits).
-#[derive(Clone, Copy, Debug)]
-struct Rec {
-    time: f64,
-    seq: i64,
-    ack: i64,
-    row: u32,
-    len: u32,
-    d: u8,
-    kind: u8,
-}
-
 /// One retransmission (a row of the retransmissions frame).
 #[derive(Clone, Copy, Debug)]
 struct Rx {
@@ -56,7 +44,8 @@ struct Rx {
 /// What one connection hands the cwnd estimate (see the module docs).
 #[derive(Default)]
 pub struct ConnCwnd {
-    pk: Vec<Rec>,
+    /// Its packets as `rows_frames::Packets`' columns (`flow` left empty: the connection's).
+    pk: Cols,
     rx: Vec<Rx>,
     /// Data segments with SACKed bytes above una: (row, bytes, direction).
     sacked: Vec<(u32, i64, u8)>,
@@ -66,6 +55,18 @@ pub struct ConnCwnd {
 }
 
 impl ConnCwnd {
+    /// Room for `n` packets (pass 1 counted them: the columns are never moved as they grow).
+    pub fn reserve(&mut self, n: usize) {
+        let c = &mut self.pk;
+        c.dir.reserve_exact(n);
+        c.kind.reserve_exact(n);
+        c.time.reserve_exact(n);
+        c.frame.reserve_exact(n);
+        c.seq.reserve_exact(n);
+        c.ack.reserve_exact(n);
+        c.payload.reserve_exact(n);
+    }
+
     /// Packet `p` of direction `d`: a data segment (payload > 0), an ACK (the flag and a
     /// number), a SYN (`_cwnd_rows._packets`' kinds).
     pub fn on_packet(&mut self, d: usize, p: &Pk) {
@@ -82,15 +83,15 @@ impl ConnCwnd {
         if kind == rf::TCP {
             return; // (no direction reads it)
         }
-        self.pk.push(Rec {
-            time: p.time,
-            seq: p.seq,
-            ack: p.ack,
-            row: p.row,
-            len: u32::try_from(p.len).unwrap_or(0),
-            d: d as u8,
-            kind,
-        });
+        let c = &mut self.pk;
+        c.dir.push(d as i8);
+        c.kind.push(kind);
+        c.time.push(p.time);
+        c.frame.push(u64::from(p.row));
+        c.seq.push(p.seq);
+        // (`_cwnd_rows._packets`: a missing ACK number filled with 0)
+        c.ack.push(if p.ack == MISSING { 0 } else { p.ack });
+        c.payload.push(u32::try_from(p.len).unwrap_or(0));
     }
 
     /// The retransmission verdict on packet `p` of direction `d`: a retransmission (its kind
@@ -188,31 +189,24 @@ impl KeyCols {
 
 /// The logged packets as columns, connection after connection (each in packet order: what
 /// `rows_frames::build` reads of a direction is in the same order as in the whole capture's
-/// columns), each log let go once copied.
+/// columns): the first connection's log itself, the others' moved onto it.
 fn packets(conns: &mut [(u32, ConnCwnd)]) -> Cols {
-    let n: usize = conns.iter().map(|c| c.1.pk.len()).sum();
-    let mut c = Cols {
-        flow: Vec::with_capacity(n),
-        dir: Vec::with_capacity(n),
-        kind: Vec::with_capacity(n),
-        time: Vec::with_capacity(n),
-        frame: Vec::with_capacity(n),
-        seq: Vec::with_capacity(n),
-        ack: Vec::with_capacity(n),
-        payload: Vec::with_capacity(n),
+    let mut it = conns.iter_mut();
+    let Some((f0, first)) = it.next() else {
+        return Cols::default();
     };
-    for (f, log) in conns.iter_mut() {
-        for r in std::mem::take(&mut log.pk) {
-            c.flow.push(*f);
-            c.dir.push(r.d as i8);
-            c.kind.push(r.kind);
-            c.time.push(r.time);
-            c.frame.push(u64::from(r.row));
-            c.seq.push(r.seq);
-            // (`_cwnd_rows._packets`: a missing ACK number filled with 0)
-            c.ack.push(if r.ack == MISSING { 0 } else { r.ack });
-            c.payload.push(r.len);
-        }
+    let mut c = std::mem::take(&mut first.pk);
+    c.flow = vec![*f0; c.time.len()];
+    for (f, log) in it {
+        let mut x = std::mem::take(&mut log.pk);
+        c.flow.extend(std::iter::repeat_n(*f, x.time.len()));
+        c.dir.append(&mut x.dir);
+        c.kind.append(&mut x.kind);
+        c.time.append(&mut x.time);
+        c.frame.append(&mut x.frame);
+        c.seq.append(&mut x.seq);
+        c.ack.append(&mut x.ack);
+        c.payload.append(&mut x.payload);
     }
     c
 }

@@ -15,6 +15,8 @@ pub struct Batches {
     next: usize,
     /// Per direction `2·flow + dir`: its statistics (None: none, or not yet run).
     out: Vec<Option<Est>>,
+    /// Each connection's packets.
+    packets: Vec<u64>,
 }
 
 impl Batches {
@@ -26,10 +28,10 @@ impl Batches {
     pub fn new(conns: impl Iterator<Item = (u64, u64)>, batched: bool) -> Self {
         let (mut cum, mut end) = (0u64, None);
         let mut ends: Vec<(u64, u32, u32)> = Vec::new();
-        let mut n_conns = 0u32;
+        let mut packets = Vec::new();
         for (f, (n, last)) in conns.enumerate() {
             let f = f as u32;
-            n_conns = f + 1;
+            packets.push(n);
             if n == 0 {
                 continue; // (not a connection of the packets)
             }
@@ -48,8 +50,15 @@ impl Batches {
         Batches {
             ends,
             next: 0,
-            out: vec![None; 2 * n_conns as usize],
+            out: vec![None; 2 * packets.len()],
+            packets,
         }
+    }
+
+    /// The packets of connection `flow` (pass 1's count: the room its log takes).
+    pub fn packets(&self, flow: u32) -> usize {
+        let n = self.packets.get(flow as usize).copied().unwrap_or(0);
+        usize::try_from(n).unwrap_or(0)
     }
 
     /// After pass 2 fed the packet at `row`: runs every batch whose last packet it was.

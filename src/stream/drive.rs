@@ -257,6 +257,7 @@ impl Pass2<'_> {
                 self.conns.resize_with(flow as usize + 1, || None);
             }
             let (priors, floor) = (&mut self.priors, self.rto_floor_s);
+            let room = self.cwnd.packets(flow);
             let c = self.conns[flow as usize].get_or_insert_with(|| {
                 let mut none = Prior {
                     seq_rtt: [false; 2],
@@ -267,7 +268,9 @@ impl Pass2<'_> {
                     stall: [Whole::NONE; 2],
                     fs: fstats::Prior::default(),
                 };
-                Conn::new(priors.get_mut(flow as usize).unwrap_or(&mut none), floor)
+                let mut c = Conn::new(priors.get_mut(flow as usize).unwrap_or(&mut none), floor);
+                c.cwnd.reserve(room);
+                c
             });
             c.fs.on_ends(usize::from(dir == 1), src, dst);
             c.on_packet(usize::from(dir == 1), &x, &self.sack);
