@@ -211,3 +211,29 @@ def test_stream_equals_flows_on_damaged_captures(tmp_path: Path) -> None:
         _assert_equal(p, s)
         compared += 1
     assert compared >= 15, compared
+
+
+@pytest.mark.parametrize("name", ["linux/kernel_truth/outage_reno.pcap", "linux/bulk_lossy.pcap"])
+def test_stream_equals_flows_when_times_go_back(tmp_path: Path, name: str) -> None:
+    """Fifteen records stamped 1 ms before the record before them (W-NONMONOTONIC): the cwnd estimate
+    reads each direction in capture order (time, then frame), as ``_cwnd_rows`` sorts it; the stream
+    hands its batches to the same step (``src/stream/cwnd.rs``), so its loss events are still the frame's."""
+    import random
+    import struct
+
+    data = bytearray((SAMPLES / name).read_bytes())
+    order = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    starts, at = [], 24
+    while at + 16 <= len(data):
+        starts.append(at)
+        at += 16 + struct.unpack(order + "I", data[at + 8:at + 12])[0]
+    for k in random.Random(1).sample(range(2, len(starts)), 15):
+        sec, frac = struct.unpack(order + "II", data[starts[k - 1]:starts[k - 1] + 8])
+        v = sec * 1_000_000 + frac - 1000  # (microsecond stamps in both samples)
+        struct.pack_into(order + "II", data, starts[k], v // 1_000_000, v % 1_000_000)
+    p = tmp_path / "back.pcap"
+    p.write_bytes(bytes(data))
+    s = _core.stream_summary(p)
+    assert "W-NONMONOTONIC" in [w[0] for w in s["warnings"]]
+    assert sum(s["loss_events"]) > 0
+    _assert_equal(p, s)
