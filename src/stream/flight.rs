@@ -1,13 +1,14 @@
 //! The flight stage of the streamed summary: per connection, Wireshark's bytes in flight at
 //! every data segment (`tcp.analysis.bytes_in_flight` with its SACK and SYN/FIN corrections,
-//! `state::flight::Corrected`, the one per-packet step the column pass `tcp_flight_sack`
-//! also calls through `sack::ConnFlight`), reduced per direction by the flows accumulator
-//! (`flowstats::summary::Summary::on_flight`: the max, and polars' Kahan sum for the mean).
-//!
-//! The flows table reads only that column of the flight frame: the SACK scoreboard's pipe,
-//! the outstanding data, "sender only" and the first-SACKed rows (the cwnd estimate's) are not
-//! computed here. The state is Wireshark's list of unacknowledged segments per direction (at
-//! most `flight::MAX_UNACKED` each: the rule bounds it) and the latest packet's SACK bytes.
+//! `state::flight::Corrected`), reduced per direction by the flows accumulator
+//! (`flowstats::summary::Summary::on_flight`: the max, and polars' Kahan sum for the mean),
+//! beside the SACK scoreboard (RFC 6675 pipe, outstanding data, the first-SACKed segments):
+//! `sack::ConnFlight`, the one per-packet step the column pass `tcp_flight_sack` calls. The
+//! flight row and the segments each packet SACKed first go to the cwnd stage (`super::cwnd`).
+//! The state is Wireshark's list of unacknowledged segments per direction (at most
+//! `flight::MAX_UNACKED` each: the rule bounds it), the latest packet's SACK bytes, and the
+//! scoreboard's first transmissions not yet cumulatively ACKed (24 B each) and the highest
+//! right edge per SACK left edge reported (16 B each, never dropped).
 
 use super::conn::Pk;
 use crate::state::flowstats::summary::Summary;
