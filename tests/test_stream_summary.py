@@ -32,12 +32,16 @@ COLUMNS = [
     "stall_count", "stall_time_s",
     "limited_cwnd_share", "limited_rwnd_share", "limited_app_share", "max_rwnd_bytes", "init_window_bytes",
     "init_window_segments", "dup_acks", "vantage_point", "window_scaling", "src", "sport", "dst", "dport",
+    "max_cwnd_bytes", "cwnd_source", "loss_events",
 ]
 #: The flows columns ``tracekit.analysis._flowrows`` computes from the stream's raw inputs.
 DERIVED = ["duration", "transfer_s", "handshake_s", "throughput_bps", "goodput_bps", "delivered_bytes",
-           "goodput_source", "loss_rate"]
+           "goodput_source", "loss_rate", "loss_event_rate", "mathis_bps", "padhye_bps", "window_limited_bps"]
 #: The records' inputs the stream gives (``_flowrows.transfer_and_goodput``).
 INPUTS = ["_data_t0", "_acked_t", "_ack_t", "_ack_bytes", "_syn_t"]
+#: The models' inputs (``_flowrows.with_models``): the stream's names, and the records'.
+MODEL_INPUTS = {"loss_events": "loss_events", "_smss": "_smss", "rtt_mean_s": "rtt_mean_s", "_srtt": "srtt",
+                "_rttvar": "rttvar", "max_rwnd_bytes": "max_rwnd_bytes"}
 #: What the stream refuses, as its message says it.
 REASONS: tuple[str, ...] = ()
 CAPTURES = sorted(p for p in SAMPLES.rglob("*") if p.suffix in (".pcap", ".pcapng"))
@@ -78,8 +82,10 @@ def _records(s: dict[str, object]) -> pl.DataFrame:
     keys = ["flow", "dir", "start", "end", "wire_bytes", "unique_bytes", "data_packets", "retrans_packets",
             "retrans_spurious", *INPUTS]
     cols = {k: [_missing(v) for v in s[k]] for k in keys}  # type: ignore[attr-defined]
-    rows = [{k: cols[k][i] for k in keys} for i in range(len(cols["flow"]))]
+    cols.update({r: [_missing(v) for v in s[k]] for k, r in MODEL_INPUTS.items()})  # type: ignore[attr-defined]
+    rows = [{k: cols[k][i] for k in cols} for i in range(len(cols["flow"]))]
     rows = [_flowrows.loss_rate(_flowrows.transfer_and_goodput(_flowrows.rates(r)), simulator=False) for r in rows]
+    rows = _flowrows.with_models(rows)
     return pl.DataFrame({c: [r[c] for r in rows] for c in ["flow", "dir", *DERIVED]},
                         schema_overrides={"flow": pl.UInt32, "dir": pl.Int8}).sort("flow", "dir")
 
@@ -205,3 +211,29 @@ def test_stream_equals_flows_on_damaged_captures(tmp_path: Path) -> None:
         _assert_equal(p, s)
         compared += 1
     assert compared >= 15, compared
+
+
+@pytest.mark.parametrize("name", ["linux/kernel_truth/outage_reno.pcap", "linux/bulk_lossy.pcap"])
+def test_stream_equals_flows_when_times_go_back(tmp_path: Path, name: str) -> None:
+    """Fifteen records stamped 1 ms before the record before them (W-NONMONOTONIC): the cwnd estimate
+    reads each direction in capture order (time, then frame), as ``_cwnd_rows`` sorts it; the stream
+    hands its batches to the same step (``src/stream/cwnd.rs``), so its loss events are still the frame's."""
+    import random
+    import struct
+
+    data = bytearray((SAMPLES / name).read_bytes())
+    order = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    starts, at = [], 24
+    while at + 16 <= len(data):
+        starts.append(at)
+        at += 16 + struct.unpack(order + "I", data[at + 8:at + 12])[0]
+    for k in random.Random(1).sample(range(2, len(starts)), 15):
+        sec, frac = struct.unpack(order + "II", data[starts[k - 1]:starts[k - 1] + 8])
+        v = sec * 1_000_000 + frac - 1000  # (microsecond stamps in both samples)
+        struct.pack_into(order + "II", data, starts[k], v // 1_000_000, v % 1_000_000)
+    p = tmp_path / "back.pcap"
+    p.write_bytes(bytes(data))
+    s = _core.stream_summary(p)
+    assert "W-NONMONOTONIC" in [w[0] for w in s["warnings"]]
+    assert sum(s["loss_events"]) > 0
+    _assert_equal(p, s)

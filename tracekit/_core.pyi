@@ -21,8 +21,9 @@ def read_capture(source: object, format: str, limits: object, timeout_text: str)
 def linktypes() -> dict[int, str]: ...
 
 # src/stream: the per-direction summary streamed from a pcap or pcapng file (per-connection state only)
-# (flows columns, plus the flows records' inputs _data_t0, _acked_t, _ack_t, _ack_bytes, _syn_t for
-# tracekit.analysis._flowrows; NaN / -2^62 for none)
+# (flows columns, plus the flows records' inputs _data_t0, _acked_t, _ack_t, _ack_bytes, _syn_t, _smss,
+# _srtt, _rttvar for tracekit.analysis._flowrows and its models; NaN / -2^62 for none; max_cwnd_bytes,
+# cwnd_source, loss_events None without an estimate row)
 def stream_summary(path: str | os.PathLike[str], rto_floor_s: float = 0.2) -> dict[str, Any]: ...
 
 # src/state/rtt.rs: RTT samples (seq with Karn's rule, TCP timestamps)

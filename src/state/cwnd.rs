@@ -28,7 +28,7 @@
 
 mod acks;
 mod episodes;
-mod estimate;
+pub mod estimate;
 pub mod events;
 mod pipe;
 mod py;

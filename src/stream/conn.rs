@@ -248,6 +248,8 @@ pub struct Conn {
     pub sum: [Summary; 2],
     /// The flow statistics, duplicate ACKs and vantage point.
     pub fs: fstats::Stage,
+    /// What the cwnd estimate reads of the connection.
+    pub cwnd: super::cwnd::ConnCwnd,
 }
 
 impl Conn {
@@ -272,12 +274,14 @@ impl Conn {
             stalls: super::stalls::Stalls::new(prior.stall),
             sum: prior.sum.take().unwrap_or_default(),
             fs: fstats::Stage::new(&prior.fs),
+            cwnd: Default::default(),
         }
     }
 
     /// Packet `p` of direction `d` with its SACK blocks (relative edges).
     pub fn on_packet(&mut self, d: usize, p: &Pk, sack: &[(i64, i64)]) {
         let f = self.tcp.on_packet(d, p);
+        self.cwnd.on_packet(d, p);
         // a sample times the other direction's data (it sits on this direction's ACK)
         let (sq, ts) = f.samples;
         let o = 1 - d;
@@ -309,6 +313,7 @@ impl Conn {
             srtt,
             sack,
         });
+        self.cwnd.on_verdict(d, p, &v);
         if let Some((kind, _)) = v.retrans {
             // only the part below the highest end sent before counts as re-sent (`flows._summary`)
             let dend = p.seq + p.len;
@@ -323,8 +328,10 @@ impl Conn {
             // RFC 2883: a later D-SACK turned an earlier retransmission spurious
             self.sum[o].now_spurious(was + 1);
         }
-        self.flight
+        let fl = self
+            .flight
             .on_packet(d, p, f.step.bits, sack, &mut self.sum[d]);
+        self.cwnd.on_flight(d, p, fl, self.flight.newly_sacked(d));
         // the state columns `stalls::driver` reads ([`MISSING`]: none); `rto` as classified
         // now (a later D-SACK may turn it spurious: only the cause, not the stall, reads it)
         let opt = |x: i64| (x != MISSING).then_some(x);
@@ -340,6 +347,11 @@ impl Conn {
             srtt,
         };
         self.stalls.on_packet(p.row, d, &sp);
+    }
+
+    /// Direction `d`'s RFC 6298 estimate after its last sample: (srtt, rttvar) (None: no sample).
+    pub fn srtt_end(&self, d: usize) -> Option<(f64, f64)> {
+        self.srtt.get(d).and_then(Srtt::get)
     }
 
     /// The stalls still open at the end, then every stall to its direction's accumulator.

@@ -51,6 +51,10 @@ pub struct Row {
     /// The direction's addresses and ports (the frame's `src`, `sport`, `dst`, `dport`).
     pub src: (Addr, i32),
     pub dst: (Addr, i32),
+    /// The cwnd statistics (`cwnd`; None: no estimate row).
+    pub cwnd: Option<super::cwnd::Est>,
+    /// The direction's RFC 6298 (srtt, rttvar) at the end (None: no sample).
+    pub srtt: Option<(f64, f64)>,
 }
 
 /// One direction's retransmissions (`tracekit.analysis.retrans`): count, re-sent bytes, and
@@ -116,6 +120,8 @@ struct First {
     checked: Option<Checked>,
     /// Per connection, the row of its last packet: pass 2 closes the connection there.
     last: Vec<u64>,
+    /// The batches of connections the cwnd stage runs (`cwndbatch`).
+    cwnd: super::cwndbatch::Batches,
 }
 
 /// Pass 1: every connection packet through the table and each TCP connection's sequence
@@ -161,8 +167,15 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
         .iter_mut()
         .zip(&scouts)
         .map(|(p, s)| (&mut p.fs, s.fs.packets));
-    fstats::positions(fs, all_tcp.1 && all_tcp.0 >= 2 * fstats::BATCH_ROWS);
+    let batched = all_tcp.1 && all_tcp.0 >= 2 * fstats::BATCH_ROWS;
+    fstats::positions(fs, batched);
+    let counts = scouts
+        .iter()
+        .map(|s| s.fs.packets)
+        .zip(last.iter().copied());
+    let cwnd = super::cwndbatch::Batches::new(counts, batched);
     Ok(First {
+        cwnd,
         settled,
         nflows: table.len(),
         priors: priors.into_iter().map(Some).collect(),
@@ -184,12 +197,16 @@ struct Pass2<'a> {
     conns: Vec<Option<Box<Conn>>>,
     /// The closed connections' values.
     done: Vec<Option<Done>>,
+    /// The closed connections' cwnd logs, until their batch runs.
+    closed: Vec<Option<super::cwndbatch::Pending>>,
     /// What pass 1 settled per connection (taken when its `Conn` is made).
     priors: Vec<Option<Box<Prior>>>,
     /// Rows of the sequence state so far (the column path's `_i`).
     row: u64,
     /// The packet's SACK blocks (relative edges).
     sack: Vec<(i64, i64)>,
+    /// The cwnd stage's batches (pass 1's, run as each ends).
+    cwnd: super::cwndbatch::Batches,
 }
 
 impl Pass2<'_> {
@@ -251,6 +268,7 @@ impl Pass2<'_> {
                 self.conns.resize_with(flow as usize + 1, || None);
             }
             let (priors, floor) = (&mut self.priors, self.rto_floor_s);
+            let room = self.cwnd.packets(flow);
             let c = self.conns[flow as usize].get_or_insert_with(|| {
                 let none = || Prior {
                     seq_rtt: [false; 2],
@@ -263,13 +281,16 @@ impl Pass2<'_> {
                 };
                 let mut prior = priors.get_mut(flow as usize).and_then(Option::take);
                 let prior = prior.get_or_insert_with(|| Box::new(none()));
-                Box::new(Conn::new(prior, floor))
+                let mut c = Box::new(Conn::new(prior, floor));
+                c.cwnd.reserve(room);
+                c
             });
             c.fs.on_ends(usize::from(dir == 1), src, dst);
             c.on_packet(usize::from(dir == 1), &x, &self.sack);
             if self.first.last.get(flow as usize) == Some(&self.row) {
                 self.close(flow);
             }
+            self.cwnd.after(self.row, &self.dirs, &mut self.closed);
             self.row += 1;
         }
     }
@@ -282,12 +303,21 @@ impl Pass2<'_> {
         };
         if flow as usize >= self.done.len() {
             self.done.resize_with(flow as usize + 1, || None);
+            self.closed.resize_with(flow as usize + 1, || None);
         }
+        // what the cwnd stage reads when the connection's batch runs
+        let tol = [0, 1].map(|d| c.sum[d].rtt_min().filter(|m| !m.is_nan()).unwrap_or(0.0));
+        self.closed[flow as usize] = Some(super::cwndbatch::Pending {
+            log: std::mem::take(&mut c.cwnd),
+            tol,
+        });
         c.finish();
         c.fs.finish();
         let mut part = |d: usize| {
+            let srtt = c.srtt_end(d);
             let s = &mut c.sum[d];
             Part {
+                srtt,
                 fs: c.fs.out(d),
                 ends: c.fs.ends(d),
                 rtt: s.rtt(),
@@ -312,6 +342,7 @@ impl Pass2<'_> {
         for flow in 0..self.conns.len() {
             self.close(flow as u32);
         }
+        self.cwnd.finish(&self.dirs, &mut self.closed);
         let d = &self.dirs;
         let mut out = Vec::new();
         for (k, &(flow, dir)) in d.keys.iter().enumerate() {
@@ -353,7 +384,12 @@ impl Pass2<'_> {
                     && d1.is_some_and(|b| b.syn_wscale),
                 src: at(ends.0),
                 dst: at(ends.1),
+                cwnd: None,
+                srtt: part.and_then(|x| x.srtt),
             });
+        }
+        for r in &mut out {
+            r.cwnd = self.cwnd.get(r.flow, r.dir);
         }
         Flows {
             rows: out,
@@ -377,6 +413,8 @@ struct Part {
     retrans: Retrans,
     flight: Option<(i64, f64)>,
     stalls: (i64, f64),
+    /// The direction's RFC 6298 (srtt, rttvar) at the end (None: no sample).
+    srtt: Option<(f64, f64)>,
 }
 
 /// The per-direction summary of the pcap file at `path` (see the module docs).
@@ -384,6 +422,7 @@ struct Part {
 pub fn summary(path: &Path, rto_floor_s: f64) -> Result<Flows, Refusal> {
     let mut first = pass1(path)?;
     let priors = std::mem::take(&mut first.priors);
+    let cwnd = std::mem::take(&mut first.cwnd);
     let checked = first.checked.take();
     let nflows = first.nflows;
     super::source::check_flows(nflows)?;
@@ -395,9 +434,11 @@ pub fn summary(path: &Path, rto_floor_s: f64) -> Result<Flows, Refusal> {
         dirs: Directions::new(top, nflows),
         conns: Vec::new(),
         done: Vec::new(),
+        closed: Vec::new(),
         priors,
         row: 0,
         sack: Vec::new(),
+        cwnd,
     };
     // pass 2's passes do more than decoding does: the reader thread numbers the packets
     let mut reader = Reader::start(path, checked, true);

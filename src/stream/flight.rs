@@ -1,29 +1,32 @@
 //! The flight stage of the streamed summary: per connection, Wireshark's bytes in flight at
 //! every data segment (`tcp.analysis.bytes_in_flight` with its SACK and SYN/FIN corrections,
-//! `state::flight::Corrected`, the one per-packet step the column pass `tcp_flight_sack`
-//! also calls through `sack::ConnFlight`), reduced per direction by the flows accumulator
-//! (`flowstats::summary::Summary::on_flight`: the max, and polars' Kahan sum for the mean).
-//!
-//! The flows table reads only that column of the flight frame: the SACK scoreboard's pipe,
-//! the outstanding data, "sender only" and the first-SACKed rows (the cwnd estimate's) are not
-//! computed here. The state is Wireshark's list of unacknowledged segments per direction (at
-//! most `flight::MAX_UNACKED` each: the rule bounds it) and the latest packet's SACK bytes.
+//! `state::flight::Corrected`), reduced per direction by the flows accumulator
+//! (`flowstats::summary::Summary::on_flight`: the max, and polars' Kahan sum for the mean),
+//! beside the SACK scoreboard (RFC 6675 pipe, outstanding data, the first-SACKed segments):
+//! `sack::ConnFlight`, the one per-packet step the column pass `tcp_flight_sack` calls. The
+//! flight row and the segments each packet SACKed first go to the cwnd stage (`super::cwnd`).
+//! The state is Wireshark's list of unacknowledged segments per direction (at most
+//! `flight::MAX_UNACKED` each: the rule bounds it), the latest packet's SACK bytes, and the
+//! scoreboard's first transmissions not yet cumulatively ACKed (24 B each) and the highest
+//! right edge per SACK left edge reported (16 B each, never dropped).
 
 use super::conn::Pk;
-use crate::state::flight::Corrected;
 use crate::state::flowstats::summary::Summary;
+use crate::state::sack::{ConnFlight, FlightRow};
 
-/// One connection's flight state (both directions).
+/// One connection's flight state (both directions): Wireshark's value beside the SACK
+/// scoreboard (`sack::ConnFlight`), whose marks the cwnd stage reads.
 #[derive(Default)]
 pub struct Flight {
-    wireshark: Corrected,
+    conn: ConnFlight,
 }
 
 impl Flight {
     /// Packet `p` of direction `d` with its state bits (`seq::Side::on_packet`'s: GAP and
     /// STRAY are read) and SACK blocks (relative edges): a data segment's value goes to its
     /// direction's accumulator `sum` (a segment without one is left out, as the flows table
-    /// leaves out the frame's nulls).
+    /// leaves out the frame's nulls). Returns the data segment's flight row; a segment is
+    /// labelled by its row ([`Flight::newly_sacked`]).
     pub fn on_packet(
         &mut self,
         d: usize,
@@ -31,11 +34,19 @@ impl Flight {
         bits: u8,
         sack: &[(i64, i64)],
         sum: &mut Summary,
-    ) {
+    ) -> Option<FlightRow> {
         let (seq, len, fl, ack) = (p.seq, p.len, p.flags, p.ack);
-        if let Some((v, _)) = self.wireshark.on_packet(d, seq, len, fl, ack, bits, sack) {
-            sum.on_flight(v);
+        let r = self.conn.on_packet(d, seq, len, fl, ack, bits, sack, p.row);
+        if let Some(r) = r {
+            sum.on_flight(r.flight);
         }
+        r
+    }
+
+    /// The rows of the other direction's segments the latest packet of direction `d` SACKed
+    /// first (`sack::Scoreboard::newly_sacked`).
+    pub fn newly_sacked(&self, d: usize) -> &[u32] {
+        self.conn.newly_sacked(d)
     }
 }
 

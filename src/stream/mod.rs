@@ -11,19 +11,24 @@
 //! feeds every TCP packet to its connection's state ([`conn::Conn`]: sequence state,
 //! per-direction counts, RTT samples, the RFC 6298 estimate, retransmissions, bytes in flight,
 //! [`stalls`], and [`fstats::Stage`]: the limit shares, windows, ACK timing, duplicate ACKs and
-//! vantage point, whose data extents pass 1 settles in [`fstats::Scout`]) and collects the
-//! per-direction summaries. Memory: the batches in flight and per-connection state that does
-//! not grow with the connection's length, because pass 1 also learns what pass 2 will be
+//! vantage point, whose data extents pass 1 settles in [`fstats::Scout`]; [`cwnd`]: what the
+//! cwnd estimate reads, run per batch of connections as `analyze` cuts them once the batch's
+//! last packet is fed, [`cwndbatch`]) and collects the per-direction summaries. Memory: the
+//! batches in flight and per-connection state that, but for the cwnd stage's log, does not
+//! grow with the connection's length, because pass 1 also learns what pass 2 will be
 //! asked: the starts each direction's retransmission candidates re-send (the retransmission
 //! log keeps only those, `retrans::candidate`), how far the TSval echoes fall back (the RTT
 //! table keeps only the TSvals an echo can still reach, `rtt::Connection::keeping`) and the
 //! buckets of the RTT samples (the percentiles and the vantage point's median keep only the
-//! values at their ranks, `flowstats::ranks`); the stalls stage keeps 16 B per stall. Every
+//! values at their ranks, `flowstats::ranks`); the stalls stage keeps 16 B per stall; the cwnd
+//! stage keeps about 40 B per TCP packet of a connection until its batch is run. Every
 //! answer is the one keeping everything gives. `py.rs` is
 //! `_core.stream_summary`.
 
 pub mod ahead;
 pub mod conn;
+pub mod cwnd;
+pub mod cwndbatch;
 pub mod drive;
 pub mod flight;
 pub mod fstats;

@@ -33,7 +33,10 @@ fn error(py: Python<'_>, r: &Refusal, path: &std::path::Path) -> PyErr {
 /// nothing tells) and `window_scaling` (NaN / -2^62: none); the flows records' inputs
 /// `_data_t0`, `_acked_t`, `_ack_t`, `_ack_bytes` and `_syn_t`, from which
 /// `tracekit.analysis._flowrows` computes `duration`, `transfer_s`, `handshake_s`, the rates
-/// and `delivered_bytes`;
+/// and `delivered_bytes`; the cwnd estimate's `max_cwnd_bytes`, `cwnd_source` and
+/// `loss_events` (None: no estimate row) and the models' inputs `_smss` (the largest payload),
+/// `_srtt` and `_rttvar` (RFC 6298 at the end; NaN: none), from which `_flowrows.with_models`
+/// computes `loss_event_rate` and the Mathis, Padhye and window-limit rates;
 /// `sport`, `dport` and the addresses as `_src_v6`/`_dst_v6` (an IPv6 address, else IPv4) and
 /// their high and low 64 bits `_src_hi`, `_src_lo`, `_dst_hi`, `_dst_lo`, which
 /// `tracekit.parsers._frame.address_text` writes as the frame's `src` and `dst`;
@@ -139,6 +142,12 @@ fn output<'py>(py: Python<'py>, f: Flows, warnings: &[Warn]) -> PyResult<Bound<'
     }
     col!("sport", |r| r.src.1);
     col!("dport", |r| r.dst.1);
+    col!("max_cwnd_bytes", |r| r.cwnd.and_then(|c| c.max_cwnd));
+    col!("cwnd_source", |r| r.cwnd.map(|_| "estimate"));
+    col!("loss_events", |r| r.cwnd.map(|c| c.loss_events));
+    col!("_smss", |r| r.stats.max_payload);
+    col!("_srtt", |r| r.srtt.map_or(nan, |x| x.0));
+    col!("_rttvar", |r| r.srtt.map_or(nan, |x| x.1));
     d.set_item("packets_fed", f.packets)?;
     Ok(d)
 }

@@ -242,6 +242,19 @@ impl Summary {
         })
     }
 
+    /// The least RTT sample of [`Summary::rtt`]'s (None: no sample), without reading the others.
+    pub fn rtt_min(&self) -> Option<f64> {
+        if let Some(p) = self.picked.as_deref() {
+            return (p.sum.n > 0).then_some(p.min);
+        }
+        let v = if self.rtt_seq.is_empty() {
+            &self.rtt_ts
+        } else {
+            &self.rtt_seq
+        };
+        (!v.is_empty()).then(|| v.iter().fold(f64::INFINITY, |m, &x| m.min(x)))
+    }
+
     /// Max and mean bytes in flight (None: no value).
     pub fn flight(&self) -> Option<(i64, f64)> {
         (self.flight.n > 0).then(|| (self.flight_max, self.flight.mean()))

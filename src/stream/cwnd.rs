@@ -1,0 +1,460 @@
+//! The cwnd stage of the streamed summary: `max_cwnd_bytes`, `cwnd_source` and `loss_events`.
+//!
+//! Pass 2 logs, per connection, what the frames path hands `_core.cwnd_rows` of it ([`ConnCwnd`]):
+//! each TCP packet's kind bits, time, row (the frame's place), relative sequence and ACK numbers
+//! and payload; each retransmission as `retrans::Conn::on_packet` judged it (its kind, turned
+//! `spurious` when a later D-SACK says so, RFC 2883, and its recovery episode); and the SACK
+//! scoreboard's two marks (`sack::ConnFlight`, the step `tcp_flight_sack` calls): the SACKed
+//! bytes above una of each data segment (unacked − pipe, RFC 6675 "pipe") and, once a later
+//! block covers a first transmission whole, the packet that SACKed it (a late mark: it is known
+//! only when that SACK comes).
+//!
+//! When the file ends, [`settle`] runs each batch of connections as `analyze` cuts them
+//! (`tracekit.analysis._batches`): the batch's logged packets and marks become the columns
+//! `rows_frames::build` reads (the frames path's own translation to `cwnd::rows::DirRows`, with
+//! its batch-wide rules: the capture order, the first row's new ACK, the strict minimum RTT over
+//! 64 directions), then the same `estimate` and the same reductions pass (`cwnd::events`) the
+//! frames path runs, backed by the batch's loss evidence (re-sends with data that are not
+//! spurious) within each direction's least RTT sample.
+//!
+//! Memory: 40 B per TCP packet of the connection, 24 B per retransmission, 16 B per SACK mark,
+//! until the file ends; then the rows of one batch at a time (`DirRows`: 42 B per data segment).
+
+use super::conn::Pk;
+use crate::state::cwnd::estimate::{estimate, EstRows};
+use crate::state::cwnd::events::{reductions, Columns, Evidence, SOURCE_ESTIMATE};
+use crate::state::cwnd::rows_frames::{self as rf, build, Built, Frames, Keys, Packets};
+use crate::state::cwnd::RECOVERY;
+use crate::state::retrans::{Verdict, RTO, SPURIOUS};
+use crate::state::sack::FlightRow;
+use crate::state::seq::{ACK, MISSING, SYN};
+use std::collections::HashMap;
+
+/// One retransmission (a row of the retransmissions frame).
+#[derive(Clone, Copy, Debug)]
+struct Rx {
+    time: f64,
+    episode: i32,
+    row: u32,
+    d: u8,
+    kind: u8,
+    data: bool,
+}
+
+/// What one connection hands the cwnd estimate (see the module docs).
+#[derive(Default)]
+pub struct ConnCwnd {
+    /// Its packets as `rows_frames::Packets`' columns (`flow` left empty: the connection's).
+    pk: Cols,
+    rx: Vec<Rx>,
+    /// Data segments with SACKed bytes above una: (row, bytes, direction).
+    sacked: Vec<(u32, i64, u8)>,
+    /// First transmissions SACKed: (their row, the row of the packet whose block covered them
+    /// whole, their direction).
+    seg: Vec<(u32, u32, u8)>,
+}
+
+impl ConnCwnd {
+    /// Room for `n` packets (pass 1 counted them: the columns are never moved as they grow).
+    pub fn reserve(&mut self, n: usize) {
+        let c = &mut self.pk;
+        c.dir.reserve_exact(n);
+        c.kind.reserve_exact(n);
+        c.time.reserve_exact(n);
+        c.frame.reserve_exact(n);
+        c.seq.reserve_exact(n);
+        c.ack.reserve_exact(n);
+        c.payload.reserve_exact(n);
+    }
+
+    /// Packet `p` of direction `d`: a data segment (payload > 0), an ACK (the flag and a
+    /// number), a SYN (`_cwnd_rows._packets`' kinds).
+    pub fn on_packet(&mut self, d: usize, p: &Pk) {
+        let mut kind = rf::TCP;
+        if p.len > 0 {
+            kind |= rf::DATA;
+        }
+        if p.flags & ACK != 0 && p.ack != MISSING {
+            kind |= rf::ACK;
+        }
+        if p.flags & SYN != 0 {
+            kind |= rf::SYN;
+        }
+        if kind == rf::TCP {
+            return; // (no direction reads it)
+        }
+        let c = &mut self.pk;
+        c.dir.push(d as i8);
+        c.kind.push(kind);
+        c.time.push(p.time);
+        c.frame.push(u64::from(p.row));
+        c.seq.push(p.seq);
+        // (`_cwnd_rows._packets`: a missing ACK number filled with 0)
+        c.ack.push(if p.ack == MISSING { 0 } else { p.ack });
+        c.payload.push(u32::try_from(p.len).unwrap_or(0));
+    }
+
+    /// The retransmission verdict on packet `p` of direction `d`: a retransmission (its kind
+    /// and episode), and an earlier one a D-SACK now turns spurious (RFC 2883).
+    pub fn on_verdict(&mut self, d: usize, p: &Pk, v: &Verdict) {
+        if let Some((kind, episode)) = v.retrans {
+            self.rx.push(Rx {
+                time: p.time,
+                episode,
+                row: p.row,
+                d: d as u8,
+                kind,
+                data: p.len > 0,
+            });
+        }
+        if let Some((row, _)) = v.spurious_now {
+            // (the retransmissions are in row order)
+            if let Ok(k) = self.rx.binary_search_by_key(&row, |x| x.row) {
+                self.rx[k].kind = SPURIOUS;
+            }
+        }
+    }
+
+    /// The flight step's row of packet `p` of direction `d` (a data segment's: SACKed bytes
+    /// above una are unacked − pipe, RFC 6675 "pipe", none without an ACK yet) and the other
+    /// direction's segments its blocks SACKed first (`newly`: their rows).
+    pub fn on_flight(&mut self, d: usize, p: &Pk, r: Option<FlightRow>, newly: &[u32]) {
+        if let Some(r) = r.filter(|r| r.unacked != MISSING && r.pipe != MISSING) {
+            let v = (r.unacked - r.pipe).max(0);
+            if v != 0 {
+                self.sacked.push((p.row, v, d as u8));
+            }
+        }
+        for &s in newly {
+            self.seg.push((s, p.row, (1 - d) as u8));
+        }
+    }
+}
+
+/// One data direction of a batch (sorted by `(flow, dir)`): its segment size (the MSS option
+/// of its own SYN, else NaN: the largest payload), and the reach of its loss evidence (its
+/// least RTT sample, 0 without one: `tol_s`).
+#[derive(Clone, Copy, Debug)]
+pub struct DirIn {
+    pub flow: u32,
+    pub dir: i8,
+    pub mss: f64,
+    pub tol: f64,
+}
+
+/// A direction's cwnd statistics: the largest estimate (None: none set) and its loss events.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Est {
+    pub max_cwnd: Option<f64>,
+    pub loss_events: u32,
+}
+
+/// The batch's packets as `rows_frames::Packets`' columns, in row order.
+#[derive(Default)]
+struct Cols {
+    flow: Vec<u32>,
+    dir: Vec<i8>,
+    kind: Vec<u8>,
+    time: Vec<f64>,
+    frame: Vec<u64>,
+    seq: Vec<i64>,
+    ack: Vec<i64>,
+    payload: Vec<u32>,
+}
+
+/// Keys `(flow, dir, frame)` of another frame's rows.
+#[derive(Default)]
+struct KeyCols {
+    flow: Vec<u32>,
+    dir: Vec<i8>,
+    frame: Vec<u64>,
+}
+
+impl KeyCols {
+    fn push(&mut self, flow: u32, d: u8, row: u32) {
+        self.flow.push(flow);
+        self.dir.push(d as i8);
+        self.frame.push(u64::from(row));
+    }
+
+    fn keys(&self) -> Keys<'_> {
+        Keys {
+            flow: &self.flow,
+            dir: &self.dir,
+            frame: &self.frame,
+            ok: &[],
+        }
+    }
+}
+
+/// The logged packets as columns, connection after connection (each in packet order: what
+/// `rows_frames::build` reads of a direction is in the same order as in the whole capture's
+/// columns): the first connection's log itself, the others' moved onto it.
+fn packets(conns: &mut [(u32, ConnCwnd)]) -> Cols {
+    let mut it = conns.iter_mut();
+    let Some((f0, first)) = it.next() else {
+        return Cols::default();
+    };
+    let mut c = std::mem::take(&mut first.pk);
+    c.flow = vec![*f0; c.time.len()];
+    for (f, log) in it {
+        let mut x = std::mem::take(&mut log.pk);
+        c.flow.extend(std::iter::repeat_n(*f, x.time.len()));
+        c.dir.append(&mut x.dir);
+        c.kind.append(&mut x.kind);
+        c.time.append(&mut x.time);
+        c.frame.append(&mut x.frame);
+        c.seq.append(&mut x.seq);
+        c.ack.append(&mut x.ack);
+        c.payload.append(&mut x.payload);
+    }
+    c
+}
+
+/// The flight frame's rows the estimate reads (those with SACKed bytes or SACKed later), in row
+/// order, with their SACKed bytes and from which of these rows on they count as SACKed: a
+/// segment SACKed by the packet at row `s` is SACKed as of each row after `s` (the frame's
+/// `sacked_at`: the data packets up to and including the SACKing one; only the order matters,
+/// so the rows kept here number them as well).
+fn flight(conns: &[(u32, ConnCwnd)]) -> (KeyCols, Vec<i64>, Vec<i64>) {
+    // row -> (flow, dir, SACKed bytes, SACKing row)
+    let mut by: Vec<(u32, u32, u8, i64, Option<u32>)> = Vec::new();
+    for (f, c) in conns {
+        by.extend(c.sacked.iter().map(|&(r, v, d)| (r, *f, d, v, None)));
+        by.extend(c.seg.iter().map(|&(r, s, d)| (r, *f, d, 0, Some(s))));
+    }
+    by.sort_unstable_by_key(|x| x.0);
+    let mut keys = KeyCols::default();
+    let (mut sacked, mut from): (Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new());
+    for x in &by {
+        if keys.frame.last() == Some(&u64::from(x.0)) {
+            let k = sacked.len() - 1;
+            sacked[k] += x.3;
+            from[k] = from[k].max(x.4.map_or(-1, i64::from));
+            continue;
+        }
+        keys.push(x.1, x.2, x.0);
+        sacked.push(x.3);
+        from.push(x.4.map_or(-1, i64::from));
+    }
+    let rows = &keys.frame;
+    let at = from
+        .iter()
+        .map(|&s| {
+            if s < 0 {
+                -1
+            } else {
+                rows.partition_point(|&r| r as i64 <= s) as i64
+            }
+        })
+        .collect();
+    (keys, sacked, at)
+}
+
+/// The retransmissions' keys, the timer's re-sends (`retrans.timeout_resends`: the first
+/// re-send of every episode any of whose re-sends is `rto`, RFC 6298 §5) and the loss evidence
+/// (`analysis._loss_evidence`: re-sends with data that are not spurious): (flow, dir, time).
+fn retrans(conns: &[(u32, ConnCwnd)]) -> (KeyCols, KeyCols, Evidence) {
+    let (mut all, mut to) = (KeyCols::default(), KeyCols::default());
+    let (mut ef, mut ed, mut et) = (Vec::new(), Vec::new(), Vec::new());
+    for (f, c) in conns {
+        let mut eps: HashMap<(u8, i32), (u32, bool)> = HashMap::new();
+        for x in &c.rx {
+            all.push(*f, x.d, x.row);
+            let e = eps.entry((x.d, x.episode)).or_insert((x.row, false));
+            e.1 |= x.kind == RTO;
+            if x.data && x.kind != SPURIOUS {
+                ef.push(i64::from(*f));
+                ed.push(i64::from(x.d));
+                et.push(x.time);
+            }
+        }
+        let mut first: Vec<(u32, u8)> = eps
+            .into_iter()
+            .filter(|e| e.1 .1)
+            .map(|((d, _), (row, _))| (row, d))
+            .collect();
+        first.sort_unstable();
+        first.into_iter().for_each(|(row, d)| to.push(*f, d, row));
+    }
+    (all, to, Evidence::new(&ef, &ed, &et))
+}
+
+/// Per-direction spans of runs of the given lengths (`cwnd::py`'s `lo`/`hi`).
+fn spans(lens: impl Iterator<Item = usize>) -> (Vec<i64>, Vec<i64>) {
+    let (mut lo, mut hi, mut at) = (Vec::new(), Vec::new(), 0i64);
+    for n in lens {
+        lo.push(at);
+        at += n as i64;
+        hi.push(at);
+    }
+    (lo, hi)
+}
+
+/// The estimate's frame as `_core_pass` reads it and the reductions pass over it (`cwnd.py`'s
+/// `reductions_and_stats` over the chosen series: a capture's are the estimate's): each
+/// direction's statistics, by `dirs`' index.
+fn stats(b: &Built, dirs: &[DirIn], ev: &Evidence) -> Result<Vec<Option<Est>>, String> {
+    let (lo, hi) = spans(b.rows.iter().map(|r| r.len()));
+    let (alo, ahi) = spans(b.acks.iter().map(|a| a.0.len()));
+    // a retransmitted SYN is a loss (RFC 5681 §3.1: cwnd 1 segment, ssthresh 2)
+    let syn_lost: Vec<bool> = b.rows.iter().map(|x| x.syns > 1).collect();
+    let a_time: Vec<f64> = b.acks.iter().flat_map(|a| a.0.iter().copied()).collect();
+    let a_una: Vec<i64> = b.acks.iter().flat_map(|a| a.1.iter().copied()).collect();
+    let k = &b.cols;
+    let r = EstRows {
+        time: &k.time,
+        seq_end: &k.seq_end,
+        pay: &k.pay,
+        una: &k.una,
+        dup: &k.dup,
+        new_ack: &k.new_ack,
+        ack_t: &k.ack_t,
+        sack_at: &k.sack.0,
+        sack_val: &k.sack.1,
+        sack_pos: &k.sack.2,
+        seg_rows: &k.seg.0,
+        seg_at: &k.seg.1,
+        retx_rows: &k.retx.0,
+        retx_hi: &k.retx.1,
+        retx_timeout: &k.retx.2,
+        a_time: &a_time,
+        a_una: &a_una,
+        lo: &lo,
+        hi: &hi,
+        alo: &alo,
+        ahi: &ahi,
+        mss: &b.mss,
+        min_rtt: &b.min_rtt,
+        syn_lost: &syn_lost,
+    };
+    // a capture's stack holds ssthresh on a backed-off expiry (RFC 5681 §3.1: Linux; only
+    // ns-2 halves it every time, `cwnd.py`'s `hold_backoff`)
+    let e = estimate(&r, true)?;
+    let n = k.time.len();
+    let (mut flow, mut dir) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for (d, (&l, &h)) in lo.iter().zip(&hi).enumerate() {
+        let x = dirs
+            .get(d)
+            .ok_or("a direction of the rows is not a data direction")?;
+        let m = usize::try_from(h - l).unwrap_or(0);
+        flow.extend(std::iter::repeat_n(i64::from(x.flow), m));
+        dir.extend(std::iter::repeat_n(i64::from(x.dir), m));
+    }
+    let source = vec![SOURCE_ESTIMATE; n];
+    // (the frame's ssthresh is null where NaN: none yet)
+    let st_ok: Vec<bool> = e.ssthresh.iter().map(|v| !v.is_nan()).collect();
+    let recovery: Vec<bool> = e.phase.iter().map(|&p| p == RECOVERY).collect();
+    let cols = Columns {
+        flow: &flow,
+        dir: &dir,
+        source: &source,
+        time: &k.time,
+        cwnd: &e.est,
+        cwnd_ok: &[],
+        ssthresh: &e.ssthresh,
+        ssthresh_ok: &st_ok,
+        recovery: &recovery,
+    };
+    // a reduction is a loss event when evidence lies within the direction's least RTT of it
+    let windows: HashMap<(i64, i64), f64> = dirs
+        .iter()
+        .map(|d| ((i64::from(d.flow), i64::from(d.dir)), d.tol))
+        .collect();
+    let found = reductions(&cols, ev, &windows)?;
+    let mut out = vec![None; dirs.len()];
+    for (&first, s) in found.series.iter().zip(&found.stats) {
+        let d = hi.partition_point(|&h| h <= first as i64);
+        if let Some(slot) = out.get_mut(d) {
+            *slot = Some(Est {
+                max_cwnd: s.max_cwnd.get(),
+                loss_events: s.losses,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// One batch of connections (`conns`: their logs, flow ascending; `dirs`: their data
+/// directions, sorted by `(flow, dir)`): each direction's statistics (None: no estimate row,
+/// as when no ACK reaches any of the batch's senders).
+pub fn run(conns: &mut [(u32, ConnCwnd)], dirs: &[DirIn]) -> Result<Vec<Option<Est>>, String> {
+    let c = packets(conns);
+    let p = Packets {
+        flow: &c.flow,
+        dir: &c.dir,
+        kind: &c.kind,
+        time: &c.time,
+        frame: &c.frame,
+        seq: &c.seq,
+        ack: &c.ack,
+        payload: &c.payload,
+    };
+    let (fk, sacked, at) = flight(conns);
+    let (rk, tk, ev) = retrans(conns);
+    let fr = Frames {
+        flight: fk.keys(),
+        sacked: &sacked,
+        at: &at,
+        retrans: rk.keys(),
+        timeouts: tk.keys(),
+    };
+    let flow: Vec<u32> = dirs.iter().map(|d| d.flow).collect();
+    let dir: Vec<i8> = dirs.iter().map(|d| d.dir).collect();
+    let mss: Vec<f64> = dirs.iter().map(|d| d.mss).collect();
+    let unknown: Vec<bool> = mss.iter().map(|m| m.is_nan()).collect();
+    match build(&p, (&flow, &dir, &mss, &unknown), &fr)? {
+        None => Ok(vec![None; dirs.len()]),
+        Some(b) => {
+            drop(c);
+            stats(&b, dirs, &ev)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rx(row: u32, episode: i32, kind: u8, data: bool) -> Rx {
+        Rx {
+            time: f64::from(row),
+            episode,
+            row,
+            d: 0,
+            kind,
+            data,
+        }
+    }
+
+    #[test]
+    fn sacked_from_keeps_the_order_of_the_sacking_packet_and_the_data_rows() {
+        let mut c = ConnCwnd::default();
+        c.sacked.push((10, 500, 0));
+        // segments at rows 4 and 6, SACKed by the packets at rows 9 and 12
+        c.seg.extend([(4, 9, 0), (6, 12, 0)]);
+        let (keys, sacked, at) = flight(&[(3, c)]);
+        assert_eq!(keys.frame, vec![4, 6, 10]);
+        assert_eq!(keys.flow, vec![3; 3]);
+        assert_eq!(sacked, vec![0, 0, 500]);
+        // row 10 (place 2) sees row 4 SACKed (by row 9), not row 6 (by row 12)
+        assert_eq!(at, vec![2, 3, -1]);
+    }
+
+    #[test]
+    fn timeouts_are_the_first_resends_of_episodes_with_an_rto() {
+        let mut c = ConnCwnd::default();
+        use crate::state::retrans::FAST;
+        c.rx = vec![
+            rx(2, 1, FAST, false),    // a SYN: no evidence
+            rx(5, 2, RTO, true),      // opens a timeout
+            rx(8, 2, SPURIOUS, true), // D-SACKed: no evidence
+            rx(11, 3, FAST, true),
+            rx(14, 4, SPURIOUS, true), // its only rto re-send D-SACKed: no timeout
+        ];
+        let (all, to, ev) = retrans(&[(7, c)]);
+        assert_eq!(all.frame, vec![2, 5, 8, 11, 14]);
+        assert_eq!(to.frame, vec![5]);
+        assert_eq!(ev.of((7, 0)), &[5.0, 11.0]);
+    }
+}

@@ -1,0 +1,154 @@
+//! When the cwnd stage runs ([`super::cwnd::run`]): once per batch of connections as `analyze`
+//! cuts the capture, as soon as pass 2 has fed the last packet of the batch (pass 1 learns each
+//! connection's packet count and last row), so the logs of one batch at a time are alive.
+
+use super::cwnd::{run, ConnCwnd, DirIn, Est};
+use super::fstats::BATCH_ROWS;
+use crate::state::dirstats::Directions;
+
+/// What the cwnd stage reads of a connection closed at its last packet (`drive::Pass2::close`)
+/// until its batch runs: its log and, per direction, its least RTT sample (`tol_s`; 0 without
+/// one).
+pub struct Pending {
+    pub log: ConnCwnd,
+    pub tol: [f64; 2],
+}
+
+/// The batches, by their last row, and what their directions got.
+#[derive(Default)]
+pub struct Batches {
+    /// Per batch: its last packet's row and its connections (ids `lo..hi`), by last row.
+    ends: Vec<(u64, u32, u32)>,
+    next: usize,
+    /// Per direction `2·flow + dir`: its statistics (None: none, or not yet run).
+    out: Vec<Option<Est>>,
+    /// Each connection's packets.
+    packets: Vec<u64>,
+}
+
+impl Batches {
+    /// The batches of the connections (by id: their packets and their last packet's row) as
+    /// `tracekit.analysis._batches._batch_rows` cuts a capture (`batched`: at least two
+    /// batches' worth, every row a TCP packet of a connection; else one batch): a new batch
+    /// starts at the connection where the running count of packets passes a multiple of
+    /// `BATCH_ROWS` (the rule `fstats::positions` follows).
+    pub fn new(conns: impl Iterator<Item = (u64, u64)>, batched: bool) -> Self {
+        let (mut cum, mut end) = (0u64, None);
+        let mut ends: Vec<(u64, u32, u32)> = Vec::new();
+        let mut packets = Vec::new();
+        for (f, (n, last)) in conns.enumerate() {
+            let f = f as u32;
+            packets.push(n);
+            if n == 0 {
+                continue; // (not a connection of the packets)
+            }
+            cum += n;
+            let e = cum / BATCH_ROWS;
+            match ends.last_mut() {
+                Some(b) if !batched || end == Some(e) => {
+                    b.0 = b.0.max(last);
+                    b.2 = f + 1;
+                }
+                _ => ends.push((last, f, f + 1)),
+            }
+            end = Some(e);
+        }
+        ends.sort_by_key(|b| b.0);
+        Batches {
+            ends,
+            next: 0,
+            out: vec![None; 2 * packets.len()],
+            packets,
+        }
+    }
+
+    /// The packets of connection `flow` (pass 1's count: the room its log takes).
+    pub fn packets(&self, flow: u32) -> usize {
+        let n = self.packets.get(flow as usize).copied().unwrap_or(0);
+        usize::try_from(n).unwrap_or(0)
+    }
+
+    /// After pass 2 fed the packet at `row`: runs every batch whose last packet it was.
+    pub fn after(&mut self, row: u64, dirs: &Directions, closed: &mut [Option<Pending>]) {
+        while let Some(&(end, lo, hi)) = self.ends.get(self.next) {
+            if end > row {
+                break;
+            }
+            self.next += 1;
+            self.settle(lo, hi, dirs, closed);
+        }
+    }
+
+    /// Runs the batches not run yet (none, when every packet was fed).
+    pub fn finish(&mut self, dirs: &Directions, closed: &mut [Option<Pending>]) {
+        self.after(u64::MAX, dirs, closed);
+    }
+
+    /// The statistics of direction `dir` of connection `flow`.
+    pub fn get(&self, flow: u32, dir: i8) -> Option<Est> {
+        let k = 2 * flow as usize + usize::try_from(dir).ok()?;
+        self.out.get(k).copied().flatten()
+    }
+
+    /// The batch of connections `lo..hi`: its data directions (`cwnd.data_directions`, sorted
+    /// by flow and dir) and the logs of their connections, taken from `closed` (every
+    /// connection of the batch has had its last packet).
+    fn settle(&mut self, lo: u32, hi: u32, dirs: &Directions, closed: &mut [Option<Pending>]) {
+        let mut logs: Vec<(u32, ConnCwnd)> = Vec::new();
+        let mut ins: Vec<DirIn> = Vec::new();
+        for flow in lo..hi {
+            let Some(c) = closed.get_mut(flow as usize).and_then(Option::take) else {
+                continue;
+            };
+            let log = c.log;
+            let mut data = false;
+            for dir in 0..2i8 {
+                let Some(s) = dirs.find(flow, i16::from(dir)).map(|k| &dirs.stats[k]) else {
+                    continue;
+                };
+                if s.data_bytes <= 0 {
+                    continue;
+                }
+                data = true;
+                ins.push(DirIn {
+                    flow,
+                    dir,
+                    // `cwnd.data_directions`: its own SYN's MSS option, else its largest payload
+                    mss: if s.syn_mss >= 0 {
+                        f64::from(s.syn_mss)
+                    } else {
+                        s.max_payload as f64
+                    },
+                    // `tol_s`: the flows row's `rtt_min_s`, 0 without one
+                    tol: c.tol[dir as usize],
+                });
+            }
+            if data {
+                logs.push((flow, log));
+            }
+        }
+        let got = run(&mut logs, &ins).unwrap_or_else(|_| vec![None; ins.len()]);
+        for (d, g) in ins.iter().zip(got) {
+            if let Some(slot) = self.out.get_mut(2 * d.flow as usize + d.dir as usize) {
+                *slot = g;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_cut_where_the_running_count_passes_a_multiple() {
+        let b = BATCH_ROWS;
+        // connection 1 has no packets; connection 2 passes the first multiple: a new batch
+        let conns = [(b - 10, 50), (0, 0), (20, 40), (b, 90)];
+        let x = Batches::new(conns.into_iter(), true);
+        // connection 3 passes the second: another (batches sorted by their last row)
+        assert_eq!(x.ends, vec![(40, 2, 3), (50, 0, 1), (90, 3, 4)]);
+        let one = Batches::new(conns.into_iter(), false);
+        assert_eq!(one.ends, vec![(90, 0, 4)]);
+    }
+}
