@@ -102,6 +102,38 @@ fn pk(rows: &Rows, i: usize, flags: u8, nb: &Numbered, row: u64, win: i64) -> Pk
     }
 }
 
+/// One row's SACK blocks with relative edges (pass 1), walking a batch's blocks by row.
+#[derive(Default)]
+struct SackRow {
+    /// The batch's next block.
+    k: usize,
+    edges: Vec<(i64, i64)>,
+    /// Every edge of the row was made (`edge` gave Some).
+    known: bool,
+}
+
+impl SackRow {
+    /// The blocks of row `i` (rows ascending within a batch); whether it has any.
+    fn blocks(&mut self, rows: &Rows, i: usize, edge: impl Fn(i64) -> Option<i64>) -> bool {
+        let r = &rows.sack_row;
+        while self.k < r.len() && (r[self.k] as usize) < i {
+            self.k += 1;
+        }
+        self.edges.clear();
+        self.known = true;
+        let start = self.k;
+        while self.k < r.len() && r[self.k] as usize == i {
+            let (l, h) = (edge(rows.sack_left[self.k]), edge(rows.sack_right[self.k]));
+            match l.zip(h) {
+                Some(b) => self.edges.push(b),
+                None => self.known = false,
+            }
+            self.k += 1;
+        }
+        self.k > start
+    }
+}
+
 /// What pass 1 settles.
 struct First {
     settled: Settled,
@@ -123,6 +155,7 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
     let mut all_tcp = (0u64, true); // rows, and every one a TCP packet of a connection
                                     // pass 1's passes do less than decoding does: this thread numbers the packets
     let mut numbering = Numbering::default();
+    let mut sack = SackRow::default();
     let mut reader = Reader::start(path, None, false);
     for batch in &mut reader {
         let batch = batch?;
@@ -132,13 +165,22 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
             fallback = rows.seq_raw[l].wrapping_sub(u32::from(rows.flags[l] & SYN == 0));
         }
         let nums = numbering.batch(rows);
+        sack.k = 0;
         for &Num { nb, i, flags, .. } in &nums {
             let i = i as usize;
             if nb.flow as usize >= scouts.len() {
                 scouts.resize_with(nb.flow as usize + 1, Scout::default);
             }
             let x = pk(rows, i, flags, &nb, row, i64::from(rows.win_raw[i]));
-            scouts[nb.flow as usize].on_packet(usize::from(nb.side), &x);
+            let scout = &mut scouts[nb.flow as usize];
+            scout.on_packet(usize::from(nb.side), &x);
+            // the SACK blocks as pass 2 makes them (the base never changes once set)
+            let base = numbering.table.base(nb.flow, !nb.side);
+            if sack.blocks(rows, i, |raw| {
+                base.map(|b| sack_edge(raw, b, sack_ack(&nb)))
+            }) {
+                scout.on_sack(usize::from(nb.side), &x, sack.known.then_some(&sack.edges));
+            }
             row += 1;
         }
         all_tcp.1 &= nums.len() == rows.len();
