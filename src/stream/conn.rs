@@ -149,6 +149,20 @@ impl Default for Scout {
 }
 
 impl Scout {
+    /// Pass 1's state with its TSval table kept within `lags` (by side) below the highest echo
+    /// (`rtt::Connection::keeping`): the same samples as long as no echo falls further
+    /// ([`Scout::echo_lags`], measured whatever is kept).
+    pub fn keeping(lags: [i64; 2]) -> Scout {
+        let mut s = Scout::default();
+        s.tcp.rtt = rtt::Connection::keeping(lags);
+        s
+    }
+
+    /// By side, the most an echo fell below the highest echo before it.
+    pub fn echo_lags(&self) -> [i64; 2] {
+        self.tcp.rtt.echo_lags()
+    }
+
     /// Packet `p` of side `s` (the window unshifted: the shifts are settled after this pass;
     /// a shift changes no zero window, and only the duplicate-ACK bit, which no sample reads,
     /// compares windows otherwise).

@@ -147,9 +147,34 @@ struct First {
     checked: Option<Checked>,
 }
 
+/// How far (TSval ticks) pass 1's RTT samples expect an echo to fall below the highest echo
+/// before it: its TSval tables keep that much (a few KiB a direction, not one entry per TSval).
+const ECHO_WINDOW: i64 = 4096;
+
 /// Pass 1: every connection packet through the table and each TCP connection's sequence
-/// state and RTT samples; what the whole trace settles.
-fn pass1(path: &Path) -> Result<First, Refusal> {
+/// state and RTT samples; what the whole trace settles. Its TSval tables keep the
+/// [`ECHO_WINDOW`] below the highest echo; when an echo fell further (TS.Recent only moves
+/// forward, RFC 7323 §4.3: ACKs reordered by more), the pass runs again keeping the falls it
+/// measured (`rtt::Connection::keeping`), so every sample is the one keeping everything gives.
+/// (`window`: [`ECHO_WINDOW`] but in tests.)
+fn pass1(path: &Path, window: i64) -> Result<First, Refusal> {
+    let (first, lags) = scan(path, Err(window))?;
+    if lags.iter().flatten().all(|&l| l <= window) {
+        return Ok(first);
+    }
+    drop(first);
+    Ok(scan(path, Ok(lags))?.0)
+}
+
+/// How far each connection's echoes fell below the highest before them (by side).
+#[cfg(test)]
+pub(super) fn echo_falls(path: &Path) -> Result<Vec<[i64; 2]>, Refusal> {
+    Ok(scan(path, Err(0))?.1)
+}
+
+/// One pass 1 read, the TSval tables kept within `lags` (by connection and side; Err: the
+/// same window for all); what it settles, and how far each connection's echoes fell (by side).
+fn scan(path: &Path, lags: Result<Vec<[i64; 2]>, i64>) -> Result<(First, Vec<[i64; 2]>), Refusal> {
     let mut scouts: Vec<Scout> = Vec::new();
     let (mut row, mut fallback) = (0u64, 0u32);
     let mut all_tcp = (0u64, true); // rows, and every one a TCP packet of a connection
@@ -168,8 +193,12 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
         sack.k = 0;
         for &Num { nb, i, flags, .. } in &nums {
             let i = i as usize;
-            if nb.flow as usize >= scouts.len() {
-                scouts.resize_with(nb.flow as usize + 1, Scout::default);
+            while nb.flow as usize >= scouts.len() {
+                let lag = match &lags {
+                    Ok(l) => l.get(scouts.len()).copied().unwrap_or_default(),
+                    Err(w) => [*w; 2],
+                };
+                scouts.push(Scout::keeping(lag));
             }
             let x = pk(rows, i, flags, &nb, row, i64::from(rows.win_raw[i]));
             let scout = &mut scouts[nb.flow as usize];
@@ -198,13 +227,14 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
         .zip(&scouts)
         .map(|(p, s)| (&mut p.fs, s.fs.packets));
     fstats::positions(fs, all_tcp.1 && all_tcp.0 >= 2 * fstats::BATCH_ROWS);
-    Ok(First {
+    let first = First {
         settled,
         nflows: table.len(),
         priors,
         fallback,
         checked: reader.checked.take(),
-    })
+    };
+    Ok((first, scouts.iter().map(Scout::echo_lags).collect()))
 }
 
 /// The state of pass 2.
@@ -372,7 +402,12 @@ impl Pass2<'_> {
 /// The per-direction summary of the pcap file at `path` (see the module docs).
 /// `rto_floor_s`: the sender's minimum RTO (`tracekit.analysis.retrans.rto_floor`).
 pub fn summary(path: &Path, rto_floor_s: f64) -> Result<Flows, Refusal> {
-    let mut first = pass1(path)?;
+    summary_within(path, rto_floor_s, ECHO_WINDOW)
+}
+
+/// [`summary`], pass 1's TSval tables first kept within `window` ticks of the highest echo.
+pub(super) fn summary_within(path: &Path, rto_floor_s: f64, window: i64) -> Result<Flows, Refusal> {
+    let mut first = pass1(path, window)?;
     let priors = std::mem::take(&mut first.priors);
     let checked = first.checked.take();
     let nflows = first.nflows;
