@@ -125,6 +125,8 @@ pub struct Scout {
     stall: [Whole; 2],
     /// The flow statistics' data extents.
     pub fs: fstats::Scout,
+    /// The window its TSval tables were kept within (`Scout::keeping`; pass 2 keeps the same).
+    ts_window: Option<i64>,
 }
 
 impl Default for Scout {
@@ -144,23 +146,34 @@ impl Default for Scout {
             rising_from: [0; 2],
             stall: [Whole::NONE; 2],
             fs: fstats::Scout::default(),
+            ts_window: None,
         }
     }
 }
 
 impl Scout {
-    /// Pass 1's state with its TSval table kept within `lags` (by side) below the highest echo
-    /// (`rtt::Connection::keeping`): the same samples as long as no echo falls further
-    /// ([`Scout::echo_lags`], measured whatever is kept).
-    pub fn keeping(lags: [i64; 2]) -> Scout {
+    /// Pass 1's state with its TSval tables kept within `lags` (by side) below the highest
+    /// echo (`rtt::Connection::keeping`) and, given a `window`, within it below the highest
+    /// TSval (`Connection::within`): the same samples as long as no echo falls further
+    /// ([`Scout::echo_lags`], measured whatever is kept) and none was missed ([`Scout::missed`]).
+    pub fn keeping(lags: [i64; 2], window: Option<i64>) -> Scout {
         let mut s = Scout::default();
         s.tcp.rtt = rtt::Connection::keeping(lags);
+        if let Some(w) = window {
+            s.tcp.rtt = std::mem::take(&mut s.tcp.rtt).within(w);
+        }
+        s.ts_window = window;
         s
     }
 
     /// By side, the most an echo fell below the highest echo before it.
     pub fn echo_lags(&self) -> [i64; 2] {
         self.tcp.rtt.echo_lags()
+    }
+
+    /// An echo fell below what the window dropped.
+    pub fn missed(&self) -> bool {
+        self.tcp.rtt.missed()
     }
 
     /// Packet `p` of side `s` (the window unshifted: the shifts are settled after this pass;
@@ -247,7 +260,7 @@ impl Scout {
                 dsacked: self.dsack_known.then_some(dsacked),
                 rising_from: by_dir.map(|s| self.rising_from[s]),
             }),
-            echo_lag: Some(by_dir.map(|s| lags[s])),
+            echo_lag: Some((by_dir.map(|s| lags[s]), self.ts_window)),
             // `Summary::rtt`: the `seq` samples above 0 s when there are any, else the `ts` ones
             sum: Some(by_dir.map(|s| {
                 let seq = self.pos_seq[s];
@@ -270,9 +283,10 @@ pub struct Prior {
     /// starts of its candidates and of the D-SACKs naming its re-sends, and where its times
     /// stop falling; None: unknown, keep every send, re-send and hole).
     pub resent: Option<Bounds>,
-    /// How far the echoes of the direction's TSvals fell back (`rtt::Connection::echo_lags`;
-    /// None: unknown, keep every TSval).
-    pub echo_lag: Option<[i64; 2]>,
+    /// How far the echoes of the direction's TSvals fell back (`rtt::Connection::echo_lags`),
+    /// and the window below the highest TSval no echo fell below (`Connection::within`; None:
+    /// not known); None: unknown, keep every TSval.
+    pub echo_lag: Option<([i64; 2], Option<i64>)>,
     /// The direction's accumulators, made knowing its RTT samples (`Summary::picking`; None:
     /// every sample is kept).
     pub sum: Option<[Summary; 2]>,
@@ -306,7 +320,13 @@ impl Conn {
         }
         let rtt = prior
             .echo_lag
-            .map_or_else(rtt::Connection::default, rtt::Connection::keeping);
+            .map_or_else(rtt::Connection::default, |(l, w)| {
+                let c = rtt::Connection::keeping(l);
+                match w {
+                    Some(w) => c.within(w),
+                    None => c,
+                }
+            });
         Conn {
             tcp: Tcp {
                 seq: Default::default(),

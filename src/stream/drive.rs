@@ -148,18 +148,20 @@ struct First {
 }
 
 /// How far (TSval ticks) pass 1's RTT samples expect an echo to fall below the highest echo
-/// before it: its TSval tables keep that much (a few KiB a direction, not one entry per TSval).
+/// before it, and below the highest TSval sent: its TSval tables keep that much (at most
+/// 4,096 entries a direction, not one per TSval).
 const ECHO_WINDOW: i64 = 4096;
 
 /// Pass 1: every connection packet through the table and each TCP connection's sequence
 /// state and RTT samples; what the whole trace settles. Its TSval tables keep the
-/// [`ECHO_WINDOW`] below the highest echo; when an echo fell further (TS.Recent only moves
-/// forward, RFC 7323 §4.3: ACKs reordered by more), the pass runs again keeping the falls it
-/// measured (`rtt::Connection::keeping`), so every sample is the one keeping everything gives.
-/// (`window`: [`ECHO_WINDOW`] but in tests.)
+/// [`ECHO_WINDOW`] below the highest echo and below the highest TSval; when an echo fell
+/// further (TS.Recent only moves forward, RFC 7323 §4.3: ACKs reordered by more, or a peer
+/// echoing an old TSval), the pass runs again keeping the falls it measured and every TSval
+/// above them (`rtt::Connection::keeping`), so every sample is the one keeping everything
+/// gives; pass 2 keeps what pass 1 kept. (`window`: [`ECHO_WINDOW`] but in tests.)
 fn pass1(path: &Path, window: i64) -> Result<First, Refusal> {
-    let (first, lags) = scan(path, Err(window))?;
-    if lags.iter().flatten().all(|&l| l <= window) {
+    let (first, lags, missed) = scan(path, Err(window))?;
+    if !missed && lags.iter().flatten().all(|&l| l <= window) {
         return Ok(first);
     }
     drop(first);
@@ -173,8 +175,13 @@ pub(super) fn echo_falls(path: &Path) -> Result<Vec<[i64; 2]>, Refusal> {
 }
 
 /// One pass 1 read, the TSval tables kept within `lags` (by connection and side; Err: the
-/// same window for all); what it settles, and how far each connection's echoes fell (by side).
-fn scan(path: &Path, lags: Result<Vec<[i64; 2]>, i64>) -> Result<(First, Vec<[i64; 2]>), Refusal> {
+/// same window for all, below the highest echo and below the highest TSval); what it settles,
+/// how far each connection's echoes fell (by side), and whether an echo fell below what the
+/// window dropped.
+fn scan(
+    path: &Path,
+    lags: Result<Vec<[i64; 2]>, i64>,
+) -> Result<(First, Vec<[i64; 2]>, bool), Refusal> {
     let mut scouts: Vec<Scout> = Vec::new();
     let (mut row, mut fallback) = (0u64, 0u32);
     let mut all_tcp = (0u64, true); // rows, and every one a TCP packet of a connection
@@ -198,7 +205,7 @@ fn scan(path: &Path, lags: Result<Vec<[i64; 2]>, i64>) -> Result<(First, Vec<[i6
                     Ok(l) => l.get(scouts.len()).copied().unwrap_or_default(),
                     Err(w) => [*w; 2],
                 };
-                scouts.push(Scout::keeping(lag));
+                scouts.push(Scout::keeping(lag, lags.as_ref().err().copied()));
             }
             let x = pk(rows, i, flags, &nb, row, i64::from(rows.win_raw[i]));
             let scout = &mut scouts[nb.flow as usize];
@@ -234,7 +241,8 @@ fn scan(path: &Path, lags: Result<Vec<[i64; 2]>, i64>) -> Result<(First, Vec<[i6
         fallback,
         checked: reader.checked.take(),
     };
-    Ok((first, scouts.iter().map(Scout::echo_lags).collect()))
+    let missed = scouts.iter().any(Scout::missed);
+    Ok((first, scouts.iter().map(Scout::echo_lags).collect(), missed))
 }
 
 /// The state of pass 2.
