@@ -174,6 +174,12 @@ impl Table {
         self.conns.len()
     }
 
+    /// The base of `side` in connection `flow` so far (set once, never changed after).
+    pub fn base(&self, flow: u32, side: bool) -> Option<u32> {
+        let c = self.conns.get(flow as usize)?;
+        c.half[usize::from(side)].base
+    }
+
     /// Whether no packet has been fed yet.
     pub fn is_empty(&self) -> bool {
         self.conns.is_empty()

@@ -13,9 +13,11 @@
 
 use super::seq::{is_seg, DUP, GAP, KEEPALIVE, MISSING, ZWP};
 use super::srtt::{Est, Latest};
+pub use bounds::{falls, Bounds, Uses};
 use sent::{Sent, SentLog};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
+mod bounds;
 mod sent;
 
 /// Kinds in the output (`tracekit.analysis.retrans.KINDS` order).
@@ -147,6 +149,10 @@ struct Sender {
     /// The retransmissions a D-SACK can still turn spurious: per start, the latest one (row,
     /// data end, kind) when it is not spurious already (a later one at the same start hides it).
     by_seq: HashMap<i64, (u32, i64, u8)>,
+    /// With [`Conn::bounded`]: the D-SACK left edges still to come (`by_seq` keeps those
+    /// starts alone), and the row from which this direction's times never fall.
+    dsacked: Option<Uses>,
+    rising_from: Option<u32>,
 }
 
 /// One retransmission: its row, kind and recovery episode (numbered per direction from 1).
@@ -183,14 +189,29 @@ impl Conn {
         }
     }
 
-    /// The same state, keeping of each direction's sends only those at `starts[d]` (the
-    /// starts of its retransmission candidates, found beforehand with [`candidate`]): memory
-    /// by re-sent start rather than by segment, the same verdicts.
-    pub fn only_resent(mut self, starts: [HashSet<i64>; 2]) -> Self {
-        for (s, only) in self.snd.iter_mut().zip(starts) {
+    /// The same state, keeping of each direction only what a later packet can still ask for
+    /// (`b`, found beforehand: [`Bounds`]): of its sends those at the starts of its
+    /// retransmission candidates ([`candidate`]) until their last look-up, of its re-sends
+    /// those a later D-SACK names ([`dsack_block`]) until the last one, and its out-of-order
+    /// holes while a later packet can still fall in the window. Memory by re-sent start still
+    /// to be asked for rather than by segment or retransmission; the same verdicts.
+    pub fn bounded(mut self, b: Bounds) -> Self {
+        let dsacked = b.dsacked.map(|u| u.map(Some)).unwrap_or_default();
+        let each = b.resent.into_iter().zip(dsacked).zip(b.rising_from);
+        for (s, ((only, dsacked), from)) in self.snd.iter_mut().zip(each) {
             s.sent.only = Some(only);
+            s.dsacked = dsacked;
+            s.rising_from = Some(from);
         }
         self
+    }
+
+    /// Per direction: sent-log entries, by-start re-sends, holes (what [`Conn::bounded`] bounds).
+    #[cfg(test)]
+    pub fn sizes(&self) -> [[usize; 3]; 2] {
+        self.snd
+            .each_ref()
+            .map(|s| [s.sent.sizes().0, s.by_seq.len(), s.holes.len()])
     }
 
     /// One packet, in order: judged as a possible retransmission of its direction, then
@@ -202,7 +223,7 @@ impl Conn {
             let s = &mut self.snd[d];
             if kind == SPURIOUS {
                 s.by_seq.remove(&p.seq); // (a D-SACK would change nothing)
-            } else {
+            } else if s.dsacked.as_mut().is_none_or(|u| u.wanted(p.seq)) {
                 s.by_seq.insert(p.seq, (p.row, p.seq + p.len, kind));
             }
             v.retrans = Some((kind, s.episode));
@@ -219,6 +240,7 @@ impl Conn {
         if p.bits & GAP != 0 {
             s.holes.insert(p.nxt, (p.seq, p.time));
         }
+        s.prune_holes(p, self.ooo_s);
         v
     }
 
@@ -228,6 +250,7 @@ impl Conn {
         let spur = candidate(p.len, p.flags, p.bits, p.seq, p.nxt, r_ack)?;
         // the previous packet at this start (original or re-send)
         let seq_seen = self.snd[p.dir].sent.get(p.seq);
+        self.snd[p.dir].sent.asked(p.seq);
         // out-of-order, not retransmitted: the first segment into a hole (bytes never seen
         // here), within one round trip of the hole's appearance (Wireshark's threshold)
         if !spur && p.nxt != MISSING && p.seq < p.nxt && seq_seen.is_none_or(|s| !s.filled) {
@@ -303,31 +326,41 @@ impl Conn {
         (timeout0 && after_to, past)
     }
 
-    /// D-SACK (RFC 2883): the first block below the ACK, or inside the second block, reports
-    /// bytes that arrived twice: the latest retransmission starting at its left edge was not
-    /// needed when the block covers it. Returns that retransmission (row, the kind it had)
-    /// when it was not spurious yet.
+    /// D-SACK (RFC 2883): the block [`dsack_block`] finds reports bytes that arrived twice:
+    /// the latest retransmission starting at its left edge was not needed when the block
+    /// covers it. Returns that retransmission (row, the kind it had) when it was not spurious yet.
     fn dsack(&mut self, p: &Pkt) -> Option<(u32, u8)> {
-        let &(l1, r1) = p.sack.first()?;
-        if l1 == MISSING || r1 == MISSING {
-            return None; // a block without edges says nothing
+        let (l1, r1) = dsack_block(p.ack, p.sack)?;
+        let s = &mut self.snd[1 - p.dir];
+        let found = s.by_seq.get(&l1).copied();
+        // with `bounded`: after the last D-SACK at this edge no packet asks for the re-send
+        if s.dsacked.as_mut().is_some_and(|u| u.asked(l1)) {
+            s.by_seq.remove(&l1);
+            sent::shrink(&mut s.by_seq);
         }
-        let ack = if p.ack == MISSING { -1 } else { p.ack };
-        let inside = p
-            .sack
-            .get(1)
-            .is_some_and(|&(l2, r2)| l2 != MISSING && r2 != MISSING && l2 <= l1 && r1 <= r2);
-        if !(r1 <= ack || inside) {
-            return None;
-        }
-        let by_seq = &mut self.snd[1 - p.dir].by_seq;
-        let &(row, dend, kind) = by_seq.get(&l1)?;
+        let (row, dend, kind) = found?;
         if dend > r1 {
             return None;
         }
-        by_seq.remove(&l1); // spurious now: nothing more to change
+        s.by_seq.remove(&l1); // spurious now: nothing more to change
         Some((row, kind))
     }
+}
+
+/// A packet's D-SACK block (RFC 2883 §4), from its ACK number ([`MISSING`]: none) and SACK
+/// blocks: the first block when it lies below the ACK or inside the second block (left, right
+/// edges). The one test [`Conn::on_packet`] makes, also run by a streaming driver's first pass
+/// to learn which re-sends a D-SACK will name.
+pub fn dsack_block(ack: i64, sack: &[(i64, i64)]) -> Option<(i64, i64)> {
+    let &(l1, r1) = sack.first()?;
+    if l1 == MISSING || r1 == MISSING {
+        return None; // a block without edges says nothing
+    }
+    let ack = if ack == MISSING { -1 } else { ack };
+    let inside = sack
+        .get(1)
+        .is_some_and(|&(l2, r2)| l2 != MISSING && r2 != MISSING && l2 <= l1 && r1 <= r2);
+    (r1 <= ack || inside).then_some((l1, r1))
 }
 
 impl Columns<'_> {

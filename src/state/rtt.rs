@@ -93,6 +93,12 @@ struct Sender {
     /// Given (a streaming driver's first pass measured it): no echo will fall more than this
     /// below the highest before it, so firsts further below can go.
     keep_lag: Option<i64>,
+    /// Given (a streaming driver): firsts further than this below the highest TSval sent go
+    /// too; `forgot` is the TSval below which they went, `missed` whether an echo fell below it
+    /// since (then its answer may not be the one keeping every first gives).
+    keep_window: Option<i64>,
+    forgot: Option<i64>,
+    missed: bool,
 }
 
 impl Sender {
@@ -150,6 +156,10 @@ impl Sender {
                 row: p.row,
                 time: p.time,
             });
+            if let Some(w) = self.keep_window {
+                self.forgot = Some(tsv.saturating_sub(w));
+                self.forget_below(tsv.saturating_sub(w));
+            }
         }
     }
 
@@ -200,6 +210,7 @@ impl Sender {
         let hi = self.echo_hi.map_or(ecr, |h| h.max(ecr));
         self.echo_hi = Some(hi);
         self.echo_lag = self.echo_lag.max(hi - ecr);
+        self.missed |= self.forgot.is_some_and(|f| ecr < f);
         let f = find_recent(&self.firsts[self.firsts_from..], ecr);
         let out = f.map(|f| Sample {
             ack_row: row,
@@ -248,6 +259,21 @@ impl Connection {
             s.keep_lag = Some(lag);
         }
         c
+    }
+
+    /// The same state keeping of each TSval table only the `window` below the highest TSval
+    /// sent (a first pass that cannot know the echoes yet): the same samples unless an echo
+    /// falls below what went ([`Connection::missed`]), whatever else is kept.
+    pub fn within(mut self, window: i64) -> Connection {
+        for s in &mut self.side {
+            s.keep_window = Some(window);
+        }
+        self
+    }
+
+    /// An echo fell below what [`Connection::within`] dropped.
+    pub fn missed(&self) -> bool {
+        self.side.iter().any(|s| s.missed)
     }
 
     /// By index, the most an echo fell below the highest echo before it (0: never).

@@ -18,12 +18,11 @@ use crate::state::dirstats::{self, DirStats};
 use crate::state::flowstats::ranks::Counts;
 use crate::state::flowstats::summary as fs;
 use crate::state::flowstats::summary::Summary;
-use crate::state::retrans::{self, OOO_DEFAULT_S};
+use crate::state::retrans::{self, Bounds, Uses, OOO_DEFAULT_S};
 use crate::state::rtt::{self, Sample};
 use crate::state::seq::{self, Peer, Step, MISSING, NEW_ACK, SYN};
 use crate::state::srtt::Srtt;
 use crate::state::stalls::{self, Whole};
-use std::collections::HashSet;
 
 // The flows accumulator's kind codes are the retransmission kinds' plus one.
 const _: () = assert!(
@@ -110,13 +109,24 @@ pub struct Scout {
     min_rtt: f64,
     /// Each side's latest ACK number ([`MISSING`]: none yet, or its latest packet had no ACK).
     last_ack: [i64; 2],
-    /// The starts of each side's retransmission candidates (`retrans::candidate`): the only
-    /// sends pass 2's retransmission log is asked about.
-    resent: [HashSet<i64>; 2],
+    /// The starts of each side's retransmission candidates (`retrans::candidate`), once per
+    /// candidate: the only sends pass 2's retransmission log is asked about, and how often.
+    asks: [Vec<i64>; 2],
+    /// The left edges of the D-SACK blocks (`retrans::dsack_block`) naming each side's
+    /// re-sends (sent by the other side), once per block; `dsack_known`: every SACK block's
+    /// relative edges were known in pass 1 (the other side's base was set).
+    dsacks: [Vec<i64>; 2],
+    dsack_known: bool,
+    /// Each side's latest capture time, and its latest packet whose time fell below the one
+    /// before it (0: none): from there on its times never fall.
+    last_t: [Option<f64>; 2],
+    rising_from: [u32; 2],
     /// What the stall rules read of each side's whole direction.
     stall: [Whole; 2],
     /// The flow statistics' data extents.
     pub fs: fstats::Scout,
+    /// The window its TSval tables were kept within (`Scout::keeping`; pass 2 keeps the same).
+    ts_window: Option<i64>,
 }
 
 impl Default for Scout {
@@ -129,14 +139,43 @@ impl Default for Scout {
             counts: Default::default(),
             min_rtt: f64::INFINITY,
             last_ack: [MISSING; 2],
-            resent: Default::default(),
+            asks: Default::default(),
+            dsacks: Default::default(),
+            dsack_known: true,
+            last_t: [None; 2],
+            rising_from: [0; 2],
             stall: [Whole::NONE; 2],
             fs: fstats::Scout::default(),
+            ts_window: None,
         }
     }
 }
 
 impl Scout {
+    /// Pass 1's state with its TSval tables kept within `lags` (by side) below the highest
+    /// echo (`rtt::Connection::keeping`) and, given a `window`, within it below the highest
+    /// TSval (`Connection::within`): the same samples as long as no echo falls further
+    /// ([`Scout::echo_lags`], measured whatever is kept) and none was missed ([`Scout::missed`]).
+    pub fn keeping(lags: [i64; 2], window: Option<i64>) -> Scout {
+        let mut s = Scout::default();
+        s.tcp.rtt = rtt::Connection::keeping(lags);
+        if let Some(w) = window {
+            s.tcp.rtt = std::mem::take(&mut s.tcp.rtt).within(w);
+        }
+        s.ts_window = window;
+        s
+    }
+
+    /// By side, the most an echo fell below the highest echo before it.
+    pub fn echo_lags(&self) -> [i64; 2] {
+        self.tcp.rtt.echo_lags()
+    }
+
+    /// An echo fell below what the window dropped.
+    pub fn missed(&self) -> bool {
+        self.tcp.rtt.missed()
+    }
+
     /// Packet `p` of side `s` (the window unshifted: the shifts are settled after this pass;
     /// a shift changes no zero window, and only the duplicate-ACK bit, which no sample reads,
     /// compares windows otherwise).
@@ -161,9 +200,13 @@ impl Scout {
         // `retrans::Conn::on_packet`'s candidate test, against the other side's latest ACK
         let (nxt, bits) = (f.step.nxt, f.step.bits);
         if retrans::candidate(p.len, p.flags, bits, p.seq, nxt, self.last_ack[1 - s]).is_some() {
-            self.resent[s].insert(p.seq);
+            self.asks[s].push(p.seq);
         }
         self.last_ack[s] = p.ack;
+        if self.last_t[s].is_some_and(|t| retrans::falls(t, p.time)) {
+            self.rising_from[s] = p.row;
+        }
+        self.last_t[s] = Some(p.time);
         let (sq, ts) = f.samples;
         self.has_seq[1 - s] |= sq.is_some();
         self.pos_seq[1 - s] |= sq.is_some_and(|x| x.rtt > 0.0);
@@ -184,6 +227,16 @@ impl Scout {
         }
     }
 
+    /// Packet `p` of side `s` carried SACK blocks, made relative as pass 2 makes them (None:
+    /// the other side's base was not known yet).
+    pub fn on_sack(&mut self, s: usize, p: &Pk, sack: Option<&[(i64, i64)]>) {
+        match sack {
+            // `retrans::Conn::on_packet`'s D-SACK test: it names the other side's re-sends
+            Some(b) => self.dsacks[1 - s].extend(retrans::dsack_block(p.ack, b).map(|d| d.0)),
+            None => self.dsack_known = false,
+        }
+    }
+
     /// What pass 2 needs, by direction; `init` the initiator's side.
     pub fn settle(&mut self, init: usize) -> Prior {
         // `retrans.min_rtt`: the handshake RTT when above 0, else the least sample
@@ -197,12 +250,17 @@ impl Scout {
         };
         let by_dir = [init, 1 - init];
         let lags = self.tcp.rtt.echo_lags();
-        let mut take = |side: usize| std::mem::take(&mut self.resent[side]);
+        let uses = |v: &mut [Vec<i64>; 2]| by_dir.map(|s| Uses::new(std::mem::take(&mut v[s])));
+        let dsacked = uses(&mut self.dsacks);
         Prior {
             seq_rtt: by_dir.map(|s| self.has_seq[s]),
             ooo_s,
-            resent: Some([take(init), take(1 - init)]),
-            echo_lag: Some(by_dir.map(|s| lags[s])),
+            resent: Some(Bounds {
+                resent: uses(&mut self.asks),
+                dsacked: self.dsack_known.then_some(dsacked),
+                rising_from: by_dir.map(|s| self.rising_from[s]),
+            }),
+            echo_lag: Some((by_dir.map(|s| lags[s]), self.ts_window)),
             // `Summary::rtt`: the `seq` samples above 0 s when there are any, else the `ts` ones
             sum: Some(by_dir.map(|s| {
                 let seq = self.pos_seq[s];
@@ -221,11 +279,14 @@ pub struct Prior {
     pub seq_rtt: [bool; 2],
     /// The out-of-order window (seconds).
     pub ooo_s: f64,
-    /// The starts of the direction's retransmission candidates (None: unknown, keep every send).
-    pub resent: Option<[HashSet<i64>; 2]>,
-    /// How far the echoes of the direction's TSvals fell back (`rtt::Connection::echo_lags`;
-    /// None: unknown, keep every TSval).
-    pub echo_lag: Option<[i64; 2]>,
+    /// What the direction's retransmission state will be asked for (`retrans::Bounds`: the
+    /// starts of its candidates and of the D-SACKs naming its re-sends, and where its times
+    /// stop falling; None: unknown, keep every send, re-send and hole).
+    pub resent: Option<Bounds>,
+    /// How far the echoes of the direction's TSvals fell back (`rtt::Connection::echo_lags`),
+    /// and the window below the highest TSval no echo fell below (`Connection::within`; None:
+    /// not known); None: unknown, keep every TSval.
+    pub echo_lag: Option<([i64; 2], Option<i64>)>,
     /// The direction's accumulators, made knowing its RTT samples (`Summary::picking`; None:
     /// every sample is kept).
     pub sum: Option<[Summary; 2]>,
@@ -253,15 +314,21 @@ pub struct Conn {
 }
 
 impl Conn {
-    /// `prior`'s candidate starts are taken (pass 2 makes one `Conn` per connection).
+    /// `prior`'s bounds are taken (pass 2 makes one `Conn` per connection).
     pub fn new(prior: &mut Prior, rto_floor_s: f64) -> Conn {
         let mut retrans = retrans::Conn::new(prior.ooo_s, rto_floor_s);
-        if let Some(starts) = prior.resent.take() {
-            retrans = retrans.only_resent(starts);
+        if let Some(b) = prior.resent.take() {
+            retrans = retrans.bounded(b);
         }
         let rtt = prior
             .echo_lag
-            .map_or_else(rtt::Connection::default, rtt::Connection::keeping);
+            .map_or_else(rtt::Connection::default, |(l, w)| {
+                let c = rtt::Connection::keeping(l);
+                match w {
+                    Some(w) => c.within(w),
+                    None => c,
+                }
+            });
         Conn {
             tcp: Tcp {
                 seq: Default::default(),

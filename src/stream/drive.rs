@@ -19,72 +19,14 @@ use super::source::{Checked, Reader};
 use super::Refusal;
 use crate::capture::Rows;
 use crate::state::conn::{sack_edge, Numbered, Settled};
-use crate::state::dirstats::{self, DirStats, Directions};
-use crate::state::flowstats::summary::RttRow;
+use crate::state::dirstats::{self, Directions};
 use crate::state::retrans::OOO_DEFAULT_S;
 use crate::state::seq::{ACK, MISSING, SYN};
 use crate::state::stalls::Whole;
 use std::path::Path;
 
-pub use super::number::Addr;
-
-/// One direction's row of the summary.
-#[derive(Clone, Debug)]
-pub struct Row {
-    pub flow: u32,
-    pub dir: i8,
-    pub stats: DirStats,
-    /// The connection's handshake RTT (NaN: none).
-    pub hs_rtt: f64,
-    pub rtt: Option<RttRow>,
-    pub retrans: Retrans,
-    /// Bytes in flight: max and mean over the data segments with a value (None: no value).
-    pub flight: Option<(i64, f64)>,
-    /// The stalls' count and time (`stall_count`, `stall_time_s`).
-    pub stalls: (i64, f64),
-    /// The flow statistics (`fstats`).
-    pub fs: fstats::Out,
-    pub vantage: Option<crate::state::vantage::Point>,
-    /// The connection's first SYN (NaN: none) and whether both SYNs carried a window scale.
-    pub syn_t: f64,
-    pub window_scaling: bool,
-    /// The direction's addresses and ports (the frame's `src`, `sport`, `dst`, `dport`).
-    pub src: (Addr, i32),
-    pub dst: (Addr, i32),
-    /// The cwnd statistics (`cwnd`; None: no estimate row).
-    pub cwnd: Option<super::cwnd::Est>,
-    /// The direction's RFC 6298 (srtt, rttvar) at the end (None: no sample).
-    pub srtt: Option<(f64, f64)>,
-}
-
-/// One direction's retransmissions (`tracekit.analysis.retrans`): count, re-sent bytes, and
-/// the count by kind (fast, rto, spurious).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Retrans {
-    pub packets: i64,
-    pub bytes: i64,
-    pub kinds: [i64; 3],
-}
-
-impl Row {
-    /// Highest data end minus lowest data sequence (0: no data with a sequence number).
-    pub fn unique_bytes(&self) -> i64 {
-        let s = &self.stats;
-        if s.seq_lo == MISSING || s.end_hi == MISSING {
-            0
-        } else {
-            s.end_hi - s.seq_lo
-        }
-    }
-}
-
-/// The summary of a streamed capture: a row per direction that carried data.
-#[derive(Debug, Default)]
-pub struct Flows {
-    pub rows: Vec<Row>,
-    /// Packets of pass 2 fed to the per-connection state.
-    pub packets: u64,
-}
+use super::row::{Done, Part};
+pub use super::row::{Flows, Retrans, Row};
 
 /// One TCP packet of a batch as the passes read it (`win`: as given, or shifted).
 fn pk(rows: &Rows, i: usize, flags: u8, nb: &Numbered, row: u64, win: i64) -> Pk {
@@ -106,6 +48,38 @@ fn pk(rows: &Rows, i: usize, flags: u8, nb: &Numbered, row: u64, win: i64) -> Pk
     }
 }
 
+/// One row's SACK blocks with relative edges (pass 1), walking a batch's blocks by row.
+#[derive(Default)]
+struct SackRow {
+    /// The batch's next block.
+    k: usize,
+    edges: Vec<(i64, i64)>,
+    /// Every edge of the row was made (`edge` gave Some).
+    known: bool,
+}
+
+impl SackRow {
+    /// The blocks of row `i` (rows ascending within a batch); whether it has any.
+    fn blocks(&mut self, rows: &Rows, i: usize, edge: impl Fn(i64) -> Option<i64>) -> bool {
+        let r = &rows.sack_row;
+        while self.k < r.len() && (r[self.k] as usize) < i {
+            self.k += 1;
+        }
+        self.edges.clear();
+        self.known = true;
+        let start = self.k;
+        while self.k < r.len() && r[self.k] as usize == i {
+            let (l, h) = (edge(rows.sack_left[self.k]), edge(rows.sack_right[self.k]));
+            match l.zip(h) {
+                Some(b) => self.edges.push(b),
+                None => self.known = false,
+            }
+            self.k += 1;
+        }
+        self.k > start
+    }
+}
+
 /// What pass 1 settles.
 struct First {
     settled: Settled,
@@ -124,15 +98,48 @@ struct First {
     cwnd: super::cwndbatch::Batches,
 }
 
+/// How far (TSval ticks) pass 1's RTT samples expect an echo to fall below the highest echo
+/// before it, and below the highest TSval sent: its TSval tables keep that much (at most
+/// 4,096 entries a direction, not one per TSval).
+const ECHO_WINDOW: i64 = 4096;
+
 /// Pass 1: every connection packet through the table and each TCP connection's sequence
-/// state and RTT samples; what the whole trace settles.
-fn pass1(path: &Path) -> Result<First, Refusal> {
+/// state and RTT samples; what the whole trace settles. Its TSval tables keep the
+/// [`ECHO_WINDOW`] below the highest echo and below the highest TSval; when an echo fell
+/// further (TS.Recent only moves forward, RFC 7323 §4.3: ACKs reordered by more, or a peer
+/// echoing an old TSval), the pass runs again keeping the falls it measured and every TSval
+/// above them (`rtt::Connection::keeping`), so every sample is the one keeping everything
+/// gives; pass 2 keeps what pass 1 kept. (`window`: [`ECHO_WINDOW`] but in tests.)
+fn pass1(path: &Path, window: i64) -> Result<First, Refusal> {
+    let (first, lags, missed) = scan(path, Err(window))?;
+    if !missed && lags.iter().flatten().all(|&l| l <= window) {
+        return Ok(first);
+    }
+    drop(first);
+    Ok(scan(path, Ok(lags))?.0)
+}
+
+/// How far each connection's echoes fell below the highest before them (by side).
+#[cfg(test)]
+pub(super) fn echo_falls(path: &Path) -> Result<Vec<[i64; 2]>, Refusal> {
+    Ok(scan(path, Err(0))?.1)
+}
+
+/// One pass 1 read, the TSval tables kept within `lags` (by connection and side; Err: the
+/// same window for all, below the highest echo and below the highest TSval); what it settles,
+/// how far each connection's echoes fell (by side), and whether an echo fell below what the
+/// window dropped.
+fn scan(
+    path: &Path,
+    lags: Result<Vec<[i64; 2]>, i64>,
+) -> Result<(First, Vec<[i64; 2]>, bool), Refusal> {
     let mut scouts: Vec<Scout> = Vec::new();
     let mut last: Vec<u64> = Vec::new();
     let (mut row, mut fallback) = (0u64, 0u32);
     let mut all_tcp = (0u64, true); // rows, and every one a TCP packet of a connection
                                     // pass 1's passes do less than decoding does: this thread numbers the packets
     let mut numbering = Numbering::default();
+    let mut sack = SackRow::default();
     let mut reader = Reader::start(path, None, false);
     for batch in &mut reader {
         let batch = batch?;
@@ -142,15 +149,28 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
             fallback = rows.seq_raw[l].wrapping_sub(u32::from(rows.flags[l] & SYN == 0));
         }
         let nums = numbering.batch(rows);
+        sack.k = 0;
         for &Num { nb, i, flags, .. } in &nums {
             let i = i as usize;
-            if nb.flow as usize >= scouts.len() {
-                scouts.resize_with(nb.flow as usize + 1, Scout::default);
-                last.resize(nb.flow as usize + 1, u64::MAX);
+            while nb.flow as usize >= scouts.len() {
+                let lag = match &lags {
+                    Ok(l) => l.get(scouts.len()).copied().unwrap_or_default(),
+                    Err(w) => [*w; 2],
+                };
+                scouts.push(Scout::keeping(lag, lags.as_ref().err().copied()));
+                last.push(u64::MAX);
             }
             last[nb.flow as usize] = row;
             let x = pk(rows, i, flags, &nb, row, i64::from(rows.win_raw[i]));
-            scouts[nb.flow as usize].on_packet(usize::from(nb.side), &x);
+            let scout = &mut scouts[nb.flow as usize];
+            scout.on_packet(usize::from(nb.side), &x);
+            // the SACK blocks as pass 2 makes them (the base never changes once set)
+            let base = numbering.table.base(nb.flow, !nb.side);
+            if sack.blocks(rows, i, |raw| {
+                base.map(|b| sack_edge(raw, b, sack_ack(&nb)))
+            }) {
+                scout.on_sack(usize::from(nb.side), &x, sack.known.then_some(&sack.edges));
+            }
             row += 1;
         }
         all_tcp.1 &= nums.len() == rows.len();
@@ -174,7 +194,7 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
         .map(|s| s.fs.packets)
         .zip(last.iter().copied());
     let cwnd = super::cwndbatch::Batches::new(counts, batched);
-    Ok(First {
+    let first = First {
         cwnd,
         settled,
         nflows: table.len(),
@@ -182,7 +202,9 @@ fn pass1(path: &Path) -> Result<First, Refusal> {
         fallback,
         checked: reader.checked.take(),
         last,
-    })
+    };
+    let missed = scouts.iter().any(Scout::missed);
+    Ok((first, scouts.iter().map(Scout::echo_lags).collect(), missed))
 }
 
 /// The state of pass 2.
@@ -398,29 +420,15 @@ impl Pass2<'_> {
     }
 }
 
-/// A closed connection's values (what its rows read of its state).
-struct Done {
-    dirs: [Part; 2],
-    vantage: Option<crate::state::vantage::Point>,
-}
-
-/// One direction of a closed connection.
-struct Part {
-    fs: fstats::Out,
-    /// The direction's endpoints (address id · 65536 + port).
-    ends: (i64, i64),
-    rtt: Option<RttRow>,
-    retrans: Retrans,
-    flight: Option<(i64, f64)>,
-    stalls: (i64, f64),
-    /// The direction's RFC 6298 (srtt, rttvar) at the end (None: no sample).
-    srtt: Option<(f64, f64)>,
-}
-
 /// The per-direction summary of the pcap file at `path` (see the module docs).
 /// `rto_floor_s`: the sender's minimum RTO (`tracekit.analysis.retrans.rto_floor`).
 pub fn summary(path: &Path, rto_floor_s: f64) -> Result<Flows, Refusal> {
-    let mut first = pass1(path)?;
+    summary_within(path, rto_floor_s, ECHO_WINDOW)
+}
+
+/// [`summary`], pass 1's TSval tables first kept within `window` ticks of the highest echo.
+pub(super) fn summary_within(path: &Path, rto_floor_s: f64, window: i64) -> Result<Flows, Refusal> {
+    let mut first = pass1(path, window)?;
     let priors = std::mem::take(&mut first.priors);
     let cwnd = std::mem::take(&mut first.cwnd);
     let checked = first.checked.take();

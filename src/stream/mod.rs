@@ -34,6 +34,7 @@ pub mod flight;
 pub mod fstats;
 pub mod number;
 pub mod py;
+pub mod row;
 pub mod source;
 pub mod stalls;
 

@@ -143,3 +143,54 @@ fn a_dsack_moves_a_counted_retransmission_to_spurious() {
     c.on_packet(1, &pk(7, 0.53, 1, 0, ack, 1001), &[(1, 1001)]);
     assert_eq!((c.sum[0].retrans, c.sum[0].kinds), (1, [0, 0, 1]));
 }
+
+/// Pass 1's TSval tables kept within a window of the highest echo: when an echo falls
+/// further, pass 1 runs again within the falls it measured, and every column is the one
+/// keeping every TSval gives (window 0: again on every sample whose ACKs were reordered).
+#[test]
+fn pass_1_read_again_when_an_echo_falls_below_its_window_gives_the_same_summary() {
+    use super::drive::{echo_falls, summary_within};
+    fn each(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                each(&p, out);
+            } else if p.extension().is_some_and(|x| x == "pcap" || x == "pcapng") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    each(Path::new("samples"), &mut files);
+    assert!(files.len() > 20);
+    // ACKs in the middle of the segments (no `seq` sample: the `ts` ones give the RTT), one
+    // echo 2 ticks below the one before it
+    let ts = |fwd: bool, seq: u32, ack: u32, flags: u8, len: usize, v: u32, e: u32| {
+        let mut p = seg(fwd, seq, ack, flags, len);
+        let opt = [[1, 1, 8, 10], v.to_be_bytes(), e.to_be_bytes()].concat();
+        p.splice(34 + 20..34 + 20, opt);
+        p[34 + 12] = 0x80; // 32-byte header
+        let total = u16::from_be_bytes([p[16], p[17]]) + 12;
+        p[16..18].copy_from_slice(&total.to_be_bytes());
+        p
+    };
+    let mut frames = vec![ts(true, 1, 1, 0x10, 0, 101, 500)]; // (no handshake)
+    for k in 0..8 {
+        frames.push(ts(true, 1 + 1000 * k, 1, 0x18, 1000, 102 + k, 500));
+    }
+    for (k, e) in [(0, 102), (1, 103), (2, 104), (3, 107), (4, 105), (5, 108)] {
+        frames.push(ts(false, 1, 501 + 1000 * k, 0x10, 0, 501 + k, e));
+    }
+    files.push(write("echo_falls.pcap", &pcap(&frames)));
+    let mut fell = 0;
+    for p in &files {
+        let show = |w: i64| format!("{:?}", summary_within(p, 0.2, w));
+        assert_eq!(show(0), show(i64::MAX), "{}", p.display());
+        let falls = echo_falls(p).map(|f| f.into_iter().flatten().max());
+        fell += usize::from(falls.is_ok_and(|m| m.is_some_and(|m| m > 0)));
+    }
+    assert!(fell > 0);
+    let made = files.pop().unwrap();
+    assert_eq!(echo_falls(&made).unwrap(), [[0, 2]]);
+    std::fs::remove_file(made).unwrap();
+}

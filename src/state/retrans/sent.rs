@@ -1,7 +1,8 @@
 //! The log of what a direction has sent, by sequence start: what a retransmission is
 //! compared with (its previous send at the same start, however old).
 
-use std::collections::{HashMap, HashSet};
+use super::bounds::Uses;
+use std::collections::HashMap;
 
 /// A sequence number this direction has sent: its latest packet (any packet starting there,
 /// RFC 6298 §5.5 backoff counts from it), and whether a packet that may fill a hole started there.
@@ -20,15 +21,16 @@ const CHUNK: usize = 4096;
 /// binary search per retransmission), kept in fixed chunks so that it grows without copying;
 /// the others (re-sends, keep-alives) go to a map, whose entry is always the later one.
 ///
-/// A streaming driver that knows beforehand which starts will be asked about (its first pass
-/// runs `super::candidate`) sets `only`: then the log keeps those starts alone, in the map, and
-/// holds one entry per re-sent start instead of one per segment; the answers are the same,
-/// since [`SentLog::get`] is only called for a candidate's start.
+/// A streaming driver that knows beforehand which starts will be asked about, and how often
+/// (its first pass runs `super::candidate`), sets `only`: then the log keeps those starts
+/// alone, in the map, each from its first send to its last look-up ([`SentLog::asked`]), and
+/// holds one entry per re-sent start still to be asked for instead of one per segment; the
+/// answers are the same, since [`SentLog::get`] is only called for a candidate's start.
 #[derive(Default)]
 pub(super) struct SentLog {
     run: Vec<Vec<(i64, Sent)>>,
     other: HashMap<i64, Sent>,
-    pub only: Option<HashSet<i64>>,
+    pub only: Option<Uses>,
 }
 
 impl SentLog {
@@ -45,14 +47,30 @@ impl SentLog {
         ch.get(k).filter(|e| e.0 == seq).map(|e| e.1)
     }
 
+    /// A look-up of `seq` made ([`SentLog::get`]): with `only`, its entry goes after the last.
+    pub fn asked(&mut self, seq: i64) {
+        if self.only.as_mut().is_some_and(|u| u.asked(seq)) {
+            self.other.remove(&seq);
+            shrink(&mut self.other);
+        }
+    }
+
+    /// Starts kept, and starts still to be asked for (`only`).
+    #[cfg(test)]
+    pub fn sizes(&self) -> (usize, usize) {
+        let run: usize = self.run.iter().map(Vec::len).sum();
+        let live = self.only.as_ref().map_or(0, Uses::live);
+        (run + self.other.len(), live)
+    }
+
     pub fn record(&mut self, seq: i64, row: u32, time: f64, fills: bool) {
         let new = |filled: bool| Sent {
             row,
             time,
             filled: filled || fills,
         };
-        if let Some(only) = &self.only {
-            if only.contains(&seq) {
+        if let Some(only) = &mut self.only {
+            if only.wanted(seq) {
                 let filled = self.other.get(&seq).is_some_and(|s| s.filled);
                 self.other.insert(seq, new(filled));
             }
@@ -73,6 +91,13 @@ impl SentLog {
                 }
             }
         }
+    }
+}
+
+/// A map that emptied gives back most of its table (the memory follows what is kept).
+pub(super) fn shrink<K: Eq + std::hash::Hash, V>(m: &mut HashMap<K, V>) {
+    if m.capacity() > 64 && m.len() * 4 < m.capacity() {
+        m.shrink_to(m.len() * 2);
     }
 }
 
@@ -101,27 +126,38 @@ mod tests {
         assert_eq!(at(10 * (3 * CHUNK as i64 + 5)), None);
     }
 
-    /// Kept to the starts it will be asked about, the log gives the same answers for them.
+    /// Kept to the starts it will be asked about, each to its last look-up, the log gives
+    /// the same answers as the whole one, and holds nothing once every look-up is made.
     #[test]
-    fn a_log_kept_to_some_starts_answers_as_the_whole_one() {
-        let only: HashSet<i64> = [0, 30, 70, 10 * CHUNK as i64 + 10].into_iter().collect();
-        let (mut all, mut some) = (
-            SentLog::default(),
-            SentLog {
-                only: Some(only.clone()),
-                ..SentLog::default()
-            },
-        );
-        let sends = (0..(2 * CHUNK as i64)).map(|k| (10 * k, k % 3 == 0));
-        let resends = [(30, true), (70, false), (30, false), (0, false)];
-        for (i, (seq, fills)) in sends.chain(resends).enumerate() {
+    fn a_log_kept_to_its_look_ups_answers_as_the_whole_one() {
+        // (start, fills, looked up before this send): rising data, then re-sends that look up
+        // their start first, some starts re-sent twice, one re-send of a start sent out of order
+        let sends = (0..(2 * CHUNK as i64)).map(|k| (10 * k, k % 3 == 0, false));
+        let resends = [
+            (30, true, true),
+            (70, false, true),
+            (5, false, false), // out of order, not a candidate
+            (30, false, true),
+            (0, false, true),
+            (5, true, true),
+            (30, false, false), // after its last look-up: not kept
+        ];
+        let events: Vec<_> = sends.chain(resends).collect();
+        let asks = events.iter().filter(|e| e.2).map(|e| e.0).collect();
+        let (mut all, mut some) = (SentLog::default(), SentLog::default());
+        some.only = Some(Uses::new(asks));
+        let key = |s: Option<Sent>| s.map(|s| (s.row, s.time.to_bits(), s.filled));
+        let mut most = 0;
+        for (i, &(seq, fills, ask)) in events.iter().enumerate() {
+            if ask {
+                assert_eq!(key(all.get(seq)), key(some.get(seq)), "{seq}");
+                some.asked(seq);
+            }
             all.record(seq, i as u32, i as f64, fills);
             some.record(seq, i as u32, i as f64, fills);
+            most = most.max(some.other.len());
         }
-        for seq in only {
-            let key = |s: Option<Sent>| s.map(|s| (s.row, s.time.to_bits(), s.filled));
-            assert_eq!(key(all.get(seq)), key(some.get(seq)), "{seq}");
-        }
-        assert_eq!(some.other.len(), 4);
+        assert_eq!(most, 3); // 0, 30 and 70 from their first sends, until 70 is asked for
+        assert_eq!(some.sizes(), (0, 0));
     }
 }

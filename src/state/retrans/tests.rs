@@ -223,3 +223,187 @@ fn bad_columns_are_an_error_not_a_panic() {
     };
     assert!(classify(&c, &|_| None, 0.2).unwrap_err().contains("row 2"));
 }
+
+/// `pk` as [`Conn::on_packet`] reads it (one flow, the state made by `seq::analyze`).
+fn packets(pk: &[P]) -> Vec<Pkt<'static>> {
+    let n = pk.len();
+    let col = |f: fn(&P) -> i64| pk.iter().map(f).collect::<Vec<i64>>();
+    let (seq, ack) = (col(|p| p.2), col(|p| p.5));
+    let dir: Vec<i8> = pk.iter().map(|p| p.0).collect();
+    let len: Vec<u32> = pk.iter().map(|p| p.3).collect();
+    let flags: Vec<u8> = pk.iter().map(|p| p.4).collect();
+    let st = analyze(&Packets {
+        flow: &vec![0; n],
+        dir: &dir,
+        seq: &seq,
+        len: &len,
+        flags: &flags,
+        ack: &ack,
+        win: &vec![M; n],
+    })
+    .expect("valid");
+    let one = |(i, p): (usize, &P)| Pkt {
+        row: i as u32,
+        dir: usize::from(p.0 == 1),
+        time: p.1,
+        seq: p.2,
+        len: i64::from(p.3),
+        nxt: st.nxt[i],
+        ack: p.5,
+        r_hi_ack: st.r_hi_ack[i],
+        flags: p.4,
+        bits: st.bits[i],
+        srtt: None,
+        sack: p.6,
+    };
+    pk.iter().enumerate().map(one).collect()
+}
+
+/// What a streaming driver's first pass learns of `ps` (`stream::conn::Scout`'s rules).
+fn scout(ps: &[Pkt]) -> Bounds {
+    let (mut asks, mut dsacks) = ([vec![], vec![]], [vec![], vec![]]);
+    let (mut last_ack, mut last_t, mut from) = ([M; 2], [None; 2], [0u32; 2]);
+    for p in ps {
+        let d = p.dir;
+        if candidate(p.len, p.flags, p.bits, p.seq, p.nxt, last_ack[1 - d]).is_some() {
+            asks[d].push(p.seq);
+        }
+        last_ack[d] = p.ack;
+        dsacks[1 - d].extend(dsack_block(p.ack, p.sack).map(|b| b.0));
+        if last_t[d].is_some_and(|t| falls(t, p.time)) {
+            from[d] = p.row;
+        }
+        last_t[d] = Some(p.time);
+    }
+    Bounds {
+        resent: asks.map(Uses::new),
+        dsacked: Some(dsacks.map(Uses::new)),
+        rising_from: from,
+    }
+}
+
+/// Fed to the whole state and to the bounded one, `pk` gets the same verdict at every packet:
+/// the verdicts, the most entries each kept at once (sent log, re-sends, holes: whole and
+/// bounded) and what the bounded one still holds at the end.
+fn both(pk: &[P], ooo_s: f64) -> (Vec<Verdict>, [[usize; 2]; 3], [usize; 3]) {
+    let ps = packets(pk);
+    let mut all = Conn::new(ooo_s, 0.2);
+    let mut some = Conn::new(ooo_s, 0.2).bounded(scout(&ps));
+    let (mut out, mut most) = (vec![], [[0; 2]; 3]);
+    let sum = |c: &Conn| {
+        c.sizes()
+            .iter()
+            .fold([0; 3], |a, s| [a[0] + s[0], a[1] + s[1], a[2] + s[2]])
+    };
+    for p in &ps {
+        let v = all.on_packet(p);
+        assert_eq!(v, some.on_packet(p), "row {}", p.row);
+        out.push(v);
+        for (k, x) in [sum(&all), sum(&some)].into_iter().enumerate() {
+            for j in 0..3 {
+                most[j][k] = most[j][k].max(x[j]);
+            }
+        }
+    }
+    (out, most, sum(&some))
+}
+
+/// Re-sends looked up again, D-SACKs (RFC 2883) naming re-sends once, twice, after a later
+/// re-send of the start, and naming bytes never re-sent: the same verdicts, and the bounded
+/// state drops each entry after its last look-up.
+#[test]
+fn the_bounded_state_answers_as_the_whole_one_on_resends_and_dsacks() {
+    let mut pk = start(6);
+    pk.push((0, 0.400, 1, 1000, A, 1, &[])); // rto at 1
+    pk.push((0, 0.401, 2001, 1000, A, 1, &[])); // and at 2001
+    pk.push((1, 0.410, 1, 0, A, 3001, &[]));
+    pk.push((1, 0.420, 1, 0, A, 3001, &[(1, 1001)])); // D-SACK: 1 spurious
+    pk.push((1, 0.421, 1, 0, A, 3001, &[(1, 1001)])); // again: nothing more
+    pk.push((0, 0.900, 3001, 1000, A, 1, &[])); // rto at 3001, twice
+    pk.push((0, 1.500, 3001, 1000, A, 1, &[]));
+    pk.push((1, 1.510, 1, 0, A, 4001, &[(3001, 4001)])); // the later one spurious
+    pk.push((1, 1.520, 1, 0, A, 4001, &[(2001, 2500)])); // does not cover 2001..3001
+    pk.push((1, 1.530, 1, 0, A, 4001, &[(5001, 6001), (4001, 7001)])); // inside: never re-sent
+    pk.push((0, 1.540, 2001, 1000, A, 1, &[])); // acknowledged: spurious
+    pk.push((1, 1.550, 1, 0, A, 7001, &[(2001, 3001)]));
+    let (v, most, end) = both(&pk, 0.01);
+    let kinds: Vec<_> = v.iter().filter_map(|v| v.retrans.map(|r| r.0)).collect();
+    assert_eq!(kinds, [RTO, RTO, RTO, RTO, SPURIOUS]);
+    let flipped: Vec<_> = v.iter().filter_map(|v| v.spurious_now).collect();
+    assert_eq!(flipped, [(9, RTO), (15, RTO)]);
+    assert_eq!(end, [0, 0, 0]);
+    assert!(
+        most[0][1] < most[0][0] && most[1][1] <= most[1][0],
+        "{most:?}"
+    );
+}
+
+/// Holes (Wireshark's out-of-order rule) dropped once the window has passed for good: the
+/// same verdicts while times rise, and while they go back (no hole is dropped before the
+/// last fall).
+#[test]
+fn the_bounded_state_drops_only_holes_no_later_packet_can_take() {
+    let mut pk = start(0);
+    let mut t = 0.020;
+    for k in 0..40i64 {
+        // each round: a segment, one skipped (a hole), the next, then the skipped one
+        // soon (out of order) or late (re-sent)
+        let s = 1 + 3000 * k;
+        t += 0.001;
+        pk.push((0, t, s, 1000, A, 1, &[]));
+        pk.push((0, t + 0.0001, s + 2000, 1000, A, 1, &[]));
+        let late = if k % 3 == 0 { 0.02 } else { 0.002 };
+        pk.push((0, t + late, s + 1000, 1000, A, 1, &[]));
+        t += 0.021;
+    }
+    let (v, most, end) = both(&pk, 0.01);
+    assert_eq!(v.iter().filter(|v| v.retrans.is_some()).count(), 14);
+    assert!(
+        most[2][0] == 40 && most[2][1] <= 2 && end[2] <= 1,
+        "{most:?} {end:?}"
+    );
+    // a time going back near the end: a hole 30 ms old is taken as out of order again
+    let n = pk.len();
+    pk.push((0, 0.020, 1 + 3000 * 40 + 2000, 1000, A, 1, &[]));
+    pk.push((0, 0.021, 1 + 3000 * 40 + 1000, 1000, A, 1, &[]));
+    pk.push((0, pk[5].1 + 0.003, 1 + 1000, 10, A, 1, &[])); // back into the first round
+    let (w, most, _) = both(&pk, 0.01);
+    assert_eq!(w[..n], v[..]);
+    assert!(most[2][1] == 41, "{most:?}"); // nothing dropped before the last fall
+}
+
+/// Pseudo-random traces (re-sends at random starts, ACKs with SACK and D-SACK blocks, times
+/// that sometimes go back): the bounded state always answers as the whole one.
+#[test]
+fn the_bounded_state_answers_as_the_whole_one_on_random_traces() {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |m: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m
+    };
+    const BLOCKS: [&[(i64, i64)]; 5] = [
+        &[],
+        &[(1, 1001)],
+        &[(2001, 3001)],
+        &[(4001, 5001), (3001, 6001)],
+        &[(6001, 7001)],
+    ];
+    for _ in 0..200 {
+        let mut pk = start(0);
+        let mut t = 0.02;
+        for _ in 0..60 {
+            t += [0.001, 0.002, 0.005, 0.03, 0.001, 0.3, 0.001, -0.05][next(8) as usize];
+            let k = next(12) as i64;
+            if next(3) == 0 {
+                let b = BLOCKS[next(5) as usize];
+                pk.push((1, t, 1, 0, A, 1 + 1000 * next(8) as i64, b));
+            } else {
+                pk.push((0, t, 1 + 1000 * k, 1000, A, 1, &[]));
+            }
+        }
+        let (_, _, end) = both(&pk, 0.01);
+        assert_eq!(end[..2], [0, 0]);
+    }
+}

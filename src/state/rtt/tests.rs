@@ -353,3 +353,53 @@ fn a_second_pass_keeps_the_tsvals_an_echo_can_reach() {
     );
     assert!(first.side[0].firsts.len() == 3000);
 }
+
+/// Kept within a window below the highest TSval sent (`Connection::within`), the TSval table
+/// gives the samples keeping every TSval gives, unless an echo falls below what went: then
+/// `missed` says so. Side 0 sends TSvals 1, 2, ... (one a packet), side 1's ACKs echo them
+/// three behind, one of them `far` behind; side 1's own TSvals are never echoed.
+#[test]
+fn a_table_kept_within_a_window_below_the_highest_tsval_misses_only_what_it_says() {
+    let trace = |far: i64| -> Vec<Packet> {
+        let mut v = Vec::new();
+        for k in 1..=200i64 {
+            let row = v.len() as u32;
+            let pk = |dir: usize, ts_val: i64, ts_ecr: i64, ack: i64, bits: u8| Packet {
+                row,
+                dir,
+                time: k as f64 * 0.001 + dir as f64 * 0.0005,
+                seq: 1,
+                len: 0,
+                flags: ACK,
+                ack,
+                ts_val,
+                ts_ecr,
+                bits,
+                nxt: MISSING,
+            };
+            v.push(pk(0, k, 7, 1, 0));
+            let echo = if k == 150 { k - far } else { (k - 3).max(1) };
+            v.push(pk(1, 1000 + k, echo, 1 + k, NEW_ACK));
+        }
+        v
+    };
+    for (far, window, missed) in [
+        (3, 16, false),
+        (10, 16, false),
+        (40, 16, true),
+        (40, 64, false),
+    ] {
+        let (mut all, mut some) = (Connection::default(), Connection::default().within(window));
+        for p in trace(far) {
+            let (a, b) = (all.on_packet(&p), some.on_packet(&p));
+            if !missed {
+                assert_eq!(a, b, "row {}", p.row);
+            }
+        }
+        assert_eq!(some.missed(), missed, "{far} {window}");
+        assert!(some
+            .side
+            .iter()
+            .all(|s| s.firsts.len() - s.firsts_from <= 1 + window as usize));
+    }
+}
