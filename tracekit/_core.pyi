@@ -22,7 +22,8 @@ def linktypes() -> dict[int, str]: ...
 
 # src/stream: the per-direction summary streamed from a pcap or pcapng file (per-connection state only)
 # (flows columns, plus the flows records' inputs _data_t0, _acked_t, _ack_t, _ack_bytes, _syn_t for
-# tracekit.analysis._flowrows; NaN / -2^62 for none)
+# tracekit.analysis._flowrows; NaN / -2^62 for none; `capture`: read_capture's meta, counts, records, t0_ns
+# and the rows / rows cut short, for tracekit.streamed.trace_block)
 def stream_summary(path: str | os.PathLike[str], rto_floor_s: float = 0.2) -> dict[str, Any]: ...
 
 # src/state/rtt.rs: RTT samples (seq with Karn's rule, TCP timestamps)
