@@ -63,7 +63,7 @@ import numpy as np
 import polars as pl
 
 from tracekit import _core
-from tracekit._shared import RTO_FLOORS_S as RTO_FLOORS_S  # (the minimum RTO by stack: kept importable here)
+from tracekit._shared import RTO_FLOORS_S as RTO_FLOORS_S  # (re-exported: the minimum RTO by stack)
 from tracekit._shared import rto_floor as rto_floor
 from tracekit.analysis import rtt as _rtt
 from tracekit.analysis._groups import MISSING

@@ -24,7 +24,6 @@ from tracekit._source import Source
 from tracekit.limits import DEFAULT, Limits
 from tracekit.parsers import _capture
 from tracekit.parsers._meta import pcapng_meta
-from tracekit.parsers._meta import text as text
 from tracekit.trace import Trace
 
 NAME = "pcapng"
