@@ -23,7 +23,8 @@ def linktypes() -> dict[int, str]: ...
 # src/stream: the per-direction summary streamed from a pcap or pcapng file (per-connection state only)
 # (flows columns, plus the flows records' inputs _data_t0, _acked_t, _ack_t, _ack_bytes, _syn_t, _smss,
 # _srtt, _rttvar for tracekit.analysis._flowrows and its models; NaN / -2^62 for none; max_cwnd_bytes,
-# cwnd_source, loss_events None without an estimate row)
+# cwnd_source, loss_events None without an estimate row; `capture`: read_capture's meta, counts, records,
+# t0_ns and the rows / rows cut short, for tracekit.streamed.trace_block)
 def stream_summary(path: str | os.PathLike[str], rto_floor_s: float = 0.2) -> dict[str, Any]: ...
 
 # src/state/rtt.rs: RTT samples (seq with Karn's rule, TCP timestamps)

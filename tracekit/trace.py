@@ -25,7 +25,8 @@ from typing import Any
 import polars as pl
 
 from tracekit import schema
-from tracekit.errors import CorruptTraceError, TruncatedError
+from tracekit._shared import WarningLog as WarningLog
+from tracekit._shared import with_defaults
 
 
 @dataclass(frozen=True)
@@ -79,86 +80,8 @@ def make_trace(
     """
     pk = schema.conform(packets if packets is not None else pl.DataFrame(), schema.PACKETS)
     sm = schema.conform(samples if samples is not None else pl.DataFrame(), schema.SAMPLES)
-    meta = dict(meta)
-    meta.setdefault("tool", meta.get("format"))
-    meta.setdefault("units", {})
-    meta.setdefault("counts", {})
-    meta.setdefault("t0_ns", None)
-    meta.setdefault("segment_size", None)
-    meta["warnings"] = warnings.to_list() if warnings is not None else list(meta.get("warnings", []))
+    meta = with_defaults(meta, warnings.to_list() if warnings is not None else list(meta.get("warnings", [])))
     return schema.validate(Trace(pk, sm, meta))
-
-
-class WarningLog:
-    """Collects a reader's warnings; in strict mode the first one raises instead.
-
-    Args:
-        path: The file being read (for messages).
-        strict: Turn every warning into a :class:`CorruptTraceError`.
-    """
-
-    def __init__(self, path: str | None, strict: bool = False) -> None:
-        self.path = path
-        self.strict = strict
-        self._items: dict[str, dict[str, Any]] = {}
-
-    def add(
-        self,
-        code: str,
-        message: str,
-        *,
-        count: int = 1,
-        offset: int | None = None,
-        line: int | None = None,
-        frame: int | None = None,
-        hint: str | None = None,
-    ) -> None:
-        """Record a warning (counts add up per code; the first location is kept).
-
-        Raises:
-            CorruptTraceError: in strict mode (``TruncatedError`` for W-TRUNCATED).
-        """
-        if count <= 0:
-            return
-        if self.strict:
-            cls = TruncatedError if code == "W-TRUNCATED" else CorruptTraceError
-            raise cls(
-                f"{message} ({code}; strict mode)",
-                path=self.path,
-                offset=offset,
-                line=line,
-                frame=frame,
-                hint=hint or "rerun without --strict to keep what could be read",
-            )
-        item = self._items.get(code)
-        if item is None:
-            self._items[code] = {
-                "code": code,
-                "message": message,
-                "count": count,
-                "offset": offset,
-                "line": line,
-                "frame": frame,
-            }
-        else:
-            item["count"] += count
-
-    def extend(self, items: list[dict[str, Any]]) -> None:
-        """Merge warnings from another log (e.g. one file of a directory)."""
-        for it in items:
-            self.add(it["code"], it["message"], count=it.get("count", 1), offset=it.get("offset"),
-                     line=it.get("line"), frame=it.get("frame"))
-
-    def __bool__(self) -> bool:
-        return bool(self._items)
-
-    def codes(self) -> list[str]:
-        """The warning codes raised so far."""
-        return list(self._items)
-
-    def to_list(self) -> list[dict[str, Any]]:
-        """The warnings as JSON-ready dicts."""
-        return [dict(v) for v in self._items.values()]
 
 
 #: Sample metrics counted in packets that have a byte equivalent (x segment size).

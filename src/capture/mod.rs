@@ -180,7 +180,7 @@ pub struct Interface {
 }
 
 /// Container metadata.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum Meta {
     Pcap {
         linktype: u32,

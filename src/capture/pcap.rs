@@ -52,12 +52,7 @@ pub fn read(
 ) -> Result<(Records, Meta), Failure> {
     let h = file_header(src, warnings)?;
     let linktype = h.lt_field & LT_MASK;
-    let meta = Meta::Pcap {
-        linktype,
-        snaplen: h.snaplen,
-        nanos: h.nanos,
-        version: h.version,
-    };
+    let meta = meta_of(&h);
     let mut recs = Records {
         linktype,
         ..Records::default()
@@ -69,6 +64,16 @@ pub fn read(
     let (stop, tallies) = walk.run(src, limits, &mut recs)?;
     tail_warnings(stop, tallies, recs.data_off.len() as u64, warnings);
     Ok((recs, meta))
+}
+
+/// The file's metadata from its header (`read` and [`Batches`] alike).
+fn meta_of(h: &FileHeader) -> Meta {
+    Meta::Pcap {
+        linktype: h.lt_field & LT_MASK,
+        snaplen: h.snaplen,
+        nanos: h.nanos,
+        version: h.version,
+    }
 }
 
 /// The warnings of the record walk, once it has ended: where it stopped short, the counts of
@@ -113,6 +118,8 @@ pub struct Batches {
     k: [u64; 3],
     /// The file's link type.
     pub linktype: u32,
+    /// The file's metadata, as [`read`] gives it.
+    pub meta: Meta,
 }
 
 impl Batches {
@@ -134,6 +141,7 @@ impl Batches {
             stop: None,
             k: [0; 3],
             linktype,
+            meta: meta_of(&h),
         }))
     }
 

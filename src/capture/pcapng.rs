@@ -288,6 +288,8 @@ pub struct Batches {
     size: u64,
     /// The link types the packets use.
     pub used: Vec<u32>,
+    /// The file's metadata, as [`read`] gives it.
+    pub meta: Meta,
 }
 
 impl Batches {
@@ -298,14 +300,15 @@ impl Batches {
         warnings: &mut Vec<Warn>,
     ) -> Result<Batches, Failure> {
         let (_, meta, size) = read_kept(src, limits, warnings, false)?;
-        let used = match meta {
-            Meta::Pcapng { used, .. } => used,
-            Meta::Pcap { linktype, .. } => vec![linktype],
+        let used = match &meta {
+            Meta::Pcapng { used, .. } => used.clone(),
+            Meta::Pcap { linktype, .. } => vec![*linktype],
         };
         Ok(Batches {
             scan: Scan::default(),
             size,
             used,
+            meta,
         })
     }
 
@@ -316,6 +319,7 @@ impl Batches {
             scan: Scan::default(),
             size: self.size,
             used: self.used.clone(),
+            meta: self.meta.clone(),
         }
     }
 

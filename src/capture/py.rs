@@ -49,7 +49,8 @@ fn text<'py>(py: Python<'py>, t: &Option<Vec<u8>>) -> Option<Bound<'py, PyBytes>
     t.as_ref().map(|v| PyBytes::new(py, v))
 }
 
-fn meta<'py>(py: Python<'py>, m: &Meta) -> PyResult<Bound<'py, PyDict>> {
+/// The container's metadata as `read_capture`'s `meta` (`stream_summary` gives it alike).
+pub(crate) fn meta<'py>(py: Python<'py>, m: &Meta) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     match m {
         Meta::Pcap {

@@ -106,11 +106,13 @@ impl BatchDecoder {
         super::ip::confirm_lengths(rows, later, &mut self.tallies);
     }
 
-    /// The decoder's warnings once every batch is decoded, as `ip::decode_in` reports them.
-    pub fn finish(&self, warnings: &mut Vec<super::Warn>) {
+    /// The decoder's warnings once every batch is decoded, and its frame-less counts, as
+    /// `ip::decode_in` reports them.
+    pub fn finish(&self, warnings: &mut Vec<super::Warn>) -> Vec<(&'static str, u64)> {
         let mut counts = Vec::new();
         super::tally::report(&self.tallies, warnings, &mut counts);
         self.ra.finish(warnings, &mut counts);
+        counts
     }
 }
 

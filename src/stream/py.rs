@@ -41,7 +41,10 @@ fn error(py: Python<'_>, r: &Refusal, path: &std::path::Path) -> PyErr {
 /// their high and low 64 bits `_src_hi`, `_src_lo`, `_dst_hi`, `_dst_lo`, which
 /// `tracekit.parsers._frame.address_text` writes as the frame's `src` and `dst`;
 /// `packets_fed`: the TCP packets of connections the passes read; `warnings`: those
-/// `_core.read_capture` gives for the file, (code, message, count, offset, frame, hint).
+/// `_core.read_capture` gives for the file, (code, message, count, offset, frame, hint);
+/// `capture`: what `read_capture` gives beside them (`meta`, `counts`, `records`, `t0_ns`),
+/// and the decoded `rows` and those captured short (`cut`), from which
+/// `tracekit.streamed.trace_block` makes `analyze --json`'s `trace` block.
 /// A pcap or pcapng file only: any other container, or a capture the stream cannot read as
 /// `tracekit.read` does (or that it refuses, with its default limits), raises the
 /// `tracekit.errors` exception that says why, naming the file.
@@ -55,10 +58,10 @@ pub fn stream_summary(
     let got = py.detach(|| {
         std::panic::catch_unwind(AssertUnwindSafe(|| {
             source::take_warnings();
-            summary(&path, rto_floor_s).map(|f| (f, source::take_warnings()))
+            summary(&path, rto_floor_s).map(|f| (f, source::take_facts(), source::take_warnings()))
         }))
     });
-    let (f, warnings) = match got {
+    let (f, facts, warnings) = match got {
         Ok(Ok(f)) => f,
         Ok(Err(r)) => return Err(error(py, &r, &path)),
         Err(_) => {
@@ -69,7 +72,24 @@ pub fn stream_summary(
             return Err(error(py, &r, &path));
         }
     };
-    output(py, f, &warnings)
+    let d = output(py, f, &warnings)?;
+    if let Some(x) = facts {
+        d.set_item("capture", capture(py, &x)?)?;
+    }
+    Ok(d)
+}
+
+/// What `read_capture` gives beside its rows and warnings, alike (`meta`, `counts`, `records`,
+/// `t0_ns`), and the rows and those with `caplen < size` (`rows`, `cut`).
+fn capture<'py>(py: Python<'py>, x: &source::Facts) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("meta", crate::capture::py::meta(py, &x.meta)?)?;
+    d.set_item("counts", x.counts.clone())?;
+    d.set_item("records", x.records)?;
+    d.set_item("t0_ns", x.t0_ns)?;
+    d.set_item("rows", x.rows)?;
+    d.set_item("cut", x.cut)?;
+    Ok(d)
 }
 
 fn output<'py>(py: Python<'py>, f: Flows, warnings: &[Warn]) -> PyResult<Bound<'py, PyDict>> {

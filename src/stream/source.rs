@@ -16,7 +16,9 @@ use super::number::{Num, Numbering};
 use super::Refusal;
 use crate::capture::bytes::Source;
 use crate::capture::spans::BatchDecoder;
-use crate::capture::{commas, iplen, pcap, pcapng, Failure, Kind, Limits, Records, Rows, Warn};
+use crate::capture::{
+    commas, iplen, pcap, pcapng, Failure, Kind, Limits, Meta, Records, Rows, Warn,
+};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -65,11 +67,18 @@ pub fn check_flows(nflows: usize) -> Result<(), Refusal> {
 
 /// A capture's record batches: either container's walk.
 enum Walk {
-    Pcap(pcap::Batches),
+    Pcap(Box<pcap::Batches>),
     Pcapng(Box<pcapng::Batches>),
 }
 
 impl Walk {
+    fn meta(&self) -> &Meta {
+        match self {
+            Walk::Pcap(b) => &b.meta,
+            Walk::Pcapng(b) => &b.meta,
+        }
+    }
+
     fn next(
         &mut self,
         src: &mut dyn Source,
@@ -111,7 +120,7 @@ fn open(path: &Path, limits: &Limits) -> Result<(Ahead, Walk, Vec<Warn>), Refusa
     }
     let batches = pcap::Batches::open(&mut src, &mut warnings).map_err(|f| refusal(&f))?;
     let b = batches.ok_or_else(tshark)?;
-    Ok((src, Walk::Pcap(b), warnings))
+    Ok((src, Walk::Pcap(Box::new(b)), warnings))
 }
 
 /// A pcapng file as its opening walk checked it: the walk to resume and the warnings so far.
@@ -130,8 +139,8 @@ enum Item {
     Numbered(Box<Batch>),
     /// The connection table once every batch is numbered, sent before [`Item::Done`].
     Table(Box<Numbering>),
-    /// The warnings, and whether a row had no ports.
-    Done(Vec<Warn>, bool),
+    /// The warnings, whether a row had no ports, and what the reader says of the file.
+    Done(Vec<Warn>, bool, Box<Facts>),
     Refused(Refusal),
 }
 
@@ -139,8 +148,8 @@ enum Item {
 /// (false: the receiver is gone, stop); the warnings `read_capture` gives, once all are read.
 fn read_all(path: &Path, checked: Option<Checked>, mut send: impl FnMut(Item) -> bool) {
     match read_batches(path, checked, &mut send) {
-        Ok(Some((w, portless))) => {
-            send(Item::Done(w, portless));
+        Ok(Some((w, portless, facts))) => {
+            send(Item::Done(w, portless, facts));
         }
         Ok(None) => {}
         Err(r) => {
@@ -149,13 +158,28 @@ fn read_all(path: &Path, checked: Option<Checked>, mut send: impl FnMut(Item) ->
     }
 }
 
-/// [`read_all`]'s walk: the warnings at the end and whether a row had no ports, `None` when
-/// the receiver is gone.
+/// What `read_capture` gives beside the rows and warnings (`tracekit.parsers._capture` makes
+/// the trace's meta of it): the container's metadata, the decoder's frame-less counts, the
+/// records, the first record's time (epoch ns), and the rows and those captured short of their
+/// size (`caplen < size`: the inputs of `tracekit.parsers._meta.headers_only`).
+#[derive(Clone, Debug)]
+pub struct Facts {
+    pub meta: Meta,
+    pub counts: Vec<(&'static str, u64)>,
+    pub records: u64,
+    pub t0_ns: Option<i64>,
+    pub rows: u64,
+    pub cut: u64,
+}
+
+/// [`read_all`]'s walk: the warnings at the end, whether a row had no ports and the file's
+/// [`Facts`], `None` when the receiver is gone.
+#[allow(clippy::type_complexity)]
 fn read_batches(
     path: &Path,
     checked: Option<Checked>,
     send: &mut impl FnMut(Item) -> bool,
-) -> Result<Option<(Vec<Warn>, bool)>, Refusal> {
+) -> Result<Option<(Vec<Warn>, bool, Box<Facts>)>, Refusal> {
     let limits = Limits::default();
     let (mut src, mut walk, mut warnings) = match checked {
         Some(c) => (file(path)?, Walk::Pcapng(Box::new(c.walk)), c.warnings),
@@ -174,7 +198,8 @@ fn read_batches(
     let mut recs = Records::default();
     let (mut t0, mut n, mut back, mut last) = (None::<i64>, 0usize, 0u64, None::<i64>);
     let mut portless = false;
-    // decoded batches not sent yet: the first has IP lengths that later rows must settle
+    let mut seen = [0u64; 2]; // the rows sent, and those with caplen < size
+                              // decoded batches not sent yet: the first has IP lengths that later rows must settle
     let mut held: VecDeque<Box<Rows>> = VecDeque::new();
     while walk
         .next(&mut src, &limits, &mut recs)
@@ -204,11 +229,11 @@ fn read_batches(
         }
         portless |= rows.ports.iter().any(|&p| !p);
         held.push_back(Box::new(rows));
-        if !send_settled(&mut held, &mut dec, false, send) {
+        if !send_settled(&mut held, &mut dec, false, &mut seen, send) {
             return Ok(None);
         }
     }
-    if !send_settled(&mut held, &mut dec, true, send) {
+    if !send_settled(&mut held, &mut dec, true, &mut seen, send) {
         return Ok(None);
     }
     if let Walk::Pcap(b) = &walk {
@@ -222,21 +247,31 @@ fn read_batches(
         );
         return Err(Refusal::new("LimitError", msg));
     }
-    dec.finish(&mut warnings);
+    let counts = dec.finish(&mut warnings);
     if back > 0 {
         let msg = "timestamps go backwards (frame order kept)";
         warnings.push(Warn::new("W-NONMONOTONIC", msg, back));
     }
-    Ok(Some((warnings, portless)))
+    let facts = Facts {
+        meta: walk.meta().clone(),
+        counts,
+        records: n as u64,
+        t0_ns: t0,
+        rows: seen[0],
+        cut: seen[1],
+    };
+    Ok(Some((warnings, portless, Box::new(facts))))
 }
 
 /// Sends the held batches that are settled, in order: a batch whose IP lengths beyond the
 /// frame the rows after it settle (`iplen::settled_by`, or `end`: nothing more comes), with
-/// the decoder's W-IPLEN counts. False: the receiver is gone.
+/// the decoder's W-IPLEN counts; `seen` counts the rows sent and those with `caplen < size`.
+/// False: the receiver is gone.
 fn send_settled(
     held: &mut VecDeque<Box<Rows>>,
     dec: &mut BatchDecoder,
     end: bool,
+    seen: &mut [u64; 2],
     send: &mut impl FnMut(Item) -> bool,
 ) -> bool {
     while let Some(mut first) = held.pop_front() {
@@ -246,6 +281,13 @@ fn send_settled(
             return true;
         }
         dec.settle(&mut first, &later);
+        seen[0] += first.size.len() as u64;
+        seen[1] += first
+            .caplen
+            .iter()
+            .zip(&first.size)
+            .filter(|(c, s)| c < s)
+            .count() as u64;
         if !send(Item::Rows(first)) {
             return false;
         }
@@ -254,15 +296,23 @@ fn send_settled(
 }
 
 thread_local! {
-    /// The warnings of the last file a [`Reader`] read to its end on this thread, and whether
-    /// a row had no ports.
-    static LAST: RefCell<(Vec<Warn>, bool)> = const { RefCell::new((Vec::new(), false)) };
+    /// The warnings of the last file a [`Reader`] read to its end on this thread, whether a
+    /// row had no ports, and its [`Facts`].
+    #[allow(clippy::type_complexity)]
+    static LAST: RefCell<(Vec<Warn>, bool, Option<Box<Facts>>)> =
+        const { RefCell::new((Vec::new(), false, None)) };
 }
 
 /// The warnings of the last file read to its end on this thread (`tracekit.read`'s, in its
 /// order), taken.
 pub fn take_warnings() -> Vec<Warn> {
     LAST.with(|w| std::mem::take(&mut *w.borrow_mut()).0)
+}
+
+/// The [`Facts`] of the last file read to its end on this thread, taken (before
+/// [`take_warnings`], which clears them).
+pub fn take_facts() -> Option<Box<Facts>> {
+    LAST.with(|w| w.borrow_mut().2.take())
 }
 
 /// One decoded batch and its TCP packets, numbered (`number::Numbering::batch`).
@@ -339,8 +389,8 @@ impl Iterator for Reader {
                     return Some(Ok(Batch { rows: *r, nums }));
                 }
                 Item::Refused(r) => return Some(Err(r)),
-                Item::Done(w, portless) => {
-                    LAST.with(|x| *x.borrow_mut() = (w, portless));
+                Item::Done(w, portless, facts) => {
+                    LAST.with(|x| *x.borrow_mut() = (w, portless, Some(facts)));
                     return None;
                 }
             }

@@ -194,3 +194,34 @@ fn pass_1_read_again_when_an_echo_falls_below_its_window_gives_the_same_summary(
     assert_eq!(echo_falls(&made).unwrap(), [[0, 2]]);
     std::fs::remove_file(made).unwrap();
 }
+
+#[test]
+fn facts_are_those_read_capture_gives() {
+    let (syn, ack, synack) = (0x02, 0x10, 0x12);
+    let frames = vec![
+        seg(true, 100, 0, syn, 0),
+        seg(false, 500, 101, synack, 0),
+        seg(true, 101, 501, ack, 100),
+        vec![0u8; 20], // no IP: a count
+    ];
+    let path = write("facts.pcap", &pcap(&frames));
+    let _ = super::source::take_warnings();
+    summary(&path, 0.2).unwrap();
+    let facts = super::source::take_facts().unwrap();
+    let limits = crate::capture::Limits::default();
+    let mut src = crate::capture::bytes::FileSource::open(&path).unwrap();
+    let cap = crate::capture::read(&mut src, crate::capture::Format::Pcap, &limits).unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(format!("{:?}", facts.meta), format!("{:?}", cap.meta));
+    assert_eq!(facts.counts, cap.counts);
+    assert!(!facts.counts.is_empty());
+    assert_eq!((facts.records, facts.t0_ns), (cap.records, cap.t0_ns));
+    assert_eq!(facts.rows, cap.rows.size.len() as u64);
+    let cut = cap
+        .rows
+        .caplen
+        .iter()
+        .zip(&cap.rows.size)
+        .filter(|(c, s)| c < s);
+    assert_eq!(facts.cut, cut.count() as u64);
+}

@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import polars as pl
 
+from tracekit._shared import trace_vantage
 from tracekit.analysis import _batches, _dirstats, _state
 from tracekit.analysis import connections as _connections
 from tracekit.analysis import cwnd as _cwnd
@@ -197,8 +198,7 @@ def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | No
     per = _batches.merged(_batches.in_order(lambda part: _per_connection(part, trace, floor_s, keep=keep, drops=drops),
                                             _batches.batches(pk, trace)))
     flows_df, views = _connections.one_per_connection(per.flows, pk, trace.meta)
-    points = [v for v in flows_df["vantage_point"].unique().to_list() if v is not None]
-    where = points[0] if len(points) == 1 else ("mixed" if points else None)
+    where = trace_vantage(flows_df["vantage_point"].unique().to_list())
     makers: dict[str, Callable[[Analysis], dict[str, pl.DataFrame]]] = {
         "queue": _queue_of, "fairness": partial(_fairness_of, b)}
     if per.flight is None:

@@ -63,6 +63,8 @@ import numpy as np
 import polars as pl
 
 from tracekit import _core
+from tracekit._shared import RTO_FLOORS_S as RTO_FLOORS_S  # (re-exported: the minimum RTO by stack)
+from tracekit._shared import rto_floor as rto_floor
 from tracekit.analysis import rtt as _rtt
 from tracekit.analysis._groups import MISSING
 from tracekit.analysis._state import KEYS, prepare, sack_blocks_of
@@ -75,31 +77,7 @@ from tracekit.schema import RETRANSMISSIONS, empty
 #: it; a simulator: the same instant; a Linux host: tens of µs, more behind its own queue, but
 #: then its SACK blocks count).
 RTO_MIN_S = 0.2
-#: Minimum RTO by the stack that made a trace: Linux ``TCP_RTO_MIN`` (include/net/tcp.h), ns-2
-#: ``Agent/TCP set minrto_ 0.2`` (tcl/lib/ns-default.tcl), ns-3 ``TcpSocketBase::MinRto`` (1 s),
-#: RFC 6298 §2.4 (1 s).
-RTO_FLOORS_S = {"linux": 0.2, "ns-2": 0.2, "ns-3": 1.0, "rfc6298": 1.0}
 
-
-def rto_floor(meta: dict[str, object], floor_s: float | None = None) -> tuple[float, str]:
-    """The minimum RTO to test timeouts against, and where it comes from.
-
-    A user's ``floor_s`` wins; else the stack that made the trace: ns-3 when any of its
-    files came from ns-3, ns-2 likewise, else a real capture (Linux, the most common sender).
-
-    Returns:
-        ``(seconds, source)``, source one of ``user``, ``ns-3``, ``ns-2``, ``linux``.
-    """
-    if floor_s is not None:
-        return float(floor_s), "user"
-    tools = {str(meta.get("tool"))}
-    for part in meta.get("parts") or []:  # type: ignore[attr-defined]
-        if isinstance(part, dict):
-            tools.add(str(part.get("tool")))
-    for stack in ("ns-3", "ns-2"):
-        if stack in tools:
-            return RTO_FLOORS_S[stack], stack
-    return RTO_FLOORS_S["linux"], "linux"
 
 #: :func:`classify` output: the frame plus the row ``_i`` and the recovery ``episode`` (per direction).
 _SCHEMA = {"_i": pl.UInt32(), **RETRANSMISSIONS, "episode": pl.Int32()}

@@ -26,6 +26,7 @@ from tracekit.errors import CorruptTraceError, LimitError, TracekitError, Unknow
 from tracekit.limits import Limits
 from tracekit.parsers._decode import Rows
 from tracekit.parsers._frame import frame
+from tracekit.parsers._meta import capture_meta
 from tracekit.parsers._tcp import finish_tcp
 from tracekit.trace import Trace, WarningLog, make_trace
 
@@ -139,23 +140,15 @@ def read(source: Source, container: str, *, limits: Limits, strict: bool, name: 
 
 def build(out: dict[str, Any], *, meta: dict[str, Any], log: WarningLog, limits: Limits) -> Trace:
     """Turn the compiled reader's rows into a validated capture Trace (``event == "capture"``)."""
-    counts: dict[str, int] = dict(meta.get("counts", {}))
-    counts.update(dict(out["counts"]))
     rows = Rows.from_core(out)
     del out["rows"], out["ids"]  # (the arrays now belong to rows)
-    cut = rows.caplen < rows.size
-    headers_only = bool(np.count_nonzero(cut) * 2 > len(cut)) if cut.any() else None
-    del cut
+    cut, nrows = int(np.count_nonzero(rows.caplen < rows.size)), len(rows)
     df, nflows = frame(rows)
     del rows
     if df.height and df["flow"].null_count():
         nflows += 1  # as polars' n_unique counts null
     _check_flows(nflows, meta["paths"][0], limits)
-    counts["records"] = out["records"]
-    meta = {**meta, "counts": counts}  # (key order as finish() makes it)
-    meta = {**meta, "t0_ns": out["t0_ns"], "counts": counts, "units": {"time": "s", "size": "bytes"}}
-    if headers_only is not None:
-        meta["headers_only"] = headers_only
+    meta = capture_meta(meta, out["counts"], out["records"], out["t0_ns"], cut=cut, rows=nrows)
     trace = make_trace(df, None, meta, log)
     del df
     return trace

@@ -20,11 +20,10 @@ W-CAPLEN (captured > original length), W-EMPTY.
 
 from __future__ import annotations
 
-from typing import Any
-
 from tracekit._source import Source
 from tracekit.limits import DEFAULT, Limits
 from tracekit.parsers import _capture
+from tracekit.parsers._meta import pcap_meta
 from tracekit.trace import Trace
 
 NAME = "pcap"
@@ -39,20 +38,6 @@ _MAGICS = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1
 def sniff(head: bytes) -> bool:
     """True when ``head`` starts with a pcap magic."""
     return head[:4] in _MAGICS
-
-
-def _meta(m: dict[str, Any], path: str, compression: str | None) -> dict[str, Any]:
-    vmaj, vmin = m["version"]
-    return {
-        "format": NAME,
-        "tool": "libpcap",
-        "paths": [path],
-        "compression": compression,
-        "linktypes": [m["linktype"]],
-        "snaplen": m["snaplen"],
-        "time_resolution": "ns" if m["nanos"] else "us",
-        "version": f"{vmaj}.{vmin}",
-    }
 
 
 def read(
@@ -77,4 +62,4 @@ def read(
         UnknownFormatError: not a pcap file, or an unsupported link type without tshark.
         CorruptTraceError: damaged header or an impossible record length.
     """
-    return _capture.read(source, NAME, limits=limits, strict=strict, name=name, metadata=_meta)
+    return _capture.read(source, NAME, limits=limits, strict=strict, name=name, metadata=pcap_meta)

@@ -20,11 +20,10 @@ packets; every refusal names the block number and its byte offset.
 
 from __future__ import annotations
 
-from typing import Any
-
 from tracekit._source import Source
 from tracekit.limits import DEFAULT, Limits
 from tracekit.parsers import _capture
+from tracekit.parsers._meta import pcapng_meta
 from tracekit.trace import Trace
 
 NAME = "pcapng"
@@ -38,43 +37,6 @@ _BOM_BE = b"\x1a\x2b\x3c\x4d"
 def sniff(head: bytes) -> bool:
     """True when ``head`` starts with a section header block with a valid byte-order magic."""
     return head[:4] == b"\x0a\x0d\x0d\x0a" and head[8:12] in (_BOM_LE, _BOM_BE)
-
-
-def text(value: bytes | None, limit: int = 120) -> str | None:
-    """A printable, bounded string from an option value (student files are hostile input)."""
-    if value is None:
-        return None
-    s = value.split(b"\0", 1)[0].decode("utf-8", errors="replace")
-    s = "".join(ch for ch in s if ch.isprintable())
-    return s[:limit] or None
-
-
-def _tsresol(r: int) -> str:
-    """if_tsresol as a unit: MSB 0 -> 10^-n s, MSB 1 -> 2^-n s."""
-    return f"2^-{r & 0x7F}" if r & 0x80 else f"10^-{r}"
-
-
-def _meta(m: dict[str, Any], path: str, compression: str | None) -> dict[str, Any]:
-    shb: dict[str, Any] = {}
-    if "shb" in m:
-        major, minor, app, os_, hw = m["shb"]
-        shb = {"version": f"{major}.{minor}", "application": text(app), "os": text(os_), "hardware": text(hw)}
-    return {
-        "format": NAME,
-        "tool": shb.get("application") or "pcapng",
-        "paths": [path],
-        "compression": compression,
-        "linktypes": m["used"],
-        "sections": m["sections"],
-        "interfaces": [
-            {"linktype": lt, "snaplen": snap, "name": text(nm), "section": sec, "tsresol": _tsresol(res),
-             "tsoffset": off, "fcslen": fcs}
-            for lt, snap, nm, sec, res, off, fcs in m["interfaces"]
-        ],
-        "shb": shb,
-        "counts": {"blocks": m["blocks"], "simple_packet_blocks": m["simple"],
-                   "obsolete_packet_blocks": m["obsolete"]},
-    }
 
 
 def read(
@@ -100,4 +62,4 @@ def read(
         CorruptTraceError: a damaged block (bad length, trailer, interface id, time resolution),
             naming the block number and its byte offset.
     """
-    return _capture.read(source, NAME, limits=limits, strict=strict, name=name, metadata=_meta)
+    return _capture.read(source, NAME, limits=limits, strict=strict, name=name, metadata=pcapng_meta)

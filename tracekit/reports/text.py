@@ -35,14 +35,14 @@ def summary(analysis: Analysis, *, link_bps: float | None = None) -> dict[str, A
     ``tool_metrics``: the tool-reported series (:mod:`tracekit.reports.toolmetrics`);
     ``explain``: the account in words (:mod:`tracekit.explain`), ``{time, kind, text, values}``.
     """
+    from tracekit._shared import trace_summary
     from tracekit.explain import explain
     from tracekit.explain_parts import Parts
     from tracekit.reports.answers import json_flows
     from tracekit.reports.toolmetrics import summarise
 
     tr = analysis.trace
-    meta = {k: v for k, v in tr.meta.items() if k not in ("warnings", "parts")}
-    trace = {**meta, "packets": tr.packets.height, "samples": tr.samples.height, "warnings": tr.warnings}
+    trace = trace_summary(tr.meta, tr.packets.height, tr.samples.height, tr.warnings)
     parts = Parts(analysis)  # split by direction once, for the flows and the account
     doc = {
         "schema_version": SCHEMA_VERSION,
