@@ -53,6 +53,8 @@ pub struct Row {
     pub dst: (Addr, i32),
     /// The cwnd statistics (`cwnd`; None: no estimate row).
     pub cwnd: Option<super::cwnd::Est>,
+    /// The account's cwnd events (`cwndstory`; None: no estimate row).
+    pub story: Option<super::cwndstory::Story>,
     /// The direction's RFC 6298 (srtt, rttvar) at the end (None: no sample).
     pub srtt: Option<(f64, f64)>,
 }
@@ -385,11 +387,13 @@ impl Pass2<'_> {
                 src: at(ends.0),
                 dst: at(ends.1),
                 cwnd: None,
+                story: None,
                 srtt: part.and_then(|x| x.srtt),
             });
         }
         for r in &mut out {
             r.cwnd = self.cwnd.get(r.flow, r.dir);
+            r.story = self.cwnd.take_story(r.flow, r.dir);
         }
         Flows {
             rows: out,
