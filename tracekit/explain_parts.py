@@ -36,7 +36,7 @@ def frame(an: Analysis, name: str) -> pl.DataFrame:
 
 
 #: Loss events, slow-start runs and stalls the account tells one by one; the rest in one sentence.
-MAX_EACH = 6
+MAX_EACH: int = _core.CWND_STORY_CAP
 
 #: Phase codes of the series rows (the schema's phase Enum's physical order; -1: none).
 SLOW_START, CONGESTION_AVOIDANCE, RECOVERY = 0, 1, 2

@@ -21,6 +21,7 @@
 //! until the file ends; then the rows of one batch at a time (`DirRows`: 42 B per data segment).
 
 use super::conn::Pk;
+use super::cwndstory::{of_batch, Story};
 use crate::state::cwnd::estimate::{estimate, EstRows};
 use crate::state::cwnd::events::{reductions, Columns, Evidence, SOURCE_ESTIMATE};
 use crate::state::cwnd::rows_frames::{self as rf, build, Built, Frames, Keys, Packets};
@@ -294,7 +295,7 @@ fn spans(lens: impl Iterator<Item = usize>) -> (Vec<i64>, Vec<i64>) {
 /// The estimate's frame as `_core_pass` reads it and the reductions pass over it (`cwnd.py`'s
 /// `reductions_and_stats` over the chosen series: a capture's are the estimate's): each
 /// direction's statistics, by `dirs`' index.
-fn stats(b: &Built, dirs: &[DirIn], ev: &Evidence) -> Result<Vec<Option<Est>>, String> {
+fn stats(b: &Built, dirs: &[DirIn], ev: &Evidence) -> Result<Vec<Option<(Est, Story)>>, String> {
     let (lo, hi) = spans(b.rows.iter().map(|r| r.len()));
     let (alo, ahi) = spans(b.acks.iter().map(|a| a.0.len()));
     // a retransmitted SYN is a loss (RFC 5681 §3.1: cwnd 1 segment, ssthresh 2)
@@ -362,23 +363,36 @@ fn stats(b: &Built, dirs: &[DirIn], ev: &Evidence) -> Result<Vec<Option<Est>>, S
         .map(|d| ((i64::from(d.flow), i64::from(d.dir)), d.tol))
         .collect();
     let found = reductions(&cols, ev, &windows)?;
+    // the account's events of each direction's series (`story`)
+    let mut told = of_batch(
+        &k.time,
+        &e.est,
+        &e.phase,
+        (&lo, &hi),
+        (&found.rows, &found.loss),
+    );
     let mut out = vec![None; dirs.len()];
     for (&first, s) in found.series.iter().zip(&found.stats) {
         let d = hi.partition_point(|&h| h <= first as i64);
+        let story = told.get_mut(d).and_then(Option::take).unwrap_or_default();
         if let Some(slot) = out.get_mut(d) {
-            *slot = Some(Est {
+            let est = Est {
                 max_cwnd: s.max_cwnd.get(),
                 loss_events: s.losses,
-            });
+            };
+            *slot = Some((est, story));
         }
     }
     Ok(out)
 }
 
 /// One batch of connections (`conns`: their logs, flow ascending; `dirs`: their data
-/// directions, sorted by `(flow, dir)`): each direction's statistics (None: no estimate row,
-/// as when no ACK reaches any of the batch's senders).
-pub fn run(conns: &mut [(u32, ConnCwnd)], dirs: &[DirIn]) -> Result<Vec<Option<Est>>, String> {
+/// directions, sorted by `(flow, dir)`): each direction's statistics and the account's events
+/// (`cwndstory`; None: no estimate row, as when no ACK reaches any of the batch's senders).
+pub fn run(
+    conns: &mut [(u32, ConnCwnd)],
+    dirs: &[DirIn],
+) -> Result<Vec<Option<(Est, Story)>>, String> {
     let c = packets(conns);
     let p = Packets {
         flow: &c.flow,

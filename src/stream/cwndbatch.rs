@@ -3,6 +3,7 @@
 //! connection's packet count and last row), so the logs of one batch at a time are alive.
 
 use super::cwnd::{run, ConnCwnd, DirIn, Est};
+use super::cwndstory::Story;
 use super::fstats::BATCH_ROWS;
 use crate::state::dirstats::Directions;
 
@@ -22,6 +23,8 @@ pub struct Batches {
     next: usize,
     /// Per direction `2·flow + dir`: its statistics (None: none, or not yet run).
     out: Vec<Option<Est>>,
+    /// Per direction: the account's cwnd events (`cwndstory`), until taken.
+    stories: Vec<Option<Story>>,
     /// Each connection's packets.
     packets: Vec<u64>,
 }
@@ -58,6 +61,7 @@ impl Batches {
             ends,
             next: 0,
             out: vec![None; 2 * packets.len()],
+            stories: vec![None; 2 * packets.len()],
             packets,
         }
     }
@@ -88,6 +92,12 @@ impl Batches {
     pub fn get(&self, flow: u32, dir: i8) -> Option<Est> {
         let k = 2 * flow as usize + usize::try_from(dir).ok()?;
         self.out.get(k).copied().flatten()
+    }
+
+    /// The account's cwnd events of direction `dir` of connection `flow` (taken: once).
+    pub fn take_story(&mut self, flow: u32, dir: i8) -> Option<Story> {
+        let k = 2 * flow as usize + usize::try_from(dir).ok()?;
+        self.stories.get_mut(k).and_then(Option::take)
     }
 
     /// The batch of connections `lo..hi`: its data directions (`cwnd.data_directions`, sorted
@@ -129,8 +139,11 @@ impl Batches {
         }
         let got = run(&mut logs, &ins).unwrap_or_else(|_| vec![None; ins.len()]);
         for (d, g) in ins.iter().zip(got) {
-            if let Some(slot) = self.out.get_mut(2 * d.flow as usize + d.dir as usize) {
-                *slot = g;
+            let k = 2 * d.flow as usize + d.dir as usize;
+            let (est, story) = g.map_or((None, None), |(e, s)| (Some(e), Some(s)));
+            if let (Some(slot), Some(st)) = (self.out.get_mut(k), self.stories.get_mut(k)) {
+                *slot = est;
+                *st = story;
             }
         }
     }

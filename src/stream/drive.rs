@@ -407,11 +407,13 @@ impl Pass2<'_> {
                 src: at(ends.0),
                 dst: at(ends.1),
                 cwnd: None,
+                story: None,
                 srtt: part.and_then(|x| x.srtt),
             });
         }
         for r in &mut out {
             r.cwnd = self.cwnd.get(r.flow, r.dir);
+            r.story = self.cwnd.take_story(r.flow, r.dir);
         }
         Flows {
             rows: out,

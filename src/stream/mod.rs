@@ -29,6 +29,7 @@ pub mod ahead;
 pub mod conn;
 pub mod cwnd;
 pub mod cwndbatch;
+pub mod cwndstory;
 pub mod drive;
 pub mod flight;
 pub mod fstats;

@@ -36,7 +36,9 @@ fn error(py: Python<'_>, r: &Refusal, path: &std::path::Path) -> PyErr {
 /// and `delivered_bytes`; the cwnd estimate's `max_cwnd_bytes`, `cwnd_source` and
 /// `loss_events` (None: no estimate row) and the models' inputs `_smss` (the largest payload),
 /// `_srtt` and `_rttvar` (RFC 6298 at the end; NaN: none), from which `_flowrows.with_models`
-/// computes `loss_event_rate` and the Mathis, Padhye and window-limit rates;
+/// computes `loss_event_rate` and the Mathis, Padhye and window-limit rates; the account's
+/// cwnd events (`tracekit.explain_parts.Series`, `cwndstory::output`: `_story_rows`, `_ca_start`,
+/// `_story_runs`, `_reductions` per row, then flat `_run_*`, `_cut_*`, `_red_t`, `_red_backed`);
 /// `sport`, `dport` and the addresses as `_src_v6`/`_dst_v6` (an IPv6 address, else IPv4) and
 /// their high and low 64 bits `_src_hi`, `_src_lo`, `_dst_hi`, `_dst_lo`, which
 /// `tracekit.parsers._frame.address_text` writes as the frame's `src` and `dst`;
@@ -168,6 +170,7 @@ fn output<'py>(py: Python<'py>, f: Flows, warnings: &[Warn]) -> PyResult<Bound<'
     col!("_smss", |r| r.stats.max_payload);
     col!("_srtt", |r| r.srtt.map_or(nan, |x| x.0));
     col!("_rttvar", |r| r.srtt.map_or(nan, |x| x.1));
+    super::cwndstory::output(&d, rows.iter().map(|r| r.story.as_ref()))?;
     d.set_item("packets_fed", f.packets)?;
     Ok(d)
 }

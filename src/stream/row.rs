@@ -32,6 +32,8 @@ pub struct Row {
     pub dst: (Addr, i32),
     /// The cwnd statistics (`cwnd`; None: no estimate row).
     pub cwnd: Option<super::cwnd::Est>,
+    /// The account's cwnd events (`cwndstory`; None: no estimate row).
+    pub story: Option<super::cwndstory::Story>,
     /// The direction's RFC 6298 (srtt, rttvar) at the end (None: no sample).
     pub srtt: Option<(f64, f64)>,
 }

@@ -98,10 +98,8 @@ fn output<'py>(
     let (mut cd, mut before, mut after, mut phase, mut tol, mut prev_t) =
         (vec![], vec![], vec![], vec![], vec![], vec![]);
     for (d, t) in told.iter().enumerate() {
-        let mut got = t.cuts.iter().peekable();
-        for i in 0..nred[d].min(cap + 1) {
+        for c in t.slots(nred[d], cap) {
             cd.push(d as i64);
-            let c = got.next_if(|c| c.index == i);
             before.push(c.map_or(f64::NAN, |c| c.before));
             after.push(c.map_or(f64::NAN, |c| c.after));
             phase.push(c.map_or(-1, |c| c.phase));
@@ -189,5 +187,6 @@ fn cwnd_story<'py>(
 
 /// Adds the account's cwnd events to `tracekit._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("CWND_STORY_CAP", super::story::CAP)?;
     m.add_function(wrap_pyfunction!(cwnd_story, m)?)
 }

@@ -18,6 +18,9 @@ pub const SLOW_START: i8 = 0;
 /// Congestion avoidance.
 pub const CONGESTION_AVOIDANCE: i8 = 1;
 
+/// Runs told and reductions detailed one by one per direction (`tracekit.explain_parts.MAX_EACH`).
+pub const CAP: usize = 6;
+
 /// How a told slow-start run ended.
 pub const END_OPEN: u8 = 0;
 /// At a reduction loss evidence backs (a loss event).
@@ -88,6 +91,15 @@ pub struct Told {
     /// The reductions of index below `cap + 1` anchored at a row, in order of anchoring.
     pub cuts: Vec<Cut>,
     pub ca_start: Option<f64>,
+}
+
+impl Told {
+    /// The cuts of the first `min(nred, cap + 1)` of the direction's `nred` reductions, by
+    /// index (None: the reduction anchors at no row).
+    pub fn slots(&self, nred: usize, cap: usize) -> impl Iterator<Item = Option<&Cut>> + '_ {
+        let mut got = self.cuts.iter().peekable();
+        (0..nred.min(cap + 1)).map(move |i| got.next_if(|c| c.index == i))
+    }
 }
 
 impl Story {
