@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,26 @@ CORPUS = ROOT.parent / "shared" / "corpus"
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
 IN_CI = os.environ.get("CI") == "true"
+
+#: Every sample pcap and pcapng capture.
+CAPTURES = sorted(p for p in SAMPLES.rglob("*") if p.suffix in (".pcap", ".pcapng"))
+
+
+def damaged_captures(tmp_path: Path, seed: int, n: int = 30) -> Iterator[Path]:
+    """``n`` sample captures (under 3 MB) with one byte in 2,000 changed past the first 64 (the file
+    header kept, so the damage lands in records, lengths and options), written under ``tmp_path``."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    bases = [p for p in CAPTURES if p.stat().st_size < 3_000_000]
+    for k in range(n):
+        base = bases[(7 * k) % len(bases)]
+        arr = np.frombuffer(base.read_bytes(), dtype=np.uint8).copy()
+        mask = rng.random(arr.size - 64) < 0.0005
+        arr[64:][mask] = rng.integers(0, 256, int(mask.sum()), dtype=np.uint8)
+        p = tmp_path / f"m{k}{base.suffix}"
+        p.write_bytes(arr.tobytes())
+        yield p
 
 
 def need_tool(name: str) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
-from conftest import SAMPLES
+from conftest import SAMPLES, damaged_captures
 from test_stream_summary import CAPTURES, _without_handshake
 
 import tracekit
@@ -110,15 +110,8 @@ def test_stream_story_without_a_handshake(tmp_path: Path, name: str) -> None:
 
 def test_stream_story_on_damaged_captures(tmp_path: Path) -> None:
     """The damaged mutants of tests/test_stream_summary.py (same seed): the events still equal."""
-    rng = np.random.default_rng(20261127)
-    bases = [p for p in CAPTURES if p.stat().st_size < 3_000_000]
     compared = 0
-    for k in range(30):
-        arr = np.frombuffer(bases[(7 * k) % len(bases)].read_bytes(), dtype=np.uint8).copy()
-        mask = rng.random(arr.size - 64) < 0.0005
-        arr[64:][mask] = rng.integers(0, 256, int(mask.sum()), dtype=np.uint8)
-        p = tmp_path / f"m{k}.pcap"
-        p.write_bytes(arr.tobytes())
+    for p in damaged_captures(tmp_path, 20261127):
         try:
             s = _core.stream_summary(p)
         except TracekitError:

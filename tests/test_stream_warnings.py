@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from badinputs import cases
-from conftest import SAMPLES
+from conftest import CAPTURES, SAMPLES
 from test_fuzz import PREFIX, mutate
 
 import tracekit
@@ -28,7 +28,6 @@ from tracekit.limits import Limits
 #: The stream's own refusals (a file the reader takes but the stream does not).
 OWN = ("link type not decoded by tracekit itself",)
 ERRORS = {"corrupt": CorruptTraceError, "unknown": UnknownFormatError, "limit": LimitError}
-CAPTURES = sorted(p for p in SAMPLES.rglob("*") if p.suffix in (".pcap", ".pcapng"))
 
 
 def _read(path: Path) -> dict[str, Any]:

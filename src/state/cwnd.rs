@@ -41,6 +41,18 @@ pub mod rows_frames;
 pub mod story;
 
 pub use pipe::Pipe;
+
+/// Per-direction bounds (`lo`, `hi`) of runs of the given lengths: the rows of direction `k`
+/// are `lo[k]..hi[k]` of the concatenated columns (`cwnd_rows`' output, the stream's batch).
+pub fn spans(lens: impl Iterator<Item = usize>) -> (Vec<i64>, Vec<i64>) {
+    let (mut lo, mut hi, mut at) = (Vec::new(), Vec::new(), 0i64);
+    for n in lens {
+        lo.push(at);
+        at += n as i64;
+        hi.push(at);
+    }
+    (lo, hi)
+}
 use pyo3::prelude::*;
 use rayon::prelude::*;
 

@@ -25,7 +25,7 @@ use super::cwndstory::{of_batch, Story};
 use crate::state::cwnd::estimate::{estimate, EstRows};
 use crate::state::cwnd::events::{reductions, Columns, Evidence, SOURCE_ESTIMATE};
 use crate::state::cwnd::rows_frames::{self as rf, build, Built, Frames, Keys, Packets};
-use crate::state::cwnd::RECOVERY;
+use crate::state::cwnd::{spans, RECOVERY};
 use crate::state::retrans::{Verdict, RTO, SPURIOUS};
 use crate::state::sack::FlightRow;
 use crate::state::seq::{ACK, MISSING, SYN};
@@ -279,17 +279,6 @@ fn retrans(conns: &[(u32, ConnCwnd)]) -> (KeyCols, KeyCols, Evidence) {
         first.into_iter().for_each(|(row, d)| to.push(*f, d, row));
     }
     (all, to, Evidence::new(&ef, &ed, &et))
-}
-
-/// Per-direction spans of runs of the given lengths (`cwnd::py`'s `lo`/`hi`).
-fn spans(lens: impl Iterator<Item = usize>) -> (Vec<i64>, Vec<i64>) {
-    let (mut lo, mut hi, mut at) = (Vec::new(), Vec::new(), 0i64);
-    for n in lens {
-        lo.push(at);
-        at += n as i64;
-        hi.push(at);
-    }
-    (lo, hi)
 }
 
 /// The estimate's frame as `_core_pass` reads it and the reductions pass over it (`cwnd.py`'s

@@ -4,6 +4,7 @@
 
 use super::rows::DirRows;
 use super::rows_frames::{build, Built, Frames, Keys, Packets};
+use super::spans;
 use crate::state::{guard, slice};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
@@ -62,17 +63,6 @@ fn keys<'a>(k: &'a KeyCols<'_>) -> PyResult<Keys<'a>> {
         frame: slice(&k.2, "frame")?,
         ok: slice(&k.3, "ok")?,
     })
-}
-
-/// Per-direction bounds (`lo`, `hi`) of runs of the given lengths.
-fn spans(lens: impl Iterator<Item = usize>) -> (Vec<i64>, Vec<i64>) {
-    let (mut lo, mut hi, mut at) = (Vec::new(), Vec::new(), 0i64);
-    for n in lens {
-        lo.push(at);
-        at += n as i64;
-        hi.push(at);
-    }
-    (lo, hi)
 }
 
 fn arrays(py: Python<'_>, b: Built) -> RowsOut<'_> {
