@@ -4,7 +4,6 @@
 
 use super::cwnd::{run, ConnCwnd, DirIn, Est};
 use super::cwndstory::Story;
-use super::fstats::BATCH_ROWS;
 use crate::state::dirstats::Directions;
 
 /// What the cwnd stage reads of a connection closed at its last packet (`drive::Pass2::close`)
@@ -30,31 +29,23 @@ pub struct Batches {
 }
 
 impl Batches {
-    /// The batches of the connections (by id: their packets and their last packet's row) as
-    /// `tracekit.analysis._batches._batch_rows` cuts a capture (`batched`: at least two
-    /// batches' worth, every row a TCP packet of a connection; else one batch): a new batch
-    /// starts at the connection where the running count of packets passes a multiple of
-    /// `BATCH_ROWS` (the rule `fstats::positions` follows).
-    pub fn new(conns: impl Iterator<Item = (u64, u64)>, batched: bool) -> Self {
-        let (mut cum, mut end) = (0u64, None);
+    /// The batches of the connections (by id: their packets, their last packet's row and
+    /// their batch, `fstats::batch_ids`).
+    pub fn new(conns: impl Iterator<Item = (u64, u64, Option<u32>)>) -> Self {
         let mut ends: Vec<(u64, u32, u32)> = Vec::new();
-        let mut packets = Vec::new();
-        for (f, (n, last)) in conns.enumerate() {
+        let (mut packets, mut batch) = (Vec::new(), None);
+        for (f, (n, last, id)) in conns.enumerate() {
             let f = f as u32;
             packets.push(n);
-            if n == 0 {
-                continue; // (not a connection of the packets)
-            }
-            cum += n;
-            let e = cum / BATCH_ROWS;
+            let Some(id) = id else { continue };
             match ends.last_mut() {
-                Some(b) if !batched || end == Some(e) => {
+                Some(b) if batch == Some(id) => {
                     b.0 = b.0.max(last);
                     b.2 = f + 1;
                 }
                 _ => ends.push((last, f, f + 1)),
             }
-            end = Some(e);
+            batch = Some(id);
         }
         ends.sort_by_key(|b| b.0);
         Batches {
@@ -152,16 +143,21 @@ impl Batches {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stream::fstats::{batch_ids, BATCH_ROWS};
 
     #[test]
     fn batches_cut_where_the_running_count_passes_a_multiple() {
         let b = BATCH_ROWS;
         // connection 1 has no packets; connection 2 passes the first multiple: a new batch
         let conns = [(b - 10, 50), (0, 0), (20, 40), (b, 90)];
-        let x = Batches::new(conns.into_iter(), true);
+        let with = |batched| {
+            let ids = batch_ids(conns.iter().map(|c| c.0), batched);
+            Batches::new(conns.iter().zip(ids).map(|(c, id)| (c.0, c.1, id)))
+        };
+        let x = with(true);
         // connection 3 passes the second: another (batches sorted by their last row)
         assert_eq!(x.ends, vec![(40, 2, 3), (50, 0, 1), (90, 3, 4)]);
-        let one = Batches::new(conns.into_iter(), false);
+        let one = with(false);
         assert_eq!(one.ends, vec![(90, 0, 4)]);
     }
 }

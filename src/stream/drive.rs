@@ -183,17 +183,16 @@ fn scan(
         .map(|(f, s)| Box::new(s.settle(usize::from(settled.dir(f as u32, false) != 0))))
         .collect();
     // `analyze` cuts a capture of at least two batches' worth of TCP packets into batches
-    let fs = priors
-        .iter_mut()
-        .zip(&scouts)
-        .map(|(p, s)| (&mut p.fs, s.fs.packets));
     let batched = all_tcp.1 && all_tcp.0 >= 2 * fstats::BATCH_ROWS;
-    fstats::positions(fs, batched);
-    let counts = scouts
-        .iter()
-        .map(|s| s.fs.packets)
-        .zip(last.iter().copied());
-    let cwnd = super::cwndbatch::Batches::new(counts, batched);
+    let ids = fstats::batch_ids(scouts.iter().map(|s| s.fs.packets), batched);
+    fstats::positions(
+        priors
+            .iter_mut()
+            .map(|p| &mut p.fs)
+            .zip(ids.iter().copied()),
+    );
+    let conns = scouts.iter().zip(&last).zip(ids);
+    let cwnd = super::cwndbatch::Batches::new(conns.map(|((s, &l), id)| (s.fs.packets, l, id)));
     let first = First {
         cwnd,
         settled,

@@ -75,24 +75,42 @@ pub struct Prior {
     pub median: [Picked; 2],
 }
 
-/// Sets each connection's positions (`priors` by connection id): the data segments of the
-/// directions before it (ascending `2·flow + dir`) in its batch. `packets`: each connection's
-/// packets; `batched`: `tracekit.analysis._batches.batches` cuts the capture (every row a TCP
-/// packet of a connection, at least two batches' worth), a new batch starting at the
-/// connection where the running count of packets passes a multiple of [`BATCH_ROWS`]
-/// (`_batch_rows`).
-pub fn positions<'a>(priors: impl Iterator<Item = (&'a mut Prior, u64)>, batched: bool) {
-    let (mut acc, mut cum, mut end) = (0usize, 0u64, None);
-    for (p, n) in priors {
+/// Each connection's batch (by connection id; None: no packets), as
+/// `tracekit.analysis._batches.batches` cuts a capture. `packets`: each connection's packets;
+/// `batched`: the capture is cut (every row a TCP packet of a connection, at least two
+/// batches' worth), a new batch starting at the connection where the running count of packets
+/// passes a multiple of [`BATCH_ROWS`] (`_batch_rows`); else one batch. The limit shares'
+/// summing positions ([`positions`]) and the cwnd stage's batches (`cwndbatch`) both read it.
+pub fn batch_ids(packets: impl Iterator<Item = u64>, batched: bool) -> Vec<Option<u32>> {
+    let (mut cum, mut end, mut id) = (0u64, None, 0u32);
+    let mut out = Vec::new();
+    for n in packets {
         if n == 0 {
-            continue; // (not a connection of the packets)
+            out.push(None); // (not a connection of the packets)
+            continue;
         }
         cum += n;
         let e = cum / BATCH_ROWS;
         if batched && end.is_some_and(|x| x != e) {
-            acc = 0;
+            id += 1;
         }
         end = Some(e);
+        out.push(Some(id));
+    }
+    out
+}
+
+/// Sets each connection's positions (`priors` by connection id, with its batch from
+/// [`batch_ids`]): the data segments of the directions before it (ascending `2·flow + dir`)
+/// in its batch.
+pub fn positions<'a>(priors: impl Iterator<Item = (&'a mut Prior, Option<u32>)>) {
+    let (mut acc, mut batch) = (0usize, None);
+    for (p, id) in priors {
+        let Some(id) = id else { continue };
+        if batch.is_some_and(|b| b != id) {
+            acc = 0;
+        }
+        batch = Some(id);
         for d in 0..2 {
             p.pos[d] = acc;
             acc += usize::try_from(p.ext[d].n_data).unwrap_or(0);
@@ -261,12 +279,16 @@ mod tests {
     fn positions_restart_per_batch() {
         let big = BATCH_ROWS as i64;
         let mut v = [prior([big - 10, 0]), prior([20, 5]), prior([3, 0])];
-        positions(v.iter_mut().map(|(p, n)| (p, *n)), false);
+        let n: Vec<u64> = v.iter().map(|x| x.1).collect();
+        let ids = |batched| batch_ids(n.iter().copied(), batched);
+        let one = ids(false);
+        positions(v.iter_mut().zip(one).map(|((p, _), id)| (p, id)));
         let pos: Vec<_> = v.iter().map(|p| p.0.pos).collect();
         let b = big as usize;
         assert_eq!(pos, vec![[0, b - 10], [b - 10, b + 10], [b + 15, b + 18]]);
         // the second connection passes a multiple of BATCH_ROWS: a new batch starts there
-        positions(v.iter_mut().map(|(p, n)| (p, *n)), true);
+        let cut = ids(true);
+        positions(v.iter_mut().zip(cut).map(|((p, _), id)| (p, id)));
         let pos: Vec<_> = v.iter().map(|p| p.0.pos).collect();
         assert_eq!(pos, vec![[0, b - 10], [0, 20], [25, 28]]);
     }
