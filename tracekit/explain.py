@@ -27,8 +27,6 @@ __all__ = ["CLAUSES", "TEMPLATES", "Sentence", "cwnd_reductions", "explain", "ra
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
 
-_MAX_EACH = MAX_EACH  # loss events / stalls told one by one; the rest in one sentence
-
 
 def rate_from_text(text: str) -> float | None:
     """A link rate written as ns-2/ns-3/iperf write it (``1Mb``, ``1Mbps``, ``10 Mbit/s``, ``2e6``) in bit/s."""
@@ -75,7 +73,7 @@ class _Fmt:
 
 def slow_starts(s: Series, f: _Fmt, flow: int, d: int) -> list[Sentence]:
     """One sentence per slow-start run that grew cwnd (runs end at a loss or a phase change):
-    the first :data:`_MAX_EACH` the core found (:class:`tracekit.explain_parts.Runs`)."""
+    the first :data:`MAX_EACH` the core found (:class:`tracekit.explain_parts.Runs`)."""
     r = s.runs
     if s.empty or r is None:
         return []
@@ -109,7 +107,7 @@ def losses(parts: Parts, s: Series, f: _Fmt, flow: int, d: int, tol_s: float | N
     out: list[Sentence] = []
     prev = -math.inf
     # each event reaches back to the row before it (``tol``); its retransmissions run up to where the next one's reach
-    for i, te in enumerate(times[:_MAX_EACH]):
+    for i, te in enumerate(times[:MAX_EACH]):
         tol, prev_t = float(c.tol[i]), c.prev_t[i]
         hi = times[i + 1] - c.tol[i + 1] if i + 1 < times.size else math.inf
         sel = (rtt_t >= te - tol) & (rtt_t < hi)
@@ -146,10 +144,10 @@ def losses(parts: Parts, s: Series, f: _Fmt, flow: int, d: int, tol_s: float | N
                  "before": f.window(before), "after": f.window(after)}
         out.append(say(kind, shown, vals, time=te, flow=flow, dir=d))
         prev = te + tol
-    if times.size > _MAX_EACH:
+    if times.size > MAX_EACH:
         lossy = np.ones(times.size, dtype=bool) if s.backed is None else s.backed.astype(bool)
-        for kind, rest in (("losses_more", times[_MAX_EACH:][lossy[_MAX_EACH:]]),
-                           ("reductions_more", times[_MAX_EACH:][~lossy[_MAX_EACH:]])):
+        for kind, rest in (("losses_more", times[MAX_EACH:][lossy[MAX_EACH:]]),
+                           ("reductions_more", times[MAX_EACH:][~lossy[MAX_EACH:]])):
             if rest.size:
                 out.append(say(kind, {"count": f"{rest.size:,}", "time": numfmt.at(rest[0]),
                                       "end": numfmt.at(rest[-1])},
@@ -199,13 +197,13 @@ def stalls(parts: Parts, flow: int, d: int) -> list[Sentence]:
                        {"count": ads.height, "time": t0, "end": t1, "stalls": zw.height, "duration_s": total},
                        time=t0, flow=flow, dir=d))  # type: ignore[arg-type]  # t0: a float time column's min
     other = st.filter(pl.col("cause") != "zero_window")
-    for r in other.head(_MAX_EACH).iter_rows(named=True):
+    for r in other.head(MAX_EACH).iter_rows(named=True):
         cause = r["cause"] if f"stall_{r['cause']}" in TEMPLATES else "unknown"
         out.append(say(f"stall_{cause}", {"duration": numfmt.seconds(r["duration"]), "time": numfmt.at(r["start"]),
                                           "end": numfmt.at(r["end"])},
                        {"time": r["start"], "end": r["end"], "duration_s": r["duration"], "cause": cause},
                        time=r["start"], flow=flow, dir=d))
-    rest = other.slice(_MAX_EACH)
+    rest = other.slice(MAX_EACH)
     if rest.height:
         tot = float(rest["duration"].sum())
         out.append(say("stalls_more", {"count": f"{rest.height:,}", "time": numfmt.at(rest["start"][0]),
