@@ -8,6 +8,7 @@ vantage point from its directions', and the ``trace`` block of ``analyze --json`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -139,3 +140,18 @@ def trace_summary(meta: dict[str, Any], packets: int, samples: int, warnings: li
     and ``warnings``."""
     kept = {k: v for k, v in meta.items() if k not in ("warnings", "parts")}
     return {**kept, "packets": packets, "samples": samples, "warnings": warnings}
+
+
+#: Version of the ``analyze --json`` document layout (docs/cli.md).
+SCHEMA_VERSION = 1
+
+
+def json_safe(v: Any) -> Any:
+    """A value made JSON-safe: NaN/inf -> None, containers recursively (keys as text)."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {str(k): json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [json_safe(x) for x in v]
+    return v

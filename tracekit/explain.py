@@ -12,13 +12,13 @@ raw ``values`` (SI units), as ``analyze --json`` writes them under ``explain``.
 from __future__ import annotations
 
 import math
-import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
 from tracekit import numfmt
+from tracekit._runinfo import rate_from_text
 from tracekit.explain_parts import MAX_EACH, RECOVERY, RUN_ENDS, Parts, Series, frame
 from tracekit.phrases import CLAUSES, TEMPLATES, Sentence, say
 
@@ -26,32 +26,6 @@ __all__ = ["CLAUSES", "TEMPLATES", "Sentence", "cwnd_reductions", "explain", "ra
 
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
-
-
-def rate_from_text(text: str) -> float | None:
-    """A link rate written as ns-2/ns-3/iperf write it (``1Mb``, ``1Mbps``, ``10 Mbit/s``, ``2e6``) in bit/s."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtT]?)\s*(b|bps|bit/s|bits/s|bit|b/s)?\s*",
-                     text or "")
-    if m is None:
-        return None
-    mult = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[m.group(2).lower()]
-    v = float(m.group(1)) * mult
-    return v if math.isfinite(v) and v > 0 else None
-
-
-def link_rate_from_params(doc: dict[str, Any]) -> float | None:
-    """The bottleneck rate a run's parameters name (``bandwidth`` or ``bottleneck.bandwidth``, as the
-    ns-2 and ns-3 sample runs write it in run.json), in bit/s; None when absent or unreadable."""
-    bott = doc.get("bottleneck")
-    for v in (bott.get("bandwidth") if isinstance(bott, dict) else None, doc.get("bandwidth"),
-              doc.get("link_rate"), doc.get("bottleneck_bps")):
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v) if math.isfinite(v) and v > 0 else None
-        if isinstance(v, str) and len(v) < 40:
-            r = rate_from_text(v)
-            if r is not None:
-                return r
-    return None
 
 
 class _Fmt:

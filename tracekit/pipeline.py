@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import re
 from collections.abc import Sequence
@@ -19,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tracekit import _runinfo
 from tracekit._source import NamedBytes
 from tracekit.analysis import analyze
 from tracekit.errors import UsageError
-from tracekit.explain import link_rate_from_params, rate_from_text
 from tracekit.kernel import attach, combine_run
 from tracekit.limits import DEFAULT, Limits
 from tracekit.parsers import _NOT_TRACES, sniff
@@ -39,7 +38,6 @@ __all__ = ["NOT_TRACES", "NamedBytes", "SweepInputs", "combine", "compile_patter
 #: File suffixes of a run folder that are never traces (scripts, notes, parameters, plots).
 NOT_TRACES = _NOT_TRACES
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-_MAX_SIDE_FILE = 1 << 20  # run.json / manifest: small files; a huge one is not a manifest
 
 
 def read(source: Any, *, format: str | None = None, limits: Limits | None = None, strict: bool = False,
@@ -84,40 +82,17 @@ def combine(traces: list[Trace], *, path: str, skipped: list[str] | None = None)
 def run_json(path: str | Path) -> dict[str, Any] | None:
     """``run.json`` of a run directory (or beside a file) as a dict; None when absent or unusable."""
     p = Path(path)
-    return _json_file((p if p.is_dir() else p.parent) / "run.json")
-
-
-def _json_file(f: Path) -> dict[str, Any] | None:
-    """A small JSON object file; None when absent, too large (a run.json is small) or not an object."""
-    try:
-        if not f.is_file() or f.stat().st_size > _MAX_SIDE_FILE:
-            return None
-        doc = json.loads(f.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-        return None
-    return doc if isinstance(doc, dict) else None
+    return _runinfo.json_file((p if p.is_dir() else p.parent) / "run.json")
 
 
 def link_rate(analysis: Analysis, given: str | None = None) -> float | None:
-    """The bottleneck rate in bit/s: ``--link-rate`` when given, else the run's ``run.json``.
-
-    run.json is looked for in the directory read (or beside the first file read); only a
-    number or a rate such as ``1Mb`` / ``1Mbps`` is taken from it (:func:`tracekit.explain.link_rate_from_params`).
+    """The bottleneck rate in bit/s: ``--link-rate`` when given, else the run's ``run.json``
+    (:func:`tracekit._runinfo.link_rate`, which the streamed summary also reads).
 
     Raises:
         UsageError: for a ``--link-rate`` that is not a rate.
     """
-    if given is not None:
-        r = rate_from_text(given)
-        if r is None:
-            raise UsageError(
-                f"--link-rate {given!r} is not a rate", hint="e.g. --link-rate 1Mbit/s, 10M or 1e6 (bit/s)"
-            )
-        return r
-    meta = analysis.trace.meta
-    base = Path(meta["dir"]) if meta.get("dir") else (Path(meta["paths"][0]).parent if meta.get("paths") else None)
-    doc = _json_file(base / "run.json") if base is not None else None
-    return link_rate_from_params(doc) if doc is not None else None
+    return _runinfo.link_rate(analysis.trace.meta, given)
 
 
 # ---- a sweep's runs and their parameters ------------------------------------------------------------------------
@@ -192,7 +167,7 @@ def read_manifest(path: str | Path) -> dict[str, dict[str, Any]]:
     """
     p = Path(path)
     try:
-        if p.stat().st_size > _MAX_SIDE_FILE:
+        if p.stat().st_size > _runinfo.MAX_SIDE_FILE:
             raise UsageError("manifest is larger than 1 MiB", path=str(p))
         text = p.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:

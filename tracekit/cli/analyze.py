@@ -44,7 +44,6 @@ def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, repor
         tracekit analyze capture.pcap --kernel ss.log --kernel nstat.log
         tracekit analyze samples/ns2/lab_tahoe --explain
     """
-    from tracekit import pipeline
     from tracekit.reports import text
 
     limits = load_limits(config)
@@ -63,7 +62,14 @@ def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, repor
 
         # rich wraps at 80 columns when not on a terminal; a flows table needs more
         console = Console(width=None if sys.stdout.isatty() else 160)
+    # a plain capture's --json comes from the stream alone (no polars, memory by connection): same document
+    streamed = as_json and not (export_dir or report or kernel_logs or maps or fmt or strict or config)
     for i, f in enumerate(files):
+        if streamed and (got := _streamed(f, link_rate, rto_floor, docs)) is not None:
+            reported += got
+            continue
+        from tracekit import pipeline
+
         # the summary and the table never read the per-packet flight and rtt frames; --export and --report do
         analysis = pipeline.load(f, format=fmt, strict=strict, limits=limits, kernel=kernel_logs,
                                  rto_floor_s=rto_floor, keep_per_packet=bool(export_dir or report), **options)
@@ -87,6 +93,21 @@ def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, repor
                                     path=", ".join(files), hint="see `tracekit formats` for what each reader takes")
     if as_json:
         click.echo(text.dumps(docs[0] if len(docs) == 1 else docs))
+
+
+def _streamed(path: str, link_rate: str | None, rto_floor: float | None, docs: list[Any]) -> int | None:
+    """``--json`` for one plain pcap/pcapng from the stream (:func:`tracekit.streamed.summary_document`):
+    1 when it reported, 0 when the capture has no connection, None when the frames path must read it."""
+    from tracekit.streamed import summary_document
+
+    doc = summary_document(path, link_rate=link_rate, rto_floor_s=rto_floor)
+    if doc is None:
+        return None
+    if not doc["flows"]:
+        click.echo(f"tracekit: {path}: no TCP connection carried data (nothing to analyze)", err=True)
+        return 0
+    docs.append(doc)
+    return 1
 
 
 def _answer(analysis: Any, path: str, link: float | None, console: Any, *, as_json: bool, explain: bool,

@@ -3,31 +3,18 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from tracekit._shared import SCHEMA_VERSION
+from tracekit._shared import json_safe as _clean
 
 if TYPE_CHECKING:
     import polars as pl
     from rich.console import Console
 
     from tracekit.analysis import Analysis
-
-#: Version of the ``--json`` document layout (docs/cli.md).
-SCHEMA_VERSION = 1
-
-
-def _clean(v: Any) -> Any:
-    """Make a value JSON-safe: NaN/inf -> None, containers recursively."""
-    if isinstance(v, float):
-        return v if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {str(k): _clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_clean(x) for x in v]
-    return v
-
 
 def summary(analysis: Analysis, *, link_bps: float | None = None) -> dict[str, Any]:
     """The ``analyze --json`` document for one trace (keys documented in docs/cli.md).

@@ -1,0 +1,96 @@
+"""``analyze --json`` from the stream (:func:`tracekit.streamed.summary_document`) is the frames path's document.
+
+For every sample pcap/pcapng (and damaged copies) the stream's document equals
+:func:`tracekit.reports.text.summary` of :func:`tracekit.pipeline.load`, value for value, key order
+and JSON bytes included, with and without a link rate; the command line takes it for a plain
+capture without importing polars or numpy, and reads everything else through the frames path.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import CAPTURES, SAMPLES, damaged_captures
+
+from tracekit import pipeline
+from tracekit.reports import text
+from tracekit.streamed import summary_document
+
+
+def _frames_document(path: Path, link_rate: str | None = None) -> dict[str, object]:
+    an = pipeline.load(str(path), keep_per_packet=False)
+    return text.summary(an, link_bps=pipeline.link_rate(an, link_rate))
+
+
+def _assert_same(path: Path, link_rate: str | None = None) -> bool:
+    """False when the stream does not answer for the file (the frames path reads it)."""
+    got = summary_document(str(path), link_rate=link_rate)
+    if got is None:
+        return False
+    want = _frames_document(path, link_rate)
+    assert got == want
+    assert text.dumps(got) == text.dumps(want)  # key order and number types too
+    return True
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: str(p.relative_to(SAMPLES)))
+def test_stream_document(path: Path) -> None:
+    _assert_same(path)
+
+
+def test_stream_document_answers_most_samples() -> None:
+    """The stream answers for the sample captures (a refusal would silently send them all to the frames path)."""
+    answered = sum(summary_document(str(p)) is not None for p in CAPTURES)
+    assert answered >= 0.9 * len(CAPTURES)
+
+
+def test_stream_document_with_a_link_rate() -> None:
+    for p in CAPTURES[:8]:
+        _assert_same(p, "10Mbit/s")
+
+
+def test_stream_document_on_damaged_captures(tmp_path: Path) -> None:
+    compared = sum(_assert_same(p) for p in damaged_captures(tmp_path, 20261127))
+    assert compared >= 5
+
+
+def test_a_compressed_capture_goes_to_the_frames_path(tmp_path: Path) -> None:
+    gz = tmp_path / "c.pcap.gz"
+    gz.write_bytes(gzip.compress(CAPTURES[0].read_bytes()))
+    assert summary_document(str(gz)) is None
+
+
+_CLI = """
+import sys, json
+from tracekit.cli.main import main
+try:
+    main(["analyze", "--json", *sys.argv[1:]], standalone_mode=False)
+finally:
+    print("HEAVY", sorted(m for m in ("polars", "numpy", "pyarrow") if m in sys.modules), file=sys.stderr)
+"""
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", _CLI, *args], capture_output=True, text=True, check=True)
+
+
+def test_cli_json_of_a_capture_imports_neither_polars_nor_numpy() -> None:
+    path = CAPTURES[0]
+    r = _cli(str(path))
+    assert "HEAVY []" in r.stderr
+    assert json.loads(r.stdout) == json.loads(text.dumps(_frames_document(path)))
+
+
+def test_cli_json_of_several_files_mixes_the_paths(tmp_path: Path) -> None:
+    """A plain capture from the stream and a compressed one from the frames path, in one array."""
+    gz = tmp_path / "c.pcap.gz"
+    gz.write_bytes(gzip.compress(CAPTURES[1].read_bytes()))
+    r = _cli(str(CAPTURES[1]), str(gz))
+    a, b = json.loads(r.stdout)
+    assert "'polars'" in r.stderr
+    assert a["flows"] == b["flows"] and a["explain"] == b["explain"]
