@@ -1,4 +1,4 @@
-"""The flows summary's per-direction arithmetic in plain Python (tracekit/analysis/_flowrows.py).
+"""The flows summary's per-direction arithmetic in plain Python (tracekit/_flowrows.py).
 
 Hand-checked numbers; units: bytes, seconds, bits per second. The frames these rules make are
 pinned by tests/test_frames_snapshot.py.
@@ -15,9 +15,8 @@ import pytest
 from conftest import sample
 
 import tracekit
-from tracekit import models
-from tracekit.analysis import _batches, _flowrows
-from tracekit.analysis._flowrows import (
+from tracekit import _flowrows, models
+from tracekit._flowrows import (
     loss_event_rate,
     loss_rate,
     model_rates,
@@ -28,6 +27,7 @@ from tracekit.analysis._flowrows import (
     with_models,
     with_zero_counts,
 )
+from tracekit.analysis import _batches
 
 
 def test_module_imports_neither_polars_nor_numpy() -> None:

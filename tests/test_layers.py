@@ -22,7 +22,7 @@ LAYER = {
     "tracekit.schema": "contract", "tracekit.trace": "contract", "tracekit.kernel": "contract",
     "tracekit._source": "parsers", "tracekit.parsers": "parsers",
     "tracekit.analysis": "analysis", "tracekit.models": "analysis", "tracekit.explain": "analysis",
-    "tracekit.explain_parts": "analysis",
+    "tracekit.explain_parts": "analysis", "tracekit._flowrows": "analysis",
     "tracekit.pipeline": "pipeline",
     "tracekit.reports": "reports",
     "tracekit.grading": "grading",

@@ -16,12 +16,11 @@ import pytest
 from conftest import CAPTURES, SAMPLES, damaged_captures
 
 import tracekit
-from tracekit import _core
-from tracekit.analysis import _flowrows
+from tracekit import _core, _flowrows
 from tracekit.analysis._groups import MISSING
 from tracekit.analysis.retrans import RTO_FLOORS_S
 from tracekit.errors import TracekitError, UnknownFormatError
-from tracekit.parsers._frame import address_text
+from tracekit.parsers._address import address_text
 
 #: The flows columns the stream gives.
 COLUMNS = [
@@ -34,7 +33,7 @@ COLUMNS = [
     "init_window_segments", "dup_acks", "vantage_point", "window_scaling", "src", "sport", "dst", "dport",
     "max_cwnd_bytes", "cwnd_source", "loss_events",
 ]
-#: The flows columns ``tracekit.analysis._flowrows`` computes from the stream's raw inputs.
+#: The flows columns ``tracekit._flowrows`` computes from the stream's raw inputs.
 DERIVED = ["duration", "transfer_s", "handshake_s", "throughput_bps", "goodput_bps", "delivered_bytes",
            "goodput_source", "loss_rate", "loss_event_rate", "mathis_bps", "padhye_bps", "window_limited_bps"]
 #: The records' inputs the stream gives (``_flowrows.transfer_and_goodput``).

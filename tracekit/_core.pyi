@@ -22,7 +22,7 @@ def linktypes() -> dict[int, str]: ...
 
 # src/stream: the per-direction summary streamed from a pcap or pcapng file (per-connection state only)
 # (flows columns, plus the flows records' inputs _data_t0, _acked_t, _ack_t, _ack_bytes, _syn_t, _smss,
-# _srtt, _rttvar for tracekit.analysis._flowrows and its models; NaN / -2^62 for none; max_cwnd_bytes,
+# _srtt, _rttvar for tracekit._flowrows and its models; NaN / -2^62 for none; max_cwnd_bytes,
 # cwnd_source, loss_events None without an estimate row; the account's cwnd events, src/stream/cwndstory.rs:
 # per row _story_rows, _ca_start, _story_runs, _reductions, then flat _run_*, _cut_*, _red_t, _red_backed;
 # `capture`: read_capture's meta, counts, records, t0_ns and the rows / rows cut short, for

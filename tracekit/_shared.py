@@ -14,6 +14,10 @@ from typing import Any
 
 from tracekit.errors import CorruptTraceError, TruncatedError
 
+#: The compiled core's stand-in for "missing" in int64 arrays (``src/state/seq.rs``'s ``MISSING``:
+#: below any sequence number, ACK, window or time in ns); :mod:`tracekit.analysis._groups` explains it.
+MISSING = -(1 << 62)
+
 
 class WarningLog:
     """Collects a reader's warnings; in strict mode the first one raises instead.

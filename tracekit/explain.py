@@ -398,11 +398,7 @@ def cwnd_reductions(an: Analysis, flow: int, d: int, end: float | None = None,
     begins, after that recovery. Reductions after the last data segment (ns-2 restarts an idle
     sender's window) are not oscillation and are left out. None when the direction has no cwnd series.
     """
+    from tracekit._flowrows import reductions_in_ca  # (the rule in plain values, the streamed summary's too)
+
     s = (parts if parts is not None else Parts(an)).series(flow, d)
-    if s.empty:
-        return None
-    if s.ca_start is None:
-        return 0
-    start = s.ca_start  # the first congestion-avoidance row's time (NaN skipped, as polars' min does)
-    stop = math.inf if end is None else end
-    return int(((s.losses > start) & (s.losses <= stop)).sum())
+    return reductions_in_ca(s.rows, s.losses.tolist(), s.ca_start, end)

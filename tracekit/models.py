@@ -4,7 +4,7 @@ Every function takes and returns SI units â€” bytes, seconds, bits per second â€
 with the unit in the argument name. Each model is one plain-Python function of
 floats (IEEE semantics: a division by zero gives ``inf`` or ``nan``, never an
 error), so the flows summary computes it without numpy
-(:mod:`tracekit.analysis._flowrows`); given numpy arrays (or anything
+(:mod:`tracekit._flowrows`); given numpy arrays (or anything
 ``numpy.asarray`` takes) the same function runs element by element, broadcasting
 as numpy does. Numbers in give a float out.
 

@@ -32,7 +32,7 @@ fn error(py: Python<'_>, r: &Refusal, path: &std::path::Path) -> PyErr {
 /// (`limited_*_share`), `max_rwnd_bytes`, `init_window_*`, `dup_acks`, `vantage_point` (None:
 /// nothing tells) and `window_scaling` (NaN / -2^62: none); the flows records' inputs
 /// `_data_t0`, `_acked_t`, `_ack_t`, `_ack_bytes` and `_syn_t`, from which
-/// `tracekit.analysis._flowrows` computes `duration`, `transfer_s`, `handshake_s`, the rates
+/// `tracekit._flowrows` computes `duration`, `transfer_s`, `handshake_s`, the rates
 /// and `delivered_bytes`; the cwnd estimate's `max_cwnd_bytes`, `cwnd_source` and
 /// `loss_events` (None: no estimate row) and the models' inputs `_smss` (the largest payload),
 /// `_srtt` and `_rttvar` (RFC 6298 at the end; NaN: none), from which `_flowrows.with_models`

@@ -4,7 +4,7 @@ The compiled core's per-direction outputs come back as arrays: ``dir_stats`` (th
 ``flow_stats`` and ``flow_summary`` (one entry per direction with data, by key
 ``2·flow + dir``), and ``flow_dirs`` (``src/state/flowdirs.rs``: a simulator's received bytes
 and drops, the duplicate ACKs and the last smoothed RTT, aligned to the rows). Each is turned
-into per-direction lists once and copied into the records (:mod:`tracekit.analysis._flowrows`)
+into per-direction lists once and copied into the records (:mod:`tracekit._flowrows`)
 by index: no join. The core's stand-ins for missing values (``MISSING``, NaN) become ``None``.
 """
 
@@ -15,8 +15,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tracekit import _core
-from tracekit.analysis import _flowrows
+from tracekit import _core, _flowrows
 from tracekit.analysis._groups import MISSING
 from tracekit.analysis._state import at
 

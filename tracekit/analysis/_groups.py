@@ -8,5 +8,4 @@ sequence number, ACK, window and time in nanoseconds a trace can carry.
 
 from __future__ import annotations
 
-#: Stand-in for "missing" in int64 arrays (below any sequence number or time in ns).
-MISSING = -(1 << 62)
+from tracekit._shared import MISSING as MISSING  # (plain values: the streamed summary reads it too)

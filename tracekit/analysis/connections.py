@@ -33,11 +33,11 @@ the sender) and ``used_for`` (``all``, ``sender-side``, ``goodput`` or null).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import polars as pl
 
+from tracekit import _flowrows
 from tracekit.schema import ACK, SYN
 
 KEYS = ["flow", "dir"]
@@ -55,8 +55,7 @@ def _captures(flows: pl.DataFrame, meta: dict[str, Any]) -> pl.Series:
             expr = pl.when(pl.col("flow").is_between(c["first_flow"], c["last_flow"])).then(
                 pl.lit(c["file"])).otherwise(expr)
         return flows.select(expr.alias("capture")).to_series()
-    paths = meta.get("paths") or []
-    name = ", ".join(os.path.basename(str(p)) or str(p) for p in paths) or None
+    name = _flowrows.capture_name(meta.get("paths") or [])
     return pl.Series("capture", [name] * flows.height, dtype=pl.String)
 
 
@@ -119,8 +118,11 @@ def one_per_connection(flows: pl.DataFrame, pk: pl.DataFrame, meta: dict[str, An
     flows = flows.with_columns(_captures(flows, meta))
     cols = flows.columns + [c for c in ("connection", "views", "goodput_capture") if c not in flows.columns]
     if flows.is_empty() or flows["capture"].n_unique() < 2:
-        out = flows.with_columns(connection=pl.col("flow").cast(pl.Int64), views=pl.lit(1, pl.Int64),
-                                 goodput_capture=pl.col("capture")).select(cols)
+        labels = [_flowrows.one_view(f, c) for f, c in zip(flows["flow"].to_list(), flows["capture"].to_list(),
+                                                            strict=True)]
+        out = flows.with_columns(
+            *(pl.Series(name, [v[i] for v in labels], dtype=t) for i, (name, t) in
+              enumerate((("connection", pl.Int64), ("views", pl.Int64), ("goodput_capture", pl.String))))).select(cols)
         return out, out.with_columns(position=pl.lit(0, pl.Int64), used_for=pl.lit("all"))
     info = _per_flow(flows, pk)
     ids = _match(info)

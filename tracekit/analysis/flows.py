@@ -62,7 +62,8 @@ from typing import Any
 
 import polars as pl
 
-from tracekit.analysis import _dirstats, _flowrows
+from tracekit import _flowrows
+from tracekit.analysis import _dirstats
 from tracekit.analysis import _flowdirs as _fd
 from tracekit.analysis import _flowstats as _np
 from tracekit.analysis._state import KEYS, prepare
@@ -78,19 +79,7 @@ def with_seq_end(pk: pl.DataFrame) -> pl.DataFrame:
 
 
 #: Column order of the flows frame.
-COLUMNS = [
-    "flow", "dir", "src", "sport", "dst", "dport", "vantage_point", "start", "end", "duration", "transfer_s",
-    "handshake_s", "packets", "data_packets", "data_bytes", "unique_bytes", "delivered_bytes", "wire_bytes",
-    "init_window_bytes", "init_window_segments", "retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto",
-    "retrans_spurious", "dup_acks", "drops", "loss_rate", "loss_event_rate", "throughput_bps", "goodput_bps",
-    "goodput_source", "mathis_bps", "padhye_bps",
-    "window_limited_bps", "handshake_rtt_s", "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s", "rtt_samples",
-    "rtt_method", "flight_max_bytes", "flight_mean_bytes", "max_cwnd_bytes", "cwnd_source", "loss_events",
-    "stall_count", "stall_time_s", "limited_cwnd_share", "limited_rwnd_share", "limited_app_share", "mss",
-    "wscale", "window_scaling", "max_rwnd_bytes",
-    # filled by tracekit.analysis.connections (one row per connection when several captures saw it)
-    "capture", "connection", "views", "goodput_capture",
-]
+COLUMNS = _flowrows.COLUMNS
 
 
 @dataclass
@@ -98,7 +87,7 @@ class Directions:
     """The flows rows before the cwnd analysis: one record per direction that carried data.
 
     Attributes:
-        rows: One :data:`tracekit.analysis._flowrows.Row` per (flow, dir), the inputs of the
+        rows: One :data:`tracekit._flowrows.Row` per (flow, dir), the inputs of the
             models (``_smss``, ``srtt``, ``rttvar``) among their values.
         schema: The polars type of each column the records carry.
         full: The connection state was there, so the summary's columns were computed and
@@ -120,7 +109,7 @@ def directions(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, par
     stall summaries; ``src/state/flowdirs.rs``: a simulator's received bytes and drops, the
     duplicate ACKs, the last smoothed RTT) return per-direction arrays, which
     :mod:`tracekit.analysis._flowdirs` puts into one record per direction by position (no
-    join); the arithmetic on them is :mod:`tracekit.analysis._flowrows`, in plain Python.
+    join); the arithmetic on them is :mod:`tracekit._flowrows`, in plain Python.
 
     Args:
         pk: Packets at the vantage point (:func:`tracekit.analysis.vantage.vantage`).
@@ -157,8 +146,7 @@ def directions(pk: pl.DataFrame, *, all_packets: pl.DataFrame | None = None, par
     for r in rows:
         r["vantage_point"] = at_flow.get(r["flow"])
     _fd.put_aligned(rows, _fd.core_values(rows, allp, st, p["smoothed"], simulator=simulator))
-    rows = [_flowrows.loss_rate(_flowrows.transfer_and_goodput(_flowrows.with_zero_counts(_flowrows.rates(r))),
-                                simulator=simulator) for r in rows]
+    rows = [_flowrows.derived(r, simulator=simulator) for r in rows]
     return Directions(rows, schema, full=True)
 
 
@@ -172,7 +160,7 @@ def finish(d: Directions, cwnd_stats: pl.DataFrame | None = None) -> pl.DataFram
 
     Returns:
         One row per (flow, dir) with payload. The loss-event rate and the models
-        (:func:`tracekit.analysis._flowrows.with_models`) run here, once for all of ``d``.
+        (:func:`tracekit._flowrows.with_models`) run here, once for all of ``d``.
     """
     schema, rows = dict(d.schema), d.rows
     if d.full:

@@ -7,25 +7,15 @@ nulls costs no memory beyond its array. Only columns with nulls are copied (the 
 
 from __future__ import annotations
 
-import ipaddress
-
 import numpy as np
 import polars as pl
 
+from tracekit.parsers._address import address_text
 from tracekit.parsers._decode import Rows
 from tracekit.parsers._tcp import SACK, Conn, connections, masked, sack_column
 from tracekit.schema import EVENT, PROTO
 
 _NONE = np.empty(0, dtype=np.uint8)  # stands for a consumed column (its memory is released)
-
-
-def address_text(is_v4: bool, hi: int, lo: int) -> str:
-    """An address as the frames show it: IPv4 dotted (``lo``'s low 32 bits), IPv6 as :mod:`ipaddress` writes it.
-
-    ``hi``/``lo``: the high and low 64 bits (the reader's and ``_core.stream_summary``'s halves).
-    """
-    v = (hi << 64) | lo
-    return str(ipaddress.IPv4Address(v & 0xFFFFFFFF) if is_v4 else ipaddress.IPv6Address(v))
 
 
 def addresses(rows: Rows) -> tuple[pl.Series, pl.Series, np.ndarray, np.ndarray]:

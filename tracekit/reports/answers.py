@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from tracekit import numfmt
+from tracekit import _flowrows, numfmt
 from tracekit.explain import cwnd_reductions, explain
 from tracekit.explain_parts import Parts
 from tracekit.reports.markup import esc
@@ -33,37 +33,28 @@ LAB_COLUMNS = [("max_cwnd_packets", "cwnd pkts"), ("data_pps", "pps")]
 
 
 def lab_flows(analysis: Analysis) -> pl.DataFrame:
-    """The flows table with ``max_cwnd_packets`` and ``data_pps`` when the segment size is known.
-
-    ``data_pps`` = data segments sent (retransmissions included, as a monitor at the link counts
-    them) / the direction's duration; the lab's bit/s with headers is ``throughput_bps``, without
-    them ``goodput_bps`` (payload, each byte once).
-    """
+    """The flows table with ``max_cwnd_packets`` and ``data_pps`` when the segment size is known
+    (:func:`tracekit._flowrows.lab_units`, the streamed summary's rule too)."""
     fl = analysis.flows
-    seg = analysis.trace.meta.get("segment_size")
-    if fl.is_empty() or not seg or "max_cwnd_bytes" not in fl.columns:
+    seg = _flowrows.lab_segment(analysis.trace.meta)
+    if fl.is_empty() or seg is None or "max_cwnd_bytes" not in fl.columns:
         return fl
-    dur = pl.when(pl.col("duration") > 0).then(pl.col("duration")).otherwise(None)
-    return fl.with_columns(
-        max_cwnd_packets=pl.col("max_cwnd_bytes").cast(pl.Float64) / float(seg),
-        data_pps=pl.col("data_packets").cast(pl.Float64) / dur,
-    )
+    rows = [_flowrows.lab_units(r, seg) for r in fl.select("max_cwnd_bytes", "data_packets", "duration").to_dicts()]
+    return fl.with_columns(pl.Series(c, [r[c] for r in rows], dtype=pl.Float64) for c in _flowrows.LAB_COLUMNS)
 
 
 def json_flows(analysis: Analysis, parts: Parts | None = None) -> list[dict[str, Any]]:
-    """The flows of ``analyze --json``: :func:`lab_flows` plus ``cwnd_reductions`` (docs/explain.md).
+    """The flows of ``analyze --json``: :func:`lab_flows` plus ``cwnd_reductions`` (docs/explain.md;
+    :func:`tracekit._flowrows.with_reductions`).
 
     ``parts``: the analysis' frames split by direction, shared with :func:`tracekit.explain.explain`.
     """
-
-    rows = lab_flows(analysis).to_dicts()
     parts = Parts(analysis) if parts is None else parts
-    for r in rows:
-        if (r.get("unique_bytes") or 0) > 0:
-            r["cwnd_reductions"] = cwnd_reductions(analysis, int(r["flow"]), int(r["dir"]), r.get("end"), parts)
-        else:
-            r["cwnd_reductions"] = None
-    return rows
+
+    def count(flow: int, d: int, end: float | None) -> int | None:
+        return cwnd_reductions(analysis, flow, d, end, parts)
+
+    return [_flowrows.with_reductions(r, count) for r in lab_flows(analysis).to_dicts()]
 
 
 def header_bytes(analysis: Analysis) -> int | None:

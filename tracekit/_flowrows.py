@@ -16,13 +16,29 @@ polars for counts below 2^53), and a comparison with a missing value is false.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+import os
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from tracekit import models
 
 #: One connection direction's values by column name.
 Row = dict[str, Any]
+
+#: Column order of the flows frame (:mod:`tracekit.analysis.flows`).
+COLUMNS = [
+    "flow", "dir", "src", "sport", "dst", "dport", "vantage_point", "start", "end", "duration", "transfer_s",
+    "handshake_s", "packets", "data_packets", "data_bytes", "unique_bytes", "delivered_bytes", "wire_bytes",
+    "init_window_bytes", "init_window_segments", "retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto",
+    "retrans_spurious", "dup_acks", "drops", "loss_rate", "loss_event_rate", "throughput_bps", "goodput_bps",
+    "goodput_source", "mathis_bps", "padhye_bps",
+    "window_limited_bps", "handshake_rtt_s", "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s", "rtt_samples",
+    "rtt_method", "flight_max_bytes", "flight_mean_bytes", "max_cwnd_bytes", "cwnd_source", "loss_events",
+    "stall_count", "stall_time_s", "limited_cwnd_share", "limited_rwnd_share", "limited_app_share", "mss",
+    "wscale", "window_scaling", "max_rwnd_bytes",
+    # filled by tracekit.analysis.connections (one row per connection when several captures saw it)
+    "capture", "connection", "views", "goodput_capture",
+]
 
 #: The smallest RTO the Padhye model is given (RFC 6298 §2.4 rounds up to 1 s; Linux uses 200 ms).
 RTO_MIN_S = 0.2
@@ -171,4 +187,78 @@ def with_zero_counts(r: Row) -> Row:
             r[c] = 0
     if r.get("stall_time_s") is None:
         r["stall_time_s"] = 0.0
+    return r
+
+
+def derived(r: Row, *, simulator: bool) -> Row:
+    """Every column of one record computed from its accumulated values, the models excepted.
+
+    :func:`rates`, :func:`with_zero_counts`, :func:`transfer_and_goodput`, then :func:`loss_rate`
+    (:func:`with_models` runs once the loss events are known).
+    """
+    return loss_rate(transfer_and_goodput(with_zero_counts(rates(r))), simulator=simulator)
+
+
+def capture_name(paths: Iterable[object]) -> str | None:
+    """The ``capture`` of a trace read from ``paths`` (its ``meta["paths"]``): the file names, comma-separated."""
+    return ", ".join(os.path.basename(str(p)) or str(p) for p in paths) or None
+
+
+def one_view(flow: int, capture: str | None) -> tuple[int, int, str | None]:
+    """``connection``, ``views`` and ``goodput_capture`` of a row when one capture saw every connection.
+
+    The connection is the flow, seen once, its goodput its own capture's
+    (:func:`tracekit.analysis.connections.one_per_connection` matches several captures' rows).
+    """
+    return flow, 1, capture
+
+
+#: Columns :func:`lab_units` adds, after :data:`COLUMNS`.
+LAB_COLUMNS = ("max_cwnd_packets", "data_pps")
+
+
+def lab_segment(meta: dict[str, Any]) -> Any:
+    """The segment size the lab units divide by (``meta["segment_size"]``: ns-2, or a reader that knows it)."""
+    return meta.get("segment_size") or None
+
+
+def lab_units(r: Row, segment_size: float) -> Row:
+    """``max_cwnd_packets`` (the largest cwnd ÷ the segment size) and ``data_pps``.
+
+    ``data_pps`` = data segments sent (retransmissions included, as a monitor at the link counts
+    them) ÷ the direction's duration (None unless above 0); the lab's bit/s with headers is
+    ``throughput_bps``, without them ``goodput_bps`` (payload, each byte once).
+    """
+    cwnd, n, d = r.get("max_cwnd_bytes"), r.get("data_packets"), r.get("duration")
+    r["max_cwnd_packets"] = None if cwnd is None else float(cwnd) / float(segment_size)
+    r["data_pps"] = None if n is None or d is None or not d > 0 else float(n) / d
+    return r
+
+
+def reductions_in_ca(rows: int, losses: Sequence[float], ca_start: float | None, end: float | None) -> int | None:
+    """cwnd reductions (loss events) once congestion avoidance has begun, up to ``end`` (the last data).
+
+    Args:
+        rows: How many rows the direction's cwnd series has (0: none, and the answer is None).
+        losses: The series' reduction times.
+        ca_start: The first congestion-avoidance row's time (None: never, and the answer is 0).
+        end: The direction's last data; None: no bound.
+
+    Returns:
+        The reductions with ``ca_start < time <= end`` (:func:`tracekit.explain.cwnd_reductions`
+        says why: docs/explain.md).
+    """
+    if rows == 0:
+        return None
+    if ca_start is None:
+        return 0
+    stop = math.inf if end is None else end
+    return sum(1 for t in losses if ca_start < t <= stop)
+
+
+def with_reductions(r: Row, count: Callable[[int, int, float | None], int | None]) -> Row:
+    """``cwnd_reductions`` of an ``analyze --json`` flows row: ``count(flow, dir, end)`` where the
+    direction sent unique bytes, else None."""
+    sent = (r.get("unique_bytes") or 0) > 0
+    r["cwnd_reductions"] = count(int(r["flow"]), int(r["dir"]), r.get("end")) if sent else None
     return r
