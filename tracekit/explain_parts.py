@@ -7,6 +7,7 @@ captures, so :class:`Parts` splits them once and :mod:`tracekit.reports.answers`
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -15,12 +16,23 @@ import polars as pl
 
 from tracekit import _core, schema
 from tracekit.analysis.cwnd import chosen, reductions
+from tracekit.explain_rules import (
+    CONGESTION_AVOIDANCE,
+    MAX_EACH,
+    NO_STORY,
+    RECOVERY,
+    RUN_ENDS,
+    SLOW_START,
+    DirFacts,
+    Resent,
+    Story,
+)
 
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
 
-__all__ = ["CONGESTION_AVOIDANCE", "NO_SERIES", "RECOVERY", "RUN_ENDS", "SLOW_START", "Cuts", "Parts", "Runs", "Series",
-           "frame", "split_series"]
+__all__ = ["CONGESTION_AVOIDANCE", "MAX_EACH", "NO_SERIES", "RECOVERY", "RUN_ENDS", "SLOW_START", "Cuts", "Parts",
+           "Runs", "Series", "frame", "split_series"]
 
 SCHEMAS = {"cwnd": "CWND", "retransmissions": "RETRANSMISSIONS", "stalls": "STALLS", "packets": "PACKETS",
             "fairness": "FAIRNESS"}
@@ -34,15 +46,6 @@ def frame(an: Analysis, name: str) -> pl.DataFrame:
 
     return schema.empty(getattr(schema, SCHEMAS[name]))
 
-
-#: Loss events, slow-start runs and stalls the account tells one by one; the rest in one sentence.
-MAX_EACH: int = _core.CWND_STORY_CAP
-
-#: Phase codes of the series rows (the schema's phase Enum's physical order; -1: none).
-SLOW_START, CONGESTION_AVOIDANCE, RECOVERY = 0, 1, 2
-
-#: How a told slow-start run ended (src/state/cwnd/story.rs ``END_*``).
-RUN_ENDS = ("slow_start_open", "slow_start_loss", "slow_start_cut", "slow_start_ca")
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,34 @@ class Parts:
         if self._series is None:
             self._series = split_series(self.an, MAX_EACH)
         return self._series.get((flow, d), NO_SERIES)
+
+    def facts(self, flow: int, d: int) -> DirFacts:
+        """What the account's rules read of the direction (:class:`tracekit.explain_rules.DirFacts`), of the frames."""
+        rt = self.get("retransmissions", flow, d)
+        told = rt.select("time", "kind").sort("time", maintain_order=True)
+        resent = Resent(rt.height, float(rt["time"].min()) if rt.height else math.nan,  # type: ignore[arg-type]
+                        float(rt["time"].max()) if rt.height else math.nan,  # type: ignore[arg-type]
+                        int((rt["kind"] == "fast").sum()), int((rt["kind"] == "rto").sum()),
+                        list(zip(told["time"].to_list(), told["kind"].to_list(), strict=True)))
+        st = self.get("stalls", flow, d).sort("start", maintain_order=True)
+        ads = self.get("zero_windows", flow, 1 - d)  # the other direction's advertisements
+        zero = (ads.height, float(ads["time"].min()) if ads.height else math.nan,  # type: ignore[arg-type]
+                float(ads["time"].max()) if ads.height else math.nan)  # type: ignore[arg-type]
+        return DirFacts(story_of(self.series(flow, d)), resent, self.get("drops", flow, d)["time"].to_list(),
+                        list(zip(st["start"].to_list(), st["end"].to_list(), st["cause"].cast(pl.String).to_list(),
+                                 strict=True)), zero)
+
+
+def story_of(s: Series) -> Story:
+    """A :class:`Series` as the account's rules read it (plain lists)."""
+    if s.empty:
+        return NO_STORY if s.source is None else Story(0, s.source, s.losses.tolist())
+    r, c = s.runs, s.cuts
+    runs = None if r is None else list(zip(r.start.tolist(), r.top.tolist(), r.top_t.tolist(), r.end.tolist(),
+                                           r.end_t.tolist(), strict=True))
+    cuts = None if c is None else list(zip(c.before.tolist(), c.after.tolist(), c.phase.tolist(), c.tol.tolist(),
+                                           c.prev_t.tolist(), strict=True))
+    return Story(s.rows, s.source, s.losses.tolist(), None if s.backed is None else s.backed.tolist(), runs, cuts)
 
 
 def _phase_code(dtype: pl.DataType) -> pl.Expr:

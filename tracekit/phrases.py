@@ -7,10 +7,9 @@ Each phrase is a format string whose fields are filled with numbers formatted by
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 #: Every phrase tracekit can say, by kind. ``{name}`` fields are numbers formatted with units.
 TEMPLATES: dict[str, str] = {
@@ -108,9 +107,12 @@ def say(kind: str, shown: dict[str, str], values: dict[str, Any], *, time: float
 
 
 def _clean(v: Any) -> Any:
-    if isinstance(v, (float, np.floating)):
+    """A value as plain Python (NaN and infinities: None). numpy's scalars only when numpy is loaded
+    (a value cannot be one otherwise): the streamed account (:mod:`tracekit._streamexplain`) never loads it."""
+    np = sys.modules.get("numpy")
+    if isinstance(v, float) or (np is not None and isinstance(v, np.floating)):
         return float(v) if math.isfinite(v) else None
-    if isinstance(v, np.integer):
+    if np is not None and isinstance(v, np.integer):
         return int(v)
     return v
 

@@ -311,6 +311,8 @@ pub struct Conn {
     pub fs: fstats::Stage,
     /// What the cwnd estimate reads of the connection.
     pub cwnd: super::cwnd::ConnCwnd,
+    /// What the account in words reads of it.
+    pub account: super::account::Account,
 }
 
 impl Conn {
@@ -342,6 +344,7 @@ impl Conn {
             sum: prior.sum.take().unwrap_or_default(),
             fs: fstats::Stage::new(&prior.fs),
             cwnd: Default::default(),
+            account: Default::default(),
         }
     }
 
@@ -381,6 +384,7 @@ impl Conn {
             sack,
         });
         self.cwnd.on_verdict(d, p, &v);
+        self.account.on_packet(d, p, &v);
         if let Some((kind, _)) = v.retrans {
             // only the part below the highest end sent before counts as re-sent (`flows._summary`)
             let dend = p.seq + p.len;
@@ -421,9 +425,10 @@ impl Conn {
         self.srtt.get(d).and_then(Srtt::get)
     }
 
-    /// The stalls still open at the end, then every stall to its direction's accumulator.
-    pub fn finish(&mut self) {
-        self.stalls.finish(&mut self.sum);
+    /// The stalls still open at the end, then every stall to its direction's accumulator;
+    /// each direction's stalls by start.
+    pub fn finish(&mut self) -> [Vec<(f64, f64, u8)>; 2] {
+        self.stalls.finish(&mut self.sum)
     }
 }
 

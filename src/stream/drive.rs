@@ -332,9 +332,10 @@ impl Pass2<'_> {
             log: std::mem::take(&mut c.cwnd),
             tol,
         });
-        c.finish();
+        let mut stalls = c.finish().into_iter();
         c.fs.finish();
         let mut part = |d: usize| {
+            let account = c.account.take(d, stalls.next().unwrap_or_default());
             let srtt = c.srtt_end(d);
             let s = &mut c.sum[d];
             Part {
@@ -349,6 +350,7 @@ impl Pass2<'_> {
                 },
                 flight: s.flight(),
                 stalls: (s.stalls, s.stall_time()),
+                account,
             }
         };
         let dirs = [part(0), part(1)];
@@ -366,6 +368,7 @@ impl Pass2<'_> {
         self.cwnd.finish(&self.dirs, &mut self.closed);
         let d = &self.dirs;
         let mut out = Vec::new();
+        let mut helds = Vec::new();
         for (k, &(flow, dir)) in d.keys.iter().enumerate() {
             let s = &d.stats[k];
             if s.data_bytes <= 0 || !(dir == 0 || dir == 1) {
@@ -376,6 +379,10 @@ impl Pass2<'_> {
                 .map_or(f64::NAN, |j| d.stats[j].handshake_rtt());
             let side = |x: i16| d.find(flow, x).map(|j| &d.stats[j]);
             let (d0, d1) = (side(0), side(1));
+            let mut done = self.done.get_mut(flow as usize).and_then(Option::as_mut);
+            let held = done
+                .as_mut()
+                .map(|c| std::mem::take(&mut c.dirs[dir as usize].account));
             let done = self.done.get(flow as usize).and_then(Option::as_ref);
             let part = done.map(|c| &c.dirs[dir as usize]);
             // an endpoint is the address id · 65536 + the port (`number::Numbering::batch`)
@@ -408,11 +415,15 @@ impl Pass2<'_> {
                 cwnd: None,
                 story: None,
                 srtt: part.and_then(|x| x.srtt),
+                account: Default::default(),
             });
+            helds.push(held.unwrap_or_default());
         }
-        for r in &mut out {
+        for (r, held) in out.iter_mut().zip(helds) {
             r.cwnd = self.cwnd.get(r.flow, r.dir);
             r.story = self.cwnd.take_story(r.flow, r.dir);
+            let tol_s = r.rtt.map_or(f64::NAN, |x| x.min);
+            r.account = held.told(r.story.as_ref(), tol_s);
         }
         Flows {
             rows: out,

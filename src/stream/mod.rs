@@ -25,6 +25,7 @@
 //! answer is the one keeping everything gives. `py.rs` is
 //! `_core.stream_summary`.
 
+pub mod account;
 pub mod ahead;
 pub mod conn;
 pub mod cwnd;

@@ -91,6 +91,11 @@ fn capture<'py>(py: Python<'py>, x: &source::Facts) -> PyResult<Bound<'py, PyDic
     d.set_item("t0_ns", x.t0_ns)?;
     d.set_item("rows", x.rows)?;
     d.set_item("cut", x.cut)?;
+    let a = &x.account;
+    d.set_item("last_t", a.last_t)?;
+    d.set_item("data", a.data)?;
+    d.set_item("data_cut", a.cut.n)?;
+    d.set_item("data_cut_t", a.cut.t0)?;
     Ok(d)
 }
 
@@ -171,6 +176,7 @@ fn output<'py>(py: Python<'py>, f: Flows, warnings: &[Warn]) -> PyResult<Bound<'
     col!("_srtt", |r| r.srtt.map_or(nan, |x| x.0));
     col!("_rttvar", |r| r.srtt.map_or(nan, |x| x.1));
     super::cwndstory::output(&d, rows.iter().map(|r| r.story.as_ref()))?;
+    super::account::output(&d, rows.iter().map(|r| &r.account))?;
     d.set_item("packets_fed", f.packets)?;
     Ok(d)
 }

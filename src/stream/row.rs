@@ -36,6 +36,8 @@ pub struct Row {
     pub story: Option<super::cwndstory::Story>,
     /// The direction's RFC 6298 (srtt, rttvar) at the end (None: no sample).
     pub srtt: Option<(f64, f64)>,
+    /// What the account in words reads of the direction (`account`).
+    pub account: super::account::Told,
 }
 
 /// One direction's retransmissions (`tracekit.analysis.retrans`): count, re-sent bytes, and
@@ -84,4 +86,6 @@ pub struct Part {
     pub stalls: (i64, f64),
     /// The direction's RFC 6298 (srtt, rttvar) at the end (None: no sample).
     pub srtt: Option<(f64, f64)>,
+    /// The account's inputs (`account`), until the file ends.
+    pub account: super::account::Held,
 }

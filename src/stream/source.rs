@@ -170,6 +170,8 @@ pub struct Facts {
     pub t0_ns: Option<i64>,
     pub rows: u64,
     pub cut: u64,
+    /// The account's warnings' inputs over the rows (`account::RowFacts`).
+    pub account: super::account::RowFacts,
 }
 
 /// [`read_all`]'s walk: the warnings at the end, whether a row had no ports and the file's
@@ -199,7 +201,8 @@ fn read_batches(
     let (mut t0, mut n, mut back, mut last) = (None::<i64>, 0usize, 0u64, None::<i64>);
     let mut portless = false;
     let mut seen = [0u64; 2]; // the rows sent, and those with caplen < size
-                              // decoded batches not sent yet: the first has IP lengths that later rows must settle
+    let mut acct = super::account::RowFacts::default();
+    // decoded batches not sent yet: the first has IP lengths that later rows must settle
     let mut held: VecDeque<Box<Rows>> = VecDeque::new();
     while walk
         .next(&mut src, &limits, &mut recs)
@@ -229,11 +232,11 @@ fn read_batches(
         }
         portless |= rows.ports.iter().any(|&p| !p);
         held.push_back(Box::new(rows));
-        if !send_settled(&mut held, &mut dec, false, &mut seen, send) {
+        if !send_settled(&mut held, &mut dec, false, (&mut seen, &mut acct), send) {
             return Ok(None);
         }
     }
-    if !send_settled(&mut held, &mut dec, true, &mut seen, send) {
+    if !send_settled(&mut held, &mut dec, true, (&mut seen, &mut acct), send) {
         return Ok(None);
     }
     if let Walk::Pcap(b) = &walk {
@@ -259,19 +262,20 @@ fn read_batches(
         t0_ns: t0,
         rows: seen[0],
         cut: seen[1],
+        account: acct,
     };
     Ok(Some((warnings, portless, Box::new(facts))))
 }
 
 /// Sends the held batches that are settled, in order: a batch whose IP lengths beyond the
 /// frame the rows after it settle (`iplen::settled_by`, or `end`: nothing more comes), with
-/// the decoder's W-IPLEN counts; `seen` counts the rows sent and those with `caplen < size`.
-/// False: the receiver is gone.
+/// the decoder's W-IPLEN counts; `seen` counts the rows sent and those with `caplen < size`,
+/// and the account's inputs over them. False: the receiver is gone.
 fn send_settled(
     held: &mut VecDeque<Box<Rows>>,
     dec: &mut BatchDecoder,
     end: bool,
-    seen: &mut [u64; 2],
+    (seen, acct): (&mut [u64; 2], &mut super::account::RowFacts),
     send: &mut impl FnMut(Item) -> bool,
 ) -> bool {
     while let Some(mut first) = held.pop_front() {
@@ -288,6 +292,7 @@ fn send_settled(
             .zip(&first.size)
             .filter(|(c, s)| c < s)
             .count() as u64;
+        acct.add(&first);
         if !send(Item::Rows(first)) {
             return false;
         }

@@ -18,8 +18,9 @@ use std::cmp::Ordering;
 pub struct Stalls {
     conn: stalls::Connection,
     whole: [Whole; 2],
-    /// The stalls found so far by direction: (start, end) in seconds.
-    found: [Vec<(f64, f64)>; 2],
+    /// The stalls found so far by direction: (start, end) in seconds and the cause
+    /// (`stalls::Cause` as u8, the account's `cause`).
+    found: [Vec<(f64, f64, u8)>; 2],
 }
 
 impl Stalls {
@@ -44,7 +45,7 @@ impl Stalls {
     fn keep(&mut self, out: Vec<Stall>) {
         for s in out {
             if let Some(v) = self.found.get_mut(usize::from(s.dir)) {
-                v.push((s.start, s.end));
+                v.push((s.start, s.end, s.cause as u8));
             }
         }
     }
@@ -52,19 +53,20 @@ impl Stalls {
     /// The last silences (a tail ended by the ACK of the last byte), then each direction's
     /// stalls to its accumulator: count and time, summed in the `stalls` frame's order
     /// (`tracekit.analysis.stalls` sorts by flow, direction and start; a stable sort here keeps
-    /// the core's row order among equal starts).
-    pub fn finish(&mut self, sum: &mut [Summary; 2]) {
+    /// the core's row order among equal starts). Returns each direction's stalls in that order
+    /// (the account tells them: `tracekit.explain_rules.stalls`).
+    pub fn finish(&mut self, sum: &mut [Summary; 2]) -> [Vec<(f64, f64, u8)>; 2] {
         let mut out = Vec::new();
         std::mem::take(&mut self.conn).finish_whole(&self.whole, &mut out);
         self.keep(out);
         for (v, s) in self.found.iter_mut().zip(sum.iter_mut()) {
             v.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(Ordering::Equal));
-            for &(start, end) in v.iter() {
+            for &(start, end, _) in v.iter() {
                 // (the frame's `duration`: end - start)
                 s.on_stall(end - start);
             }
-            *v = Vec::new();
         }
+        std::mem::take(&mut self.found)
     }
 }
 
@@ -112,7 +114,8 @@ mod tests {
             frames.on_packet(row as u32, *d, p);
         }
         // closed silences are judged and dropped as the packets come; the tail at the end
-        assert_eq!(st.found[0], vec![(0.0, 1.0), (1.1, 3.0)]);
+        let ends: Vec<_> = st.found[0].iter().map(|s| (s.0, s.1)).collect();
+        assert_eq!(ends, vec![(0.0, 1.0), (1.1, 3.0)]);
         let mut want = Vec::new();
         frames.finish([None; 2], &mut want);
         let mut sum = [Summary::default(), Summary::default()];
@@ -130,7 +133,7 @@ mod tests {
     fn summed_in_start_order() {
         // a clock that steps back: the later stall starts earlier, and is summed first
         let mut st = Stalls::new([Whole::NONE; 2]);
-        st.found[0] = vec![(10.0, 10.5), (1.0, 1.3)];
+        st.found[0] = vec![(10.0, 10.5, 4), (1.0, 1.3, 4)];
         let mut sum = [Summary::default(), Summary::default()];
         st.finish(&mut sum);
         let mut want = Summary::default();

@@ -1,0 +1,107 @@
+"""The account in words from the streamed summary (:mod:`tracekit._streamexplain`) equals the frames path's.
+
+For every sample pcap/pcapng the stream accepts (and damaged copies of them), the sentences
+:func:`tracekit._streamexplain.explain_from_stream` makes of ``_core.stream_summary``'s output are
+those :func:`tracekit.explain.explain` makes of ``tracekit.analyze(tracekit.read(path))``, values bit
+for bit, with and without a link rate; both feed the same rules (:mod:`tracekit.explain_account`).
+Making them imports neither polars nor numpy. The sums the rules make in the frames path's order
+(:func:`tracekit.explain_rules.polars_sum`, :func:`~tracekit.explain_rules.numpy_sum`) equal polars'
+and numpy's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+from conftest import CAPTURES, SAMPLES, damaged_captures
+
+import tracekit
+from tracekit import _core
+from tracekit._streamexplain import explain_from_stream
+from tracekit.errors import TracekitError
+from tracekit.explain import explain
+from tracekit.explain_rules import jain, numpy_sum, polars_sum
+from tracekit.reports.answers import lab_flows
+from tracekit.streamed import trace_meta
+
+
+def _bits(v: Any) -> Any:
+    """A sentence's values with every float as its bits (NaN equals NaN, -0.0 differs from 0.0)."""
+    if isinstance(v, float):
+        return ("f", struct.pack("<d", v))
+    if isinstance(v, dict):
+        return {k: _bits(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_bits(x) for x in v]
+    return v
+
+
+def _assert_same(path: Path) -> bool:
+    """False when the stream refuses the file (the frames path's sentences are then not compared)."""
+    try:
+        out = _core.stream_summary(path)
+    except TracekitError:
+        return False
+    an = tracekit.analyze(tracekit.read(path))
+    meta, rows = trace_meta(out, str(path)), lab_flows(an).to_dicts()
+    for link in (None, 1e6):
+        got = [s.to_dict() for s in explain_from_stream(out, meta, rows, link_bps=link)]
+        want = [s.to_dict() for s in explain(an, link_bps=link)]
+        assert got == want
+        assert _bits(got) == _bits(want)
+    return True
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: str(p.relative_to(SAMPLES)))
+def test_stream_explain(path: Path) -> None:
+    _assert_same(path)
+
+
+def test_stream_explain_on_damaged_captures(tmp_path: Path) -> None:
+    compared = 0
+    for p in damaged_captures(tmp_path, 20261129):
+        compared += _assert_same(p)
+    assert compared >= 15, compared
+
+
+def test_stream_explain_imports_neither_polars_nor_numpy() -> None:
+    path = SAMPLES / "linux" / "stall_cut.pcap"
+    rows = lab_flows(tracekit.analyze(tracekit.read(path))).to_dicts()
+    code = (
+        "import json, sys\n"
+        "from tracekit import _core\n"
+        "from tracekit._streamexplain import explain_from_stream\n"
+        "from tracekit.streamed import trace_meta\n"
+        f"p = {str(path)!r}\n"
+        "out = _core.stream_summary(p)\n"
+        f"rows = json.loads({json.dumps(rows)!r})\n"
+        "told = explain_from_stream(out, trace_meta(out, p), rows, link_bps=1e6)\n"
+        "assert any(s.kind.startswith('loss_') for s in told), told\n"
+        "print(sorted(m for m in ('polars', 'numpy') if m in sys.modules))\n"
+    )
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert got.stdout.strip() == "[]", got.stdout + got.stderr
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 100, 127, 128, 129, 255, 256, 300, 1000, 3000])
+def test_sums_in_the_frames_paths_order(n: int) -> None:
+    rng = random.Random(n)
+    xs = [rng.uniform(-1, 1) * 10 ** rng.randint(-8, 8) for _ in range(n)]
+    s = pl.Series(xs, dtype=pl.Float64)
+    assert struct.pack("<d", polars_sum(xs)) == struct.pack("<d", float(s.sum()))
+    assert struct.pack("<d", numpy_sum(xs)) == struct.pack("<d", float(np.array(xs).sum()))
+    g = [abs(x) + 1.0 for x in xs]
+    if len(g) >= 2:
+        a = np.array(g)
+        assert jain(g) == float(a.sum() ** 2 / (a.size * (a**2).sum()))
+    assert not math.isnan(polars_sum(xs))

@@ -1,0 +1,166 @@
+"""The account in words over plain values, whole: the trace's warnings, then per data direction its
+opening, events (:mod:`tracekit.explain_rules`), limit and rates, then fairness.
+
+:func:`account` is the one implementation both feeds call: :func:`tracekit.explain.explain` (an
+analysis' frames) and :func:`tracekit._streamexplain.explain_from_stream` (the streamed summary).
+No polars, no numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from tracekit import numfmt
+from tracekit.explain_rules import (
+    DirFacts,
+    Fmt,
+    TraceFacts,
+    far,
+    far_losses,
+    jain,
+    losses,
+    np_extreme,
+    slow_starts,
+    stalls,
+)
+from tracekit.phrases import Sentence, say
+
+__all__ = ["account", "data_rows", "fairness", "limit", "opening", "rates", "vantage_count", "warnings"]
+
+
+def opening(row: dict[str, Any], flow: int, d: int) -> Sentence | None:
+    """The initial window and, where a SYN was seen, window scaling (RFC 7323 §2) and the largest window."""
+    iw, iwb = row.get("init_window_segments"), row.get("init_window_bytes")
+    if iw is None or iwb is None:
+        return None
+    shown = {"time": numfmt.at(row["start"]), "iw": numfmt.count(int(iw), "segment"), "iw_bytes": numfmt.nbytes(iwb),
+             "wscale": str(row.get("wscale")), "rwnd": numfmt.nbytes(row.get("max_rwnd_bytes"))}
+    vals = {"time": row["start"], "init_window_segments": iw, "init_window_bytes": iwb,
+            "window_scaling": row.get("window_scaling"), "wscale": row.get("wscale"),
+            "max_rwnd_bytes": row.get("max_rwnd_bytes")}
+    if row.get("mss") is None or row.get("max_rwnd_bytes") is None:  # no SYN seen (ns-2's one-way TCP)
+        kind = "start_iw"
+    else:
+        kind = "start_ws" if row.get("window_scaling") and row.get("wscale") is not None else "start_nows"
+    if kind == "start_ws":
+        shown["wscale"] = f"{int(row['wscale'])}"
+    return say(kind, shown, vals, time=row["start"], flow=flow, dir=d)
+
+
+def _shares(row: dict[str, Any]) -> dict[str, float] | None:
+    got = {k: row.get(f"limited_{k}_share") for k in ("cwnd", "rwnd", "app")}
+    if any(v is None for v in got.values()):
+        return None
+    vals = {k: float(v) for k, v in got.items()}  # type: ignore[arg-type]
+    vals["none"] = max(0.0, 1.0 - sum(vals.values()))
+    return vals
+
+
+def limit(row: dict[str, Any], flow: int, d: int) -> Sentence | None:
+    """What held the sender back, with each share (flows' ``limited_*_share``)."""
+    sh = _shares(row)
+    if sh is None:
+        return None
+    top = max(("cwnd", "rwnd", "app", "none"), key=lambda k: sh[k])
+    shown = {f"{k}_share": numfmt.pct(v) for k, v in sh.items()}
+    return say(f"limit_{top}", shown, {f"{k}_share": v for k, v in sh.items()}, time=row.get("start"),
+               flow=flow, dir=d)
+
+
+def rates(row: dict[str, Any], link_bps: float | None, flow: int, d: int) -> list[Sentence]:
+    """Goodput against the link rate and against the Mathis and PFTK models."""
+    out: list[Sentence] = []
+    g = row.get("goodput_bps")
+    end = row.get("end")
+    if g is not None and link_bps:
+        out.append(say("goodput_link", {"goodput": numfmt.rate(g), "share": numfmt.pct(g / link_bps),
+                                        "link": numfmt.rate(link_bps)},
+                       {"goodput_bps": g, "link_bps": link_bps, "share": g / link_bps}, time=end, flow=flow, dir=d))
+    m, p, lr = row.get("mathis_bps"), row.get("padhye_bps"), row.get("loss_rate")
+    if g is not None and m is not None and lr:
+        vals = {"goodput_bps": g, "mathis_bps": m, "padhye_bps": p, "loss_rate": lr}
+        shown = {"goodput": numfmt.rate(g), "mathis": numfmt.rate(m), "padhye": numfmt.rate(p),
+                 "loss_rate": numfmt.pct(lr)}
+        out.append(say("models" if p is not None else "model_mathis", shown, vals, time=end, flow=flow, dir=d))
+    return out
+
+
+def warnings(t: TraceFacts) -> list[Sentence]:
+    """Sentences for what changes the reading: truncation, headers only, several vantage points, others."""
+    out: list[Sentence] = []
+    ws, end = t.warnings, t.last_t
+    trunc = sum(int(w.get("count", 1)) for w in ws if w.get("code") == "W-TRUNCATED")
+    if trunc:
+        out.append(say("warn_truncated", {"count": f"{trunc:,}", "end": numfmt.at(end)},
+                       {"count": trunc, "end": end}, time=end))
+    other = sum(int(w.get("count", 1)) for w in ws if w.get("code") != "W-TRUNCATED")
+    if other:
+        out.append(say("warn_other", {"count": f"{other:,}", "end": numfmt.at(end)},
+                       {"count": other, "end": end}, time=end))
+    if t.caplen and t.data and t.data_cut / t.data > 0.5 and t.cut_t is not None:
+        share, at = t.data_cut / t.data, float(t.cut_t)
+        out.append(say("warn_headers_only", {"share": numfmt.pct(share), "time": numfmt.at(at)},
+                       {"share": share, "time": at}, time=at))
+    if t.mixed or t.vantage_points > 1:
+        n = max(t.vantage_points, 2)
+        out.append(say("warn_vantage", {"count": f"{n:,}"}, {"count": n}))
+    return out
+
+
+def vantage_count(points: list[Any]) -> int:
+    """Distinct vantage points among the flows' (nulls left out)."""
+    return len({p for p in points if p is not None})
+
+
+def data_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The flows rows of the directions that carried data, by flow and direction."""
+    got = [r for r in rows if (r.get("unique_bytes") or 0) > 0]
+    return sorted(got, key=lambda r: (r["flow"], r["dir"]))
+
+
+def fairness(rows: list[dict[str, Any]]) -> list[Sentence]:
+    """Jain's index over the data directions (tracekit's goodput)."""
+    g = [float(r["goodput_bps"]) for r in rows if r.get("goodput_bps")]
+    if len(g) < 2:
+        return []
+    t0, t1 = min(r["start"] for r in rows), max(r["end"] for r in rows)
+    j, low, high = jain(g), np_extreme(g, min), np_extreme(g, max)
+    return [say("fairness", {"flows": f"{len(g):,}", "time": numfmt.at(t0), "end": numfmt.at(t1),
+                             "jain": f"{j:.3f}", "low": numfmt.rate(low), "high": numfmt.rate(high)},
+                {"flows": len(g), "jain": j, "time": t0, "end": t1, "low_bps": low, "high_bps": high}, time=t0)]
+
+
+def account(t: TraceFacts, rows: list[dict[str, Any]], facts: Callable[[int, int], DirFacts], *,
+            link_bps: float | None = None) -> list[Sentence]:
+    """The account of a whole trace but the tool's fairness: warnings first, then per data direction in
+    flow order (``rows``: :func:`data_rows`; ``facts``: a direction's :class:`DirFacts`), then fairness."""
+    out = warnings(t)
+    if not rows:
+        out.append(say("no_data", {"packets": f"{t.packets:,}"}, {"packets": t.packets}))
+        return out
+    f = Fmt(t.segment_size)
+    for row in rows:
+        flow, d = int(row["flow"]), int(row["dir"])
+        out.append(say("overview", {"flow": str(flow), "dir": str(d), "bytes": numfmt.nbytes(row["unique_bytes"]),
+                                    "start": numfmt.at(row["start"]), "end": numfmt.at(row["end"]),
+                                    "duration": numfmt.seconds(row["duration"]),
+                                    "goodput": numfmt.rate(row.get("goodput_bps"))},
+                       {k: row.get(k) for k in ("unique_bytes", "start", "end", "duration", "goodput_bps")},
+                       time=row["start"], flow=flow, dir=d))
+        first = opening(row, flow, d)
+        if first is not None:
+            out.append(first)
+        x = facts(flow, d)
+        if far(row, x.story):
+            body = far_losses(x, row, flow, d) + stalls(x, flow, d)
+        else:
+            body = (slow_starts(x.story, f, flow, d) + losses(x, f, flow, d, row.get("rtt_min_s"))
+                    + stalls(x, flow, d))
+        out += sorted(body, key=lambda s: (s.time if s.time is not None else math.inf))
+        lim = limit(row, flow, d)
+        if lim is not None:
+            out.append(lim)
+        out += rates(row, link_bps, flow, d)
+    return out + fairness(rows)
