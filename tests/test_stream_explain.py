@@ -27,9 +27,10 @@ from conftest import CAPTURES, SAMPLES, damaged_captures
 
 import tracekit
 from tracekit import _core
-from tracekit._streamexplain import explain_from_stream
+from tracekit._streamexplain import _facts, explain_from_stream
 from tracekit.errors import TracekitError
 from tracekit.explain import explain
+from tracekit.explain_parts import Parts
 from tracekit.explain_rules import jain, numpy_sum, polars_sum
 from tracekit.reports.answers import lab_flows
 from tracekit.streamed import trace_meta
@@ -105,3 +106,28 @@ def test_sums_in_the_frames_paths_order(n: int) -> None:
         a = np.array(g)
         assert jain(g) == float(a.sum() ** 2 / (a.size * (a**2).sum()))
     assert not math.isnan(polars_sum(xs))
+
+
+def _inputs_equal(path: Path) -> None:
+    """The stream's account inputs per data direction equal the frames' (every direction, told or not):
+    the retransmissions' count, times and kinds, the stalls with their causes, the other direction's zero windows."""
+    try:
+        out = _core.stream_summary(path)
+    except TracekitError:
+        return
+    an = tracekit.analyze(tracekit.read(path))
+    parts = Parts(an)
+    got = _facts(out)
+    for (f, d), x in got.items():
+        want = parts.facts(f, d)
+        r, w = x.resent, want.resent
+        assert (r.n, r.fast, r.rto) == (w.n, w.fast, w.rto), (path, f, d)
+        assert _bits([r.t0, r.t1]) == _bits([w.t0, w.t1]), (path, f, d)
+        assert set(r.told) <= set(w.told), (path, f, d)  # (the stream keeps those inside the loss windows)
+        assert _bits(x.stalls) == _bits(want.stalls), (path, f, d)
+        assert _bits(list(x.zero_ads)) == _bits(list(want.zero_ads)), (path, f, d)
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: str(p.relative_to(SAMPLES)))
+def test_stream_account_inputs(path: Path) -> None:
+    _inputs_equal(path)

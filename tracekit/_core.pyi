@@ -25,8 +25,11 @@ def linktypes() -> dict[int, str]: ...
 # _srtt, _rttvar for tracekit._flowrows and its models; NaN / -2^62 for none; max_cwnd_bytes,
 # cwnd_source, loss_events None without an estimate row; the account's cwnd events, src/stream/cwndstory.rs:
 # per row _story_rows, _ca_start, _story_runs, _reductions, then flat _run_*, _cut_*, _red_t, _red_backed;
+# the account's other inputs, src/stream/account.rs: per row _rt_n, _rt_t0, _rt_t1, _rt_fast, _rt_rto,
+# _zw_n, _zw_t0, _zw_t1 (the other direction's zero windows), _rt_picked, _stalls, then flat _rt_t, _rt_kind
+# (the retransmissions inside the loss windows the account reads), _stall_start, _stall_end, _stall_cause;
 # `capture`: read_capture's meta, counts, records, t0_ns and the rows / rows cut short, for
-# tracekit.streamed.trace_block)
+# tracekit.streamed.trace_block, and last_t, data, data_cut, data_cut_t for the account's warnings)
 def stream_summary(path: str | os.PathLike[str], rto_floor_s: float = 0.2) -> dict[str, Any]: ...
 
 # src/state/rtt.rs: RTT samples (seq with Karn's rule, TCP timestamps)

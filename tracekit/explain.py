@@ -1,6 +1,8 @@
 """What happened, in words: a deterministic account of each connection direction that carried data.
 
-Pure (no I/O): everything comes from an :class:`~tracekit.analysis.Analysis`'s frames. Every
+Pure (no I/O): everything comes from an :class:`~tracekit.analysis.Analysis`'s frames, turned into the
+plain values the rules read (:mod:`tracekit.explain_account`, :mod:`tracekit.explain_rules`; the streamed
+summary feeds the same rules, :mod:`tracekit._streamexplain`). Every
 sentence is one entry of :data:`tracekit.phrases.TEMPLATES` (documented in docs/explain.md) filled with numbers
 formatted by :mod:`tracekit.numfmt`, so no text of the input (a file name, an OPNET label, an
 address) can reach a phrase: connections are named by their flow number and direction only.

@@ -83,8 +83,9 @@ struct Evidence {
     /// sender's highest data end - the receiver's highest ACK; `i64::MAX`: none yet): the
     /// window was full at one of them when this is below the sender's MSS.
     slack: i64,
-    /// The sender's `rto` retransmissions.
+    /// The sender's `rto` retransmissions, and the rows of the first and last of them.
     n_rto: u32,
+    rto_rows: (u32, u32),
 }
 
 impl Evidence {
@@ -92,6 +93,7 @@ impl Evidence {
         zero: false,
         slack: i64::MAX,
         n_rto: 0,
+        rto_rows: (0, 0),
     };
 }
 
@@ -145,6 +147,12 @@ pub struct Stall {
     pub start: f64,
     pub end: f64,
     pub cause: Cause,
+    /// The cause without the `rto` retransmissions, and the rows of the first and last of
+    /// those that made it `rto` (every `rto` packet of the direction between them counted): a
+    /// streaming driver's retransmission a later D-SACK turns `spurious` (RFC 2883) is not
+    /// `rto` in the retransmissions frame these rules read in the column path.
+    pub without_rto: Cause,
+    pub rto_rows: (u32, u32),
 }
 
 /// One direction's running state.
@@ -193,8 +201,12 @@ impl Connection {
         self.rtt.on_packet(dir, p.srtt);
         me.mss = largest(me.mss, p.len);
         // as the sender: its own RTO retransmissions count in the silence they fall in
-        if let Some(open) = me.open.as_mut() {
-            open.ev.n_rto += u32::from(p.rto);
+        if let Some(open) = me.open.as_mut().filter(|_| p.rto) {
+            if open.ev.n_rto == 0 {
+                open.ev.rto_rows.0 = row;
+            }
+            open.ev.rto_rows.1 = row;
+            open.ev.n_rto += 1;
         }
         // new data (the state's `new`): it raises the highest data end (None < Some)
         if p.hi_dend > me.hi_dend {
@@ -367,13 +379,15 @@ pub fn floor_add(m: &mut Option<f64>, v: f64) {
 /// Judges the silences of direction `d` (they go), pushing the stalls to `out`.
 fn judge_all(d: usize, silences: &mut Vec<Silence>, w: Whole, out: &mut Vec<Stall>) {
     for s in silences.drain(..) {
-        if let Some(cause) = judge(&s, w.mss, w.floor) {
+        if let Some((cause, without_rto)) = judge(&s, w.mss, w.floor) {
             out.push(Stall {
                 dir: d as u8,
                 row: s.start.row,
                 start: s.start.time,
                 end: s.end,
                 cause,
+                without_rto,
+                rto_rows: s.ev.rto_rows,
             });
         }
     }
@@ -383,8 +397,9 @@ fn clamp(x: i128) -> i64 {
     i64::try_from(x).unwrap_or(if x < 0 { i64::MIN } else { i64::MAX })
 }
 
-/// The cause of a silence, or None when it is no stall (not above its threshold).
-fn judge(s: &Silence, mss: i64, floor: Option<f64>) -> Option<Cause> {
+/// The cause of a silence, and its cause were none of its retransmissions `rto`; None when
+/// it is no stall (not above its threshold).
+fn judge(s: &Silence, mss: i64, floor: Option<f64>) -> Option<(Cause, Cause)> {
     let rtt = s.start.srtt.or(floor).unwrap_or(0.0);
     let t = RTT_FACTOR * rtt;
     // (a NaN RTT leaves the 200 ms)
@@ -401,16 +416,19 @@ fn judge(s: &Silence, mss: i64, floor: Option<f64>) -> Option<Cause> {
         }
         _ => false,
     };
-    Some(if s.ev.zero || st.r_win == Some(0) {
-        Cause::ZeroWindow
-    } else if s.ev.n_rto > 0 {
-        Cause::Rto
-    } else if s.ev.slack < mss || full_at_start {
+    let rest = if s.ev.slack < mss || full_at_start {
         Cause::RwndLimited
     } else if !s.tail && st.hi_dend.is_some_and(|h| s.acked >= h) {
         Cause::AppLimited
     } else {
         Cause::Unknown
+    };
+    Some(if s.ev.zero || st.r_win == Some(0) {
+        (Cause::ZeroWindow, Cause::ZeroWindow)
+    } else if s.ev.n_rto > 0 {
+        (Cause::Rto, rest)
+    } else {
+        (rest, rest)
     })
 }
 

@@ -17,6 +17,7 @@ use super::cwndstory::Story;
 use crate::capture::Rows;
 use crate::state::cwnd::story::CAP;
 use crate::state::retrans::{Verdict, FAST, RTO, SPURIOUS};
+use crate::state::stalls::{Cause, Stall};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -79,7 +80,7 @@ impl Account {
 
     /// Direction `d`'s inputs, dropped from the connection: its retransmissions, the other
     /// direction's zero-window advertisements and its `stalls` (the stalls stage's, by start).
-    pub fn take(&mut self, d: usize, stalls: Vec<(f64, f64, u8)>) -> Held {
+    pub fn take(&mut self, d: usize, stalls: Vec<Stall>) -> Held {
         Held {
             rt: std::mem::take(&mut self.rt[d]),
             zw_peer: self.zw[1 - d],
@@ -93,7 +94,7 @@ impl Account {
 pub struct Held {
     rt: Vec<(u32, f64, u8)>,
     zw_peer: Span,
-    stalls: Vec<(f64, f64, u8)>,
+    stalls: Vec<Stall>,
 }
 
 /// What the output gives of a direction.
@@ -116,7 +117,11 @@ impl Held {
     pub fn told(self, story: Option<&Story>, tol_s: f64) -> Told {
         let mut out = Told {
             zw_peer: self.zw_peer,
-            stalls: self.stalls,
+            stalls: self
+                .stalls
+                .iter()
+                .map(|s| (s.start, s.end, cause(s, &self.rt) as u8))
+                .collect(),
             ..Told::default()
         };
         for &(_, t, k) in &self.rt {
@@ -129,6 +134,27 @@ impl Held {
             out.picked = picked(&self.rt, &w);
         }
         out
+    }
+}
+
+/// A stall's cause as the column path judges it: its `rto` retransmissions are those whose
+/// kind is still `rto` at the end (`tracekit.analysis.stalls` reads the retransmissions frame);
+/// the stalls stage counted them as they came, before a later D-SACK (RFC 2883) could turn one
+/// `spurious`. `rt`: the direction's retransmissions, row order.
+fn cause(s: &Stall, rt: &[(u32, f64, u8)]) -> Cause {
+    if s.cause != Cause::Rto {
+        return s.cause;
+    }
+    let (lo, hi) = s.rto_rows;
+    let from = rt.partition_point(|r| r.0 < lo);
+    let still = rt[from..]
+        .iter()
+        .take_while(|r| r.0 <= hi)
+        .any(|r| r.2 == RTO);
+    if still {
+        Cause::Rto
+    } else {
+        s.without_rto
     }
 }
 
@@ -257,6 +283,28 @@ mod tests {
         assert_eq!(picked(&rt, &w), vec![(1.0, RTO), (3.0, FAST)]);
         // a NaN bound picks nothing
         assert!(picked(&rt, &[(f64::NAN, 9.0, false)]).is_empty());
+    }
+
+    #[test]
+    fn a_stall_whose_timeouts_turned_spurious_takes_its_other_cause() {
+        let st = Stall {
+            dir: 0,
+            row: 1,
+            start: 1.0,
+            end: 3.0,
+            cause: Cause::Rto,
+            without_rto: Cause::AppLimited,
+            rto_rows: (3, 5),
+        };
+        let rt = [
+            (2, 1.5, RTO),
+            (3, 2.0, SPURIOUS),
+            (5, 2.5, SPURIOUS),
+            (6, 2.9, RTO),
+        ];
+        assert_eq!(cause(&st, &rt), Cause::AppLimited);
+        let rt = [(3, 2.0, SPURIOUS), (5, 2.5, RTO)];
+        assert_eq!(cause(&st, &rt), Cause::Rto);
     }
 
     #[test]

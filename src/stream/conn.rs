@@ -427,7 +427,7 @@ impl Conn {
 
     /// The stalls still open at the end, then every stall to its direction's accumulator;
     /// each direction's stalls by start.
-    pub fn finish(&mut self) -> [Vec<(f64, f64, u8)>; 2] {
+    pub fn finish(&mut self) -> [Vec<stalls::Stall>; 2] {
         self.stalls.finish(&mut self.sum)
     }
 }

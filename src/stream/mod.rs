@@ -20,7 +20,8 @@
 //! log keeps only those, `retrans::candidate`), how far the TSval echoes fall back (the RTT
 //! table keeps only the TSvals an echo can still reach, `rtt::Connection::keeping`) and the
 //! buckets of the RTT samples (the percentiles and the vantage point's median keep only the
-//! values at their ranks, `flowstats::ranks`); the stalls stage keeps 16 B per stall; the cwnd
+//! values at their ranks, `flowstats::ranks`); the stalls stage keeps 40 B per stall (with its cause, for the
+//! account in words: [`account`], which also keeps 17 B per retransmission); the cwnd
 //! stage keeps about 40 B per TCP packet of a connection until its batch is run. Every
 //! answer is the one keeping everything gives. `py.rs` is
 //! `_core.stream_summary`.

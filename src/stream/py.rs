@@ -39,6 +39,9 @@ fn error(py: Python<'_>, r: &Refusal, path: &std::path::Path) -> PyErr {
 /// computes `loss_event_rate` and the Mathis, Padhye and window-limit rates; the account's
 /// cwnd events (`tracekit.explain_parts.Series`, `cwndstory::output`: `_story_rows`, `_ca_start`,
 /// `_story_runs`, `_reductions` per row, then flat `_run_*`, `_cut_*`, `_red_t`, `_red_backed`);
+/// the account's other inputs (`account::output`: every retransmission's count, first and last
+/// times and counts by kind, the other direction's zero windows, then flat the retransmissions
+/// inside the windows the account's `losses` reads and the stalls with their causes);
 /// `sport`, `dport` and the addresses as `_src_v6`/`_dst_v6` (an IPv6 address, else IPv4) and
 /// their high and low 64 bits `_src_hi`, `_src_lo`, `_dst_hi`, `_dst_lo`, which
 /// `tracekit.parsers._frame.address_text` writes as the frame's `src` and `dst`;
@@ -46,7 +49,8 @@ fn error(py: Python<'_>, r: &Refusal, path: &std::path::Path) -> PyErr {
 /// `_core.read_capture` gives for the file, (code, message, count, offset, frame, hint);
 /// `capture`: what `read_capture` gives beside them (`meta`, `counts`, `records`, `t0_ns`),
 /// and the decoded `rows` and those captured short (`cut`), from which
-/// `tracekit.streamed.trace_block` makes `analyze --json`'s `trace` block.
+/// `tracekit.streamed.trace_block` makes `analyze --json`'s `trace` block, and the account's
+/// warnings' inputs (`last_t`, `data`, `data_cut`, `data_cut_t`: `account::RowFacts`).
 /// A pcap or pcapng file only: any other container, or a capture the stream cannot read as
 /// `tracekit.read` does (or that it refuses, with its default limits), raises the
 /// `tracekit.errors` exception that says why, naming the file.

@@ -8,7 +8,8 @@
 //! order of the `stalls` frame (by start time), which `flowstats::summary::Summary::on_stall`
 //! folds. Memory per connection: 528 B (the state machine, O(1), and the whole-direction
 //! values), a silence above 200 ms only until the packet that closes it, and 16 B per stall
-//! (at most one per 200 ms of the direction's life).
+//! (at most one per 200 ms of the direction's life), 40 B with its cause, kept for the
+//! account (`super::account`).
 
 use crate::state::flowstats::summary::Summary;
 use crate::state::stalls::{self, Stall, Whole};
@@ -18,9 +19,8 @@ use std::cmp::Ordering;
 pub struct Stalls {
     conn: stalls::Connection,
     whole: [Whole; 2],
-    /// The stalls found so far by direction: (start, end) in seconds and the cause
-    /// (`stalls::Cause` as u8, the account's `cause`).
-    found: [Vec<(f64, f64, u8)>; 2],
+    /// The stalls found so far by direction (40 B each).
+    found: [Vec<Stall>; 2],
 }
 
 impl Stalls {
@@ -45,7 +45,7 @@ impl Stalls {
     fn keep(&mut self, out: Vec<Stall>) {
         for s in out {
             if let Some(v) = self.found.get_mut(usize::from(s.dir)) {
-                v.push((s.start, s.end, s.cause as u8));
+                v.push(s);
             }
         }
     }
@@ -55,15 +55,15 @@ impl Stalls {
     /// (`tracekit.analysis.stalls` sorts by flow, direction and start; a stable sort here keeps
     /// the core's row order among equal starts). Returns each direction's stalls in that order
     /// (the account tells them: `tracekit.explain_rules.stalls`).
-    pub fn finish(&mut self, sum: &mut [Summary; 2]) -> [Vec<(f64, f64, u8)>; 2] {
+    pub fn finish(&mut self, sum: &mut [Summary; 2]) -> [Vec<Stall>; 2] {
         let mut out = Vec::new();
         std::mem::take(&mut self.conn).finish_whole(&self.whole, &mut out);
         self.keep(out);
         for (v, s) in self.found.iter_mut().zip(sum.iter_mut()) {
-            v.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(Ordering::Equal));
-            for &(start, end, _) in v.iter() {
+            v.sort_by(|a, b| a.start.partial_cmp(&b.start).unwrap_or(Ordering::Equal));
+            for x in v.iter() {
                 // (the frame's `duration`: end - start)
-                s.on_stall(end - start);
+                s.on_stall(x.end - x.start);
             }
         }
         std::mem::take(&mut self.found)
@@ -114,7 +114,7 @@ mod tests {
             frames.on_packet(row as u32, *d, p);
         }
         // closed silences are judged and dropped as the packets come; the tail at the end
-        let ends: Vec<_> = st.found[0].iter().map(|s| (s.0, s.1)).collect();
+        let ends: Vec<_> = st.found[0].iter().map(|s| (s.start, s.end)).collect();
         assert_eq!(ends, vec![(0.0, 1.0), (1.1, 3.0)]);
         let mut want = Vec::new();
         frames.finish([None; 2], &mut want);
@@ -133,7 +133,16 @@ mod tests {
     fn summed_in_start_order() {
         // a clock that steps back: the later stall starts earlier, and is summed first
         let mut st = Stalls::new([Whole::NONE; 2]);
-        st.found[0] = vec![(10.0, 10.5, 4), (1.0, 1.3, 4)];
+        let at = |start: f64, end: f64| Stall {
+            dir: 0,
+            row: 0,
+            start,
+            end,
+            cause: stalls::Cause::Unknown,
+            without_rto: stalls::Cause::Unknown,
+            rto_rows: (0, 0),
+        };
+        st.found[0] = vec![at(10.0, 10.5), at(1.0, 1.3)];
         let mut sum = [Summary::default(), Summary::default()];
         st.finish(&mut sum);
         let mut want = Summary::default();
