@@ -43,7 +43,7 @@ MAY_IMPORT = {
     "reports": _BELOW_REPORTS | {"reports"},
     "grading": _BELOW_REPORTS | {"reports", "grading"},
     "batch": _BELOW_REPORTS | {"pipeline", "reports", "grading", "batch"},
-    "cli": {"base", "contract", "parsers", "analysis", "pipeline", "reports", "grading", "batch", "cli"},
+    "cli": {"base", "contract", "parsers", "analysis", "pipeline", "reports", "grading", "batch", "cli", "api"},
     "api": {"base", "contract", "parsers", "analysis", "api"},
 }
 #: Deliberate exceptions, each with its reason.
