@@ -67,7 +67,10 @@ def _sub(a: float | None, b: float | None) -> float | None:
 
 def _first(*values: Any) -> Any:
     """The first value that is not None (SQL ``coalesce``)."""
-    return next((v for v in values if v is not None), None)
+    for v in values:
+        if v is not None:
+            return v
+    return None
 
 
 def rates(r: Row) -> Row:
