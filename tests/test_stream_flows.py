@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -70,6 +71,25 @@ def test_stream_flows_without_a_handshake(tmp_path: Path, name: str) -> None:
     p = tmp_path / "mid.pcap"
     _without_handshake(SAMPLES / name, p)
     assert _check(p, _core.stream_summary(p)) > 0
+
+
+def test_no_data_no_flows(tmp_path: Path) -> None:
+    """Handshakes and UDP only: no direction carried TCP data, and both paths give no rows."""
+    def record(t: int, ip: bytes) -> bytes:
+        frame = b"\x00" * 6 + b"\x11" * 6 + b"\x08\x00" + ip
+        return struct.pack("<IIII", t, 0, len(frame), len(frame)) + frame
+
+    def ipv4(proto: int, l4: bytes) -> bytes:
+        return struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(l4), 0, 0x4000, 64, proto, 0, bytes([10, 0, 0, 1]),
+                           bytes([10, 0, 0, 2])) + l4
+
+    syn = struct.pack(">HHIIBBHHH", 40000, 80, 1000, 0, 5 << 4, 0x02, 65535, 0, 0)
+    udp = struct.pack(">HHHH", 5000, 53, 8 + 50, 0) + b"q" * 50
+    p = tmp_path / "nodata.pcap"
+    p.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1) + record(1, ipv4(6, syn))
+                  + record(2, ipv4(17, udp)))
+    out = _core.stream_summary(p)
+    assert _check(p, out) == 0 and flows(out, trace_meta(out, str(p))) == []
 
 
 def test_lab_units_are_one_rule() -> None:

@@ -5,8 +5,13 @@ A *record* is a ``dict`` of one connection direction's accumulated values (the c
 for a missing value. Units: bytes, seconds, bits per second. No polars and no numpy here, so
 that the summary can be computed from per-direction accumulators alone (issue 21);
 :func:`tracekit.analysis.flows.directions` builds the records and
-:func:`tracekit.analysis.flows.finish` makes the frame. The definitions are the flows
-module's docstring (docs/analysis.md has the full list).
+:func:`tracekit.analysis.flows.finish` makes the frame; :mod:`tracekit._streamflows` builds the
+same records from ``_core.stream_summary``. The definitions are the flows module's docstring
+(docs/analysis.md has the full list). The rest of a row of ``analyze --json``'s ``flows`` is
+here too, for both paths: the column order (:data:`COLUMNS`), the labels of a connection one
+capture saw (:func:`capture_name`, :func:`one_view`), the lab units (:func:`lab_units`) and the
+cwnd reductions in congestion avoidance (:func:`reductions_in_ca`, :func:`with_reductions`).
+The module sits beside ``tracekit/analysis/``, not in it: importing that package loads polars.
 
 Every rule here reproduces the former polars expressions bit for bit: an integer count is
 divided as a float (``int / float`` and ``int / int`` are correctly rounded in Python as in
@@ -62,7 +67,10 @@ def _sub(a: float | None, b: float | None) -> float | None:
 
 def _first(*values: Any) -> Any:
     """The first value that is not None (SQL ``coalesce``)."""
-    return next((v for v in values if v is not None), None)
+    for v in values:
+        if v is not None:
+            return v
+    return None
 
 
 def rates(r: Row) -> Row:

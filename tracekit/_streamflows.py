@@ -14,8 +14,7 @@ reductions in congestion avoidance (:func:`tracekit._flowrows.reductions_in_ca`,
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
+from itertools import accumulate, repeat
 from typing import Any
 
 from tracekit import _flowrows
@@ -26,48 +25,31 @@ from tracekit.parsers._address import address_text
 _NEG1 = ("mss", "wscale", "flight_max_bytes")
 #: The stream's columns that are :data:`~tracekit._shared.MISSING` (or NaN) where the frame has none.
 _MISSING = ("start", "end", "wire_bytes", "unique_bytes", "data_packets", "retrans_packets", "retrans_spurious",
-            "max_rwnd_bytes", "init_window_bytes", "init_window_segments",
-            "_data_t0", "_acked_t", "_ack_t", "_ack_bytes", "_syn_t", "_smss", "loss_events", "rtt_mean_s")
-#: The records' inputs by the stream's name (the models' smoothed RTT at the end).
+            "max_rwnd_bytes", "init_window_bytes", "init_window_segments", "loss_events", "rtt_mean_s")
+#: The records' inputs by the stream's name (the models' smoothed RTT at the end), each MISSING or NaN for none.
 _INPUTS = {"_data_t0": "_data_t0", "_acked_t": "_acked_t", "_ack_t": "_ack_t", "_ack_bytes": "_ack_bytes",
            "_syn_t": "_syn_t", "_smss": "_smss", "_srtt": "srtt", "_rttvar": "rttvar"}
-#: The flows columns the stream gives as they are (NaN: none).
-_GIVEN = [c for c in _flowrows.COLUMNS if c not in ("src", "dst", "capture", "connection", "views",
-                                                    "goodput_capture")]
+#: The columns the one-capture labels fill.
+_LABELS = ("capture", "connection", "views", "goodput_capture")
 
 
-def _none(v: Any) -> Any:
-    return None if isinstance(v, float) and math.isnan(v) else v
-
-
-def _missing(v: Any) -> Any:
-    return None if v == MISSING else _none(v)
-
-
-def _neg1(v: Any) -> Any:
-    return None if v == -1 else v
-
-
-def _converter(name: str) -> Callable[[Any], Any]:
+def _column(out: dict[str, Any], name: str) -> list[Any]:
+    """The stream's column ``name`` with its stand-ins for none (-1, MISSING, NaN, 0 samples) as None."""
+    v = out[name]
     if name in _NEG1:
-        return _neg1
+        return [None if x == -1 else x for x in v]
     if name in _MISSING or name in _INPUTS:
-        return _missing
+        return [None if x == MISSING or x != x else x for x in v]
     if name == "rtt_samples":
-        return lambda v: v if v > 0 else None
-    return _none
+        return [x if x > 0 else None for x in v]
+    return [None if x != x else x for x in v]  # (NaN: the only float that is not itself)
 
 
 def _addresses(out: dict[str, Any], end: str) -> list[str]:
     """The stream's raw addresses (``_{end}_v6``, ``_hi``, ``_lo``) as text, each distinct one formatted once."""
-    texts: dict[tuple[bool, int, int], str] = {}
-    got = []
-    for key in zip(out[f"_{end}_v6"], out[f"_{end}_hi"], out[f"_{end}_lo"], strict=True):
-        t = texts.get(key)
-        if t is None:
-            t = texts[key] = address_text(not key[0], key[1], key[2])
-        got.append(t)
-    return got
+    keys = list(zip(out[f"_{end}_v6"], out[f"_{end}_hi"], out[f"_{end}_lo"], strict=True))
+    texts = {k: address_text(not k[0], k[1], k[2]) for k in dict.fromkeys(keys)}
+    return list(map(texts.__getitem__, keys))
 
 
 def records(out: dict[str, Any], meta: dict[str, Any]) -> list[_flowrows.Row]:
@@ -77,47 +59,62 @@ def records(out: dict[str, Any], meta: dict[str, Any]) -> list[_flowrows.Row]:
         out: ``_core.stream_summary(path)``.
         meta: The analysed trace's meta (:func:`tracekit.streamed.trace_meta`): its ``paths`` name the capture.
     """
-    names = [c for c in _GIVEN if c in out] + list(_INPUTS)
-    cols = {_INPUTS.get(c, c): list(map(_converter(c), out[c])) for c in names}
-    cols["src"], cols["dst"] = _addresses(out, "src"), _addresses(out, "dst")
     n = len(out["flow"])
-    rows = [{c: v[i] for c, v in cols.items()} for i in range(n)]
-    rows = _flowrows.with_models([_flowrows.derived(r, simulator=False) for r in rows])
     capture = _flowrows.capture_name(meta.get("paths") or [])
-    done = []
-    for r in rows:
-        r["capture"] = capture
-        r["connection"], r["views"], r["goodput_capture"] = _flowrows.one_view(r["flow"], capture)
-        done.append({c: r.get(c) for c in _flowrows.COLUMNS})
-    done.sort(key=lambda r: (r["flow"], r["dir"]))
-    return done
+    views = [_flowrows.one_view(f, capture) for f in out["flow"]]
+    labels = dict(zip(_LABELS[1:], zip(*views, strict=True), strict=True)) if n else {}
+    cols: dict[str, Any] = {}
+    for c in _flowrows.COLUMNS:  # (each record's keys in the frame's order; the computed ones filled below)
+        if c in ("src", "dst"):
+            cols[c] = _addresses(out, c)
+        elif c in _LABELS:  # (the stream's own ``capture`` is the reader's facts)
+            cols[c] = labels[c] if c in labels else repeat(capture, n)
+        elif c in out:
+            cols[c] = _column(out, c)
+        else:
+            cols[c] = repeat(None, n)
+    cols.update({name: _column(out, c) for c, name in _INPUTS.items()})
+    keys = list(cols)
+    rows = [dict(zip(keys, v, strict=True)) for v in zip(*cols.values(), strict=True)] if n else []
+    # (a pcap or pcapng file is a capture: no simulator's drop or receive events)
+    rows = _flowrows.with_models([_flowrows.derived(r, simulator=False) for r in rows])
+    inputs = list(_INPUTS.values())
+    for r in rows:  # (the records without their inputs; in place: a second set of records would double the memory)
+        for c in inputs:
+            del r[c]
+    at = list(zip(out["flow"], out["dir"], strict=True))
+    if at != sorted(at):
+        rows.sort(key=lambda r: (r["flow"], r["dir"]))
+    return rows
 
 
 def flows(out: dict[str, Any], meta: dict[str, Any]) -> list[dict[str, Any]]:
     """The ``flows`` of ``analyze --json`` (:func:`tracekit.reports.answers.json_flows`, before ``_clean``).
 
     :func:`records`, with the lab units where ``meta`` knows the segment size, and
-    ``cwnd_reductions``.
+    ``cwnd_reductions`` from each direction's cwnd series (the stream's ``_story_rows``,
+    ``_ca_start`` and its reductions' times ``_red_t``).
     """
     rows = records(out, meta)
     seg = _flowrows.lab_segment(meta)
     if seg is not None:
         rows = [_flowrows.lab_units(r, seg) for r in rows]
-    series = _series(out)
+    red_t, series = out["_red_t"], _series(out)
 
     def count(flow: int, d: int, end: float | None) -> int | None:
-        n, ca, losses = series.get((flow, d), (0, None, []))
-        return _flowrows.reductions_in_ca(n, losses, ca, end)
+        n, ca, a, b = series.get((flow, d), _NO_SERIES)
+        return _flowrows.reductions_in_ca(n, red_t[a:b], ca, end)
 
     return [_flowrows.with_reductions(r, count) for r in rows]
 
 
-def _series(out: dict[str, Any]) -> dict[tuple[int, int], tuple[int, float | None, list[float]]]:
-    """Per direction: its cwnd series' rows, first congestion-avoidance time and reduction times."""
-    got = {}
-    at, red_t = 0, out["_red_t"]
-    for f, d, n, ca, k in zip(out["flow"], out["dir"], out["_story_rows"], out["_ca_start"], out["_reductions"],
-                              strict=True):
-        got[(f, d)] = (n, ca, red_t[at:at + k])
-        at += k
-    return got
+#: A direction without a cwnd series: no rows, no congestion avoidance, no reductions.
+_NO_SERIES = (0, None, 0, 0)
+
+
+def _series(out: dict[str, Any]) -> dict[tuple[int, int], tuple[int, float | None, int, int]]:
+    """Per direction (``flow, dir``): its cwnd series' rows, first congestion-avoidance time, and where
+    its reductions' times begin and end in ``_red_t``."""
+    ends = list(accumulate(out["_reductions"]))
+    return dict(zip(zip(out["flow"], out["dir"], strict=True),
+                    zip(out["_story_rows"], out["_ca_start"], [0, *ends][:-1], ends, strict=True), strict=True))

@@ -12,5 +12,6 @@ def address_text(is_v4: bool, hi: int, lo: int) -> str:
 
     ``hi``/``lo``: the high and low 64 bits (the reader's and ``_core.stream_summary``'s halves).
     """
-    v = (hi << 64) | lo
-    return str(ipaddress.IPv4Address(v & 0xFFFFFFFF) if is_v4 else ipaddress.IPv6Address(v))
+    if is_v4:  # (dotted decimal, as ipaddress.IPv4Address writes it, without building one)
+        return f"{lo >> 24 & 255}.{lo >> 16 & 255}.{lo >> 8 & 255}.{lo & 255}"
+    return str(ipaddress.IPv6Address((hi << 64) | lo))
