@@ -10,6 +10,8 @@ vantage point and the minimum RTO as :func:`tracekit.analyze` adds them.
 
 from __future__ import annotations
 
+import os
+import stat
 from typing import Any
 
 from tracekit._shared import (
@@ -62,8 +64,14 @@ _MAGICS = {bytes.fromhex(m) for m in ("d4c3b2a1", "a1b2c3d4", "4d3cb2a1", "a1b23
 
 
 def _plain_capture(path: str) -> bool:
-    """True for a regular file that starts as an uncompressed pcap or pcapng (what the stream reads)."""
+    """True for a regular file that starts as an uncompressed pcap or pcapng (what the stream reads).
+
+    A pipe (``/dev/stdin``, ``<(zcat ...)``) is never opened here: reading its first bytes would take
+    them from the frames path, which reads it once, whole.
+    """
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
         with open(path, "rb") as fh:
             return fh.read(4) in _MAGICS
     except OSError:
