@@ -197,6 +197,11 @@ impl DirRows {
         self.n == 0
     }
 
+    /// ACKs fed so far.
+    pub fn acks_fed(&self) -> usize {
+        self.acks.a_una.len()
+    }
+
     /// Did an ACK reach the sender before the first row / before the last row?
     pub fn acked_first(&self) -> bool {
         self.pre == 0 && !self.is_empty()

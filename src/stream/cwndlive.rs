@@ -1,0 +1,327 @@
+//! The cwnd stage's input rows built live, as pass 2 feeds the packets: each data direction's
+//! [`DirRows`] (the frames path's own per-direction builder, `rows_frames::feed`) gets its data
+//! segments and the ACKs reaching its sender as they come, so no packet is logged.
+//!
+//! `rows_frames::build` feeds them in capture order (time, then frame). Pass 1 measures how far
+//! each connection's times fall below the latest before them ([`Order`]); pass 2 holds each
+//! packet that long ([`Live`]: usually no time falls and nothing is held), so the rows see the
+//! same order. A batch with a NaN or infinite time is logged and sorted as before (`cwnd::run`).
+//! What only a later packet or the batch's end tells settles there ([`built`]): a segment SACKed
+//! whole by a later block and the first re-send of an episode a later re-send makes a timeout
+//! (`DirLive::settle`), snd_una before the first ACK, the strict minimum RTT over more than 64
+//! directions and the first row's new ACK (the previous direction's last row).
+//!
+//! Memory per data direction: the rows (`DirRows`: 42 B per data segment, 16 B per ACK) and
+//! 4 B per data segment (its packet row: where a late mark lands), until its batch runs; per
+//! connection the packets held (none unless its times fall).
+
+use super::conn::Pk;
+use crate::state::cwnd::rows::{DirRows, Marks, RowCols};
+use crate::state::cwnd::rows_frames::Built;
+use crate::state::seq::{ACK, MISSING, SYN};
+use std::collections::VecDeque;
+
+/// How far a connection's capture times fall below the latest before them (pass 1): pass 2
+/// holds each packet that long before feeding it, so the rows see the capture order
+/// `rows_frames` sorts by (time, then frame). A NaN or infinite time sorts where no bound
+/// tells ([`Order::lag`] is None): such a batch is logged and sorted as before.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Order {
+    top: Option<f64>,
+    fall: f64,
+    odd: bool,
+}
+
+impl Order {
+    pub fn on_time(&mut self, t: f64) {
+        if !t.is_finite() {
+            self.odd = true;
+            return;
+        }
+        if let Some(top) = self.top {
+            self.fall = self.fall.max(top - t);
+        }
+        self.top = Some(self.top.map_or(t, |x| x.max(t)));
+    }
+
+    /// The largest fall (0: times never fall; None: a time is NaN or infinite).
+    pub fn lag(&self) -> Option<f64> {
+        (!self.odd).then_some(self.fall)
+    }
+}
+
+/// One packet waiting for the capture order: its direction, time, row, sequence and ACK
+/// numbers, payload, SYN and ACK kinds, and what the retransmission and flight steps said of it.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    d: u8,
+    syn: bool,
+    ack: bool,
+    named: bool,
+    time: f64,
+    row: u32,
+    seq: i64,
+    len: i64,
+    ackno: i64,
+    sacked: i64,
+}
+
+/// A connection's data directions fed live, in capture order.
+pub struct Live {
+    dirs: [Option<DirLive>; 2],
+    /// Packets not yet fed, by (time, row).
+    held: VecDeque<Held>,
+    top: f64,
+    lag: f64,
+}
+
+impl Live {
+    /// `data`: the data segments of each direction (pass 1; a direction without any has no
+    /// rows); `lag`: [`Order::lag`].
+    pub fn new(data: [i64; 2], lag: f64) -> Self {
+        let dir = |d: usize| {
+            let n = usize::try_from(data[d]).unwrap_or(0);
+            (n > 0).then(|| DirLive::new(n))
+        };
+        Live {
+            dirs: [dir(0), dir(1)],
+            held: VecDeque::new(),
+            top: f64::NEG_INFINITY,
+            lag,
+        }
+    }
+
+    /// Packet `p` of direction `d`: named a retransmission, with `sacked` bytes SACKed above una
+    /// (a data segment's), and the other direction's segments its blocks SACKed first
+    /// (`newly`: their rows).
+    pub fn on_packet(&mut self, d: usize, p: &Pk, named: bool, sacked: i64, newly: &[u32]) {
+        if let Some(x) = self.dirs[1 - d].as_mut() {
+            newly.iter().for_each(|&s| x.late.push((s, p.row)));
+        }
+        let h = Held {
+            d: d as u8,
+            syn: p.flags & SYN != 0,
+            ack: p.flags & ACK != 0 && p.ack != MISSING,
+            named,
+            time: p.time,
+            row: p.row,
+            seq: p.seq,
+            len: p.len,
+            ackno: p.ack,
+            sacked,
+        };
+        // (rows only rise: a packet goes after every held one of its time or earlier)
+        let at = self.held.partition_point(|x| x.time <= h.time);
+        self.held.insert(at, h);
+        self.top = self.top.max(h.time);
+        // a held packet no later packet can precede: every later time is at least top − lag
+        // (the margin of 2 covers the rounding of the differences)
+        while let Some(x) = self
+            .held
+            .front()
+            .filter(|x| self.top - x.time > 2.0 * self.lag || self.lag == 0.0)
+        {
+            let x = *x;
+            self.held.pop_front();
+            self.feed(&x);
+        }
+    }
+
+    /// Feeds what is still held (after the connection's last packet).
+    pub fn flush(&mut self) {
+        while let Some(x) = self.held.pop_front() {
+            self.feed(&x);
+        }
+    }
+
+    /// `rows_frames::group`: a SYN and a data segment (payload > 0) belong to their own
+    /// direction, an ACK (the flag and a number) to the other one, whose sender it reaches.
+    fn feed(&mut self, x: &Held) {
+        let d = usize::from(x.d);
+        if let Some(o) = self.dirs[d].as_mut() {
+            if x.syn {
+                o.on_syn(x.time);
+            }
+            if x.len > 0 {
+                o.on_data(x.row, (x.time, x.seq, x.len), x.named, x.sacked);
+            }
+        }
+        if let Some(b) = self.dirs[1 - d].as_mut().filter(|_| x.ack) {
+            b.on_ack(x.time, x.ackno);
+        }
+    }
+
+    /// Direction `d`'s rows (taken).
+    pub fn take(&mut self, d: usize) -> Option<DirLive> {
+        self.dirs.get_mut(d).and_then(Option::take)
+    }
+}
+
+/// One data direction's rows as they are fed.
+pub struct DirLive {
+    b: DirRows,
+    out: RowCols,
+    /// The packet row of each data row: where a late mark lands.
+    rows: Vec<u32>,
+    /// First transmissions SACKed whole: (their packet row, the row of the packet whose block
+    /// covered them), placed once the batch runs ([`DirLive::settle`]).
+    late: Vec<(u32, u32)>,
+}
+
+impl DirLive {
+    /// Room for `n` data segments (pass 1 counted them).
+    pub fn new(n: usize) -> Self {
+        DirLive {
+            b: DirRows::new(0),
+            out: RowCols::with_capacity(n),
+            rows: Vec::with_capacity(n),
+            late: Vec::new(),
+        }
+    }
+
+    /// A SYN of the direction (`DirRows::on_syn`: a retransmitted SYN is a loss, RFC 5681 §3.1).
+    pub fn on_syn(&mut self, time: f64) {
+        self.b.on_syn(time);
+    }
+
+    /// An ACK reaching the direction's sender (`DirRows::on_ack`).
+    pub fn on_ack(&mut self, time: f64, ack: i64) {
+        self.b.on_ack(time, ack);
+    }
+
+    /// The data segment at packet row `row`: named a retransmission (`retrans::Conn`), with
+    /// `sacked` bytes SACKed above una (unacked − pipe, RFC 6675 "pipe"). Its place among the
+    /// flight rows is its packet row: the pipe only compares it with the places from which
+    /// segments count as SACKed ([`DirLive::sacked_by`]), and the packet rows keep that order.
+    pub fn on_data(
+        &mut self,
+        row: u32,
+        (time, seq, pay): (f64, i64, i64),
+        named: bool,
+        sacked: i64,
+    ) {
+        let m = Marks {
+            named,
+            sacked,
+            pos: i64::from(row),
+            ..Marks::NONE
+        };
+        self.rows.push(row);
+        self.b.on_data(&mut self.out, time, seq, pay, m);
+    }
+
+    /// Places the late marks: each first transmission SACKed whole counts as SACKed at each
+    /// data row after the packet whose block covered it (`sack::FlightColumns::sacked_at`, RFC
+    /// 6675 §2), i.e. at flight places from that packet's row + 1 on; and `timeouts`, the
+    /// re-sends (packet rows) that are the first of an episode the timer sent (RFC 6298 §5:
+    /// `retrans.timeout_resends`), get their rows' timeout mark.
+    fn settle(&mut self, timeouts: &[u32]) {
+        // data rows by packet row (they are in capture order: sorted unless a time fell)
+        let mut by: Vec<(u32, u32)> = Vec::new();
+        let sorted = self.rows.windows(2).all(|w| w[0] < w[1]);
+        if !sorted {
+            by = self
+                .rows
+                .iter()
+                .enumerate()
+                .map(|(k, &r)| (r, k as u32))
+                .collect();
+            by.sort_unstable();
+        }
+        let rows = &self.rows;
+        let find = |s: u32| -> Option<usize> {
+            if sorted {
+                rows.binary_search(&s).ok()
+            } else {
+                let k = by.binary_search_by_key(&s, |x| x.0).ok()?;
+                Some(by[k].1 as usize)
+            }
+        };
+        for &(s, at) in &self.late {
+            if let Some(k) = find(s) {
+                self.out.seg.0.push(k as i64);
+                self.out.seg.1.push(i64::from(at) + 1);
+            }
+        }
+        for &s in timeouts {
+            let Some(k) = find(s) else { continue };
+            if let Ok(j) = self.out.retx.0.binary_search(&(k as i64)) {
+                if let Some(x) = self.out.retx.2.get_mut(j) {
+                    *x = true;
+                }
+            }
+        }
+        self.late = Vec::new();
+        self.rows = Vec::new();
+    }
+}
+
+/// `b`'s rows after `a`'s (row numbers moved by `a`'s rows; flight places are packet rows).
+fn append(a: &mut RowCols, mut b: RowCols) {
+    let off = a.time.len() as i64;
+    a.time.append(&mut b.time);
+    a.seq_end.append(&mut b.seq_end);
+    a.pay.append(&mut b.pay);
+    a.una.append(&mut b.una);
+    a.dup.append(&mut b.dup);
+    a.new_ack.append(&mut b.new_ack);
+    a.ack_t.append(&mut b.ack_t);
+    a.sack.0.extend(b.sack.0.iter().map(|r| r + off));
+    a.sack.1.append(&mut b.sack.1);
+    a.sack.2.append(&mut b.sack.2);
+    a.seg.0.extend(b.seg.0.iter().map(|r| r + off));
+    a.seg.1.append(&mut b.seg.1);
+    a.retx.0.extend(b.retx.0.iter().map(|r| r + off));
+    a.retx.1.append(&mut b.retx.1);
+    a.retx.2.append(&mut b.retx.2);
+}
+
+/// A batch's data directions (`(flow, dir)` order, their segment sizes in `mss`, NaN: unknown)
+/// as `rows_frames::build` gives them; None when they hold no data segment or no ACK.
+pub fn built(mut live: Vec<(DirLive, Vec<u32>)>, mss: &[f64]) -> Option<Built> {
+    for (l, t) in &mut live {
+        l.settle(t);
+    }
+    let live: Vec<DirLive> = live.into_iter().map(|x| x.0).collect();
+    // many directions were searched on one axis, where a NaN or infinite RTT gave none
+    let strict = live.len() > 64;
+    let total: usize = live.iter().map(|l| l.b.len()).sum();
+    if total == 0 || live.iter().all(|l| l.b.acks_fed() == 0) {
+        return None;
+    }
+    let nd = live.len();
+    let (mut rows, mut outs) = (Vec::with_capacity(nd), Vec::with_capacity(nd));
+    let (mut acks, mut min_rtt) = (Vec::with_capacity(nd), Vec::with_capacity(nd));
+    // the first row of each direction compares its latest ACK with the previous direction's
+    // last row (the rows were one array): it is new unless neither had an ACK before it
+    let mut prev: Option<bool> = None;
+    for mut l in live {
+        let (t, u, mr) = l.b.finish(&mut l.out, strict);
+        if !l.b.is_empty() {
+            let first = prev.is_none_or(|last| last || l.b.acked_first());
+            if let Some(slot) = l.out.new_ack.first_mut() {
+                *slot = first;
+            }
+            prev = Some(l.b.acked_last());
+        }
+        acks.push((t, u));
+        min_rtt.push(mr);
+        outs.push(l.out);
+        rows.push(l.b);
+    }
+    let mut it = outs.into_iter();
+    let mut cols = it.next().unwrap_or_default();
+    it.for_each(|x| append(&mut cols, x));
+    let mss = rows
+        .iter()
+        .zip(mss)
+        .map(|(b, &m)| if m.is_nan() { b.max_pay as f64 } else { m })
+        .collect();
+    Some(Built {
+        cols,
+        rows,
+        acks,
+        min_rtt,
+        mss,
+    })
+}
