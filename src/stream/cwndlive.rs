@@ -11,9 +11,9 @@
 //! (`DirLive::settle`), snd_una before the first ACK, the strict minimum RTT over more than 64
 //! directions and the first row's new ACK (the previous direction's last row).
 //!
-//! Memory per data direction: the rows (`DirRows`: 42 B per data segment, 16 B per ACK) and
-//! 4 B per data segment (its packet row: where a late mark lands), until its batch runs; per
-//! connection the packets held (none unless its times fall).
+//! Memory per data direction: the rows (`DirRows`: 24 B per data segment until its batch runs,
+//! 42 B from then on; 16 B per ACK) and 4 B per data segment (its packet row: where a late mark
+//! lands), until its batch runs; per connection the packets held (none unless its times fall).
 
 use super::conn::Pk;
 use crate::state::cwnd::rows::{DirRows, Marks, RowCols};
@@ -171,9 +171,11 @@ pub struct DirLive {
 impl DirLive {
     /// Room for `n` data segments (pass 1 counted them).
     pub fn new(n: usize) -> Self {
+        let mut b = DirRows::new(0);
+        b.reserve(n);
         DirLive {
-            b: DirRows::new(0),
-            out: RowCols::with_capacity(n),
+            b,
+            out: RowCols::default(),
             rows: Vec::with_capacity(n),
             late: Vec::new(),
         }
@@ -324,4 +326,53 @@ pub fn built(mut live: Vec<(DirLive, Vec<u32>)>, mss: &[f64]) -> Option<Built> {
         min_rtt,
         mss,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pk(row: u32, time: f64, seq: i64, len: i64, ack: i64) -> Pk {
+        Pk {
+            row,
+            time,
+            seq,
+            len,
+            flags: if ack == MISSING { 0 } else { ACK },
+            ack,
+            win: 0,
+            ts_val: MISSING,
+            ts_ecr: MISSING,
+        }
+    }
+
+    #[test]
+    fn order_measures_the_largest_fall() {
+        let mut o = Order::default();
+        [1.0, 3.0, 2.5, 4.0, 3.75]
+            .iter()
+            .for_each(|&t| o.on_time(t));
+        assert_eq!(o.lag(), Some(0.5));
+        o.on_time(f64::NAN);
+        assert_eq!(o.lag(), None);
+    }
+
+    #[test]
+    fn held_packets_are_fed_in_capture_order() {
+        let mut l = Live::new([3, 0], 0.5);
+        l.on_packet(0, &pk(0, 1.0, 0, 10, MISSING), false, 0, &[]);
+        // an ACK reaching direction 0's sender, then a segment sent before it
+        l.on_packet(1, &pk(1, 3.0, 0, 0, 10), false, 0, &[]);
+        l.on_packet(0, &pk(2, 2.5, 10, 10, MISSING), false, 0, &[]);
+        l.on_packet(0, &pk(3, 4.0, 20, 10, MISSING), false, 0, &[]);
+        l.flush();
+        let d = l.take(0).expect("a data direction");
+        assert_eq!(d.rows, vec![0, 2, 3]);
+        let b = built(vec![(d, Vec::new())], &[10.0]).expect("rows and an ACK");
+        assert_eq!(b.cols.time, vec![1.0, 2.5, 4.0]);
+        let t: Vec<bool> = b.cols.ack_t.iter().map(|x| x.is_nan()).collect();
+        assert_eq!(t, vec![true, true, false]);
+        // (the batch's first row counts as released by a new ACK: `rows_frames::build`)
+        assert_eq!(b.cols.new_ack, vec![true, false, true]);
+    }
 }
