@@ -8,6 +8,7 @@ use crate::state::cwnd::estimate::{estimate, EstRows};
 use crate::state::cwnd::events::{reductions, Columns, Evidence, SOURCE_ESTIMATE};
 use crate::state::cwnd::rows_frames::Built;
 use crate::state::cwnd::{spans, RECOVERY};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// The estimate's frame as `_core_pass` reads it and the reductions pass over it (`cwnd.py`'s
@@ -22,8 +23,14 @@ pub fn stats(
     let (alo, ahi) = spans(b.acks.iter().map(|a| a.0.len()));
     // a retransmitted SYN is a loss (RFC 5681 §3.1: cwnd 1 segment, ssthresh 2)
     let syn_lost: Vec<bool> = b.rows.iter().map(|x| x.syns > 1).collect();
-    let a_time: Vec<f64> = b.acks.iter().flat_map(|a| a.0.iter().copied()).collect();
-    let a_una: Vec<i64> = b.acks.iter().flat_map(|a| a.1.iter().copied()).collect();
+    // the ACK columns of every direction, one after another (one direction's: borrowed)
+    let (a_time, a_una): (Cow<[f64]>, Cow<[i64]>) = match &b.acks[..] {
+        [(t, u)] => (Cow::Borrowed(t), Cow::Borrowed(u)),
+        all => (
+            all.iter().flat_map(|a| a.0.iter().copied()).collect(),
+            all.iter().flat_map(|a| a.1.iter().copied()).collect(),
+        ),
+    };
     let k = &b.cols;
     let r = EstRows {
         time: &k.time,
