@@ -11,9 +11,11 @@
 //! (`DirLive::settle`), snd_una before the first ACK, the strict minimum RTT over more than 64
 //! directions and the first row's new ACK (the previous direction's last row).
 //!
-//! Memory per data direction: the rows (`DirRows`: 24 B per data segment until its batch runs,
-//! 42 B from then on; 16 B per ACK) and 4 B per data segment (its packet row: where a late mark
-//! lands), until its batch runs; per connection the packets held (none unless its times fall).
+//! Memory per data direction, until its batch runs: the rows (`DirRows`: 24 B per data segment,
+//! 16 B per ACK, 17 B per retransmission), 4 B per data segment (its packet row: where a late
+//! mark lands), 16 B per row with SACKed bytes and 8 B per segment SACKed whole; then the
+//! columns (42 B per data segment); per connection the packets held (none unless its times
+//! fall).
 
 use super::conn::Pk;
 use crate::state::cwnd::rows::{DirRows, Marks, RowCols};
@@ -166,6 +168,8 @@ pub struct DirLive {
     /// First transmissions SACKed whole: (their packet row, the row of the packet whose block
     /// covered them), placed once the batch runs ([`DirLive::settle`]).
     late: Vec<(u32, u32)>,
+    /// Data rows with SACKed bytes above una: (row, bytes), until [`DirLive::settle`].
+    sack: Vec<(u32, i64)>,
 }
 
 impl DirLive {
@@ -178,6 +182,7 @@ impl DirLive {
             out: RowCols::default(),
             rows: Vec::with_capacity(n),
             late: Vec::new(),
+            sack: Vec::new(),
         }
     }
 
@@ -192,9 +197,10 @@ impl DirLive {
     }
 
     /// The data segment at packet row `row`: named a retransmission (`retrans::Conn`), with
-    /// `sacked` bytes SACKed above una (unacked − pipe, RFC 6675 "pipe"). Its place among the
-    /// flight rows is its packet row: the pipe only compares it with the places from which
-    /// segments count as SACKed ([`DirLive::sacked_by`]), and the packet rows keep that order.
+    /// `sacked` bytes SACKed above una (unacked − pipe, RFC 6675 "pipe"), kept beside the rows
+    /// until [`DirLive::settle`] (16 B, not the columns' 24: its flight place is its packet row,
+    /// `rows`, read then). The pipe only compares that place with the places from which
+    /// segments count as SACKed, and the packet rows keep their order.
     pub fn on_data(
         &mut self,
         row: u32,
@@ -202,10 +208,11 @@ impl DirLive {
         named: bool,
         sacked: i64,
     ) {
+        if sacked != 0 {
+            self.sack.push((self.rows.len() as u32, sacked));
+        }
         let m = Marks {
             named,
-            sacked,
-            pos: i64::from(row),
             ..Marks::NONE
         };
         self.rows.push(row);
@@ -218,6 +225,15 @@ impl DirLive {
     /// re-sends (packet rows) that are the first of an episode the timer sent (RFC 6298 §5:
     /// `retrans.timeout_resends`), get their rows' timeout mark.
     fn settle(&mut self, timeouts: &[u32]) {
+        // (`DirRows::on_data`'s SACK columns: by row, ascending)
+        let out = &mut self.out.sack;
+        for &(k, v) in &self.sack {
+            out.0.push(i64::from(k));
+            out.1.push(v);
+            out.2
+                .push(self.rows.get(k as usize).map_or(-1, |&r| i64::from(r)));
+        }
+        self.sack = Vec::new();
         // data rows by packet row (they are in capture order: sorted unless a time fell)
         let mut by: Vec<(u32, u32)> = Vec::new();
         let sorted = self.rows.windows(2).all(|w| w[0] < w[1]);
