@@ -372,6 +372,11 @@ fn run_live(
     dirs: &[DirIn],
 ) -> Result<Vec<Option<(Est, Story)>>, String> {
     let (_, to, ev) = retrans(conns);
+    let mut tos: Vec<(u32, i8, u32)> = (0..to.frame.len())
+        .map(|j| (to.flow[j], to.dir[j], to.frame[j] as u32))
+        .collect();
+    tos.sort_unstable();
+    drop(to);
     let mut live = Vec::with_capacity(dirs.len());
     for x in dirs {
         let k = conns.binary_search_by_key(&x.flow, |c| c.0).ok();
@@ -382,13 +387,13 @@ fn run_live(
             c.flush();
             c.take(d)
         });
-        let timeouts = (0..to.frame.len())
-            .filter(|&j| to.flow[j] == x.flow && to.dir[j] == x.dir)
-            .map(|j| to.frame[j] as u32)
-            .collect();
+        // (both by `(flow, dir)`: the timer's re-sends of this direction are the next ones)
+        let a = tos.partition_point(|t| (t.0, t.1) < (x.flow, x.dir));
+        let b = a + tos[a..].partition_point(|t| (t.0, t.1) == (x.flow, x.dir));
+        let timeouts = tos[a..b].iter().map(|t| t.2).collect();
         live.push((rows.unwrap_or_else(|| DirLive::new(0)), timeouts));
     }
-    drop(to);
+    drop(tos);
     let mss: Vec<f64> = dirs.iter().map(|d| d.mss).collect();
     match built(live, &mss) {
         None => Ok(vec![None; dirs.len()]),

@@ -21,7 +21,8 @@ use super::conn::Pk;
 use crate::state::cwnd::rows::{DirRows, Marks, RowCols};
 use crate::state::cwnd::rows_frames::Built;
 use crate::state::seq::{ACK, MISSING, SYN};
-use std::collections::VecDeque;
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
 
 /// How far a connection's capture times fall below the latest before them (pass 1): pass 2
 /// holds each packet that long before feeding it, so the rows see the capture order
@@ -68,11 +69,34 @@ struct Held {
     sacked: i64,
 }
 
+/// Capture order (`rows_frames::capture`): time, then frame (the packet row). Held times are
+/// finite ([`Order::lag`]), so the comparison is total.
+impl Ord for Held {
+    fn cmp(&self, o: &Self) -> Ordering {
+        let t = self.time.partial_cmp(&o.time).unwrap_or(Ordering::Equal);
+        t.then(self.row.cmp(&o.row))
+    }
+}
+
+impl PartialOrd for Held {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+impl PartialEq for Held {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+
+impl Eq for Held {}
+
 /// A connection's data directions fed live, in capture order.
 pub struct Live {
     dirs: [Option<DirLive>; 2],
-    /// Packets not yet fed, by (time, row).
-    held: VecDeque<Held>,
+    /// Packets not yet fed, earliest in capture order first.
+    held: BinaryHeap<Reverse<Held>>,
     top: f64,
     lag: f64,
 }
@@ -87,7 +111,7 @@ impl Live {
         };
         Live {
             dirs: [dir(0), dir(1)],
-            held: VecDeque::new(),
+            held: BinaryHeap::new(),
             top: f64::NEG_INFINITY,
             lag,
         }
@@ -112,26 +136,28 @@ impl Live {
             ackno: p.ack,
             sacked,
         };
-        // (rows only rise: a packet goes after every held one of its time or earlier)
-        let at = self.held.partition_point(|x| x.time <= h.time);
-        self.held.insert(at, h);
         self.top = self.top.max(h.time);
+        if self.lag == 0.0 {
+            // (no time falls: each packet comes in capture order)
+            return self.feed(&h);
+        }
+        self.held.push(Reverse(h));
         // a held packet no later packet can precede: every later time is at least top − lag
         // (the margin of 2 covers the rounding of the differences)
-        while let Some(x) = self
+        while let Some(Reverse(x)) = self
             .held
-            .front()
-            .filter(|x| self.top - x.time > 2.0 * self.lag || self.lag == 0.0)
+            .peek()
+            .filter(|x| self.top - x.0.time > 2.0 * self.lag)
         {
             let x = *x;
-            self.held.pop_front();
+            self.held.pop();
             self.feed(&x);
         }
     }
 
     /// Feeds what is still held (after the connection's last packet).
     pub fn flush(&mut self) {
-        while let Some(x) = self.held.pop_front() {
+        while let Some(Reverse(x)) = self.held.pop() {
             self.feed(&x);
         }
     }
