@@ -65,7 +65,7 @@ impl ConnCwnd {
     pub fn new(lag: Option<f64>, packets: usize, data: [i64; 2]) -> Self {
         let mut c = ConnCwnd::default();
         match lag {
-            Some(lag) => c.live = Some(Box::new(Live::new(data, lag))),
+            Some(lag) => c.live = Some(Box::new(Live::new(packets, data, lag))),
             None => c.reserve(packets),
         }
         c
@@ -377,8 +377,7 @@ fn run_live(
         .collect();
     tos.sort_unstable();
     drop(to);
-    let mut live = Vec::with_capacity(dirs.len());
-    for x in dirs {
+    let live = dirs.iter().map(|x| {
         let k = conns.binary_search_by_key(&x.flow, |c| c.0).ok();
         let c = k.and_then(|k| conns[k].1.live.as_deref_mut());
         let d = usize::try_from(x.dir).unwrap_or(2);
@@ -391,11 +390,10 @@ fn run_live(
         let a = tos.partition_point(|t| (t.0, t.1) < (x.flow, x.dir));
         let b = a + tos[a..].partition_point(|t| (t.0, t.1) == (x.flow, x.dir));
         let timeouts = tos[a..b].iter().map(|t| t.2).collect();
-        live.push((rows.unwrap_or_else(|| DirLive::new(0)), timeouts));
-    }
-    drop(tos);
+        (rows.unwrap_or_else(|| DirLive::new(0)), timeouts)
+    });
     let mss: Vec<f64> = dirs.iter().map(|d| d.mss).collect();
-    match built(live, &mss) {
+    match built(live, dirs.len(), &mss) {
         None => Ok(vec![None; dirs.len()]),
         Some(b) => stats(&b, dirs, &ev),
     }

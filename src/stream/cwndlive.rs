@@ -92,28 +92,41 @@ impl PartialEq for Held {
 
 impl Eq for Held {}
 
+/// A connection's packets held before its rows are made: the rows and their buffers cost
+/// about 1.5 KB a data direction, so a short connection's packets wait (48 B each) and are fed
+/// when its batch runs.
+const SHORT: u32 = 64;
+
 /// A connection's data directions fed live, in capture order.
 pub struct Live {
-    dirs: [Option<DirLive>; 2],
-    /// Packets not yet fed, earliest in capture order first.
+    /// Its data segments per direction (pass 1), until the rows are made.
+    data: [i64; 2],
+    /// (boxed: a connection without data holds two pointers' room)
+    dirs: [Option<Box<DirLive>>; 2],
+    made: bool,
+    /// Packets not yet fed, earliest in capture order first, and how many came.
     held: BinaryHeap<Reverse<Held>>,
+    seen: u32,
     top: f64,
     lag: f64,
+    /// Per direction, its first transmissions SACKed whole: (their packet row, the row of the
+    /// packet whose block covered them), placed when the batch runs ([`DirLive::settle`]).
+    late: [Vec<(u32, u32)>; 2],
 }
 
 impl Live {
-    /// `data`: the data segments of each direction (pass 1; a direction without any has no
-    /// rows); `lag`: [`Order::lag`].
-    pub fn new(data: [i64; 2], lag: f64) -> Self {
-        let dir = |d: usize| {
-            let n = usize::try_from(data[d]).unwrap_or(0);
-            (n > 0).then(|| DirLive::new(n))
-        };
+    /// `packets`, and `data` data segments of each direction (pass 1; a direction without any
+    /// has no rows); `lag`: [`Order::lag`].
+    pub fn new(packets: usize, data: [i64; 2], lag: f64) -> Self {
         Live {
-            dirs: [dir(0), dir(1)],
-            held: BinaryHeap::new(),
+            data,
+            dirs: [None, None],
+            made: false,
+            held: BinaryHeap::with_capacity(packets.min(SHORT as usize)),
+            seen: 0,
             top: f64::NEG_INFINITY,
             lag,
+            late: Default::default(),
         }
     }
 
@@ -121,8 +134,10 @@ impl Live {
     /// (a data segment's), and the other direction's segments its blocks SACKed first
     /// (`newly`: their rows).
     pub fn on_packet(&mut self, d: usize, p: &Pk, named: bool, sacked: i64, newly: &[u32]) {
-        if let Some(x) = self.dirs[1 - d].as_mut() {
-            newly.iter().for_each(|&s| x.late.push((s, p.row)));
+        if self.data[1 - d] > 0 {
+            newly
+                .iter()
+                .for_each(|&s| self.late[1 - d].push((s, p.row)));
         }
         let h = Held {
             d: d as u8,
@@ -137,17 +152,24 @@ impl Live {
             sacked,
         };
         self.top = self.top.max(h.time);
-        if self.lag == 0.0 {
+        if self.made && self.lag == 0.0 {
             // (no time falls: each packet comes in capture order)
             return self.feed(&h);
         }
         self.held.push(Reverse(h));
+        self.seen = self.seen.saturating_add(1);
+        if !self.made {
+            if self.seen < SHORT {
+                return;
+            }
+            self.make();
+        }
         // a held packet no later packet can precede: every later time is at least top − lag
         // (the margin of 2 covers the rounding of the differences)
         while let Some(Reverse(x)) = self
             .held
             .peek()
-            .filter(|x| self.top - x.0.time > 2.0 * self.lag)
+            .filter(|x| self.lag == 0.0 || self.top - x.0.time > 2.0 * self.lag)
         {
             let x = *x;
             self.held.pop();
@@ -155,8 +177,20 @@ impl Live {
         }
     }
 
+    /// Makes the rows of the directions with data.
+    fn make(&mut self) {
+        for (d, slot) in self.dirs.iter_mut().enumerate() {
+            let n = usize::try_from(self.data[d]).unwrap_or(0);
+            *slot = (n > 0).then(|| Box::new(DirLive::new(n)));
+        }
+        self.made = true;
+    }
+
     /// Feeds what is still held (after the connection's last packet).
     pub fn flush(&mut self) {
+        if !self.made {
+            self.make();
+        }
         while let Some(Reverse(x)) = self.held.pop() {
             self.feed(&x);
         }
@@ -179,9 +213,11 @@ impl Live {
         }
     }
 
-    /// Direction `d`'s rows (taken).
+    /// Direction `d`'s rows (taken, with its late marks; after [`Live::flush`]).
     pub fn take(&mut self, d: usize) -> Option<DirLive> {
-        self.dirs.get_mut(d).and_then(Option::take)
+        let mut x = *self.dirs.get_mut(d).and_then(Option::take)?;
+        x.late = std::mem::take(&mut self.late[d]);
+        Some(x)
     }
 }
 
@@ -320,26 +356,27 @@ fn append(a: &mut RowCols, mut b: RowCols) {
     a.retx.2.append(&mut b.retx.2);
 }
 
-/// A batch's data directions (`(flow, dir)` order, their segment sizes in `mss`, NaN: unknown)
-/// as `rows_frames::build` gives them; None when they hold no data segment or no ACK.
-pub fn built(mut live: Vec<(DirLive, Vec<u32>)>, mss: &[f64]) -> Option<Built> {
-    for (l, t) in &mut live {
-        l.settle(t);
-    }
-    let live: Vec<DirLive> = live.into_iter().map(|x| x.0).collect();
+/// A batch's `nd` data directions (`(flow, dir)` order, each with the packet rows of its timer
+/// re-sends; their segment sizes in `mss`, NaN: unknown) as `rows_frames::build` gives them;
+/// None when they hold no data segment or no ACK. One direction is settled at a time, its rows
+/// written to the batch's columns (so a batch of many short connections holds one direction's
+/// builder at a time).
+pub fn built(
+    live: impl Iterator<Item = (DirLive, Vec<u32>)>,
+    nd: usize,
+    mss: &[f64],
+) -> Option<Built> {
     // many directions were searched on one axis, where a NaN or infinite RTT gave none
-    let strict = live.len() > 64;
-    let total: usize = live.iter().map(|l| l.b.len()).sum();
-    if total == 0 || live.iter().all(|l| l.b.acks_fed() == 0) {
-        return None;
-    }
-    let nd = live.len();
-    let (mut rows, mut outs) = (Vec::with_capacity(nd), Vec::with_capacity(nd));
-    let (mut acks, mut min_rtt) = (Vec::with_capacity(nd), Vec::with_capacity(nd));
+    let strict = nd > 64;
+    let mut cols = RowCols::default();
+    let (mut rows, mut acks, mut min_rtt) = (Vec::new(), Vec::new(), Vec::new());
     // the first row of each direction compares its latest ACK with the previous direction's
     // last row (the rows were one array): it is new unless neither had an ACK before it
     let mut prev: Option<bool> = None;
-    for mut l in live {
+    let mut acked = false;
+    for (mut l, timeouts) in live {
+        l.settle(&timeouts);
+        acked |= l.b.acks_fed() > 0;
         let (t, u, mr) = l.b.finish(&mut l.out, strict);
         if !l.b.is_empty() {
             let first = prev.is_none_or(|last| last || l.b.acked_first());
@@ -348,14 +385,18 @@ pub fn built(mut live: Vec<(DirLive, Vec<u32>)>, mss: &[f64]) -> Option<Built> {
             }
             prev = Some(l.b.acked_last());
         }
+        if rows.is_empty() {
+            cols = l.out;
+        } else {
+            append(&mut cols, l.out);
+        }
         acks.push((t, u));
         min_rtt.push(mr);
-        outs.push(l.out);
         rows.push(l.b);
     }
-    let mut it = outs.into_iter();
-    let mut cols = it.next().unwrap_or_default();
-    it.for_each(|x| append(&mut cols, x));
+    if cols.time.is_empty() || !acked {
+        return None;
+    }
     let mss = rows
         .iter()
         .zip(mss)
@@ -401,7 +442,7 @@ mod tests {
 
     #[test]
     fn held_packets_are_fed_in_capture_order() {
-        let mut l = Live::new([3, 0], 0.5);
+        let mut l = Live::new(4, [3, 0], 0.5);
         l.on_packet(0, &pk(0, 1.0, 0, 10, MISSING), false, 0, &[]);
         // an ACK reaching direction 0's sender, then a segment sent before it
         l.on_packet(1, &pk(1, 3.0, 0, 0, 10), false, 0, &[]);
@@ -410,7 +451,7 @@ mod tests {
         l.flush();
         let d = l.take(0).expect("a data direction");
         assert_eq!(d.rows, vec![0, 2, 3]);
-        let b = built(vec![(d, Vec::new())], &[10.0]).expect("rows and an ACK");
+        let b = built([(d, Vec::new())].into_iter(), 1, &[10.0]).expect("rows and an ACK");
         assert_eq!(b.cols.time, vec![1.0, 2.5, 4.0]);
         let t: Vec<bool> = b.cols.ack_t.iter().map(|x| x.is_nan()).collect();
         assert_eq!(t, vec![true, true, false]);
