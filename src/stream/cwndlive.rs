@@ -5,7 +5,9 @@
 //! `rows_frames::build` feeds them in capture order (time, then frame). Pass 1 measures how far
 //! each connection's times fall below the latest before them ([`Order`]); pass 2 holds each
 //! packet that long ([`Live`]: usually no time falls and nothing is held), so the rows see the
-//! same order. A batch with a NaN or infinite time is logged and sorted as before (`cwnd::run`).
+//! same order; a connection's first 64 packets wait too, so a short connection makes no rows
+//! until its batch runs. A batch with a NaN or infinite time is logged and sorted as before
+//! (`cwnd::run`).
 //! What only a later packet or the batch's end tells settles there ([`built`]): a segment SACKed
 //! whole by a later block and the first re-send of an episode a later re-send makes a timeout
 //! (`DirLive::settle`), snd_una before the first ACK, the strict minimum RTT over more than 64
@@ -14,8 +16,8 @@
 //! Memory per data direction, until its batch runs: the rows (`DirRows`: 24 B per data segment,
 //! 16 B per ACK, 17 B per retransmission), 4 B per data segment (its packet row: where a late
 //! mark lands), 16 B per row with SACKed bytes and 8 B per segment SACKed whole; then the
-//! columns (42 B per data segment); per connection the packets held (none unless its times
-//! fall).
+//! columns (42 B per data segment), one direction at a time; per connection about 130 B and
+//! the packets held (48 B each: its first 64, then none unless its times fall).
 
 use super::conn::Pk;
 use crate::state::cwnd::rows::{DirRows, Marks, RowCols};
