@@ -102,7 +102,9 @@ impl SackInfo {
 /// In congestion avoidance cwnd grows by ~1 MSS per RTT (RFC 5681 §3.1), smoothly, while a
 /// sender only fills whole segments: the pipe steps up by one segment when cwnd passes the
 /// next multiple. Between two such steps the estimate is interpolated linearly in time (the
-/// last stretch of a run, with no next step, keeps its value).
+/// last stretch of a run, with no next step, keeps its value). Row by row for the tests:
+/// [`phases`] runs the same [`code`] and [`spread`] over the columns in place.
+#[cfg(test)]
 pub struct Phase {
     mss: f64,
     rows: Vec<(f64, f64, bool)>,
@@ -113,6 +115,7 @@ pub const SLOW_START: u8 = 0;
 pub const CONGESTION_AVOIDANCE: u8 = 1;
 pub const RECOVERY: u8 = 2;
 
+#[cfg(test)]
 impl Phase {
     pub fn new(mss: f64, rows: usize) -> Self {
         Phase {
@@ -124,47 +127,64 @@ impl Phase {
     /// One row: its time, estimate, ssthresh (NaN: none yet) and whether it lies in a recovery.
     /// Returns its phase code: slow start while cwnd < ssthresh or none is known (RFC 5681 §3.1).
     pub fn on_row(&mut self, time: f64, est: f64, ssthresh: f64, recovery: bool) -> u8 {
-        let ca = !recovery && est >= ssthresh;
-        self.rows.push((time, est, ca));
-        if recovery {
-            RECOVERY
-        } else if ca {
-            CONGESTION_AVOIDANCE
-        } else {
-            SLOW_START
-        }
+        let c = code(est, ssthresh, recovery);
+        self.rows.push((time, est, c == CONGESTION_AVOIDANCE));
+        c
     }
 
     /// The estimates with congestion-avoidance growth spread between the whole-segment steps.
     pub fn finish(&self) -> Vec<f64> {
-        let n = self.rows.len();
-        let mut out = Vec::with_capacity(n);
-        let mut rs = 0;
-        while rs < n {
-            let (t0, e0, ca0) = self.rows[rs];
-            // a run: consecutive rows with the same value and CA state
-            let mut nxt = rs + 1;
-            while nxt < n && self.rows[nxt].1 == e0 && self.rows[nxt].2 == ca0 {
-                nxt += 1;
-            }
-            let (mut step, mut span, mut ok) = (0.0, 1.0, false);
-            if nxt < n {
-                let (tj, ej, caj) = self.rows[nxt];
-                let (st, sp) = (ej - e0, tj - t0);
-                // one whole-segment step up, inside congestion avoidance
-                if ca0 && caj && st > 0.0 && st <= 1.01 * self.mss && sp > 0.0 {
-                    (step, span, ok) = (st, sp, true);
-                }
-            }
-            if !ok {
-                (step, span) = (0.0, 1.0);
-            }
-            for &(t, e, _) in &self.rows[rs..nxt] {
-                out.push(e + (t - t0) / span * step);
-            }
-            rs = nxt;
+        let time: Vec<f64> = self.rows.iter().map(|r| r.0).collect();
+        let mut est: Vec<f64> = self.rows.iter().map(|r| r.1).collect();
+        let codes: Vec<u8> = self.rows.iter().map(|r| u8::from(r.2)).collect();
+        spread(&time, &mut est, &codes, self.mss);
+        est
+    }
+}
+
+/// A row's phase code: recovery, else congestion avoidance once cwnd reaches ssthresh, else slow
+/// start (while cwnd < ssthresh or none is known, RFC 5681 §3.1).
+fn code(est: f64, ssthresh: f64, recovery: bool) -> u8 {
+    if recovery {
+        RECOVERY
+    } else if est >= ssthresh {
+        CONGESTION_AVOIDANCE
+    } else {
+        SLOW_START
+    }
+}
+
+/// Spreads congestion-avoidance growth between whole-segment steps over one direction's rows,
+/// in place (`codes`: their phase codes). A run is consecutive rows with the same estimate and
+/// congestion-avoidance state; a run in congestion avoidance followed by one whole segment
+/// (RFC 5681 §3.1: cwnd grows by about one SMSS per RTT) up, still in it, rises linearly in time
+/// to that step. Each run is rewritten once its end has been read: later rows are as given.
+fn spread(time: &[f64], est: &mut [f64], codes: &[u8], mss: f64) {
+    let n = est.len().min(time.len()).min(codes.len());
+    let ca = |i: usize| codes[i] == CONGESTION_AVOIDANCE;
+    let mut rs = 0;
+    while rs < n {
+        let (t0, e0, ca0) = (time[rs], est[rs], ca(rs));
+        let mut nxt = rs + 1;
+        while nxt < n && est[nxt] == e0 && ca(nxt) == ca0 {
+            nxt += 1;
         }
-        out
+        let (mut step, mut span, mut ok) = (0.0, 1.0, false);
+        if nxt < n {
+            let (tj, ej, caj) = (time[nxt], est[nxt], ca(nxt));
+            let (st, sp) = (ej - e0, tj - t0);
+            // one whole-segment step up, inside congestion avoidance
+            if ca0 && caj && st > 0.0 && st <= 1.01 * mss && sp > 0.0 {
+                (step, span, ok) = (st, sp, true);
+            }
+        }
+        if !ok {
+            (step, span) = (0.0, 1.0);
+        }
+        for (e, &t) in est[rs..nxt].iter_mut().zip(&time[rs..nxt]) {
+            *e += (t - t0) / span * step;
+        }
+        rs = nxt;
     }
 }
 
@@ -206,13 +226,15 @@ pub struct PipeRows<'a> {
     pub time: &'a [f64],
     pub seq_end: &'a [i64],
     pub una: &'a [i64],
-    /// SACKed bytes above una (0: none).
-    pub sacked: &'a [i64],
-    /// Payload per row (empty: unknown), data packet place and SACKed-from place per row
-    /// ([`SackInfo`]; both empty: none).
-    pub pay: &'a [i64],
+    /// SACKed bytes above una at the rows that have some (0 elsewhere), with their data packet
+    /// places (`pos`, [`SackInfo`]; empty: none).
+    pub sacked: Sparse<'a>,
     pub pos: &'a [i64],
-    pub at: &'a [i64],
+    /// Payload per row (empty: unknown).
+    pub pay: &'a [i64],
+    /// The SACKed-from place of the rows whose segments get SACKed ([`SackInfo`]; empty: none,
+    /// and no place is read).
+    pub at: Sparse<'a>,
     pub marks: &'a [u8],
     /// When the latest ACK before each row arrived (NaN: none; empty: unknown).
     pub ack_t: &'a [f64],
@@ -226,6 +248,23 @@ pub struct PipeRows<'a> {
     /// Per direction: the idle after which a window may restart ([`Pipe::restart_after`]; empty:
     /// the empty-pipe rule is off).
     pub restart: &'a [f64],
+}
+
+/// Values at some rows: `rows` ascending, one value each (`vals[k]` at `rows[k]`).
+#[derive(Clone, Copy)]
+pub struct Sparse<'a> {
+    pub rows: &'a [i64],
+    pub vals: &'a [i64],
+}
+
+impl Sparse<'_> {
+    /// The place of row `i` or the next row after it (rows read in ascending order from `k`).
+    fn seek(&self, k: &mut usize, i: usize) -> Option<usize> {
+        while self.rows.get(*k).is_some_and(|&r| r < i as i64) {
+            *k += 1;
+        }
+        (self.rows.get(*k) == Some(&(i as i64))).then_some(*k)
+    }
 }
 
 /// A capture whose segments leave this soon after the ACK that released them is the sender's
@@ -255,13 +294,14 @@ pub fn pipe(r: &PipeRows) -> Result<PipeOut, String> {
     let cols = [
         ("seq_end", r.seq_end.len()),
         ("una", r.una.len()),
-        ("sacked", r.sacked.len()),
         ("marks", r.marks.len()),
     ];
     same_len(n, &cols)?;
-    let info = !r.pos.is_empty();
+    let info = !r.at.rows.is_empty();
+    same_len(r.sacked.rows.len(), &[("sacked", r.sacked.vals.len())])?;
+    same_len(r.at.rows.len(), &[("at", r.at.vals.len())])?;
     if info {
-        same_len(n, &[("pos", r.pos.len()), ("at", r.at.len())])?;
+        same_len(r.sacked.rows.len(), &[("pos", r.pos.len())])?;
     }
     if info || !r.pay.is_empty() {
         same_len(n, &[("pay", r.pay.len())])?;
@@ -300,13 +340,16 @@ pub fn pipe(r: &PipeRows) -> Result<PipeOut, String> {
             if rules {
                 p = p.restart_after(r.restart[d]);
             }
+            let ks = r.sacked.rows.partition_point(|&x| x < a as i64);
+            let (mut ks, mut ka) = (ks, r.at.rows.partition_point(|&x| x < a as i64));
             for (i, slot) in (a..e).zip(w.iter_mut()) {
                 let len = r.pay.get(i).copied().unwrap_or(0);
+                let s = r.sacked.seek(&mut ks, i);
                 let sk = if info {
                     SackInfo {
                         len,
-                        pos: r.pos[i],
-                        at: r.at[i],
+                        pos: s.and_then(|k| r.pos.get(k)).copied().unwrap_or(-1),
+                        at: r.at.seek(&mut ka, i).map_or(-1, |k| r.at.vals[k]),
                     }
                 } else {
                     SackInfo {
@@ -319,7 +362,7 @@ pub fn pipe(r: &PipeRows) -> Result<PipeOut, String> {
                     r.time[i],
                     r.seq_end[i],
                     r.una[i],
-                    r.sacked[i],
+                    s.map_or(0, |k| r.sacked.vals[k]),
                     sk,
                     r.marks[i],
                     ack_t,
@@ -352,23 +395,17 @@ pub fn phases(
     )?;
     same_len(lo.len(), &[("mss", mss.len())])?;
     let b = bounds(lo, hi, n)?;
-    let per: Vec<(usize, Vec<f64>, Vec<u8>)> = b
-        .par_iter()
-        .zip(mss)
-        .filter(|((a, e), _)| e > a)
-        .map(|(&(a, e), &m)| {
-            let mut ph = Phase::new(m, e - a);
-            let codes = (a..e)
-                .map(|i| ph.on_row(time[i], est[i], ssthresh[i], recovery[i]))
-                .collect();
-            (a, ph.finish(), codes)
-        })
-        .collect();
     let mut codes = vec![SLOW_START; n];
-    for (a, v, c) in per {
-        est[a..a + v.len()].copy_from_slice(&v);
-        codes[a..a + c.len()].copy_from_slice(&c);
-    }
+    split(&mut est, &b)?
+        .into_par_iter()
+        .zip(split(&mut codes, &b)?)
+        .zip(b.par_iter().zip(mss))
+        .for_each(|((e, c), (&(a, z), &m))| {
+            for (i, slot) in (a..z).zip(c.iter_mut()) {
+                *slot = code(e[i - a], ssthresh[i], recovery[i]);
+            }
+            spread(&time[a..z], e, c, m);
+        });
     Ok((est, codes))
 }
 

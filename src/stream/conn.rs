@@ -125,6 +125,8 @@ pub struct Scout {
     stall: [Whole; 2],
     /// The flow statistics' data extents.
     pub fs: fstats::Scout,
+    /// Whether its times fall (the cwnd stage's rows are fed live where none does).
+    pub order: super::cwndlive::Order,
     /// The window its TSval tables were kept within (`Scout::keeping`; pass 2 keeps the same).
     ts_window: Option<i64>,
 }
@@ -146,6 +148,7 @@ impl Default for Scout {
             rising_from: [0; 2],
             stall: [Whole::NONE; 2],
             fs: fstats::Scout::default(),
+            order: Default::default(),
             ts_window: None,
         }
     }
@@ -196,6 +199,7 @@ impl Scout {
         let peer_synack = seg.has_ack && !seg.syn && self.hs[1 - s].synack;
         self.hs[s].on_packet(&seg, peer_synack);
         self.fs.on_packet(s, p);
+        self.order.on_time(p.time);
         let f = self.tcp.on_packet(s, p);
         // `retrans::Conn::on_packet`'s candidate test, against the other side's latest ACK
         let (nxt, bits) = (f.step.nxt, f.step.bits);
@@ -351,7 +355,6 @@ impl Conn {
     /// Packet `p` of direction `d` with its SACK blocks (relative edges).
     pub fn on_packet(&mut self, d: usize, p: &Pk, sack: &[(i64, i64)]) {
         let f = self.tcp.on_packet(d, p);
-        self.cwnd.on_packet(d, p);
         // a sample times the other direction's data (it sits on this direction's ACK)
         let (sq, ts) = f.samples;
         let o = 1 - d;
@@ -383,7 +386,6 @@ impl Conn {
             srtt,
             sack,
         });
-        self.cwnd.on_verdict(d, p, &v);
         self.account.on_packet(d, p, &v);
         if let Some((kind, _)) = v.retrans {
             // only the part below the highest end sent before counts as re-sent (`flows._summary`)
@@ -402,7 +404,8 @@ impl Conn {
         let fl = self
             .flight
             .on_packet(d, p, f.step.bits, sack, &mut self.sum[d]);
-        self.cwnd.on_flight(d, p, fl, self.flight.newly_sacked(d));
+        self.cwnd
+            .on_packet(d, p, &v, fl, self.flight.newly_sacked(d));
         // the state columns `stalls::driver` reads ([`MISSING`]: none); `rto` as classified
         // now (a later D-SACK may turn it spurious: only the cause, not the stall, reads it)
         let opt = |x: i64| (x != MISSING).then_some(x);

@@ -1,31 +1,32 @@
 //! The cwnd stage of the streamed summary: `max_cwnd_bytes`, `cwnd_source` and `loss_events`.
 //!
-//! Pass 2 logs, per connection, what the frames path hands `_core.cwnd_rows` of it ([`ConnCwnd`]):
-//! each TCP packet's kind bits, time, row (the frame's place), relative sequence and ACK numbers
-//! and payload; each retransmission as `retrans::Conn::on_packet` judged it (its kind, turned
-//! `spurious` when a later D-SACK says so, RFC 2883, and its recovery episode); and the SACK
-//! scoreboard's two marks (`sack::ConnFlight`, the step `tcp_flight_sack` calls): the SACKed
-//! bytes above una of each data segment (unacked − pipe, RFC 6675 "pipe") and, once a later
-//! block covers a first transmission whole, the packet that SACKed it (a late mark: it is known
-//! only when that SACK comes).
+//! Per connection ([`ConnCwnd`]) pass 2 keeps each retransmission as `retrans::Conn::on_packet`
+//! judged it (its kind, turned `spurious` when a later D-SACK says so, RFC 2883, and its
+//! recovery episode), and feeds each TCP packet with the SACK scoreboard's two marks
+//! (`sack::ConnFlight`, the step `tcp_flight_sack` calls: the SACKed bytes above una of each
+//! data segment, unacked − pipe, RFC 6675 "pipe", and, once a later block covers a first
+//! transmission whole, the packet that SACKed it) to the estimate's row builders as it comes
+//! (`cwndlive`: `cwnd::rows::DirRows`, the frames path's own). Only a batch with a NaN or
+//! infinite time logs what the frames path hands `_core.cwnd_rows` instead: each packet's kind
+//! bits, time, row (the frame's place), relative sequence and ACK numbers and payload.
 //!
-//! When the file ends, [`settle`] runs each batch of connections as `analyze` cuts them
-//! (`tracekit.analysis._batches`): the batch's logged packets and marks become the columns
-//! `rows_frames::build` reads (the frames path's own translation to `cwnd::rows::DirRows`, with
-//! its batch-wide rules: the capture order, the first row's new ACK, the strict minimum RTT over
-//! 64 directions), then the same `estimate` and the same reductions pass (`cwnd::events`) the
-//! frames path runs, backed by the batch's loss evidence (re-sends with data that are not
-//! spurious) within each direction's least RTT sample.
+//! When the last packet of a batch of connections as `analyze` cuts them
+//! (`tracekit.analysis._batches`) has been fed, [`run`] settles the batch's rows (`cwndlive::built`;
+//! a logged batch's packets and marks become the columns `rows_frames::build` reads, with its
+//! batch-wide rules: the capture order, the first row's new ACK, the strict minimum RTT over 64
+//! directions), then runs the same `estimate` and the same reductions pass (`cwnd::events`) the
+//! frames path runs (`cwndest`), backed by the batch's loss evidence (re-sends with data that are
+//! not spurious) within each direction's least RTT sample.
 //!
-//! Memory: 40 B per TCP packet of the connection, 24 B per retransmission, 16 B per SACK mark,
-//! until the file ends; then the rows of one batch at a time (`DirRows`: 42 B per data segment).
+//! Memory: the rows (`cwndlive`: 46 B per data segment, 16 B per ACK) and 24 B per
+//! retransmission until the batch runs (a logged batch: 40 B per TCP packet, 16 B per SACK mark).
 
 use super::conn::Pk;
-use super::cwndstory::{of_batch, Story};
-use crate::state::cwnd::estimate::{estimate, EstRows};
-use crate::state::cwnd::events::{reductions, Columns, Evidence, SOURCE_ESTIMATE};
-use crate::state::cwnd::rows_frames::{self as rf, build, Built, Frames, Keys, Packets};
-use crate::state::cwnd::{spans, RECOVERY};
+use super::cwndest::stats;
+use super::cwndlive::{built, DirLive, Live};
+use super::cwndstory::Story;
+use crate::state::cwnd::events::Evidence;
+use crate::state::cwnd::rows_frames::{self as rf, build, Frames, Keys, Packets};
 use crate::state::retrans::{Verdict, RTO, SPURIOUS};
 use crate::state::sack::FlightRow;
 use crate::state::seq::{ACK, MISSING, SYN};
@@ -53,11 +54,46 @@ pub struct ConnCwnd {
     /// First transmissions SACKed: (their row, the row of the packet whose block covered them
     /// whole, their direction).
     seg: Vec<(u32, u32, u8)>,
+    /// Its data directions' rows fed live (`cwndlive`; None: its packets are logged instead).
+    live: Option<Box<Live>>,
 }
 
 impl ConnCwnd {
+    /// A connection of `packets` packets and `data` data segments per direction (pass 1's
+    /// counts); `lag`: its batch's rows are fed live, each packet held that long for the
+    /// capture order (`cwndlive::Order`), else (None) its packets are logged.
+    pub fn new(lag: Option<f64>, packets: usize, data: [i64; 2]) -> Self {
+        let mut c = ConnCwnd::default();
+        match lag {
+            Some(lag) => c.live = Some(Box::new(Live::new(packets, data, lag))),
+            None => c.reserve(packets),
+        }
+        c
+    }
+
+    /// Packet `p` of direction `d`, after the retransmission and flight steps: their verdict
+    /// `v`, flight row `fl` and the other direction's segments its blocks SACKed first
+    /// (`newly`: their rows).
+    pub fn on_packet(
+        &mut self,
+        d: usize,
+        p: &Pk,
+        v: &Verdict,
+        fl: Option<FlightRow>,
+        newly: &[u32],
+    ) {
+        self.on_verdict(d, p, v);
+        match self.live.as_deref_mut() {
+            Some(live) => live.on_packet(d, p, v.retrans.is_some(), sacked(fl), newly),
+            None => {
+                self.on_log(d, p);
+                self.on_flight(d, p, fl, newly);
+            }
+        }
+    }
+
     /// Room for `n` packets (pass 1 counted them: the columns are never moved as they grow).
-    pub fn reserve(&mut self, n: usize) {
+    fn reserve(&mut self, n: usize) {
         let c = &mut self.pk;
         c.dir.reserve_exact(n);
         c.kind.reserve_exact(n);
@@ -70,7 +106,7 @@ impl ConnCwnd {
 
     /// Packet `p` of direction `d`: a data segment (payload > 0), an ACK (the flag and a
     /// number), a SYN (`_cwnd_rows._packets`' kinds).
-    pub fn on_packet(&mut self, d: usize, p: &Pk) {
+    fn on_log(&mut self, d: usize, p: &Pk) {
         let mut kind = rf::TCP;
         if p.len > 0 {
             kind |= rf::DATA;
@@ -97,7 +133,7 @@ impl ConnCwnd {
 
     /// The retransmission verdict on packet `p` of direction `d`: a retransmission (its kind
     /// and episode), and an earlier one a D-SACK now turns spurious (RFC 2883).
-    pub fn on_verdict(&mut self, d: usize, p: &Pk, v: &Verdict) {
+    fn on_verdict(&mut self, d: usize, p: &Pk, v: &Verdict) {
         if let Some((kind, episode)) = v.retrans {
             self.rx.push(Rx {
                 time: p.time,
@@ -119,17 +155,22 @@ impl ConnCwnd {
     /// The flight step's row of packet `p` of direction `d` (a data segment's: SACKed bytes
     /// above una are unacked − pipe, RFC 6675 "pipe", none without an ACK yet) and the other
     /// direction's segments its blocks SACKed first (`newly`: their rows).
-    pub fn on_flight(&mut self, d: usize, p: &Pk, r: Option<FlightRow>, newly: &[u32]) {
-        if let Some(r) = r.filter(|r| r.unacked != MISSING && r.pipe != MISSING) {
-            let v = (r.unacked - r.pipe).max(0);
-            if v != 0 {
-                self.sacked.push((p.row, v, d as u8));
-            }
+    fn on_flight(&mut self, d: usize, p: &Pk, r: Option<FlightRow>, newly: &[u32]) {
+        let v = sacked(r);
+        if v != 0 {
+            self.sacked.push((p.row, v, d as u8));
         }
         for &s in newly {
             self.seg.push((s, p.row, (1 - d) as u8));
         }
     }
+}
+
+/// A data segment's SACKed bytes above una from its flight row: unacked − pipe (RFC 6675
+/// "pipe"), none without an ACK yet.
+fn sacked(r: Option<FlightRow>) -> i64 {
+    r.filter(|r| r.unacked != MISSING && r.pipe != MISSING)
+        .map_or(0, |r| (r.unacked - r.pipe).max(0))
 }
 
 /// One data direction of a batch (sorted by `(flow, dir)`): its segment size (the MSS option
@@ -281,100 +322,6 @@ fn retrans(conns: &[(u32, ConnCwnd)]) -> (KeyCols, KeyCols, Evidence) {
     (all, to, Evidence::new(&ef, &ed, &et))
 }
 
-/// The estimate's frame as `_core_pass` reads it and the reductions pass over it (`cwnd.py`'s
-/// `reductions_and_stats` over the chosen series: a capture's are the estimate's): each
-/// direction's statistics, by `dirs`' index.
-fn stats(b: &Built, dirs: &[DirIn], ev: &Evidence) -> Result<Vec<Option<(Est, Story)>>, String> {
-    let (lo, hi) = spans(b.rows.iter().map(|r| r.len()));
-    let (alo, ahi) = spans(b.acks.iter().map(|a| a.0.len()));
-    // a retransmitted SYN is a loss (RFC 5681 §3.1: cwnd 1 segment, ssthresh 2)
-    let syn_lost: Vec<bool> = b.rows.iter().map(|x| x.syns > 1).collect();
-    let a_time: Vec<f64> = b.acks.iter().flat_map(|a| a.0.iter().copied()).collect();
-    let a_una: Vec<i64> = b.acks.iter().flat_map(|a| a.1.iter().copied()).collect();
-    let k = &b.cols;
-    let r = EstRows {
-        time: &k.time,
-        seq_end: &k.seq_end,
-        pay: &k.pay,
-        una: &k.una,
-        dup: &k.dup,
-        new_ack: &k.new_ack,
-        ack_t: &k.ack_t,
-        sack_at: &k.sack.0,
-        sack_val: &k.sack.1,
-        sack_pos: &k.sack.2,
-        seg_rows: &k.seg.0,
-        seg_at: &k.seg.1,
-        retx_rows: &k.retx.0,
-        retx_hi: &k.retx.1,
-        retx_timeout: &k.retx.2,
-        a_time: &a_time,
-        a_una: &a_una,
-        lo: &lo,
-        hi: &hi,
-        alo: &alo,
-        ahi: &ahi,
-        mss: &b.mss,
-        min_rtt: &b.min_rtt,
-        syn_lost: &syn_lost,
-    };
-    // a capture's stack holds ssthresh on a backed-off expiry (RFC 5681 §3.1: Linux; only
-    // ns-2 halves it every time, `cwnd.py`'s `hold_backoff`)
-    let e = estimate(&r, true)?;
-    let n = k.time.len();
-    let (mut flow, mut dir) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    for (d, (&l, &h)) in lo.iter().zip(&hi).enumerate() {
-        let x = dirs
-            .get(d)
-            .ok_or("a direction of the rows is not a data direction")?;
-        let m = usize::try_from(h - l).unwrap_or(0);
-        flow.extend(std::iter::repeat_n(i64::from(x.flow), m));
-        dir.extend(std::iter::repeat_n(i64::from(x.dir), m));
-    }
-    let source = vec![SOURCE_ESTIMATE; n];
-    // (the frame's ssthresh is null where NaN: none yet)
-    let st_ok: Vec<bool> = e.ssthresh.iter().map(|v| !v.is_nan()).collect();
-    let recovery: Vec<bool> = e.phase.iter().map(|&p| p == RECOVERY).collect();
-    let cols = Columns {
-        flow: &flow,
-        dir: &dir,
-        source: &source,
-        time: &k.time,
-        cwnd: &e.est,
-        cwnd_ok: &[],
-        ssthresh: &e.ssthresh,
-        ssthresh_ok: &st_ok,
-        recovery: &recovery,
-    };
-    // a reduction is a loss event when evidence lies within the direction's least RTT of it
-    let windows: HashMap<(i64, i64), f64> = dirs
-        .iter()
-        .map(|d| ((i64::from(d.flow), i64::from(d.dir)), d.tol))
-        .collect();
-    let found = reductions(&cols, ev, &windows)?;
-    // the account's events of each direction's series (`story`)
-    let mut told = of_batch(
-        &k.time,
-        &e.est,
-        &e.phase,
-        (&lo, &hi),
-        (&found.rows, &found.loss),
-    );
-    let mut out = vec![None; dirs.len()];
-    for (&first, s) in found.series.iter().zip(&found.stats) {
-        let d = hi.partition_point(|&h| h <= first as i64);
-        let story = told.get_mut(d).and_then(Option::take).unwrap_or_default();
-        if let Some(slot) = out.get_mut(d) {
-            let est = Est {
-                max_cwnd: s.max_cwnd.get(),
-                loss_events: s.losses,
-            };
-            *slot = Some((est, story));
-        }
-    }
-    Ok(out)
-}
-
 /// One batch of connections (`conns`: their logs, flow ascending; `dirs`: their data
 /// directions, sorted by `(flow, dir)`): each direction's statistics and the account's events
 /// (`cwndstory`; None: no estimate row, as when no ACK reaches any of the batch's senders).
@@ -382,6 +329,9 @@ pub fn run(
     conns: &mut [(u32, ConnCwnd)],
     dirs: &[DirIn],
 ) -> Result<Vec<Option<(Est, Story)>>, String> {
+    if conns.iter().any(|c| c.1.live.is_some()) {
+        return run_live(conns, dirs);
+    }
     let c = packets(conns);
     let p = Packets {
         flow: &c.flow,
@@ -415,49 +365,40 @@ pub fn run(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rx(row: u32, episode: i32, kind: u8, data: bool) -> Rx {
-        Rx {
-            time: f64::from(row),
-            episode,
-            row,
-            d: 0,
-            kind,
-            data,
-        }
-    }
-
-    #[test]
-    fn sacked_from_keeps_the_order_of_the_sacking_packet_and_the_data_rows() {
-        let mut c = ConnCwnd::default();
-        c.sacked.push((10, 500, 0));
-        // segments at rows 4 and 6, SACKed by the packets at rows 9 and 12
-        c.seg.extend([(4, 9, 0), (6, 12, 0)]);
-        let (keys, sacked, at) = flight(&[(3, c)]);
-        assert_eq!(keys.frame, vec![4, 6, 10]);
-        assert_eq!(keys.flow, vec![3; 3]);
-        assert_eq!(sacked, vec![0, 0, 500]);
-        // row 10 (place 2) sees row 4 SACKed (by row 9), not row 6 (by row 12)
-        assert_eq!(at, vec![2, 3, -1]);
-    }
-
-    #[test]
-    fn timeouts_are_the_first_resends_of_episodes_with_an_rto() {
-        let mut c = ConnCwnd::default();
-        use crate::state::retrans::FAST;
-        c.rx = vec![
-            rx(2, 1, FAST, false),    // a SYN: no evidence
-            rx(5, 2, RTO, true),      // opens a timeout
-            rx(8, 2, SPURIOUS, true), // D-SACKed: no evidence
-            rx(11, 3, FAST, true),
-            rx(14, 4, SPURIOUS, true), // its only rto re-send D-SACKed: no timeout
-        ];
-        let (all, to, ev) = retrans(&[(7, c)]);
-        assert_eq!(all.frame, vec![2, 5, 8, 11, 14]);
-        assert_eq!(to.frame, vec![5]);
-        assert_eq!(ev.of((7, 0)), &[5.0, 11.0]);
+/// [`run`] over rows fed live (`cwndlive`): what is still held fed, the late marks placed,
+/// then the same estimate and reductions.
+fn run_live(
+    conns: &mut [(u32, ConnCwnd)],
+    dirs: &[DirIn],
+) -> Result<Vec<Option<(Est, Story)>>, String> {
+    let (_, to, ev) = retrans(conns);
+    let mut tos: Vec<(u32, i8, u32)> = (0..to.frame.len())
+        .map(|j| (to.flow[j], to.dir[j], to.frame[j] as u32))
+        .collect();
+    tos.sort_unstable();
+    drop(to);
+    let live = dirs.iter().map(|x| {
+        let k = conns.binary_search_by_key(&x.flow, |c| c.0).ok();
+        let c = k.and_then(|k| conns[k].1.live.as_deref_mut());
+        let d = usize::try_from(x.dir).unwrap_or(2);
+        // (a data direction pass 1 counted no data segment of has no rows)
+        let rows = c.and_then(|c| {
+            c.flush();
+            c.take(d)
+        });
+        // (both by `(flow, dir)`: the timer's re-sends of this direction are the next ones)
+        let a = tos.partition_point(|t| (t.0, t.1) < (x.flow, x.dir));
+        let b = a + tos[a..].partition_point(|t| (t.0, t.1) == (x.flow, x.dir));
+        let timeouts = tos[a..b].iter().map(|t| t.2).collect();
+        (rows.unwrap_or_else(|| DirLive::new(0)), timeouts)
+    });
+    let mss: Vec<f64> = dirs.iter().map(|d| d.mss).collect();
+    match built(live, dirs.len(), &mss) {
+        None => Ok(vec![None; dirs.len()]),
+        Some(b) => stats(&b, dirs, &ev),
     }
 }
+
+#[cfg(test)]
+#[path = "cwnd_tests.rs"]
+mod tests;

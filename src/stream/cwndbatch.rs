@@ -24,28 +24,46 @@ pub struct Batches {
     out: Vec<Option<Est>>,
     /// Per direction: the account's cwnd events (`cwndstory`), until taken.
     stories: Vec<Option<Story>>,
-    /// Each connection's packets.
+    /// Each connection's packets, and how long its packets are held for the capture order
+    /// (`cwndlive::Order::lag`; None: its batch is logged).
     packets: Vec<u64>,
+    lag: Vec<Option<f64>>,
 }
 
 impl Batches {
-    /// The batches of the connections (by id: their packets, their last packet's row and
-    /// their batch, `fstats::batch_ids`).
-    pub fn new(conns: impl Iterator<Item = (u64, u64, Option<u32>)>) -> Self {
+    /// The batches of the connections (by id: their packets, their last packet's row, their
+    /// batch, `fstats::batch_ids`, and how far their times fall, `cwndlive::Order::lag`).
+    pub fn new(conns: impl Iterator<Item = (u64, u64, Option<u32>, Option<f64>)>) -> Self {
         let mut ends: Vec<(u64, u32, u32)> = Vec::new();
-        let (mut packets, mut batch) = (Vec::new(), None);
-        for (f, (n, last, id)) in conns.enumerate() {
+        let (mut packets, mut batch, mut back) = (Vec::new(), None, Vec::new());
+        let mut lag = Vec::new();
+        for (f, (n, last, id, l)) in conns.enumerate() {
             let f = f as u32;
             packets.push(n);
+            lag.push(l);
+            let falls = l.is_none();
             let Some(id) = id else { continue };
             match ends.last_mut() {
                 Some(b) if batch == Some(id) => {
                     b.0 = b.0.max(last);
                     b.2 = f + 1;
+                    if let Some(x) = back.last_mut() {
+                        *x |= falls;
+                    }
                 }
-                _ => ends.push((last, f, f + 1)),
+                _ => {
+                    ends.push((last, f, f + 1));
+                    back.push(falls);
+                }
             }
             batch = Some(id);
+        }
+        // a batch is logged whole where a time is NaN or infinite in any of its connections
+        // (the capture order then needs `rows_frames`' sort), else its rows are fed live
+        for (&(_, lo, hi), &b) in ends.iter().zip(&back) {
+            if b {
+                lag[lo as usize..hi as usize].fill(None);
+            }
         }
         ends.sort_by_key(|b| b.0);
         Batches {
@@ -54,13 +72,16 @@ impl Batches {
             out: vec![None; 2 * packets.len()],
             stories: vec![None; 2 * packets.len()],
             packets,
+            lag,
         }
     }
 
-    /// The packets of connection `flow` (pass 1's count: the room its log takes).
-    pub fn packets(&self, flow: u32) -> usize {
+    /// Connection `flow`'s cwnd state, `data`: its data segments per direction (pass 1's
+    /// counts: the room its rows, or its log, take).
+    pub fn start(&self, flow: u32, data: [i64; 2]) -> ConnCwnd {
         let n = self.packets.get(flow as usize).copied().unwrap_or(0);
-        usize::try_from(n).unwrap_or(0)
+        let lag = self.lag.get(flow as usize).copied().flatten();
+        ConnCwnd::new(lag, usize::try_from(n).unwrap_or(0), data)
     }
 
     /// After pass 2 fed the packet at `row`: runs every batch whose last packet it was.
@@ -152,7 +173,12 @@ mod tests {
         let conns = [(b - 10, 50), (0, 0), (20, 40), (b, 90)];
         let with = |batched| {
             let ids = batch_ids(conns.iter().map(|c| c.0), batched);
-            Batches::new(conns.iter().zip(ids).map(|(c, id)| (c.0, c.1, id)))
+            Batches::new(
+                conns
+                    .iter()
+                    .zip(ids)
+                    .map(|(c, id)| (c.0, c.1, id, Some(0.0))),
+            )
         };
         let x = with(true);
         // connection 3 passes the second: another (batches sorted by their last row)

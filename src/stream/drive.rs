@@ -192,7 +192,9 @@ fn scan(
             .zip(ids.iter().copied()),
     );
     let conns = scouts.iter().zip(&last).zip(ids);
-    let cwnd = super::cwndbatch::Batches::new(conns.map(|((s, &l), id)| (s.fs.packets, l, id)));
+    let cwnd = super::cwndbatch::Batches::new(
+        conns.map(|((s, &l), id)| (s.fs.packets, l, id, s.order.lag())),
+    );
     let first = First {
         cwnd,
         settled,
@@ -289,7 +291,7 @@ impl Pass2<'_> {
                 self.conns.resize_with(flow as usize + 1, || None);
             }
             let (priors, floor) = (&mut self.priors, self.rto_floor_s);
-            let room = self.cwnd.packets(flow);
+            let cwnd = &self.cwnd;
             let c = self.conns[flow as usize].get_or_insert_with(|| {
                 let none = || Prior {
                     seq_rtt: [false; 2],
@@ -303,7 +305,7 @@ impl Pass2<'_> {
                 let mut prior = priors.get_mut(flow as usize).and_then(Option::take);
                 let prior = prior.get_or_insert_with(|| Box::new(none()));
                 let mut c = Box::new(Conn::new(prior, floor));
-                c.cwnd.reserve(room);
+                c.cwnd = cwnd.start(flow, prior.fs.ext.map(|e| e.n_data));
                 c
             });
             c.fs.on_ends(usize::from(dir == 1), src, dst);

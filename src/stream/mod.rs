@@ -31,6 +31,8 @@ pub mod ahead;
 pub mod conn;
 pub mod cwnd;
 pub mod cwndbatch;
+pub mod cwndest;
+pub mod cwndlive;
 pub mod cwndstory;
 pub mod drive;
 pub mod flight;

@@ -9,8 +9,10 @@
 use super::episodes::{episodes_of, Episode};
 use super::recoveries::{recoveries, EventOut};
 use super::{
-    bounds, mark, phases, pipe, same_len, PipeOut, PipeRows, DUP, EPOCH, NEW_ACK, SEG, TIMEOUT,
+    bounds, mark, phases, pipe, same_len, PipeOut, PipeRows, Sparse, DUP, EPOCH, NEW_ACK, SEG,
+    TIMEOUT,
 };
+use std::borrow::Cow;
 
 /// A data segment sent within this long after an ACK arrived was clocked by it (seconds; the
 /// application-limited test at the sender, RFC 7661 §4: docs/analysis.md).
@@ -136,14 +138,29 @@ fn episodes(r: &EstRows, b: &[(usize, usize)]) -> Vec<Episode> {
     out
 }
 
-/// `out[rows[k]] = vals[k]` for every k (each row checked against `out`; a repeated row: the last).
-fn scatter(out: &mut [i64], rows: &[i64], vals: &[i64]) -> Result<(), String> {
-    let n = out.len();
-    for (&r, &v) in rows.iter().zip(vals) {
-        let slot = usize::try_from(r).ok().and_then(|i| out.get_mut(i));
-        *slot.ok_or_else(|| format!("row {r} outside 0..{n}"))? = v;
+/// The places that put `rows` in ascending order, one per row (a repeated row: its last place,
+/// as a scatter keeps it); None: they already are. A row outside `0..n` is an error.
+fn ascending(rows: &[i64], n: usize) -> Result<Option<Vec<usize>>, String> {
+    if let Some(&r) = rows.iter().find(|&&r| r < 0 || r as usize >= n) {
+        return Err(format!("row {r} outside 0..{n}"));
     }
-    Ok(())
+    if rows.windows(2).all(|w| w[0] < w[1]) {
+        return Ok(None);
+    }
+    let mut k: Vec<usize> = (0..rows.len()).collect();
+    k.sort_by_key(|&i| rows[i]); // (stable: a repeated row's places stay in order)
+    let last = |j: usize| k.get(j + 1).is_none_or(|&x| rows[x] != rows[k[j]]);
+    Ok(Some(
+        (0..k.len()).filter(|&j| last(j)).map(|j| k[j]).collect(),
+    ))
+}
+
+/// `v` in the order [`ascending`] gave.
+fn placed<'a>(v: &'a [i64], order: &Option<Vec<usize>>) -> Cow<'a, [i64]> {
+    match order {
+        None => Cow::Borrowed(v),
+        Some(o) => o.iter().map(|&i| v.get(i).copied().unwrap_or(0)).collect(),
+    }
 }
 
 /// The pipe (see [`pipe`]): snd_nxt restarts at each loss event's first row, the filter at its
@@ -167,16 +184,18 @@ fn pipe_of(r: &EstRows, eps: &[Episode], b: &[(usize, usize)]) -> Result<PipeOut
     mark(&mut marks, &ev, EPOCH | SEG)?;
     mark(&mut marks, &ev_to, TIMEOUT)?;
     mark(&mut marks, &ends, SEG)?;
-    let mut sacked = vec![0i64; n];
-    scatter(&mut sacked, r.sack_at, r.sack_val).map_err(|e| format!("SACK {e}"))?;
+    // the SACK columns at their rows only (the pipe reads them row by row, ascending)
+    let sack = ascending(r.sack_at, n).map_err(|e| format!("SACK {e}"))?;
+    let (sack_rows, sack_val) = (placed(r.sack_at, &sack), placed(r.sack_val, &sack));
     // the SackInfo columns, only when some segment gets SACKed
-    let (mut pos, mut seg_at) = (Vec::new(), Vec::new());
+    let none: &[i64] = &[];
+    let (mut pos, mut seg_rows, mut seg_at) = (Cow::from(none), Cow::from(none), Cow::from(none));
     if !r.seg_rows.is_empty() {
         same_len(r.seg_rows.len(), &[("seg_at", r.seg_at.len())])?;
         same_len(r.sack_at.len(), &[("sack_pos", r.sack_pos.len())])?;
-        (pos, seg_at) = (vec![-1i64; n], vec![-1i64; n]);
-        scatter(&mut pos, r.sack_at, r.sack_pos)?;
-        scatter(&mut seg_at, r.seg_rows, r.seg_at)?;
+        pos = placed(r.sack_pos, &sack);
+        let seg = ascending(r.seg_rows, n)?;
+        (seg_rows, seg_at) = (placed(r.seg_rows, &seg), placed(r.seg_at, &seg));
     }
     let nd = b.len();
     // the last cumulative ACK of each direction (none: below every sequence number)
@@ -194,10 +213,16 @@ fn pipe_of(r: &EstRows, eps: &[Episode], b: &[(usize, usize)]) -> Result<PipeOut
         time: r.time,
         seq_end: r.seq_end,
         una: r.una,
-        sacked: &sacked,
-        pay: r.pay,
+        sacked: Sparse {
+            rows: &sack_rows,
+            vals: &sack_val,
+        },
         pos: &pos,
-        at: &seg_at,
+        pay: r.pay,
+        at: Sparse {
+            rows: &seg_rows,
+            vals: &seg_at,
+        },
         marks: &marks,
         ack_t: r.ack_t,
         lo: r.lo,

@@ -5,6 +5,7 @@
 //! same way, each data segment with what the retransmission and flight steps said of it.
 
 use super::acks::Acks;
+use crate::state::seq::MISSING;
 
 /// What the other analyses say of one data segment ([`DirRows::on_data`]).
 #[derive(Debug, Clone, Copy)]
@@ -75,11 +76,14 @@ impl RowCols {
 
 /// One data direction's row builder: fed its data segments and the ACKs reaching its sender in
 /// capture order, it appends the direction's rows to a [`RowCols`] (contiguous: nothing else may
-/// append between its first row and [`DirRows::finish`]).
+/// append rows between its first row and [`DirRows::finish`], which writes them).
 ///
-/// Memory: 42 B per data segment (the seven row columns), 16 B per ACK (in [`Acks`], plus 16 B
-/// per first transmission until an ACK covers it), 24 B per row with SACKed bytes, 17 B per
-/// retransmission, 16 B per row whose segment gets SACKed; about 120 B per direction.
+/// Memory: 24 B per data segment until [`DirRows::finish`] (its time, end, payload and how many
+/// ACKs came before it: snd_una, the duplicate-ACK mark, the new-ACK mark and the latest ACK's
+/// time are read off the ACKs then), 16 B per ACK (in [`Acks`], plus 16 B per first
+/// transmission until an ACK covers it), 24 B per row with SACKed bytes, 17 B per
+/// retransmission, 16 B per row whose segment gets SACKed; about 200 B per direction. The
+/// seven row columns take 42 B per data segment from `finish` on.
 #[derive(Default)]
 pub struct DirRows {
     acks: Acks,
@@ -88,8 +92,11 @@ pub struct DirRows {
     n: usize,
     /// Rows sent before any ACK reached the sender (a prefix of the rows).
     pre: usize,
-    /// ACKs fed before the latest row.
-    last_fed: usize,
+    /// Per row: its time, end (seq + payload), payload and the ACKs fed before it.
+    time: Vec<f64>,
+    end: Vec<i64>,
+    pay: Vec<u32>,
+    fed: Vec<u32>,
     /// The lowest data byte (the first row's start unless a segment starts lower).
     first_seq: Option<i64>,
     /// The largest payload (the segment size when no MSS is known).
@@ -131,30 +138,26 @@ impl DirRows {
         };
     }
 
+    /// Room for `n` more rows.
+    pub fn reserve(&mut self, n: usize) {
+        self.time.reserve_exact(n);
+        self.end.reserve_exact(n);
+        self.pay.reserve_exact(n);
+        self.fed.reserve_exact(n);
+    }
+
     /// A data segment (payload > 0): its time, first byte, payload and the other analyses' marks.
     pub fn on_data(&mut self, out: &mut RowCols, time: f64, seq: i64, pay: i64, m: Marks) {
         let row = self.lo + self.n;
         let end = seq.wrapping_add(pay);
         let fed = self.acks.a_una.len();
-        // the segments one ACK releases: a new latest ACK (the first row: any ACK before it)
-        out.new_ack.push(if self.n == 0 {
-            fed > 0
-        } else {
-            fed != self.last_fed
-        });
-        self.last_fed = fed;
-        out.ack_t.push(match fed {
-            0 => f64::NAN,
-            k => self.acks.a_time.get(k - 1).copied().unwrap_or(f64::NAN),
-        });
         if fed == 0 {
             self.pre = self.n + 1;
         }
-        // snd_una (RFC 793 §3.3), sent on a duplicate ACK (RFC 5681 §2, RFC 3042 limited
-        // transmit), a retransmission and Karn's RTT samples (RFC 6298 §3): see [`Acks`]
-        let (una, dup, retx) = self.acks.on_data(time, seq, end, m.named);
-        out.una.push(una.unwrap_or(0));
-        out.dup.push(dup);
+        // snd_una (RFC 793 §3.3) and sent on a duplicate ACK (RFC 5681 §2, RFC 3042 limited
+        // transmit) are the ACKs' as of `fed` ([`DirRows::finish`]); a retransmission and
+        // Karn's RTT samples (RFC 6298 §3): see [`Acks`]
+        let (_, _, retx) = self.acks.on_data(time, seq, end, m.named);
         let r = row as i64;
         // the highest byte sent before a retransmission is its loss event's recovery point
         // (RFC 6582 "recover"); the timer's re-sends always start one (RFC 6298 §5)
@@ -176,9 +179,11 @@ impl DirRows {
         }
         self.first_seq = Some(self.first_seq.map_or(seq, |s| s.min(seq)));
         self.max_pay = self.max_pay.max(pay);
-        out.time.push(time);
-        out.seq_end.push(end);
-        out.pay.push(pay);
+        self.time.push(time);
+        self.end.push(end);
+        // (a payload is a u32 column: the frames' `payload`, the stream's IP lengths)
+        self.pay.push(u32::try_from(pay).unwrap_or(u32::MAX));
+        self.fed.push(u32::try_from(fed).unwrap_or(u32::MAX));
         self.n += 1;
     }
 
@@ -197,6 +202,11 @@ impl DirRows {
         self.n == 0
     }
 
+    /// ACKs fed so far.
+    pub fn acks_fed(&self) -> usize {
+        self.acks.a_una.len()
+    }
+
     /// Did an ACK reach the sender before the first row / before the last row?
     pub fn acked_first(&self) -> bool {
         self.pre == 0 && !self.is_empty()
@@ -206,18 +216,52 @@ impl DirRows {
         self.pre < self.len()
     }
 
-    /// Settles snd_una (at least the direction's first data byte; the rows before any ACK take
-    /// that byte) and returns the ACK stream's times and cumulative values and the minimum RTT
-    /// (`strict`: see [`Acks::min_rtt`]).
+    /// Writes the rows to `out` (at its end: row `lo` on) and returns the ACK stream's times and
+    /// cumulative values and the minimum RTT (`strict`: see [`Acks::min_rtt`]). Per row, from
+    /// the ACKs fed before it: snd_una, the latest cumulative ACK (RFC 793 §3.3: an old ACK
+    /// never lowers it), at least the direction's first data byte (the rows before any ACK take
+    /// that byte); sent on a duplicate ACK, one that did not advance snd_una (RFC 5681 §2); the
+    /// segments one ACK releases, a new latest ACK (the first row: any ACK before it); and when
+    /// the latest ACK arrived.
     pub fn finish(&mut self, out: &mut RowCols, strict: bool) -> (Vec<f64>, Vec<i64>, f64) {
         let first = self.first_seq.unwrap_or(0);
-        let una = out
-            .una
-            .get_mut(self.lo..self.lo + self.n)
-            .unwrap_or_default();
-        for (i, u) in una.iter_mut().enumerate() {
-            *u = if i < self.pre { first } else { (*u).max(first) };
+        let n = self.n;
+        let (at, au) = (&self.acks.a_time, &self.acks.a_una);
+        out.una.reserve(n);
+        out.dup.reserve(n);
+        out.new_ack.reserve(n);
+        out.ack_t.reserve(n);
+        let mut last = 0;
+        for (i, &f) in self.fed.iter().enumerate() {
+            let fed = f as usize;
+            out.new_ack.push(if i == 0 { fed > 0 } else { fed != last });
+            last = fed;
+            let latest = fed.checked_sub(1).and_then(|k| au.get(k).copied());
+            out.ack_t.push(match fed {
+                0 => f64::NAN,
+                k => at.get(k - 1).copied().unwrap_or(f64::NAN),
+            });
+            // (`Acks::on_ack`: the latest ACK advanced snd_una)
+            let before = fed.checked_sub(2).and_then(|k| au.get(k).copied());
+            let new = latest.is_some_and(|u| u > before.unwrap_or(MISSING));
+            out.dup.push(latest.is_some() && !new);
+            out.una.push(if i < self.pre {
+                first
+            } else {
+                latest.unwrap_or(0).max(first)
+            });
         }
+        // (moved whole where the columns hold no other direction's rows)
+        if out.time.is_empty() {
+            std::mem::swap(&mut out.time, &mut self.time);
+        }
+        out.time.append(&mut self.time);
+        if out.seq_end.is_empty() {
+            std::mem::swap(&mut out.seq_end, &mut self.end);
+        }
+        out.seq_end.append(&mut self.end);
+        out.pay.extend(self.pay.iter().map(|&p| i64::from(p)));
+        (self.pay, self.fed) = (Vec::new(), Vec::new());
         let mr = self.acks.min_rtt(strict);
         let acks = std::mem::take(&mut self.acks);
         (acks.a_time, acks.a_una, mr)

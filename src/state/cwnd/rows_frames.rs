@@ -326,6 +326,7 @@ fn feed(
     strict: bool,
 ) -> AckCols {
     let lo = out.time.len();
+    b.reserve(data.len());
     let (sack, seg) = (&m.sack[d], &m.seg[d]);
     let (mut si, mut gi, mut fed) = (0, 0, 0);
     for (k, &i) in data.iter().enumerate() {

@@ -1,0 +1,463 @@
+//! The cwnd stage's input rows built live, as pass 2 feeds the packets: each data direction's
+//! [`DirRows`] (the frames path's own per-direction builder, `rows_frames::feed`) gets its data
+//! segments and the ACKs reaching its sender as they come, so no packet is logged.
+//!
+//! `rows_frames::build` feeds them in capture order (time, then frame). Pass 1 measures how far
+//! each connection's times fall below the latest before them ([`Order`]); pass 2 holds each
+//! packet that long ([`Live`]: usually no time falls and nothing is held), so the rows see the
+//! same order; a connection's first 64 packets wait too, so a short connection makes no rows
+//! until its batch runs. A batch with a NaN or infinite time is logged and sorted as before
+//! (`cwnd::run`).
+//! What only a later packet or the batch's end tells settles there ([`built`]): a segment SACKed
+//! whole by a later block and the first re-send of an episode a later re-send makes a timeout
+//! (`DirLive::settle`), snd_una before the first ACK, the strict minimum RTT over more than 64
+//! directions and the first row's new ACK (the previous direction's last row).
+//!
+//! Memory per data direction, until its batch runs: the rows (`DirRows`: 24 B per data segment,
+//! 16 B per ACK, 17 B per retransmission), 4 B per data segment (its packet row: where a late
+//! mark lands), 16 B per row with SACKed bytes and 8 B per segment SACKed whole; then the
+//! columns (42 B per data segment), one direction at a time; per connection about 130 B and
+//! the packets held (48 B each: its first 64, then none unless its times fall).
+
+use super::conn::Pk;
+use crate::state::cwnd::rows::{DirRows, Marks, RowCols};
+use crate::state::cwnd::rows_frames::Built;
+use crate::state::seq::{ACK, MISSING, SYN};
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
+/// How far a connection's capture times fall below the latest before them (pass 1): pass 2
+/// holds each packet that long before feeding it, so the rows see the capture order
+/// `rows_frames` sorts by (time, then frame). A NaN or infinite time sorts where no bound
+/// tells ([`Order::lag`] is None): such a batch is logged and sorted as before.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Order {
+    top: Option<f64>,
+    fall: f64,
+    odd: bool,
+}
+
+impl Order {
+    pub fn on_time(&mut self, t: f64) {
+        if !t.is_finite() {
+            self.odd = true;
+            return;
+        }
+        if let Some(top) = self.top {
+            self.fall = self.fall.max(top - t);
+        }
+        self.top = Some(self.top.map_or(t, |x| x.max(t)));
+    }
+
+    /// The largest fall (0: times never fall; None: a time is NaN or infinite).
+    pub fn lag(&self) -> Option<f64> {
+        (!self.odd).then_some(self.fall)
+    }
+}
+
+/// One packet waiting for the capture order: its direction, time, row, sequence and ACK
+/// numbers, payload, SYN and ACK kinds, and what the retransmission and flight steps said of it.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    d: u8,
+    syn: bool,
+    ack: bool,
+    named: bool,
+    time: f64,
+    row: u32,
+    seq: i64,
+    len: i64,
+    ackno: i64,
+    sacked: i64,
+}
+
+/// Capture order (`rows_frames::capture`): time, then frame (the packet row). Held times are
+/// finite ([`Order::lag`]), so the comparison is total.
+impl Ord for Held {
+    fn cmp(&self, o: &Self) -> Ordering {
+        let t = self.time.partial_cmp(&o.time).unwrap_or(Ordering::Equal);
+        t.then(self.row.cmp(&o.row))
+    }
+}
+
+impl PartialOrd for Held {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+impl PartialEq for Held {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+
+impl Eq for Held {}
+
+/// A connection's packets held before its rows are made: the rows and their buffers cost
+/// about 1.5 KB a data direction, so a short connection's packets wait (48 B each) and are fed
+/// when its batch runs.
+const SHORT: u32 = 64;
+
+/// A connection's data directions fed live, in capture order.
+pub struct Live {
+    /// Its data segments per direction (pass 1), until the rows are made.
+    data: [i64; 2],
+    /// (boxed: a connection without data holds two pointers' room)
+    dirs: [Option<Box<DirLive>>; 2],
+    made: bool,
+    /// Packets not yet fed, earliest in capture order first, and how many came.
+    held: BinaryHeap<Reverse<Held>>,
+    seen: u32,
+    top: f64,
+    lag: f64,
+    /// Per direction, its first transmissions SACKed whole: (their packet row, the row of the
+    /// packet whose block covered them), placed when the batch runs ([`DirLive::settle`]).
+    late: [Vec<(u32, u32)>; 2],
+}
+
+impl Live {
+    /// `packets`, and `data` data segments of each direction (pass 1; a direction without any
+    /// has no rows); `lag`: [`Order::lag`].
+    pub fn new(packets: usize, data: [i64; 2], lag: f64) -> Self {
+        Live {
+            data,
+            dirs: [None, None],
+            made: false,
+            held: BinaryHeap::with_capacity(packets.min(SHORT as usize)),
+            seen: 0,
+            top: f64::NEG_INFINITY,
+            lag,
+            late: Default::default(),
+        }
+    }
+
+    /// Packet `p` of direction `d`: named a retransmission, with `sacked` bytes SACKed above una
+    /// (a data segment's), and the other direction's segments its blocks SACKed first
+    /// (`newly`: their rows).
+    pub fn on_packet(&mut self, d: usize, p: &Pk, named: bool, sacked: i64, newly: &[u32]) {
+        if self.data[1 - d] > 0 {
+            newly
+                .iter()
+                .for_each(|&s| self.late[1 - d].push((s, p.row)));
+        }
+        let h = Held {
+            d: d as u8,
+            syn: p.flags & SYN != 0,
+            ack: p.flags & ACK != 0 && p.ack != MISSING,
+            named,
+            time: p.time,
+            row: p.row,
+            seq: p.seq,
+            len: p.len,
+            ackno: p.ack,
+            sacked,
+        };
+        self.top = self.top.max(h.time);
+        if self.made && self.lag == 0.0 {
+            // (no time falls: each packet comes in capture order)
+            return self.feed(&h);
+        }
+        self.held.push(Reverse(h));
+        self.seen = self.seen.saturating_add(1);
+        if !self.made {
+            if self.seen < SHORT {
+                return;
+            }
+            self.make();
+        }
+        // a held packet no later packet can precede: every later time is at least top − lag
+        // (the margin of 2 covers the rounding of the differences)
+        while let Some(Reverse(x)) = self
+            .held
+            .peek()
+            .filter(|x| self.lag == 0.0 || self.top - x.0.time > 2.0 * self.lag)
+        {
+            let x = *x;
+            self.held.pop();
+            self.feed(&x);
+        }
+    }
+
+    /// Makes the rows of the directions with data.
+    fn make(&mut self) {
+        for (d, slot) in self.dirs.iter_mut().enumerate() {
+            let n = usize::try_from(self.data[d]).unwrap_or(0);
+            *slot = (n > 0).then(|| Box::new(DirLive::new(n)));
+        }
+        self.made = true;
+    }
+
+    /// Feeds what is still held (after the connection's last packet).
+    pub fn flush(&mut self) {
+        if !self.made {
+            self.make();
+        }
+        while let Some(Reverse(x)) = self.held.pop() {
+            self.feed(&x);
+        }
+    }
+
+    /// `rows_frames::group`: a SYN and a data segment (payload > 0) belong to their own
+    /// direction, an ACK (the flag and a number) to the other one, whose sender it reaches.
+    fn feed(&mut self, x: &Held) {
+        let d = usize::from(x.d);
+        if let Some(o) = self.dirs[d].as_mut() {
+            if x.syn {
+                o.on_syn(x.time);
+            }
+            if x.len > 0 {
+                o.on_data(x.row, (x.time, x.seq, x.len), x.named, x.sacked);
+            }
+        }
+        if let Some(b) = self.dirs[1 - d].as_mut().filter(|_| x.ack) {
+            b.on_ack(x.time, x.ackno);
+        }
+    }
+
+    /// Direction `d`'s rows (taken, with its late marks; after [`Live::flush`]).
+    pub fn take(&mut self, d: usize) -> Option<DirLive> {
+        let mut x = *self.dirs.get_mut(d).and_then(Option::take)?;
+        x.late = std::mem::take(&mut self.late[d]);
+        Some(x)
+    }
+}
+
+/// One data direction's rows as they are fed.
+pub struct DirLive {
+    b: DirRows,
+    out: RowCols,
+    /// The packet row of each data row: where a late mark lands.
+    rows: Vec<u32>,
+    /// First transmissions SACKed whole: (their packet row, the row of the packet whose block
+    /// covered them), placed once the batch runs ([`DirLive::settle`]).
+    late: Vec<(u32, u32)>,
+    /// Data rows with SACKed bytes above una: (row, bytes), until [`DirLive::settle`].
+    sack: Vec<(u32, i64)>,
+}
+
+impl DirLive {
+    /// Room for `n` data segments (pass 1 counted them).
+    pub fn new(n: usize) -> Self {
+        let mut b = DirRows::new(0);
+        b.reserve(n);
+        DirLive {
+            b,
+            out: RowCols::default(),
+            rows: Vec::with_capacity(n),
+            late: Vec::new(),
+            sack: Vec::new(),
+        }
+    }
+
+    /// A SYN of the direction (`DirRows::on_syn`: a retransmitted SYN is a loss, RFC 5681 §3.1).
+    pub fn on_syn(&mut self, time: f64) {
+        self.b.on_syn(time);
+    }
+
+    /// An ACK reaching the direction's sender (`DirRows::on_ack`).
+    pub fn on_ack(&mut self, time: f64, ack: i64) {
+        self.b.on_ack(time, ack);
+    }
+
+    /// The data segment at packet row `row`: named a retransmission (`retrans::Conn`), with
+    /// `sacked` bytes SACKed above una (unacked − pipe, RFC 6675 "pipe"), kept beside the rows
+    /// until [`DirLive::settle`] (16 B, not the columns' 24: its flight place is its packet row,
+    /// `rows`, read then). The pipe only compares that place with the places from which
+    /// segments count as SACKed, and the packet rows keep their order.
+    pub fn on_data(
+        &mut self,
+        row: u32,
+        (time, seq, pay): (f64, i64, i64),
+        named: bool,
+        sacked: i64,
+    ) {
+        if sacked != 0 {
+            self.sack.push((self.rows.len() as u32, sacked));
+        }
+        let m = Marks {
+            named,
+            ..Marks::NONE
+        };
+        self.rows.push(row);
+        self.b.on_data(&mut self.out, time, seq, pay, m);
+    }
+
+    /// Places the late marks: each first transmission SACKed whole counts as SACKed at each
+    /// data row after the packet whose block covered it (`sack::FlightColumns::sacked_at`, RFC
+    /// 6675 §2), i.e. at flight places from that packet's row + 1 on; and `timeouts`, the
+    /// re-sends (packet rows) that are the first of an episode the timer sent (RFC 6298 §5:
+    /// `retrans.timeout_resends`), get their rows' timeout mark.
+    fn settle(&mut self, timeouts: &[u32]) {
+        // (`DirRows::on_data`'s SACK columns: by row, ascending)
+        let out = &mut self.out.sack;
+        for &(k, v) in &self.sack {
+            out.0.push(i64::from(k));
+            out.1.push(v);
+            out.2
+                .push(self.rows.get(k as usize).map_or(-1, |&r| i64::from(r)));
+        }
+        self.sack = Vec::new();
+        // data rows by packet row (they are in capture order: sorted unless a time fell)
+        let mut by: Vec<(u32, u32)> = Vec::new();
+        let sorted = self.rows.windows(2).all(|w| w[0] < w[1]);
+        if !sorted {
+            by = self
+                .rows
+                .iter()
+                .enumerate()
+                .map(|(k, &r)| (r, k as u32))
+                .collect();
+            by.sort_unstable();
+        }
+        let rows = &self.rows;
+        let find = |s: u32| -> Option<usize> {
+            if sorted {
+                rows.binary_search(&s).ok()
+            } else {
+                let k = by.binary_search_by_key(&s, |x| x.0).ok()?;
+                Some(by[k].1 as usize)
+            }
+        };
+        for &(s, at) in &self.late {
+            if let Some(k) = find(s) {
+                self.out.seg.0.push(k as i64);
+                self.out.seg.1.push(i64::from(at) + 1);
+            }
+        }
+        for &s in timeouts {
+            let Some(k) = find(s) else { continue };
+            if let Ok(j) = self.out.retx.0.binary_search(&(k as i64)) {
+                if let Some(x) = self.out.retx.2.get_mut(j) {
+                    *x = true;
+                }
+            }
+        }
+        self.late = Vec::new();
+        self.rows = Vec::new();
+    }
+}
+
+/// `b`'s rows after `a`'s (row numbers moved by `a`'s rows; flight places are packet rows).
+fn append(a: &mut RowCols, mut b: RowCols) {
+    let off = a.time.len() as i64;
+    a.time.append(&mut b.time);
+    a.seq_end.append(&mut b.seq_end);
+    a.pay.append(&mut b.pay);
+    a.una.append(&mut b.una);
+    a.dup.append(&mut b.dup);
+    a.new_ack.append(&mut b.new_ack);
+    a.ack_t.append(&mut b.ack_t);
+    a.sack.0.extend(b.sack.0.iter().map(|r| r + off));
+    a.sack.1.append(&mut b.sack.1);
+    a.sack.2.append(&mut b.sack.2);
+    a.seg.0.extend(b.seg.0.iter().map(|r| r + off));
+    a.seg.1.append(&mut b.seg.1);
+    a.retx.0.extend(b.retx.0.iter().map(|r| r + off));
+    a.retx.1.append(&mut b.retx.1);
+    a.retx.2.append(&mut b.retx.2);
+}
+
+/// A batch's `nd` data directions (`(flow, dir)` order, each with the packet rows of its timer
+/// re-sends; their segment sizes in `mss`, NaN: unknown) as `rows_frames::build` gives them;
+/// None when they hold no data segment or no ACK. One direction is settled at a time, its rows
+/// written to the batch's columns (so a batch of many short connections holds one direction's
+/// builder at a time).
+pub fn built(
+    live: impl Iterator<Item = (DirLive, Vec<u32>)>,
+    nd: usize,
+    mss: &[f64],
+) -> Option<Built> {
+    // many directions were searched on one axis, where a NaN or infinite RTT gave none
+    let strict = nd > 64;
+    let mut cols = RowCols::default();
+    let (mut rows, mut acks, mut min_rtt) = (Vec::new(), Vec::new(), Vec::new());
+    // the first row of each direction compares its latest ACK with the previous direction's
+    // last row (the rows were one array): it is new unless neither had an ACK before it
+    let mut prev: Option<bool> = None;
+    let mut acked = false;
+    for (mut l, timeouts) in live {
+        l.settle(&timeouts);
+        acked |= l.b.acks_fed() > 0;
+        let (t, u, mr) = l.b.finish(&mut l.out, strict);
+        if !l.b.is_empty() {
+            let first = prev.is_none_or(|last| last || l.b.acked_first());
+            if let Some(slot) = l.out.new_ack.first_mut() {
+                *slot = first;
+            }
+            prev = Some(l.b.acked_last());
+        }
+        if rows.is_empty() {
+            cols = l.out;
+        } else {
+            append(&mut cols, l.out);
+        }
+        acks.push((t, u));
+        min_rtt.push(mr);
+        rows.push(l.b);
+    }
+    if cols.time.is_empty() || !acked {
+        return None;
+    }
+    let mss = rows
+        .iter()
+        .zip(mss)
+        .map(|(b, &m)| if m.is_nan() { b.max_pay as f64 } else { m })
+        .collect();
+    Some(Built {
+        cols,
+        rows,
+        acks,
+        min_rtt,
+        mss,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pk(row: u32, time: f64, seq: i64, len: i64, ack: i64) -> Pk {
+        Pk {
+            row,
+            time,
+            seq,
+            len,
+            flags: if ack == MISSING { 0 } else { ACK },
+            ack,
+            win: 0,
+            ts_val: MISSING,
+            ts_ecr: MISSING,
+        }
+    }
+
+    #[test]
+    fn order_measures_the_largest_fall() {
+        let mut o = Order::default();
+        [1.0, 3.0, 2.5, 4.0, 3.75]
+            .iter()
+            .for_each(|&t| o.on_time(t));
+        assert_eq!(o.lag(), Some(0.5));
+        o.on_time(f64::NAN);
+        assert_eq!(o.lag(), None);
+    }
+
+    #[test]
+    fn held_packets_are_fed_in_capture_order() {
+        let mut l = Live::new(4, [3, 0], 0.5);
+        l.on_packet(0, &pk(0, 1.0, 0, 10, MISSING), false, 0, &[]);
+        // an ACK reaching direction 0's sender, then a segment sent before it
+        l.on_packet(1, &pk(1, 3.0, 0, 0, 10), false, 0, &[]);
+        l.on_packet(0, &pk(2, 2.5, 10, 10, MISSING), false, 0, &[]);
+        l.on_packet(0, &pk(3, 4.0, 20, 10, MISSING), false, 0, &[]);
+        l.flush();
+        let d = l.take(0).expect("a data direction");
+        assert_eq!(d.rows, vec![0, 2, 3]);
+        let b = built([(d, Vec::new())].into_iter(), 1, &[10.0]).expect("rows and an ACK");
+        assert_eq!(b.cols.time, vec![1.0, 2.5, 4.0]);
+        let t: Vec<bool> = b.cols.ack_t.iter().map(|x| x.is_nan()).collect();
+        assert_eq!(t, vec![true, true, false]);
+        // (the batch's first row counts as released by a new ACK: `rows_frames::build`)
+        assert_eq!(b.cols.new_ack, vec![true, false, true]);
+    }
+}
