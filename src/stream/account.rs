@@ -239,31 +239,21 @@ impl RowFacts {
 /// flat `_rt_t`/`_rt_kind` and `_stall_start`/`_stall_end`/`_stall_cause` are the row's).
 pub fn output<'a>(d: &Bound<'_, PyDict>, per: impl Iterator<Item = &'a Told>) -> PyResult<()> {
     let all: Vec<&Told> = per.collect();
-    macro_rules! col {
-        ($name:expr, $s:ident => $e:expr) => {
-            d.set_item($name, all.iter().map(|&$s| $e).collect::<Vec<_>>())?;
-        };
-    }
-    macro_rules! flat {
-        ($name:expr, $s:ident => $e:expr) => {
-            d.set_item($name, all.iter().flat_map(|&$s| $e).collect::<Vec<_>>())?;
-        };
-    }
-    col!("_rt_n", s => s.rt.n);
-    col!("_rt_t0", s => s.rt.t0);
-    col!("_rt_t1", s => s.rt.t1);
-    col!("_rt_fast", s => s.fast);
-    col!("_rt_rto", s => s.rto);
-    col!("_zw_n", s => s.zw_peer.n);
-    col!("_zw_t0", s => s.zw_peer.t0);
-    col!("_zw_t1", s => s.zw_peer.t1);
-    col!("_rt_picked", s => s.picked.len());
-    flat!("_rt_t", s => s.picked.iter().map(|r| r.0));
-    flat!("_rt_kind", s => s.picked.iter().map(|r| i64::from(r.1)));
-    col!("_stalls", s => s.stalls.len());
-    flat!("_stall_start", s => s.stalls.iter().map(|r| r.0));
-    flat!("_stall_end", s => s.stalls.iter().map(|r| r.1));
-    flat!("_stall_cause", s => s.stalls.iter().map(|r| i64::from(r.2)));
+    out_col!(d, all, one "_rt_n", s => s.rt.n);
+    out_col!(d, all, one "_rt_t0", s => s.rt.t0);
+    out_col!(d, all, one "_rt_t1", s => s.rt.t1);
+    out_col!(d, all, one "_rt_fast", s => s.fast);
+    out_col!(d, all, one "_rt_rto", s => s.rto);
+    out_col!(d, all, one "_zw_n", s => s.zw_peer.n);
+    out_col!(d, all, one "_zw_t0", s => s.zw_peer.t0);
+    out_col!(d, all, one "_zw_t1", s => s.zw_peer.t1);
+    out_col!(d, all, one "_rt_picked", s => s.picked.len());
+    out_col!(d, all, flat "_rt_t", s => s.picked.iter().map(|r| r.0));
+    out_col!(d, all, flat "_rt_kind", s => s.picked.iter().map(|r| i64::from(r.1)));
+    out_col!(d, all, one "_stalls", s => s.stalls.len());
+    out_col!(d, all, flat "_stall_start", s => s.stalls.iter().map(|r| r.0));
+    out_col!(d, all, flat "_stall_end", s => s.stalls.iter().map(|r| r.1));
+    out_col!(d, all, flat "_stall_cause", s => s.stalls.iter().map(|r| i64::from(r.2)));
     Ok(())
 }
 

@@ -102,36 +102,26 @@ pub fn output<'a>(
 ) -> PyResult<()> {
     let none = Story::default();
     let all: Vec<&Story> = per.map(|s| s.unwrap_or(&none)).collect();
-    macro_rules! col {
-        ($name:expr, $s:ident => $e:expr) => {
-            d.set_item($name, all.iter().map(|&$s| $e).collect::<Vec<_>>())?;
-        };
-    }
-    macro_rules! flat {
-        ($name:expr, $s:ident => $e:expr) => {
-            d.set_item($name, all.iter().flat_map(|&$s| $e).collect::<Vec<_>>())?;
-        };
-    }
-    col!("_story_rows", s => s.rows);
-    col!("_ca_start", s => s.told.ca_start);
-    col!("_story_runs", s => s.told.runs.len());
-    col!("_reductions", s => s.red_t.len());
-    flat!("_run_from", s => s.told.runs.iter().map(|r| r.from));
-    flat!("_run_top", s => s.told.runs.iter().map(|r| r.top));
-    flat!("_run_top_t", s => s.told.runs.iter().map(|r| r.top_t));
-    flat!("_run_end", s => s.told.runs.iter().map(|r| i64::from(r.end)));
-    flat!("_run_end_t", s => s.told.runs.iter().map(|r| r.end_t));
+    out_col!(d, all, one "_story_rows", s => s.rows);
+    out_col!(d, all, one "_ca_start", s => s.told.ca_start);
+    out_col!(d, all, one "_story_runs", s => s.told.runs.len());
+    out_col!(d, all, one "_reductions", s => s.red_t.len());
+    out_col!(d, all, flat "_run_from", s => s.told.runs.iter().map(|r| r.from));
+    out_col!(d, all, flat "_run_top", s => s.told.runs.iter().map(|r| r.top));
+    out_col!(d, all, flat "_run_top_t", s => s.told.runs.iter().map(|r| r.top_t));
+    out_col!(d, all, flat "_run_end", s => s.told.runs.iter().map(|r| i64::from(r.end)));
+    out_col!(d, all, flat "_run_end_t", s => s.told.runs.iter().map(|r| r.end_t));
     let nan = f64::NAN;
     fn slots(s: &Story) -> impl Iterator<Item = Option<&Cut>> + '_ {
         s.told.slots(s.red_t.len(), CAP)
     }
-    flat!("_cut_before", s => slots(s).map(|c| c.map_or(nan, |c| c.before)));
-    flat!("_cut_after", s => slots(s).map(|c| c.map_or(nan, |c| c.after)));
-    flat!("_cut_phase", s => slots(s).map(|c| c.map_or(-1, |c| c.phase)));
-    flat!("_cut_tol", s => slots(s).map(|c| c.map_or(nan, |c| c.tol)));
-    flat!("_cut_prev_t", s => slots(s).map(|c| c.map_or(nan, |c| c.prev_t)));
-    flat!("_red_t", s => s.red_t.iter().copied());
-    flat!("_red_backed", s => s.backed.iter().copied());
+    out_col!(d, all, flat "_cut_before", s => slots(s).map(|c| c.map_or(nan, |c| c.before)));
+    out_col!(d, all, flat "_cut_after", s => slots(s).map(|c| c.map_or(nan, |c| c.after)));
+    out_col!(d, all, flat "_cut_phase", s => slots(s).map(|c| c.map_or(-1, |c| c.phase)));
+    out_col!(d, all, flat "_cut_tol", s => slots(s).map(|c| c.map_or(nan, |c| c.tol)));
+    out_col!(d, all, flat "_cut_prev_t", s => slots(s).map(|c| c.map_or(nan, |c| c.prev_t)));
+    out_col!(d, all, flat "_red_t", s => s.red_t.iter().copied());
+    out_col!(d, all, flat "_red_backed", s => s.backed.iter().copied());
     Ok(())
 }
 

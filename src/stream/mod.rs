@@ -22,9 +22,21 @@
 //! buckets of the RTT samples (the percentiles and the vantage point's median keep only the
 //! values at their ranks, `flowstats::ranks`); the stalls stage keeps 40 B per stall (with its cause, for the
 //! account in words: [`account`], which also keeps 17 B per retransmission); the cwnd
-//! stage keeps about 40 B per TCP packet of a connection until its batch is run. Every
+//! stage keeps about 42 B per data segment of a direction until its batch is run
+//! ([`cwndlive`]). Every
 //! answer is the one keeping everything gives. `py.rs` is
 //! `_core.stream_summary`.
+
+/// Appends one output column to `stream_summary`'s dict over the rows `all` (a slice of
+/// references): `one` value per row, or the rows' lists joined (`flat`).
+macro_rules! out_col {
+    ($d:expr, $all:expr, one $name:expr, $s:ident => $e:expr) => {
+        $d.set_item($name, $all.iter().map(|&$s| $e).collect::<Vec<_>>())?
+    };
+    ($d:expr, $all:expr, flat $name:expr, $s:ident => $e:expr) => {
+        $d.set_item($name, $all.iter().flat_map(|&$s| $e).collect::<Vec<_>>())?
+    };
+}
 
 pub mod account;
 pub mod ahead;
