@@ -16,6 +16,18 @@ fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
+/// The streamed summary of the file at `path` (what `_core.stream_summary` runs, without Python),
+/// for the fuzz target `fuzz/fuzz_targets/stream.rs`: true when it summarised, false when it
+/// refused. The reader's warnings and facts, kept per thread for the Python entry, are dropped.
+#[doc(hidden)]
+pub fn fuzz_stream(path: &std::path::Path) -> bool {
+    stream::source::take_warnings();
+    let ok = stream::drive::summary(path, 0.2).is_ok();
+    stream::source::take_warnings();
+    stream::source::take_facts();
+    ok
+}
+
 /// The `tracekit._core` module.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
