@@ -144,7 +144,8 @@ def main() -> None:
               f"* memory: peak RSS 4x / 1x = {b['rss'] / s['rss']:.2f} (target <= 1.2); "
               f"4x RSS / 1x file = {b['rss'] / s['size']:.2f} (target <= 0.5)"]
     if rep:
-        lines.append(f"* tracekit report on the 1x capture: median {med(rep, 'wall'):.2f} s of {len(rep)} (target < 2 s)")
+        lines.append(f"* tracekit report on the 1x capture: median {med(rep, 'wall'):.2f} s of {len(rep)} "
+                     "(target < 2 s)")
     print("\n".join(lines))
 
 
