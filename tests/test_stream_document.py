@@ -96,3 +96,46 @@ def test_cli_json_of_several_files_mixes_the_paths(tmp_path: Path) -> None:
     named = {"capture": None, "goodput_capture": None}  # (the labels the file's name gives)
     assert [{**f, **named} for f in a["flows"]] == [{**f, **named} for f in b["flows"]]
     assert a["explain"] == b["explain"]
+
+
+def _pcapng_from(pcap: Path, out: Path, application: str) -> Path:
+    """``pcap`` rewritten as a pcapng (microsecond stamps) whose section header names ``application``."""
+    import struct
+
+    data = pcap.read_bytes()
+    magic, _, _, _, _, snaplen, link = struct.unpack("<IHHiIII", data[:24])
+    assert magic == 0xA1B2C3D4  # (a little-endian microsecond pcap)
+
+    def block(kind: int, body: bytes) -> bytes:
+        body += b"\0" * (-len(body) % 4)
+        return struct.pack("<II", kind, len(body) + 12) + body + struct.pack("<I", len(body) + 12)
+
+    app = application.encode()
+    opts = struct.pack("<HH", 4, len(app)) + app + b"\0" * (-len(app) % 4) + struct.pack("<HH", 0, 0)
+    blocks = [block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1) + opts),
+              block(1, struct.pack("<HHI", link, 0, snaplen))]
+    at = 24
+    while at + 16 <= len(data):
+        sec, usec, incl, orig = struct.unpack("<IIII", data[at:at + 16])
+        stamp = sec * 1_000_000 + usec
+        blocks.append(block(6, struct.pack("<IIIII", 0, stamp >> 32, stamp & 0xFFFFFFFF, incl, orig)
+                            + data[at + 16:at + 16 + incl]))
+        at += 16 + incl
+    out.write_bytes(b"".join(blocks))
+    return out
+
+
+def test_a_capture_made_by_ns3_takes_its_minimum_rto(tmp_path: Path) -> None:
+    """A pcapng whose section header names ns-3 is judged with ns-3's 1 s floor, as the frames path judges
+    it (the stream runs again with that floor), and ``--rto-floor`` wins over the stack's."""
+    src = SAMPLES / "linux" / "stall_cut.pcap"  # (timeouts whose kind the floor changes)
+    ns3 = _pcapng_from(src, tmp_path / "ns3.pcapng", "ns-3")
+    doc = summary_document(str(ns3))
+    assert doc is not None and doc["trace"]["rto_floor_s"] == 1.0
+    assert doc == _frames_document(ns3)
+    linux = summary_document(str(src))
+    assert linux is not None and linux["flows"] != doc["flows"]  # (the floor matters on this capture)
+    given = summary_document(str(ns3), rto_floor_s=0.2)
+    want = text.summary(an := pipeline.load(str(ns3), rto_floor_s=0.2, keep_per_packet=False),
+                        link_bps=pipeline.link_rate(an))
+    assert given == want
