@@ -54,7 +54,11 @@ def trace_block(out: dict[str, Any], path: str, *, rto_floor_s: float | None = N
     :func:`tracekit._shared.trace_summary` of the analysed trace's ``meta`` (:func:`trace_meta`),
     its ``packets`` (the decoded rows), ``samples`` (none in a capture) and ``warnings``.
     """
-    meta = trace_meta(out, path, rto_floor_s=rto_floor_s)
+    return _block(out, trace_meta(out, path, rto_floor_s=rto_floor_s))
+
+
+def _block(out: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    """The ``trace`` block of the trace whose ``meta`` :func:`trace_meta` made of ``out``."""
     return trace_summary(meta, out["capture"]["rows"], 0, meta["warnings"])
 
 
@@ -116,7 +120,7 @@ def summary_document(path: str, *, link_rate: str | None = None,
     link = rate_of(meta, link_rate)
     doc = {
         "schema_version": SCHEMA_VERSION,
-        "trace": trace_summary(meta, out["capture"]["rows"], 0, meta["warnings"]),
+        "trace": _block(out, meta),
         "flows": rows,
         "views": [],  # one capture: ``flows`` is the only view
         "tool_metrics": [],  # a capture has no tool-reported series

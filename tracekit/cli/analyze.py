@@ -95,6 +95,11 @@ def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, repor
         click.echo(text.dumps(docs[0] if len(docs) == 1 else docs))
 
 
+def _no_data(path: str, why: str) -> None:
+    """Say on stderr that an input had no connection that carried data (and what it had instead)."""
+    click.echo(f"tracekit: {path}: no TCP connection carried data ({why})", err=True)
+
+
 def _streamed(path: str, link_rate: str | None, rto_floor: float | None, docs: list[Any]) -> int | None:
     """``--json`` for one plain pcap/pcapng from the stream (:func:`tracekit.streamed.summary_document`):
     1 when it reported, 0 when the capture has no connection, None when the frames path must read it."""
@@ -104,7 +109,7 @@ def _streamed(path: str, link_rate: str | None, rto_floor: float | None, docs: l
     if doc is None:
         return None
     if not doc["flows"]:
-        click.echo(f"tracekit: {path}: no TCP connection carried data (nothing to analyze)", err=True)
+        _no_data(path, "nothing to analyze")
         return 0
     docs.append(doc)
     return 1
@@ -125,7 +130,7 @@ def _answer(analysis: Any, path: str, link: float | None, console: Any, *, as_js
     has_flows = bool(analysis.flows.height)
     if not has_flows:
         why = "tool-reported series only" if metrics else "nothing to analyze"
-        click.echo(f"tracekit: {path}: no TCP connection carried data ({why})", err=True)
+        _no_data(path, why)
     if not (has_flows or metrics):
         return 0
     if as_json:
