@@ -29,8 +29,11 @@ def linktypes() -> dict[int, str]: ...
 # _zw_n, _zw_t0, _zw_t1 (the other direction's zero windows), _rt_picked, _stalls, then flat _rt_t, _rt_kind
 # (the retransmissions inside the loss windows the account reads), _stall_start, _stall_end, _stall_cause;
 # `capture`: read_capture's meta, counts, records, t0_ns and the rows / rows cut short, for
-# tracekit.streamed.trace_block, and last_t, data, data_cut, data_cut_t for the account's warnings)
-def stream_summary(path: str | os.PathLike[str], rto_floor_s: float = 0.2) -> dict[str, Any]: ...
+# tracekit.streamed.trace_block, and last_t, data, data_cut, data_cut_t for the account's warnings;
+# threads: pass 2's connections on at most this many threads, None: rayon's count; src/stream/shards.rs)
+def stream_summary(
+    path: str | os.PathLike[str], rto_floor_s: float = 0.2, threads: int | None = None
+) -> dict[str, Any]: ...
 
 # src/state/rtt.rs: RTT samples (seq with Karn's rule, TCP timestamps)
 def tcp_rtt(

@@ -69,10 +69,53 @@ impl Batches {
         Batches {
             ends,
             next: 0,
-            out: vec![None; 2 * packets.len()],
-            stories: vec![None; 2 * packets.len()],
+            out: Vec::new(),
+            stories: Vec::new(),
             packets,
             lag,
+        }
+    }
+
+    /// How many batches there are.
+    pub fn count(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Each connection's shard of `n`: a batch's connections share one (its cwnd stage reads
+    /// them together), the batches dealt largest first to the shard with the fewest packets so
+    /// far (ties: the lower shard), so the result does not depend on anything but the counts.
+    /// A connection outside every batch (no packet) is shard 0's.
+    pub fn shards(&self, n: usize) -> Vec<u16> {
+        let n = n.clamp(1, usize::from(u16::MAX));
+        let size = |&(_, lo, hi): &(u64, u32, u32)| -> u64 {
+            self.packets[lo as usize..hi as usize].iter().sum()
+        };
+        let mut order: Vec<usize> = (0..self.ends.len()).collect();
+        order.sort_by_key(|&b| (std::cmp::Reverse(size(&self.ends[b])), b));
+        let (mut load, mut owner) = (vec![0u64; n], vec![0u16; self.packets.len()]);
+        for b in order {
+            let k = (0..n).min_by_key(|&k| (load[k], k)).unwrap_or(0);
+            let (_, lo, hi) = self.ends[b];
+            load[k] += size(&self.ends[b]);
+            owner[lo as usize..hi as usize].fill(k as u16);
+        }
+        owner
+    }
+
+    /// The batches of shard `k` alone (`owner`: [`Batches::shards`]'s), for its own pass 2.
+    pub fn of_shard(&self, owner: &[u16], k: u16) -> Batches {
+        Batches {
+            ends: self
+                .ends
+                .iter()
+                .copied()
+                .filter(|&(_, lo, _)| owner.get(lo as usize) == Some(&k))
+                .collect(),
+            next: 0,
+            out: Vec::new(),
+            stories: Vec::new(),
+            packets: self.packets.clone(),
+            lag: self.lag.clone(),
         }
     }
 
@@ -150,6 +193,11 @@ impl Batches {
             }
         }
         let got = run(&mut logs, &ins).unwrap_or_else(|_| vec![None; ins.len()]);
+        // the slots grow with the batches run (a shard runs only its own)
+        if self.out.len() < 2 * hi as usize {
+            self.out.resize(2 * hi as usize, None);
+            self.stories.resize_with(2 * hi as usize, || None);
+        }
         for (d, g) in ins.iter().zip(got) {
             let k = 2 * d.flow as usize + d.dir as usize;
             let (est, story) = g.map_or((None, None), |(e, s)| (Some(e), Some(s)));
@@ -185,5 +233,28 @@ mod tests {
         assert_eq!(x.ends, vec![(40, 2, 3), (50, 0, 1), (90, 3, 4)]);
         let one = with(false);
         assert_eq!(one.ends, vec![(90, 0, 4)]);
+    }
+
+    #[test]
+    fn shards_keep_a_batch_together_and_deal_the_largest_first() {
+        let b = BATCH_ROWS;
+        // batches: {0}, {1}, {3}, {4}; connection 2 has no packet (in no batch: shard 0)
+        let conns = [(b - 10, 50), (30, 60), (0, 0), (b, 90), (2 * b, 95)];
+        let ids = batch_ids(conns.iter().map(|c| c.0), true);
+        let x = Batches::new(
+            conns
+                .iter()
+                .zip(ids)
+                .map(|(c, id)| (c.0, c.1, id, Some(0.0))),
+        );
+        assert_eq!(x.count(), 4);
+        // largest first to the least loaded: 2b (conn 4) to 0, b (3) to 1, b - 10 (0) to 1,
+        // then 30 (1) to 1 (2b - 10 < 2b)
+        assert_eq!(x.shards(2), vec![1, 1, 0, 1, 0]);
+        assert_eq!(x.shards(1), vec![0; 5]);
+        // more shards than batches: the extra ones get none
+        assert_eq!(x.shards(8), vec![2, 3, 0, 1, 0]);
+        let mine = x.of_shard(&x.shards(2), 1);
+        assert_eq!(mine.ends, vec![(50, 0, 1), (60, 1, 2), (90, 3, 4)]);
     }
 }

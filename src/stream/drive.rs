@@ -13,6 +13,7 @@
 //! (`super::conn::Scout`). The rules are those of the column passes; only the driver differs.
 
 use super::conn::{sack_ack, Conn, Pk, Prior, Scout};
+use super::cwndbatch::Batches;
 use super::fstats;
 use super::number::{Addrs, Num, Numbering};
 use super::source::{Checked, Reader};
@@ -81,7 +82,7 @@ impl SackRow {
 }
 
 /// What pass 1 settles.
-struct First {
+pub(super) struct First {
     settled: Settled,
     nflows: usize,
     /// Per connection, what its retransmission and smoothed-RTT state need (boxed: a
@@ -208,12 +209,13 @@ fn scan(
     Ok((first, scouts.iter().map(Scout::echo_lags).collect(), missed))
 }
 
-/// The state of pass 2.
-struct Pass2<'a> {
+/// The state of pass 2 (of one shard's connections: [`super::shards`]).
+pub(super) struct Pass2<'a> {
     first: &'a First,
+    /// Each connection's shard, and this pass's (empty: every connection is this pass's).
+    owner: &'a [u16],
+    me: u16,
     rto_floor_s: f64,
-    /// The addresses by id, once the reader has numbered every batch.
-    addrs: Addrs,
     dirs: Directions,
     /// The open connections (a connection is closed after its last packet; boxed, so a
     /// closed one holds a pointer's room).
@@ -232,19 +234,54 @@ struct Pass2<'a> {
     cwnd: super::cwndbatch::Batches,
 }
 
-impl Pass2<'_> {
-    /// One batch's TCP packets, capture order.
-    fn batch(&mut self, rows: &Rows, nums: &[Num]) {
+impl<'a> Pass2<'a> {
+    /// Pass 2 of the connections of shard `me` (`owner`: each connection's; empty: all),
+    /// with what pass 1 settled (`priors` and `cwnd`: of this pass's connections).
+    pub(super) fn new(
+        first: &'a First,
+        rto_floor_s: f64,
+        (owner, me): (&'a [u16], u16),
+        priors: Vec<Option<Box<Prior>>>,
+        cwnd: Batches,
+    ) -> Self {
+        let nflows = first.nflows;
+        let top = u32::try_from(nflows).ok().and_then(|n| n.checked_sub(1));
+        Pass2 {
+            first,
+            owner,
+            me,
+            rto_floor_s,
+            dirs: Directions::new(top, nflows),
+            conns: Vec::new(),
+            done: Vec::new(),
+            closed: Vec::new(),
+            priors,
+            row: 0,
+            sack: Vec::new(),
+            cwnd,
+        }
+    }
+
+    /// One batch's TCP packets, capture order, the first at row `row0` (those of this pass's
+    /// connections).
+    pub(super) fn batch(&mut self, rows: &Rows, nums: &[Num], row0: u64) {
         let settled = &self.first.settled;
         let mut k = 0; // the batch's SACK blocks, by row
-        for &Num {
-            nb,
-            src,
-            dst,
-            i,
-            flags,
-        } in nums
+        for (
+            j,
+            &Num {
+                nb,
+                src,
+                dst,
+                i,
+                flags,
+            },
+        ) in nums.iter().enumerate()
         {
+            if !self.owner.is_empty() && self.owner.get(nb.flow as usize) != Some(&self.me) {
+                continue;
+            }
+            self.row = row0 + j as u64;
             let i = i as usize;
             let (flow, dir) = (nb.flow, settled.dir(nb.flow, nb.side));
             // RFC 7323 §2.2: the window is shifted by the sender's scale, a SYN's never
@@ -362,8 +399,9 @@ impl Pass2<'_> {
         });
     }
 
-    /// The rows of the directions that carried data, in first-appearance order.
-    fn finish(mut self) -> Flows {
+    /// The rows of the directions that carried data, in first-appearance order (`addrs`: the
+    /// addresses by id, once the reader has numbered every batch).
+    pub(super) fn finish(mut self, addrs: &Addrs) -> Vec<Row> {
         for flow in 0..self.conns.len() {
             self.close(flow as u32);
         }
@@ -391,7 +429,7 @@ impl Pass2<'_> {
             let at = |e: i64| {
                 let a = usize::try_from(e >> 16)
                     .ok()
-                    .and_then(|k| self.addrs.by_id.get(k));
+                    .and_then(|k| addrs.by_id.get(k));
                 (a.copied().unwrap_or_default(), (e & 0xFFFF) as i32)
             };
             let ends = part.map_or((0, 0), |x| x.ends);
@@ -427,47 +465,35 @@ impl Pass2<'_> {
             let tol_s = r.rtt.map_or(f64::NAN, |x| x.min);
             r.account = held.told(r.story.as_ref(), tol_s);
         }
-        Flows {
-            rows: out,
-            packets: self.row,
-        }
+        out
     }
 }
 
 /// The per-direction summary of the pcap file at `path` (see the module docs).
 /// `rto_floor_s`: the sender's minimum RTO (`tracekit.analysis.retrans.rto_floor`).
 pub fn summary(path: &Path, rto_floor_s: f64) -> Result<Flows, Refusal> {
-    summary_within(path, rto_floor_s, ECHO_WINDOW)
+    summary_threads(path, rto_floor_s, rayon::current_num_threads())
 }
 
-/// [`summary`], pass 1's TSval tables first kept within `window` ticks of the highest echo.
-pub(super) fn summary_within(path: &Path, rto_floor_s: f64, window: i64) -> Result<Flows, Refusal> {
+/// [`summary`] with pass 2's connections spread over at most `threads` threads
+/// ([`super::shards`]; the answer is the same for any count: `tests/test_stream_shards.py`).
+pub fn summary_threads(path: &Path, rto_floor_s: f64, threads: usize) -> Result<Flows, Refusal> {
+    summary_within(path, rto_floor_s, ECHO_WINDOW, threads)
+}
+
+/// [`summary_threads`], pass 1's TSval tables first kept within `window` ticks of the highest echo.
+pub(super) fn summary_within(
+    path: &Path,
+    rto_floor_s: f64,
+    window: i64,
+    threads: usize,
+) -> Result<Flows, Refusal> {
     let mut first = pass1(path, window)?;
+    super::source::check_flows(first.nflows)?;
     let priors = std::mem::take(&mut first.priors);
     let cwnd = std::mem::take(&mut first.cwnd);
     let checked = first.checked.take();
-    let nflows = first.nflows;
-    super::source::check_flows(nflows)?;
-    let top = u32::try_from(nflows).ok().and_then(|n| n.checked_sub(1));
-    let mut p = Pass2 {
-        first: &first,
-        rto_floor_s,
-        addrs: Addrs::default(),
-        dirs: Directions::new(top, nflows),
-        conns: Vec::new(),
-        done: Vec::new(),
-        closed: Vec::new(),
-        priors,
-        row: 0,
-        sack: Vec::new(),
-        cwnd,
-    };
     // pass 2's passes do more than decoding does: the reader thread numbers the packets
-    let mut reader = Reader::start(path, checked, true);
-    for batch in &mut reader {
-        let b = batch?;
-        p.batch(&b.rows, &b.nums);
-    }
-    p.addrs = reader.numbering.take().unwrap_or_default().addrs;
-    Ok(p.finish())
+    let reader = Reader::start(path, checked, true);
+    super::shards::run(&first, reader, priors, cwnd, rto_floor_s, threads)
 }

@@ -52,6 +52,7 @@ pub mod fstats;
 pub mod number;
 pub mod py;
 pub mod row;
+pub mod shards;
 pub mod source;
 pub mod stalls;
 

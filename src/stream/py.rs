@@ -1,6 +1,6 @@
 //! `tracekit._core.stream_summary`: the streamed per-direction summary for Python.
 
-use super::drive::{summary, Flows};
+use super::drive::{summary_threads, Flows};
 use super::{source, Refusal};
 use crate::capture::Warn;
 use pyo3::prelude::*;
@@ -54,17 +54,22 @@ fn error(py: Python<'_>, r: &Refusal, path: &std::path::Path) -> PyErr {
 /// A pcap or pcapng file only: any other container, or a capture the stream cannot read as
 /// `tracekit.read` does (or that it refuses, with its default limits), raises the
 /// `tracekit.errors` exception that says why, naming the file.
+/// `threads`: pass 2's connections are spread over at most this many threads (None: rayon's
+/// count, `RAYON_NUM_THREADS` or the cores; `stream::shards`); the answer is the same for any.
 #[pyfunction]
-#[pyo3(signature = (path, rto_floor_s = 0.2))]
+#[pyo3(signature = (path, rto_floor_s = 0.2, threads = None))]
 pub fn stream_summary(
     py: Python<'_>,
     path: PathBuf,
     rto_floor_s: f64,
+    threads: Option<usize>,
 ) -> PyResult<Bound<'_, PyDict>> {
+    let threads = threads.unwrap_or_else(rayon::current_num_threads);
     let got = py.detach(|| {
         std::panic::catch_unwind(AssertUnwindSafe(|| {
             source::take_warnings();
-            summary(&path, rto_floor_s).map(|f| (f, source::take_facts(), source::take_warnings()))
+            summary_threads(&path, rto_floor_s, threads)
+                .map(|f| (f, source::take_facts(), source::take_warnings()))
         }))
     });
     let (f, facts, warnings) = match got {

@@ -184,7 +184,7 @@ fn pass_1_read_again_when_an_echo_falls_below_its_window_gives_the_same_summary(
     files.push(write("echo_falls.pcap", &pcap(&frames)));
     let mut fell = 0;
     for p in &files {
-        let show = |w: i64| format!("{:?}", summary_within(p, 0.2, w));
+        let show = |w: i64| format!("{:?}", summary_within(p, 0.2, w, 2));
         assert_eq!(show(0), show(i64::MAX), "{}", p.display());
         let falls = echo_falls(p).map(|f| f.into_iter().flatten().max());
         fell += usize::from(falls.is_ok_and(|m| m.is_some_and(|m| m > 0)));
