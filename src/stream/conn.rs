@@ -13,6 +13,7 @@
 //! the chosen method's samples as they close, and `retrans::Conn::on_packet` per packet.
 
 use super::fstats;
+use crate::capture::Rows;
 use crate::state::conn::Numbered;
 use crate::state::dirstats::{self, DirStats};
 use crate::state::flowstats::ranks::Counts;
@@ -45,6 +46,28 @@ pub struct Pk {
     /// [`MISSING`]: no timestamp option.
     pub ts_val: i64,
     pub ts_ecr: i64,
+}
+
+impl Pk {
+    /// Packet `i` of a batch as the passes read it (`win`: as given, or shifted).
+    pub fn of(rows: &Rows, i: usize, flags: u8, nb: &Numbered, row: u64, win: i64) -> Pk {
+        let ts = rows.ts_ok[i];
+        Pk {
+            row: row as u32,
+            time: rows.time[i],
+            seq: nb.seq,
+            len: i64::from(rows.payload[i]),
+            flags,
+            ack: nb.ack.unwrap_or(MISSING),
+            win,
+            ts_val: if ts {
+                i64::from(rows.ts_val[i])
+            } else {
+                MISSING
+            },
+            ts_ecr: if ts { i64::from(rows.ts_ecr[i]) } else { 0 },
+        }
+    }
 }
 
 /// The sequence state and RTT samples of one connection, by index 0/1.
