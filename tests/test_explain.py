@@ -224,3 +224,28 @@ def test_every_loss_event_told_names_the_retransmissions_that_back_it() -> None:
         t = s.values["time"]
         assert any(t - 2 * rtt_min <= r <= t + rtt_min for r in resent), s.text
     assert any(s.kind == "loss_timeout" and abs(s.values["time"] - 1.085) < 0.01 for s in told)
+
+
+def test_several_vantage_points_name_their_connections() -> None:
+    """ns-3's dumbbell capture at router n1's device: flow 0 from the middle of its path, the nine others at their
+    receivers; the warning says which, so the reader knows why flows 1–9 have no window story."""
+    p = sample("ns3", "dumbbell10", "db10-11-0.pcap")
+    an = tracekit.analyze(tracekit.read(str(p)))
+    rows = an.flows.select("flow", "vantage_point").unique().sort("flow").rows()
+    where: dict[str, list[int]] = {}
+    for flow, point in rows:
+        where.setdefault(point, []).append(flow)
+    assert len(where) > 1
+    (warn,) = [s for s in explain(an) if s.kind == "warn_vantage"]
+    assert warn.values["points"] == where
+    assert warn.values["count"] == len(where)
+    assert "(middle: flow 0; receiver: flows 1–9)" in warn.text
+
+
+def test_flow_ids_are_told_in_runs() -> None:
+    from tracekit.explain_account import _flow_ids
+
+    assert _flow_ids((3,)) == "flow 3"
+    assert _flow_ids((0, 1)) == "flows 0, 1"
+    assert _flow_ids((0, 1, 2, 7)) == "flows 0–2, 7"
+    assert _flow_ids((0, 2, 4, 6, 8, 9, 10, 12)) == "flows 0, 2, 4, 6 and 4 more"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tracekit.explain_account import account, data_rows, vantage_count
+from tracekit.explain_account import account, data_rows, vantage_kinds
 from tracekit.explain_rules import MAX_EACH, NO_STORY, DirFacts, Resent, Story, TraceFacts
 from tracekit.phrases import Sentence
 
@@ -76,7 +76,7 @@ def _trace_facts(out: dict[str, Any], meta: dict[str, Any], rows: list[dict[str,
     return TraceFacts(warnings=list(meta.get("warnings", [])), packets=n, last_t=cap["last_t"] if n else None,
                       caplen=n > 0, data=cap["data"], data_cut=cap["data_cut"],
                       cut_t=cap["data_cut_t"] if cap["data_cut"] else None,
-                      vantage_points=vantage_count([r.get("vantage_point") for r in rows]),
+                      vantage=vantage_kinds([r["flow"] for r in rows], [r.get("vantage_point") for r in rows]),
                       mixed=meta.get("vantage_point") == "mixed", segment_size=meta.get("segment_size"))
 
 

@@ -20,7 +20,7 @@ import polars as pl
 
 from tracekit import numfmt
 from tracekit._runinfo import rate_from_text
-from tracekit.explain_account import account, data_rows, vantage_count
+from tracekit.explain_account import account, data_rows, vantage_kinds
 from tracekit.explain_parts import Parts, frame
 from tracekit.explain_rules import TraceFacts, jain, np_extreme
 from tracekit.phrases import CLAUSES, TEMPLATES, Sentence, say
@@ -44,10 +44,11 @@ def _trace_facts(an: Analysis) -> TraceFacts:
         cut = data & (pl.col("caplen") < pl.col("size"))
         n_data, n_cut, first = pk.lazy().select(data.sum(), cut.sum().alias("_c"),
                                                 pl.col("time").filter(cut).min()).collect().row(0)
-    vp = an.flows["vantage_point"].to_list() if "vantage_point" in an.flows.columns else []
+    fl = an.flows
+    vp = vantage_kinds(fl["flow"].to_list(), fl["vantage_point"].to_list()) if "vantage_point" in fl.columns else ()
     return TraceFacts(warnings=an.trace.warnings, packets=an.trace.packets.height, last_t=end, caplen=caplen,
                       data=int(n_data or 0), data_cut=int(n_cut or 0), cut_t=None if first is None else float(first),
-                      vantage_points=vantage_count(vp), mixed=meta.get("vantage_point") == "mixed",
+                      vantage=vp, mixed=meta.get("vantage_point") == "mixed",
                       segment_size=meta.get("segment_size"))
 
 

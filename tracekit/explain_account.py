@@ -27,7 +27,7 @@ from tracekit.explain_rules import (
 )
 from tracekit.phrases import Sentence, say
 
-__all__ = ["account", "data_rows", "fairness", "limit", "opening", "rates", "vantage_count", "warnings"]
+__all__ = ["account", "data_rows", "fairness", "limit", "opening", "rates", "vantage_kinds", "warnings"]
 
 
 def opening(row: dict[str, Any], flow: int, d: int) -> Sentence | None:
@@ -103,15 +103,42 @@ def warnings(t: TraceFacts) -> list[Sentence]:
         share, at = t.data_cut / t.data, float(t.cut_t)
         out.append(say("warn_headers_only", {"share": numfmt.pct(share), "time": numfmt.at(at)},
                        {"share": share, "time": at}, time=at))
-    if t.mixed or t.vantage_points > 1:
-        n = max(t.vantage_points, 2)
-        out.append(say("warn_vantage", {"count": f"{n:,}"}, {"count": n}))
+    if t.mixed or len(t.vantage) > 1:
+        n = max(len(t.vantage), 2)
+        # which connections were seen where, so the reader knows which stories are the sender's
+        where = "; ".join(f"{k}: {_flow_ids(ids)}" for k, ids in t.vantage)
+        out.append(say("warn_vantage", {"count": f"{n:,}", "where": f" ({where})" if len(t.vantage) > 1 else ""},
+                       {"count": n, "points": {k: list(ids) for k, ids in t.vantage}}))
     return out
 
 
-def vantage_count(points: list[Any]) -> int:
-    """Distinct vantage points among the flows' (nulls left out)."""
-    return len({p for p in points if p is not None})
+def vantage_kinds(flows: list[Any], points: list[Any]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Each vantage point among the flows' rows (nulls left out) with its connections, ascending; the points
+    in the order of their first connection."""
+    seen: dict[str, set[int]] = {}
+    for f, p in zip(flows, points, strict=True):
+        if p is not None:
+            seen.setdefault(str(p), set()).add(int(f))
+    kinds = sorted(seen.items(), key=lambda kv: min(kv[1]))
+    return tuple((k, tuple(sorted(ids))) for k, ids in kinds)
+
+
+#: Runs of connection ids named one by one in ``warn_vantage`` before "and N more".
+_MAX_RUNS = 4
+
+
+def _flow_ids(ids: tuple[int, ...]) -> str:
+    """``flow 3``, ``flows 0–2, 7`` or ``flows 0–2, 4, 6, 8 and 5 more``: ascending ids, runs joined."""
+    runs: list[list[int]] = []
+    for i in ids:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    text = [f"{a}" if a == b else (f"{a}, {b}" if b == a + 1 else f"{a}–{b}") for a, b in runs[:_MAX_RUNS]]
+    rest = sum(b - a + 1 for a, b in runs[_MAX_RUNS:])
+    more = f" and {rest:,} more" if rest else ""
+    return ("flow " if len(ids) == 1 else "flows ") + ", ".join(text) + more
 
 
 def data_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -96,7 +96,8 @@ class TraceFacts:
         warnings: The reader's warnings (``trace.meta["warnings"]``). packets: Its packets.
         last_t: The last packet time (None: no packet). caplen: A capture length is known.
         data, data_cut, cut_t: Data packets, those captured short of their size, the first such time.
-        vantage_points: Distinct vantage points of the flows. mixed: The trace's own is ``mixed``.
+        vantage: Each vantage point of the flows with its connections (``vantage_kinds``). mixed: The
+            trace's own is ``mixed``.
         segment_size: The trace's segment size (``meta``).
     """
 
@@ -107,7 +108,7 @@ class TraceFacts:
     data: int
     data_cut: int
     cut_t: float | None
-    vantage_points: int
+    vantage: tuple[tuple[str, tuple[int, ...]], ...]
     mixed: bool
     segment_size: int | None
 

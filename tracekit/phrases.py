@@ -64,8 +64,8 @@ TEMPLATES: dict[str, str] = {
     "warn_truncated": "The file is truncated ({count} cut records): the account stops at {end}.",
     "warn_headers_only": "Only headers were captured ({share} of the data segments cut short at {time}): "
                          "bytes come from the length fields.",
-    "warn_vantage": "The packets were seen at {count} kinds of vantage point (sender, middle, receiver): "
-                    "a segment may be counted at each.",
+    "warn_vantage": "The packets were seen at {count} kinds of vantage point{where}: a segment may be counted at "
+                    "each, and only a sender's view tells its window.",
     "warn_other": "The reader reported {count} warnings (see the warnings list); numbers up to {end} may be affected.",
     "fairness": "Jain's fairness index over the {flows} data directions from {time} to {end}: {jain} "
                 "(1 = equal shares; lowest {low}, highest {high}).",
