@@ -178,6 +178,9 @@ def test_edge_values(name: str, options: dict[str, Any]) -> None:
         [{"a": 4096 - i, "b": 4095 + i} for i in range(5)], [{"red": 1}] * 4 + [{RED: 2}],
         [{"red": 1}] * 4 + [{Thing(): 2}], Backwards([1, 2, [3, 4]]), [Backwards([{"a": 1}] * 5)],
         Ghost([1, 2]), {"g": Ghost([{"a": 1}])},
+        # repeated numbers are formatted once per column: 0.0 and -0.0 are equal, their texts are not
+        [{"z": -0.0 if i == 7 else 0.0, "w": -0.0, "x": float(i % 2), "i": 10**6 + i % 3} for i in range(20)],
+        [{"z": 0.0 if i == 7 else -0.0, "w": 1e300 * (i % 2)} for i in range(20)],
     ]
     for v in values:
         _check(v, **options)

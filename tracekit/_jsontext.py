@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from itertools import chain
+from itertools import chain, repeat
 from json import encoder as _encoder
-from math import isfinite
+from math import copysign, isfinite
+from operator import not_
 from typing import Any
 
 __all__ = ["dumps"]
@@ -269,11 +270,13 @@ class _Writer:
         types = set(map(type, values))
         if len(types) == 1:
             t = next(iter(types))
-            if t is int and min(values) >= 0 and max(values) < len(_SMALL):
-                return list(map(_SMALL.__getitem__, values))
+            if t is int:
+                if min(values) >= 0 and max(values) < len(_SMALL):
+                    return list(map(_SMALL.__getitem__, values))
+                return _formatted(values, int.__repr__)
             if t is float:
                 if all(map(isfinite, values)):
-                    return list(map(float.__repr__, values))
+                    return _formatted(values, float.__repr__)
             elif t is _NONE:
                 return ["null"] * len(values)
             elif t in _PLAIN:
@@ -284,3 +287,14 @@ class _Writer:
             scalar = self.scalar
             return [scalar[type(v)](v) for v in values]
         return [self.text(v, level) for v in values]
+
+
+def _formatted(values: list[Any], fmt: Callable[[Any], str]) -> list[str]:
+    """``fmt`` of each number; when they repeat (a column of counts, of 0.0), each distinct one formatted
+    once. Equal numbers have one text, but for 0.0 and -0.0: not when a zero is negative."""
+    distinct = set(values)
+    if len(distinct) * 4 > len(values) or \
+            0 in distinct and min(map(copysign, repeat(1.0), filter(not_, values))) < 0:
+        return list(map(fmt, values))
+    texts = dict(zip(distinct, map(fmt, distinct), strict=True))
+    return list(map(texts.__getitem__, values))
