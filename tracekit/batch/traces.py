@@ -150,7 +150,7 @@ WRITABLE = "choose a writable folder (Docker: -u $(id -u):$(id -g))"
 
 def write_json(path: Path, doc: Any) -> None:
     """Strict JSON (no NaN), written atomically."""
-    write_output(path, _jsontext.dumps(doc, ensure_ascii=False, default=None) + "\n")  # json.dumps(indent=2)'s
+    write_output(path, _jsontext.dumps(doc, ensure_ascii=False, default=None) + "\n")  # json.dumps(indent=2)
 
 
 def write_file(path: Path, text: str) -> None:
