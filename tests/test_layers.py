@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent / "tracekit"
 LAYER = {
     "tracekit.errors": "base", "tracekit.limits": "base", "tracekit.numfmt": "base", "tracekit.phrases": "base",
     "tracekit._files": "base", "tracekit._core": "base", "tracekit._shared": "base",
-    "tracekit._runinfo": "base",
+    "tracekit._runinfo": "base", "tracekit._jsontext": "base",
     "tracekit.schema": "contract", "tracekit.trace": "contract", "tracekit.kernel": "contract",
     "tracekit._source": "parsers", "tracekit.parsers": "parsers",
     "tracekit.analysis": "analysis", "tracekit.models": "analysis", "tracekit.explain": "analysis",

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracekit import __version__, numfmt
+from tracekit import __version__, _jsontext, numfmt
 from tracekit._files import content_hash, csv_text, safe_join, write_output
 from tracekit.batch.executors import Outcome, Task, make_executor
 from tracekit.errors import OutputError, UsageError
@@ -150,7 +150,7 @@ WRITABLE = "choose a writable folder (Docker: -u $(id -u):$(id -g))"
 
 def write_json(path: Path, doc: Any) -> None:
     """Strict JSON (no NaN), written atomically."""
-    write_output(path, json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n")
+    write_output(path, _jsontext.dumps(doc, ensure_ascii=False, default=None) + "\n")  # json.dumps(indent=2)
 
 
 def write_file(path: Path, text: str) -> None:

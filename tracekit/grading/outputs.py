@@ -12,12 +12,11 @@ strings from the student's files; strict JSON (``allow_nan=False``); written ato
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracekit import __version__
+from tracekit import __version__, _jsontext
 from tracekit._files import csv_text, write_output
 from tracekit.errors import OutputError
 from tracekit.grading.pages import feedback_page, index_page
@@ -123,7 +122,7 @@ def results_json(res: dict[str, Any], profile: Profile) -> dict[str, Any]:
 
 def dumps(doc: Any) -> str:
     """Strict JSON text (NaN/inf are refused, not written)."""
-    return json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+    return _jsontext.dumps(doc, ensure_ascii=False, default=None) + "\n"  # json.dumps(indent=2)'s text
 
 
 def write_submission(outdir: Path, res: dict[str, Any], profile: Profile, page: str | None, *, single: bool) -> None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tracekit import _jsontext
 from tracekit._shared import SCHEMA_VERSION
 from tracekit._shared import json_safe as _clean
 
@@ -57,8 +57,10 @@ def _views(analysis: Analysis) -> list[dict[str, Any]]:
 
 
 def dumps(doc: Any) -> str:
-    """Serialise to strict JSON (no NaN/Infinity)."""
-    return json.dumps(_clean(doc), indent=2, allow_nan=False, default=str)
+    """Serialise to strict JSON (no NaN/Infinity): ``json.dumps(_clean(doc), indent=2, allow_nan=False,
+    default=str)``, byte for byte, written by :mod:`tracekit._jsontext` (without json's pure-Python encoder
+    or the cleaned copy)."""
+    return _jsontext.dumps(doc, clean=True)
 
 
 def _fmt(v: Any, col: str) -> str:
