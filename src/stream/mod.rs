@@ -13,7 +13,8 @@
 //! [`stalls`], and [`fstats::Stage`]: the limit shares, windows, ACK timing, duplicate ACKs and
 //! vantage point, whose data extents pass 1 settles in [`fstats::Scout`]; [`cwnd`]: what the
 //! cwnd estimate reads, run per batch of connections as `analyze` cuts them once the batch's
-//! last packet is fed, [`cwndbatch`]) and collects the per-direction summaries. Memory: the
+//! last packet is fed, [`cwndbatch`]) and collects the per-direction summaries; pass 2's
+//! connections are spread over the cores by `analyze`'s batches ([`shards`]). Memory: the
 //! batches in flight and per-connection state that, but for the cwnd stage's log, does not
 //! grow with the connection's length, because pass 1 also learns what pass 2 will be
 //! asked: the starts each direction's retransmission candidates re-send (the retransmission
