@@ -117,9 +117,9 @@ def _inputs_equal(path: Path) -> None:
         return
     an = tracekit.analyze(tracekit.read(path))
     parts = Parts(an)
-    got = _facts(out)
-    for (f, d), x in got.items():
-        want = parts.facts(f, d)
+    facts = _facts(out)
+    for f, d in zip(out["flow"], out["dir"], strict=True):
+        x, want = facts(f, d), parts.facts(f, d)
         r, w = x.resent, want.resent
         assert (r.n, r.fast, r.rto) == (w.n, w.fast, w.rto), (path, f, d)
         assert _bits([r.t0, r.t1]) == _bits([w.t0, w.t1]), (path, f, d)
@@ -131,3 +131,48 @@ def _inputs_equal(path: Path) -> None:
 @pytest.mark.parametrize("path", CAPTURES, ids=lambda p: str(p.relative_to(SAMPLES)))
 def test_stream_account_inputs(path: Path) -> None:
     _inputs_equal(path)
+
+
+def _handshakes_with_data(path: Path, sizes: list[int]) -> None:
+    """A pcap of one connection per size: SYN, SYN-ACK, then an ACK carrying that many bytes (10 µs apart)."""
+    def packet(t: float, src: bytes, dst: bytes, ports: tuple[int, int], seq: int, ack: int, flags: int,
+               data: bytes = b"") -> bytes:
+        tcp = struct.pack(">HHIIBBHHH", ports[0], ports[1], seq, ack, 5 << 4, flags, 65535, 0, 0) + data
+        ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), 0, 0x4000, 64, 6, 0, src, dst)
+        frame = b"\x00" * 6 + b"\x11" * 6 + b"\x08\x00" + ip + tcp
+        us = round(t * 1e6)
+        return struct.pack("<IIII", us // 1_000_000, us % 1_000_000, len(frame), len(frame)) + frame
+
+    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
+    client = bytes([10, 0, 0, 1])
+    for i, n in enumerate(sizes):
+        server, sport, t = bytes([10, 1, 0, i]), 2000 + i, i * 1e-3
+        out += [packet(t, client, server, (sport, 80), 1000, 0, 0x02),
+                packet(t + 1e-5, server, client, (80, sport), 5000, 1001, 0x12),
+                packet(t + 2e-5, client, server, (sport, 80), 1001, 5001, 0x18, b"x" * n)]
+    path.write_bytes(b"".join(out))
+
+
+def test_many_directions_tell_the_largest_and_count_the_rest(tmp_path: Path) -> None:
+    """Over :data:`MAX_TOLD` data directions: the largest told one by one in flow order, the rest in one
+    sentence with their bytes; the stream's account is the frames path's."""
+    from tracekit.explain_account import MAX_TOLD
+
+    n = MAX_TOLD + 12
+    sizes = [(k * 37) % 997 + 1 for k in range(n)]
+    p = tmp_path / "many.pcap"
+    _handshakes_with_data(p, sizes)
+    assert _assert_same(p)
+    story = explain(tracekit.analyze(tracekit.read(p)))
+    told = [s.flow for s in story if s.kind == "overview"]
+    largest = sorted(range(n), key=lambda k: (-sizes[k], k))[:MAX_TOLD]
+    assert told == sorted(largest)
+    (more,) = [s for s in story if s.kind == "directions_more"]
+    rest = sum(sizes) - sum(sizes[k] for k in largest)
+    assert more.values["count"] == n - MAX_TOLD and more.values["unique_bytes"] == rest
+    assert more.values["share"] == pytest.approx(rest / sum(sizes))
+    assert f"{n - MAX_TOLD} more data directions" in more.text
+    # Jain's index still covers every direction
+    (fair,) = [s for s in story if s.kind == "fairness"]
+    assert fair.values["flows"] == n
+

@@ -10,6 +10,7 @@ over the trace (``capture``: the last packet time, data packets and those captur
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from tracekit.explain_account import account, data_rows, vantage_kinds
@@ -47,13 +48,18 @@ def _story(out: dict[str, Any], i: int, runs: tuple[int, int], cuts: tuple[int, 
                           strict=True)))
 
 
-def _facts(out: dict[str, Any]) -> dict[tuple[int, int], DirFacts]:
-    """Each data direction's :class:`DirFacts`, from the stream's per-row and flat columns."""
+def _facts(out: dict[str, Any]) -> Callable[[int, int], DirFacts]:
+    """A data direction's :class:`DirFacts`, from the stream's per-row and flat columns, built when asked (the
+    account asks only for the directions it tells)."""
     runs, reds = _cuts(out["_story_runs"]), _cuts(out["_reductions"])
     cuts = _cuts([min(n, MAX_EACH + 1) for n in out["_reductions"]])
     picked, stalls = _cuts(out["_rt_picked"]), _cuts(out["_stalls"])
-    got = {}
-    for i, key in enumerate(zip(out["flow"], out["dir"], strict=True)):
+    index = {(int(f), int(d)): i for i, (f, d) in enumerate(zip(out["flow"], out["dir"], strict=True))}
+
+    def of(flow: int, d: int) -> DirFacts:
+        i = index.get((flow, d))
+        if i is None:
+            return _NONE
         a, b = picked[i]
         told = sorted(zip(out["_rt_t"][a:b], (KINDS[k] for k in out["_rt_kind"][a:b]), strict=True),
                       key=lambda r: r[0])
@@ -63,8 +69,9 @@ def _facts(out: dict[str, Any]) -> dict[tuple[int, int], DirFacts]:
         st = list(zip(out["_stall_start"][a:b], out["_stall_end"][a:b],
                       (CAUSES[c] for c in out["_stall_cause"][a:b]), strict=True))
         zero = (out["_zw_n"][i], out["_zw_t0"][i], out["_zw_t1"][i])
-        got[(int(key[0]), int(key[1]))] = DirFacts(_story(out, i, runs[i], cuts[i], reds[i]), resent, [], st, zero)
-    return got
+        return DirFacts(_story(out, i, runs[i], cuts[i], reds[i]), resent, [], st, zero)
+
+    return of
 
 
 _NONE = DirFacts(NO_STORY, Resent(0, math.nan, math.nan, 0, 0, []), [], [], (0, math.nan, math.nan))
@@ -90,6 +97,4 @@ def explain_from_stream(out: dict[str, Any], meta: dict[str, Any], rows: list[di
         rows: The flows rows (``tracekit.reports.answers.lab_flows(an).to_dicts()``).
         link_bps: The bottleneck's rate in bit/s, when known.
     """
-    facts = _facts(out)
-    return account(_trace_facts(out, meta, rows), data_rows(rows), lambda f, d: facts.get((f, d), _NONE),
-                   link_bps=link_bps)
+    return account(_trace_facts(out, meta, rows), data_rows(rows), _facts(out), link_bps=link_bps)

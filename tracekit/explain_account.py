@@ -27,7 +27,7 @@ from tracekit.explain_rules import (
 )
 from tracekit.phrases import Sentence, say
 
-__all__ = ["account", "data_rows", "fairness", "limit", "opening", "rates", "vantage_kinds", "warnings"]
+__all__ = ["account", "data_rows", "fairness", "limit", "opening", "rates", "told_rows", "vantage_kinds", "warnings"]
 
 
 def opening(row: dict[str, Any], flow: int, d: int) -> Sentence | None:
@@ -159,16 +159,45 @@ def fairness(rows: list[dict[str, Any]]) -> list[Sentence]:
                 {"flows": len(g), "jain": j, "time": t0, "end": t1, "low_bps": low, "high_bps": high}, time=t0)]
 
 
+#: Data directions told one by one (the largest by unique bytes); the others in one sentence. A class's lab has a
+#: handful; a field capture may have thousands, whose account no one reads and which took 10 s for 100,000.
+MAX_TOLD = 50
+
+
+def told_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The data directions the account tells one by one (``rows``: :func:`data_rows`): all of them, or the
+    :data:`MAX_TOLD` with the most unique bytes (ties: flow order), in flow order."""
+    if len(rows) <= MAX_TOLD:
+        return rows
+    order = sorted(range(len(rows)), key=lambda i: (-(rows[i].get("unique_bytes") or 0), i))
+    return [rows[i] for i in sorted(order[:MAX_TOLD])]
+
+
+def _untold(rows: list[dict[str, Any]], told: list[dict[str, Any]]) -> list[Sentence]:
+    """One sentence for the data directions not told one by one (none when all were)."""
+    n = len(rows) - len(told)
+    if n <= 0:
+        return []
+    total = sum(r.get("unique_bytes") or 0 for r in rows)
+    rest = total - sum(r.get("unique_bytes") or 0 for r in told)
+    share = rest / total if total else 0.0
+    return [say("directions_more", {"count": f"{n:,}", "told": f"{len(told):,}", "bytes": numfmt.nbytes(rest),
+                                    "share": numfmt.pct(share)},
+                {"count": n, "told": len(told), "unique_bytes": rest, "share": share})]
+
+
 def account(t: TraceFacts, rows: list[dict[str, Any]], facts: Callable[[int, int], DirFacts], *,
             link_bps: float | None = None) -> list[Sentence]:
-    """The account of a whole trace but the tool's fairness: warnings first, then per data direction in
-    flow order (``rows``: :func:`data_rows`; ``facts``: a direction's :class:`DirFacts`), then fairness."""
+    """The account of a whole trace but the tool's fairness: warnings first, then per data direction told
+    (:func:`told_rows`) in flow order (``rows``: :func:`data_rows`; ``facts``: a direction's :class:`DirFacts`,
+    asked only for those), the others in one sentence, then fairness over all of them."""
     out = warnings(t)
     if not rows:
         out.append(say("no_data", {"packets": f"{t.packets:,}"}, {"packets": t.packets}))
         return out
     f = Fmt(t.segment_size)
-    for row in rows:
+    told = told_rows(rows)
+    for row in told:
         flow, d = int(row["flow"]), int(row["dir"])
         out.append(say("overview", {"flow": str(flow), "dir": str(d), "bytes": numfmt.nbytes(row["unique_bytes"]),
                                     "start": numfmt.at(row["start"]), "end": numfmt.at(row["end"]),
@@ -190,4 +219,4 @@ def account(t: TraceFacts, rows: list[dict[str, Any]], facts: Callable[[int, int
         if lim is not None:
             out.append(lim)
         out += rates(row, link_bps, flow, d)
-    return out + fairness(rows)
+    return out + _untold(rows, told) + fairness(rows)

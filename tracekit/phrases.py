@@ -14,6 +14,8 @@ from typing import Any
 #: Every phrase tracekit can say, by kind. ``{name}`` fields are numbers formatted with units.
 TEMPLATES: dict[str, str] = {
     "overview": "Flow {flow} direction {dir}: {bytes} of data from {start} to {end} ({duration}), goodput {goodput}.",
+    "directions_more": "{count} more data directions ({bytes}, {share} of the data) are not told one by one, only the "
+                       "{told} largest: the flows list has every one.",
     "start_ws": "First flight at {time}: initial window {iw} ({iw_bytes}); window scaling on (shift {wscale}), "
                 "largest advertised window {rwnd}.",
     "start_nows": "First flight at {time}: initial window {iw} ({iw_bytes}); window scaling off, "
