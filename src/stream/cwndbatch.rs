@@ -128,7 +128,7 @@ impl Batches {
     }
 
     /// After pass 2 fed the packet at `row`: runs every batch whose last packet it was.
-    pub fn after(&mut self, row: u64, dirs: &Directions, closed: &mut [Option<Pending>]) {
+    pub fn after(&mut self, row: u64, dirs: &Directions, closed: &mut [Option<Box<Pending>>]) {
         while let Some(&(end, lo, hi)) = self.ends.get(self.next) {
             if end > row {
                 break;
@@ -139,7 +139,7 @@ impl Batches {
     }
 
     /// Runs the batches not run yet (none, when every packet was fed).
-    pub fn finish(&mut self, dirs: &Directions, closed: &mut [Option<Pending>]) {
+    pub fn finish(&mut self, dirs: &Directions, closed: &mut [Option<Box<Pending>>]) {
         self.after(u64::MAX, dirs, closed);
     }
 
@@ -158,7 +158,7 @@ impl Batches {
     /// The batch of connections `lo..hi`: its data directions (`cwnd.data_directions`, sorted
     /// by flow and dir) and the logs of their connections, taken from `closed` (every
     /// connection of the batch has had its last packet).
-    fn settle(&mut self, lo: u32, hi: u32, dirs: &Directions, closed: &mut [Option<Pending>]) {
+    fn settle(&mut self, lo: u32, hi: u32, dirs: &Directions, closed: &mut [Option<Box<Pending>>]) {
         let mut logs: Vec<(u32, ConnCwnd)> = Vec::new();
         let mut ins: Vec<DirIn> = Vec::new();
         for flow in lo..hi {

@@ -13,7 +13,7 @@
 //! (`super::conn::Scout`). The rules are those of the column passes; only the driver differs.
 
 use super::conn::{sack_ack, Conn, Pk, Prior, Scout};
-use super::cwndbatch::Batches;
+use super::cwndbatch::{Batches, Pending};
 use super::fstats;
 use super::number::{Addrs, Num, Numbering};
 use super::source::{Checked, Reader};
@@ -114,9 +114,7 @@ fn scan(
     path: &Path,
     lags: Result<Vec<[i64; 2]>, i64>,
 ) -> Result<(First, Vec<[i64; 2]>, bool), Refusal> {
-    // boxed: each is dropped once settled, so a scout and its prior are not both held for
-    // every connection at once (1.6 KB and 0.9 KB a connection)
-    let mut scouts: Vec<Box<Scout>> = Vec::new();
+    let mut scouts: Vec<Scout> = Vec::new();
     let mut last: Vec<u64> = Vec::new();
     let (mut row, mut fallback) = (0u64, 0u32);
     let mut all_tcp = (0u64, true); // rows, and every one a TCP packet of a connection
@@ -140,7 +138,7 @@ fn scan(
                     Ok(l) => l.get(scouts.len()).copied().unwrap_or_default(),
                     Err(w) => [*w; 2],
                 };
-                scouts.push(Box::new(Scout::keeping(lag, lags.as_ref().err().copied())));
+                scouts.push(Scout::keeping(lag, lags.as_ref().err().copied()));
                 last.push(u64::MAX);
             }
             last[nb.flow as usize] = row;
@@ -160,18 +158,28 @@ fn scan(
     }
     let table = numbering.table;
     let settled = table.settle();
-    // each scout settled into its prior and the few facts read below, then dropped
+    // each scout settled into its prior and the few facts read below, the last first, and the
+    // scouts' room given back as they go (an eighth at a time), so a scout (1.6 KB) and its prior
+    // (0.9 KB) are not both held for every connection at once
     let n = scouts.len();
     let (mut priors, mut facts) = (Vec::with_capacity(n), Vec::with_capacity(n));
     let (mut lags_out, mut missed) = (Vec::with_capacity(n), false);
-    for (f, mut s) in scouts.into_iter().enumerate() {
+    let step = (n / 8).max(1024);
+    while let Some(mut s) = scouts.pop() {
+        let f = scouts.len();
         priors.push(Box::new(
             s.settle(usize::from(settled.dir(f as u32, false) != 0)),
         ));
         facts.push((s.fs.packets, s.order.lag()));
         lags_out.push(s.echo_lags());
         missed |= s.missed();
+        if scouts.capacity() - scouts.len() >= step {
+            scouts.shrink_to_fit();
+        }
     }
+    priors.reverse();
+    facts.reverse();
+    lags_out.reverse();
     // `analyze` cuts a capture of at least two batches' worth of TCP packets into batches
     let batched = all_tcp.1 && all_tcp.0 >= 2 * fstats::BATCH_ROWS;
     let ids = fstats::batch_ids(facts.iter().map(|x| x.0), batched);
@@ -206,10 +214,11 @@ pub(super) struct Pass2<'a> {
     /// The open connections (a connection is closed after its last packet; boxed, so a
     /// closed one holds a pointer's room).
     conns: Vec<Option<Box<Conn>>>,
-    /// The closed connections' values.
-    done: Vec<Option<Done>>,
-    /// The closed connections' cwnd logs, until their batch runs.
-    closed: Vec<Option<super::cwndbatch::Pending>>,
+    /// The closed connections' values, and their cwnd logs until their batch runs (by id,
+    /// sized once; boxed, so a connection of another shard, or not closed yet, holds a
+    /// pointer's room: 100,000 connections grew these to 125 MB when held inline).
+    done: Vec<Option<Box<Done>>>,
+    closed: Vec<Option<Box<Pending>>>,
     /// What pass 1 settled per connection (taken when its `Conn` is made).
     priors: Vec<Option<Box<Prior>>>,
     /// Rows of the sequence state so far (the column path's `_i`).
@@ -239,8 +248,8 @@ impl<'a> Pass2<'a> {
             rto_floor_s,
             dirs: Directions::new(top, nflows),
             conns: Vec::new(),
-            done: Vec::new(),
-            closed: Vec::new(),
+            done: std::iter::repeat_with(|| None).take(nflows).collect(),
+            closed: std::iter::repeat_with(|| None).take(nflows).collect(),
             priors,
             row: 0,
             sack: Vec::new(),
@@ -353,10 +362,10 @@ impl<'a> Pass2<'a> {
         }
         // what the cwnd stage reads when the connection's batch runs
         let tol = [0, 1].map(|d| c.sum[d].rtt_min().filter(|m| !m.is_nan()).unwrap_or(0.0));
-        self.closed[flow as usize] = Some(super::cwndbatch::Pending {
+        self.closed[flow as usize] = Some(Box::new(Pending {
             log: std::mem::take(&mut c.cwnd),
             tol,
-        });
+        }));
         let mut stalls = c.finish().into_iter();
         c.fs.finish();
         let mut part = |d: usize| {
@@ -379,10 +388,10 @@ impl<'a> Pass2<'a> {
             }
         };
         let dirs = [part(0), part(1)];
-        self.done[flow as usize] = Some(Done {
+        self.done[flow as usize] = Some(Box::new(Done {
             dirs,
             vantage: c.fs.vantage(),
-        });
+        }));
     }
 
     /// The rows of the directions that carried data, in first-appearance order (`addrs`: the
