@@ -249,3 +249,18 @@ def test_flow_ids_are_told_in_runs() -> None:
     assert _flow_ids((0, 1)) == "flows 0, 1"
     assert _flow_ids((0, 1, 2, 7)) == "flows 0–2, 7"
     assert _flow_ids((0, 2, 4, 6, 8, 9, 10, 12)) == "flows 0, 2, 4, 6 and 4 more"
+
+
+def test_a_reduction_the_window_did_not_follow_is_told_as_ssthresh_only() -> None:
+    """Linux's kernel/cubic capture: the unneeded re-send at 2.06 s sets a new ssthresh while the estimate
+    holds (the sender undid the reduction, RFC 3708), which was once told as "cwnd 273 B → 273 B"."""
+    p = sample("linux", "kernel", "cubic", "capture.pcap")
+    told = [s for s in _story(p) if s.kind.startswith(("loss_", "reduction_"))]
+    held = [s for s in told if "stayed at" in s.text]
+    assert held, "no reduction with a held window on this capture"
+    for s in told:
+        before, after = s.values["cwnd_before_bytes"], s.values["cwnd_after_bytes"]
+        fell = before is None or after is None or after < before
+        assert ("→" in s.text) == fell, s.text
+        if not fell:
+            assert "ssthresh set" in s.text

@@ -241,6 +241,16 @@ def _loss_kind(kinds: list[str], backed: bool, phase: int, small: bool) -> str:
     return "loss_tahoe" if first == "fast" and small else "loss_other"
 
 
+def cwnd_change(f: Fmt, before: float, after: float) -> str:
+    """The window's change at an event: ``cwnd X → Y``, or, where the estimate did not fall, that only
+    ssthresh was set. The estimate marks a reduction where a new ssthresh is set (RFC 5681 §3.2 step 2)
+    even when cwnd holds: a sender that undoes an unneeded reduction (RFC 3708; Linux's
+    ``tcp_try_undo_dsack``) keeps its window, and "cwnd 80,896 B → 80,896 B" would read as a fall."""
+    if before == before and after == after and after >= before:  # (NaN: not a number either way)
+        return f"ssthresh set, cwnd stayed at {f.window(before)}"
+    return f"cwnd {f.window(before)} → {f.window(after)}"
+
+
 def losses(x: DirFacts, f: Fmt, flow: int, d: int, tol_s: float | None = None) -> list[Sentence]:
     """One sentence per loss event: what was retransmitted (and dropped) and how the sender recovered.
 
@@ -271,7 +281,7 @@ def losses(x: DirFacts, f: Fmt, flow: int, d: int, tol_s: float | None = None) -
                 "cwnd_before_bytes": before, "cwnd_after_bytes": after}
         dropped = CLAUSES["dropped"].format(drops=f.segs(nd)) if nd else ""
         shown = {"time": numfmt.at(te), "retrans": f.segs(len(kinds)), "dropped": dropped,
-                 "before": f.window(before), "after": f.window(after)}
+                 "change": cwnd_change(f, before, after)}
         out.append(say(kind, shown, vals, time=te, flow=flow, dir=d))
         prev = te + tol
     if len(times) > MAX_EACH:

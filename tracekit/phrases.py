@@ -30,17 +30,17 @@ TEMPLATES: dict[str, str] = {
     "slow_start_open": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time} "
                        "and was still in slow start at {end}.",
     "loss_fast_recovery": "Loss event at {time}: {retrans} retransmitted{dropped}; recovered by fast recovery "
-                          "(cwnd {before} → {after}).",
+                          "({change}).",
     "loss_timeout": "Loss event at {time}: {retrans} retransmitted{dropped}; recovered by a retransmission timeout "
-                    "and slow start (cwnd {before} → {after}).",
+                    "and slow start ({change}).",
     "loss_tahoe": "Loss event at {time}: {retrans} retransmitted{dropped}; fast retransmit, then slow start "
-                  "(cwnd {before} → {after}, as Tahoe does).",
+                  "({change}, as Tahoe does).",
     "losses_far": "{retrans} retransmitted from {time} to {end} ({fast} fast, {rto} after a timeout); the "
                   "packets were seen away from the sender ({where}), so its window and recoveries are not told.",
-    "loss_other": "Loss event at {time}: {retrans} retransmitted{dropped}; cwnd {before} → {after}.",
-    "reduction_spurious": "cwnd reduction at {time} (cwnd {before} → {after}) on {retrans} re-sent, none of "
+    "loss_other": "Loss event at {time}: {retrans} retransmitted{dropped}; {change}.",
+    "reduction_spurious": "cwnd reduction at {time} ({change}) on {retrans} re-sent, none of "
                           "them needed: the receiver already had the data, so this is no loss event.",
-    "reduction_no_loss": "cwnd reduction at {time} (cwnd {before} → {after}) with no loss evidence "
+    "reduction_no_loss": "cwnd reduction at {time} ({change}) with no loss evidence "
                          "({retrans} retransmitted{dropped}), so this is no loss event.",
     "losses_more": "{count} more loss events from {time} to {end}.",
     "reductions_more": "{count} more cwnd reductions without loss evidence from {time} to {end}.",
