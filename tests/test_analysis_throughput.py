@@ -156,3 +156,26 @@ def test_dumbbell_fairness_is_sane() -> None:
     assert overall["flows"] == 4 and 0.5 < overall["jain"] < 0.95
     assert ((per_bin["jain"] >= 1 / per_bin["flows"] - 1e-12) & (per_bin["jain"] <= 1 + 1e-12)).all()
     assert per_bin.filter(pl.col("time") > 2.0)["flows"].min() == 4  # all four run after 1.6 s
+
+
+def test_application_limited_directions_are_left_out_of_fairness() -> None:
+    """An iperf3 capture: one bulk transfer and the control connection's two directions (a few hundred
+    bytes, application-limited over 99 % of the time). Jain's index is over the bulk direction alone,
+    in the frame and in the account, where it was 0.334 "over the 3 data directions"."""
+    from tracekit._shared import competes
+    from tracekit.explain import explain
+    from tracekit.explain_account import fairness as told
+
+    an = analyze(tracekit.read(sample("linux", "kernel", "cubic", "capture.pcap")))
+    shares = dict(zip(an.flows["flow"].to_list(), an.flows["limited_app_share"].to_list(), strict=False))
+    idle = [r for r in an.flows.iter_rows(named=True) if not competes(r["limited_app_share"])]
+    assert {(r["flow"], r["dir"]) for r in idle} == {(0, 0), (0, 1)} and shares[1] < 0.5
+    assert set(an.fairness["flows"].to_list()) == {1}
+    assert not [s for s in explain(an) if s.kind == "fairness"]
+    # beside ns-3's ten competing directions, the control connection's rows are named as left out
+    db = analyze(tracekit.read(sample("ns3", "dumbbell10")))
+    rows = sorted(db.flows.to_dicts() + idle, key=lambda r: (r["flow"], r["dir"]))
+    (s,) = told(rows)
+    assert s.values["flows"] == db.flows.height and s.values["left_out"] == 2
+    assert s.text.endswith("; left out as application-limited: 0.0, 0.1.")
+    assert s.values["jain"] == pytest.approx(told(db.flows.to_dicts())[0].values["jain"])

@@ -159,3 +159,21 @@ def json_safe(v: Any) -> Any:
     if isinstance(v, (list, tuple)):
         return [json_safe(x) for x in v]
     return v
+
+
+#: A data direction limited by its application more than this share of the time (the flows'
+#: ``limited_app_share``) is left out of Jain's fairness index.
+APP_LIMITED_SHARE = 0.5
+
+
+def competes(app_share: float | None) -> bool:
+    """Whether a data direction takes part in Jain's fairness index (:mod:`tracekit.analysis.fairness`, the account).
+
+    Jain's index judges how a path's capacity was shared among flows that wanted more than they got
+    (Jain, Chiu & Hawe, DEC-TR-301, 1984, apply it to demands above the fair share). A direction whose
+    sender had nothing to send most of the time (``app_share`` above :data:`APP_LIMITED_SHARE`: an
+    iperf3 control connection, a request-response exchange) took what it asked for, and counting
+    its few bit/s as an unfair share would make one bulk transfer look unfair. Unknown (None or
+    NaN) competes, as every direction did before the limit was known.
+    """
+    return app_share is None or not app_share > APP_LIMITED_SHARE

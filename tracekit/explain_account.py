@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tracekit import numfmt
+from tracekit._shared import competes
 from tracekit.explain_rules import (
     DirFacts,
     Fmt,
@@ -25,7 +26,7 @@ from tracekit.explain_rules import (
     slow_starts,
     stalls,
 )
-from tracekit.phrases import Sentence, say
+from tracekit.phrases import CLAUSES, Sentence, say
 
 __all__ = ["account", "data_rows", "fairness", "limit", "opening", "rates", "told_rows", "vantage_kinds", "warnings"]
 
@@ -148,15 +149,25 @@ def data_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def fairness(rows: list[dict[str, Any]]) -> list[Sentence]:
-    """Jain's index over the data directions (tracekit's goodput)."""
-    g = [float(r["goodput_bps"]) for r in rows if r.get("goodput_bps")]
+    """Jain's index over the data directions that compete for the path (tracekit's goodput): those
+    application-limited most of the time are left out and named (:func:`tracekit._shared.competes`)."""
+    rows = [r for r in rows if r.get("goodput_bps")]
+    idle = [r for r in rows if not competes(r.get("limited_app_share"))]
+    rows = [r for r in rows if competes(r.get("limited_app_share"))]
+    g = [float(r["goodput_bps"]) for r in rows]
     if len(g) < 2:
         return []
     t0, t1 = min(r["start"] for r in rows), max(r["end"] for r in rows)
     j, low, high = jain(g), np_extreme(g, min), np_extreme(g, max)
+    left = ""
+    if idle:
+        names = ", ".join(f"{r['flow']}.{r['dir']}" for r in idle[:_MAX_RUNS])
+        more = f" and {len(idle) - _MAX_RUNS:,} more" if len(idle) > _MAX_RUNS else ""
+        left = CLAUSES["fairness_left"].format(names=names + more)
     return [say("fairness", {"flows": f"{len(g):,}", "time": numfmt.at(t0), "end": numfmt.at(t1),
-                             "jain": f"{j:.3f}", "low": numfmt.rate(low), "high": numfmt.rate(high)},
-                {"flows": len(g), "jain": j, "time": t0, "end": t1, "low_bps": low, "high_bps": high}, time=t0)]
+                             "jain": f"{j:.3f}", "low": numfmt.rate(low), "high": numfmt.rate(high), "left": left},
+                {"flows": len(g), "jain": j, "time": t0, "end": t1, "low_bps": low, "high_bps": high,
+                 "left_out": len(idle)}, time=t0)]
 
 
 #: Data directions told one by one (the largest by unique bytes); the others in one sentence. A class's lab has a

@@ -70,7 +70,7 @@ TEMPLATES: dict[str, str] = {
                     "each, and only a sender's view tells its window.",
     "warn_other": "The reader reported {count} warnings (see the warnings list); numbers up to {end} may be affected.",
     "fairness": "Jain's fairness index over the {flows} data directions from {time} to {end}: {jain} "
-                "(1 = equal shares; lowest {low}, highest {high}).",
+                "(1 = equal shares; lowest {low}, highest {high}){left}.",
     "fairness_tool": "The tool's own per-flow throughput at {time} gives Jain's index {jain} over {flows} "
                      "data flows (lowest {low}, highest {high}).",
     "no_data": "No TCP connection carried data in this trace ({packets} packet events).",
@@ -84,6 +84,7 @@ CLAUSES: dict[str, str] = {
     "limit_rwnd": "receive-window-limited {share}",
     "limit_app": "application-limited {share}",
     "limit_none": "not window-limited {share}",
+    "fairness_left": "; left out as application-limited: {names}",
 }
 @dataclass(frozen=True)
 class Sentence:

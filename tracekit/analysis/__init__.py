@@ -224,8 +224,10 @@ def _queue_of(an: Analysis) -> dict[str, pl.DataFrame]:
 
 
 def _fairness_of(bin_s: float, an: Analysis) -> dict[str, pl.DataFrame]:
-    """Jain's index over the throughput in bins of ``bin_s`` of the connections' chosen views."""
-    goodput = _connections.goodput_rows(an.views)
+    """Jain's index over the throughput in bins of ``bin_s`` of the connections' chosen views, of the
+    directions that compete for the path (:func:`tracekit.analysis.fairness.competing`)."""
+    goodput = _connections.goodput_rows(an.views).join(_fairness.competing(an.flows, an.views), on=["flow", "dir"],
+                                                       how="semi")
     return {"fairness": _fairness.fairness(an.throughput(bin_s).join(goodput, on=["flow", "dir"], how="semi"))}
 
 

@@ -10,6 +10,9 @@ everything) to 1 (all equal) — Jain, Chiu & Hawe, DEC-TR-301, 1984.
   so a flow that starts late is judged on the share it got while it ran.
 
 The index is null when every ``xᵢ`` is zero (no data moved: fairness is undefined).
+
+:func:`tracekit.analysis.analyze` gives :func:`fairness` only the directions that compete for
+the path (:func:`competing`): one application-limited most of the time took what it asked for.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import polars as pl
 
 from tracekit import schema
+from tracekit._shared import APP_LIMITED_SHARE
 
 KEYS = ["flow", "dir"]
 
@@ -25,6 +29,22 @@ def _jain(x: pl.Expr) -> pl.Expr:
     """Jain's index of the values of ``x`` (null when they are all zero)."""
     sq = (x * x).sum()
     return pl.when(sq > 0).then(x.sum() ** 2 / (pl.len() * sq))
+
+
+def competing(flows: pl.DataFrame, views: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``views`` (``flow, dir``) whose connection direction takes part in Jain's index:
+    all but those whose flows row is limited by the application more than
+    :data:`tracekit._shared.APP_LIMITED_SHARE` of the time (the rule of
+    :func:`tracekit._shared.competes`, which the account applies to the same flows rows). A
+    connection seen in several captures has one flows row (its sender-side view's limits) and a
+    view per capture, matched by ``connection, dir``."""
+    if "limited_app_share" not in flows.columns:
+        return views.select(KEYS)
+    share = pl.col("limited_app_share")
+    # (polars orders NaN above every number: NaN, like null, is unknown and competes)
+    idle = (share > APP_LIMITED_SHARE) & share.is_not_nan()
+    on = ["connection", "dir"] if "connection" in flows.columns and "connection" in views.columns else KEYS
+    return views.join(flows.filter(idle.fill_null(False)).select(on), on=on, how="anti").select(KEYS)
 
 
 def fairness(throughput_df: pl.DataFrame, metric: str = "goodput_bps") -> pl.DataFrame:

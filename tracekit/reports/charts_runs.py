@@ -70,15 +70,18 @@ def flows_bar(
         raise NoData("fewer than two flows carried data")
     fl = flows.with_columns(label=safe_label_expr(pl.col("label")) if "label" in flows.columns
                             else pl.format("flow {} dir {}", "flow", "dir"))
-    index = None
-    if has(fairness, "time", "jain"):
+    index, n = None, fl.height
+    if has(fairness, "time", "jain", "flows"):
         assert fairness is not None
-        overall = fairness.filter(pl.col("time").is_null())["jain"].drop_nulls()
-        index = float(overall[0]) if overall.len() else None
-    if index is None:
+        overall = fairness.filter(pl.col("time").is_null() & pl.col("jain").is_not_null())
+        # (the frame's index is over the directions that compete: tracekit.analysis.fairness.competing)
+        index, n = (float(overall["jain"][0]), int(overall["flows"][0])) if overall.height else (None, n)
+    else:
         index = jain(fl["goodput_bps"].fill_null(0.0).to_list())
     head = f"{safe_label(title) + ': ' if title else ''}goodput per flow"
-    head += f" — Jain's index {index:.3f} over {fl.height} flows" if index is not None else ""
+    if index is not None and n >= 2:
+        head += f" — Jain's index {index:.3f} over {n} flows"
+        head += f" ({fl.height - n} application-limited left out)" if n < fl.height else ""
     order = fl["label"].to_list()
     bars = (
         alt.Chart(bag.frame(fl.select("label", pl.col("goodput_bps").alias("y")), {"y": 0}),
