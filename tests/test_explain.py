@@ -252,9 +252,10 @@ def test_flow_ids_are_told_in_runs() -> None:
 
 
 def test_a_reduction_the_window_did_not_follow_is_told_as_ssthresh_only() -> None:
-    """Linux's kernel/cubic capture: the unneeded re-send at 2.06 s sets a new ssthresh while the estimate
-    holds (the sender undid the reduction, RFC 3708), which was once told as "cwnd 273 B → 273 B"."""
-    p = sample("linux", "kernel", "cubic", "capture.pcap")
+    """BBR through a shaper (kernel_truth/shaper_bbr): the loss event at 0.128 s sets a new ssthresh while
+    the estimate holds at 2,920 B (BBR does not halve its window on a loss), which was once told
+    as "cwnd 2,920 B → 2,920 B"."""
+    p = sample("linux", "kernel_truth", "shaper_bbr.pcap")
     told = [s for s in _story(p) if s.kind.startswith(("loss_", "reduction_"))]
     held = [s for s in told if "stayed at" in s.text]
     assert held, "no reduction with a held window on this capture"
@@ -264,3 +265,23 @@ def test_a_reduction_the_window_did_not_follow_is_told_as_ssthresh_only() -> Non
         assert ("→" in s.text) == fell, s.text
         if not fell:
             assert "ssthresh set" in s.text
+
+
+def test_a_window_estimate_below_one_segment_tells_no_window_events() -> None:
+    """iperf3's control connection (kernel/cubic flow 0) carries a 37-byte cookie and 1-byte states: its
+    estimate never reaches one full segment, which cwnd never falls below (RFC 5681 §3.1), so no slow start
+    or reduction is told for it, while the bulk connection's (flow 1) are."""
+    p = sample("linux", "kernel", "cubic", "capture.pcap")
+    an = tracekit.analyze(tracekit.read(str(p)))
+    told = explain(an)
+    rows = {(r["flow"], r["dir"]): r for r in an.flows.iter_rows(named=True)}
+    small = {k for k, r in rows.items() if r["max_cwnd_bytes"] < r["mss"]}
+    assert small == {(0, 0), (0, 1)}
+    window = ("slow_start", "loss_", "reduction_")
+    for s in told:
+        if (s.flow, s.dir) in small:
+            assert not s.kind.startswith(window), s.text
+    unfilled = [s for s in told if s.kind == "window_unfilled"]
+    assert {(s.flow, s.dir) for s in unfilled} == small
+    assert all(s.values["max_cwnd_bytes"] < s.values["mss_bytes"] for s in unfilled)
+    assert any(s.kind.startswith(window) and s.flow == 1 for s in told)

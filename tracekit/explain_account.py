@@ -17,6 +17,7 @@ from tracekit._shared import competes
 from tracekit.explain_rules import (
     DirFacts,
     Fmt,
+    Story,
     TraceFacts,
     far,
     far_losses,
@@ -28,7 +29,8 @@ from tracekit.explain_rules import (
 )
 from tracekit.phrases import CLAUSES, Sentence, say
 
-__all__ = ["account", "data_rows", "fairness", "limit", "opening", "rates", "told_rows", "vantage_kinds", "warnings"]
+__all__ = ["account", "data_rows", "fairness", "limit", "opening", "rates", "told_rows", "unfilled", "vantage_kinds",
+           "warnings"]
 
 
 def opening(row: dict[str, Any], flow: int, d: int) -> Sentence | None:
@@ -197,6 +199,15 @@ def _untold(rows: list[dict[str, Any]], told: list[dict[str, Any]]) -> list[Sent
                 {"count": n, "told": len(told), "unique_bytes": rest, "share": share})]
 
 
+def unfilled(row: dict[str, Any], s: Story) -> bool:
+    """True when a direction's cwnd estimate never reached one full segment (``max_cwnd_bytes`` below its
+    ``mss``): cwnd is never below one full-sized segment (RFC 5681 §3.1), so the estimate is bounded by what
+    the application wrote (an iperf3 control connection), and its slow starts and reductions tell nothing."""
+    mss, top = row.get("mss"), row.get("max_cwnd_bytes")
+    est = s.empty or s.source == "estimate"
+    return bool(est and mss and top is not None and math.isfinite(top) and top < mss)
+
+
 def account(t: TraceFacts, rows: list[dict[str, Any]], facts: Callable[[int, int], DirFacts], *,
             link_bps: float | None = None) -> list[Sentence]:
     """The account of a whole trace but the tool's fairness: warnings first, then per data direction told
@@ -222,6 +233,11 @@ def account(t: TraceFacts, rows: list[dict[str, Any]], facts: Callable[[int, int
         x = facts(flow, d)
         if far(row, x.story):
             body = far_losses(x, row, flow, d) + stalls(x, flow, d)
+        elif unfilled(row, x.story):
+            mss, top = row["mss"], row["max_cwnd_bytes"]
+            body = [say("window_unfilled", {"mss": numfmt.nbytes(mss), "largest": f.window(top)},
+                        {"mss_bytes": mss, "max_cwnd_bytes": top}, time=row.get("start"), flow=flow, dir=d)]
+            body += stalls(x, flow, d)
         else:
             body = (slow_starts(x.story, f, flow, d) + losses(x, f, flow, d, row.get("rtt_min_s"))
                     + stalls(x, flow, d))

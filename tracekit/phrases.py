@@ -42,6 +42,8 @@ TEMPLATES: dict[str, str] = {
                           "them needed: the receiver already had the data, so this is no loss event.",
     "reduction_no_loss": "cwnd reduction at {time} ({change}) with no loss evidence "
                          "({retrans} retransmitted{dropped}), so this is no loss event.",
+    "window_unfilled": "The sender never had a full segment ({mss}) in flight (at most {largest}): its window "
+                       "estimate shows what the application wrote, not cwnd, so no window events are told.",
     "losses_more": "{count} more loss events from {time} to {end}.",
     "reductions_more": "{count} more cwnd reductions without loss evidence from {time} to {end}.",
     "limit_cwnd": "Limited by the congestion window {cwnd_share} of the time "
