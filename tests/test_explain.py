@@ -285,3 +285,16 @@ def test_a_window_estimate_below_one_segment_tells_no_window_events() -> None:
     assert {(s.flow, s.dir) for s in unfilled} == small
     assert all(s.values["max_cwnd_bytes"] < s.values["mss_bytes"] for s in unfilled)
     assert any(s.kind.startswith(window) and s.flow == 1 for s in told)
+
+
+def test_a_first_flight_under_one_segment_shows_no_initial_window() -> None:
+    """iperf3 opens its data connection with a 37-byte cookie and waits: that first flight is what the
+    application wrote, not an initial window of "1 segment (37 B)"; a bulk sender's first flight is one."""
+    first = {(s.flow, s.dir): s for s in _story(sample("linux", "kernel", "cubic", "capture.pcap"))
+             if s.kind.startswith("start_")}
+    cookie = first[(1, 0)]
+    assert cookie.values["init_window_bytes"] == 37 and cookie.values["init_window_seen"] is False
+    assert "37 B, less than one full segment (1,460 B)" in cookie.text and "initial window 1" not in cookie.text
+    (bulk,) = [s for s in _story(sample("linux", "bulk_lossy.pcap")) if s.kind.startswith("start_")]
+    assert bulk.values["init_window_seen"] is True
+    assert f"initial window {bulk.values['init_window_segments']} segments" in bulk.text

@@ -49,6 +49,13 @@ def opening(row: dict[str, Any], flow: int, d: int) -> Sentence | None:
         kind = "start_ws" if row.get("window_scaling") and row.get("wscale") is not None else "start_nows"
     if kind == "start_ws":
         shown["wscale"] = f"{int(row['wscale'])}"
+    if kind != "start_iw":
+        # a first flight under one full segment: cwnd starts at 1 SMSS at least (RFC 5681 §3.1; RFC 6928:
+        # 10), so the sender had no more (iperf3's 37-byte cookie), and no initial window is seen
+        short = iwb < row["mss"]
+        vals["init_window_seen"] = not short
+        shown["first"] = (CLAUSES["first_short"].format(iw_bytes=shown["iw_bytes"], mss=numfmt.nbytes(row["mss"]))
+                          if short else CLAUSES["first_iw"].format(iw=shown["iw"], iw_bytes=shown["iw_bytes"]))
     return say(kind, shown, vals, time=row["start"], flow=flow, dir=d)
 
 

@@ -16,9 +16,9 @@ TEMPLATES: dict[str, str] = {
     "overview": "Flow {flow} direction {dir}: {bytes} of data from {start} to {end} ({duration}), goodput {goodput}.",
     "directions_more": "{count} more data directions ({bytes}, {share} of the data) are not told one by one, only the "
                        "{told} largest: the flows list has every one.",
-    "start_ws": "First flight at {time}: initial window {iw} ({iw_bytes}); window scaling on (shift {wscale}), "
+    "start_ws": "First flight at {time}: {first}; window scaling on (shift {wscale}), "
                 "largest advertised window {rwnd}.",
-    "start_nows": "First flight at {time}: initial window {iw} ({iw_bytes}); window scaling off, "
+    "start_nows": "First flight at {time}: {first}; window scaling off, "
                   "largest advertised window {rwnd}.",
     "start_iw": "First flight at {time}: initial window {iw} ({iw_bytes}).",
     "slow_start_loss": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time}; "
@@ -86,6 +86,9 @@ CLAUSES: dict[str, str] = {
     "limit_rwnd": "receive-window-limited {share}",
     "limit_app": "application-limited {share}",
     "limit_none": "not window-limited {share}",
+    "first_iw": "initial window {iw} ({iw_bytes})",
+    "first_short": "{iw_bytes}, less than one full segment ({mss}): the sender had no more to send, so the "
+                   "initial window is not seen",
     "fairness_left": "; left out as application-limited: {names}",
 }
 @dataclass(frozen=True)
