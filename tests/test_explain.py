@@ -295,6 +295,12 @@ def test_a_first_flight_under_one_segment_shows_no_initial_window() -> None:
     cookie = first[(1, 0)]
     assert cookie.values["init_window_bytes"] == 37 and cookie.values["init_window_seen"] is False
     assert "37 B, less than one full segment (1,460 B)" in cookie.text and "initial window 1" not in cookie.text
-    (bulk,) = [s for s in _story(sample("linux", "bulk_lossy.pcap")) if s.kind.startswith("start_")]
+    # nor is its slow start told "from 37 B": cwnd is at least one full segment
+    (run,) = [s for s in _story(sample("linux", "kernel", "cubic", "capture.pcap")) if s.kind.startswith("slow_start")]
+    assert run.values["from_cwnd_bytes"] == 37 and run.text.startswith("cwnd grew in slow start to 44,888 B")
+    told = _story(sample("linux", "bulk_lossy.pcap"))
+    (bulk,) = [s for s in told if s.kind.startswith("start_")]
     assert bulk.values["init_window_seen"] is True
     assert f"initial window {bulk.values['init_window_segments']} segments" in bulk.text
+    first_run = next(s for s in told if s.kind.startswith("slow_start"))
+    assert first_run.text.startswith(f"cwnd grew in slow start from {bulk.values['init_window_bytes']:,} B")

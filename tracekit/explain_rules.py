@@ -199,9 +199,13 @@ class Fmt:
         return f"{n:,} segment{'' if n == 1 else 's'}"
 
 
-def slow_starts(s: Story, f: Fmt, flow: int, d: int) -> list[Sentence]:
+def slow_starts(s: Story, f: Fmt, flow: int, d: int, mss: float | None = None) -> list[Sentence]:
     """One sentence per slow-start run that grew cwnd (runs end at a loss or a phase change):
-    the first :data:`MAX_EACH` the core found (``tracekit.explain_parts.Runs``)."""
+    the first :data:`MAX_EACH` the core found (``tracekit.explain_parts.Runs``).
+
+    A run whose first value is under one full segment (``mss``) is told without it: cwnd is never below
+    one full-sized segment (RFC 5681 §3.1), so an estimate there read what the application had written
+    (iperf3's 37-byte cookie) or an empty pipe, and "from 37 B" or "from 0 B" would be no window."""
     if s.empty or s.runs is None:
         return []
     out: list[Sentence] = []
@@ -209,7 +213,9 @@ def slow_starts(s: Story, f: Fmt, flow: int, d: int) -> list[Sentence]:
         vals = {"from_cwnd_bytes": start, "cwnd_bytes": top, "time": at, "end": end}
         if f.seg:
             vals["cwnd_packets"] = top / f.seg
-        shown = {"from_cwnd": f.window(start), "cwnd": f.window(top), "time": numfmt.at(at), "end": numfmt.at(end)}
+        below = bool(mss) and math.isfinite(start) and start < mss  # type: ignore[operator]
+        part = "" if below else CLAUSES["from_part"].format(from_cwnd=f.window(start))
+        shown = {"from_part": part, "cwnd": f.window(top), "time": numfmt.at(at), "end": numfmt.at(end)}
         out.append(say(RUN_ENDS[int(code)], shown, vals, time=at, flow=flow, dir=d))
     return out
 

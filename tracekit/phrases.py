@@ -21,13 +21,13 @@ TEMPLATES: dict[str, str] = {
     "start_nows": "First flight at {time}: {first}; window scaling off, "
                   "largest advertised window {rwnd}.",
     "start_iw": "First flight at {time}: initial window {iw} ({iw_bytes}).",
-    "slow_start_loss": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time}; "
+    "slow_start_loss": "cwnd grew in slow start {from_part}to {cwnd} by {time}; "
                        "a loss ended slow start at {end}.",
-    "slow_start_cut": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time}; "
+    "slow_start_cut": "cwnd grew in slow start {from_part}to {cwnd} by {time}; "
                       "a cwnd reduction without loss evidence ended slow start at {end}.",
-    "slow_start_ca": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time}, "
+    "slow_start_ca": "cwnd grew in slow start {from_part}to {cwnd} by {time}, "
                      "then congestion avoidance from {end}.",
-    "slow_start_open": "cwnd grew in slow start from {from_cwnd} to {cwnd} by {time} "
+    "slow_start_open": "cwnd grew in slow start {from_part}to {cwnd} by {time} "
                        "and was still in slow start at {end}.",
     "loss_fast_recovery": "Loss event at {time}: {retrans} retransmitted{dropped}; recovered by fast recovery "
                           "({change}).",
@@ -86,6 +86,7 @@ CLAUSES: dict[str, str] = {
     "limit_rwnd": "receive-window-limited {share}",
     "limit_app": "application-limited {share}",
     "limit_none": "not window-limited {share}",
+    "from_part": "from {from_cwnd} ",
     "first_iw": "initial window {iw} ({iw_bytes})",
     "first_short": "{iw_bytes}, less than one full segment ({mss}): the sender had no more to send, so the "
                    "initial window is not seen",
