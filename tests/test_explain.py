@@ -304,3 +304,15 @@ def test_a_first_flight_under_one_segment_shows_no_initial_window() -> None:
     assert f"initial window {bulk.values['init_window_segments']} segments" in bulk.text
     first_run = next(s for s in told if s.kind.startswith("slow_start"))
     assert first_run.text.startswith(f"cwnd grew in slow start from {bulk.values['init_window_bytes']:,} B")
+
+
+def test_a_timeout_stall_ends_at_new_data_not_at_the_timeout() -> None:
+    """ns-2's Reno lab: the stall from 2.08 s lasts until new data at 3.85 s, while its timeout re-send left
+    at 2.61 s (the retransmissions frame), so the sentence must not say the timeout came at 3.85 s."""
+    import polars as pl
+
+    an = tracekit.analyze(tracekit.read(str(sample("ns2", "lab_reno"))))
+    (st,) = [s for s in explain(an) if s.kind == "stall_rto"]
+    rto = an.retransmissions.filter((pl.col("kind") == "rto") & pl.col("time").is_between(st.time, st.values["end"]))
+    assert rto.height and float(rto["time"].min()) < st.values["end"] - 1.0
+    assert "timeout at" not in st.text and "new data went out again at 3.85 s" in st.text

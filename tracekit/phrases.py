@@ -54,7 +54,8 @@ TEMPLATES: dict[str, str] = {
                  "(congestion window {cwnd_share}, receive window {rwnd_share}, nothing {none_share}).",
     "limit_none": "No window held the sender back for most of the transfer ({none_share} of the time; "
                   "congestion window {cwnd_share}, receive window {rwnd_share}, application {app_share}).",
-    "stall_rto": "A {duration} stall at {time} ended by a retransmission timeout at {end}.",
+    "stall_rto": "A {duration} stall at {time}: a retransmission timeout fired in it, and new data went out "
+                 "again at {end}.",
     "stall_zero_window": "A {duration} stall at {time}: the receiver advertised a zero window until {end}.",
     "stall_rwnd_limited": "A {duration} stall at {time}: the receive window was full until {end}.",
     "stall_app_limited": "A {duration} stall at {time}: the sender had nothing to send until {end}.",
