@@ -316,3 +316,19 @@ def test_a_timeout_stall_ends_at_new_data_not_at_the_timeout() -> None:
     rto = an.retransmissions.filter((pl.col("kind") == "rto") & pl.col("time").is_between(st.time, st.values["end"]))
     assert rto.height and float(rto["time"].min()) < st.values["end"] - 1.0
     assert "timeout at" not in st.text and "new data went out again at 3.85 s" in st.text
+
+
+def test_drops_are_told_with_the_event_they_precede() -> None:
+    """ns-2's dumbbell, flow 1: its lost SYN (0.61 s) brings a reduction at 3.72 s that is no loss event, and
+    its first data drop (4.25 s) precedes the loss event at 4.57 s. The first reduction's reach back spans
+    3.7 s, which once counted the drops of the next events (6 of them) there and none at 4.57 s."""
+    import polars as pl
+
+    an = tracekit.analyze(tracekit.read(str(sample("ns2", "dumbbell"))))
+    pk = an.trace.packets
+    data_drops = pk.filter((pl.col("event") == "drop") & (pl.col("flow") == 1) & (pl.col("payload") > 0))["time"]
+    told = [s for s in explain(an) if s.flow == 1 and s.kind.startswith(("loss_", "reduction_"))]
+    first, second = told[0], told[1]
+    assert first.kind == "reduction_no_loss" and first.values["drops"] == 0 and "dropped" not in first.text
+    assert second.values["drops"] == int(data_drops.is_between(first.time, second.time).sum()) == 1
+    assert sum(s.values["drops"] for s in told) <= data_drops.len()

@@ -128,8 +128,9 @@ class Parts:
     def get(self, name: str, flow: int, d: int) -> pl.DataFrame:
         if name not in self._split:
             df: pl.DataFrame
-            if name == "drops":  # a simulator's drop events (captures have none)
-                df = self.an.trace.packets.lazy().filter(pl.col("event") == "drop").select(
+            if name == "drops":  # a simulator's drops of data (captures have none): the loss evidence's own
+                # (tracekit.analysis._drops: a lost SYN lowers the first window, no loss of the transfer)
+                df = self.an.trace.packets.lazy().filter(pl.col("event") == "drop", pl.col("payload") > 0).select(
                     "flow", "dir", "time").collect()
             elif name == "zero_windows":  # advertisements of a zero window, RFC 9293 §3.8.6.1 (not SYN/RST)
                 df = frame(self.an, "packets").lazy().filter(pl.col("win") == 0, (pl.col("flags") & 0x06) == 0).select(
