@@ -302,6 +302,10 @@ def test_a_first_flight_under_one_segment_shows_no_initial_window() -> None:
     (bulk,) = [s for s in told if s.kind.startswith("start_")]
     assert bulk.values["init_window_seen"] is True
     assert f"initial window {bulk.values['init_window_segments']} segments" in bulk.text
+    # a first flight that filled the receiver's whole window is the receiver's, not an initial window
+    (held,) = [s for s in _story(sample("linux", "slow_reader.pcap")) if s.kind.startswith("start_")]
+    assert held.values["init_window_bytes"] == held.values["max_rwnd_bytes"] == 2896
+    assert held.values["init_window_seen"] is False and "the receiver's whole advertised window" in held.text
     first_run = next(s for s in told if s.kind.startswith("slow_start"))
     assert first_run.text.startswith(f"cwnd grew in slow start from {bulk.values['init_window_bytes']:,} B")
 

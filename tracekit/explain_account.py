@@ -52,10 +52,16 @@ def opening(row: dict[str, Any], flow: int, d: int) -> Sentence | None:
     if kind != "start_iw":
         # a first flight under one full segment: cwnd starts at 1 SMSS at least (RFC 5681 §3.1; RFC 6928:
         # 10), so the sender had no more (iperf3's 37-byte cookie), and no initial window is seen
-        short = iwb < row["mss"]
-        vals["init_window_seen"] = not short
-        shown["first"] = (CLAUSES["first_short"].format(iw_bytes=shown["iw_bytes"], mss=numfmt.nbytes(row["mss"]))
-                          if short else CLAUSES["first_iw"].format(iw=shown["iw"], iw_bytes=shown["iw_bytes"]))
+        # ... nor one that filled the largest window the receiver advertised: the receiver held it (RFC 9293
+        # §3.8.6: a sender sends no more than the offered window)
+        short, held = iwb < row["mss"], iwb + row["mss"] > row["max_rwnd_bytes"]
+        vals["init_window_seen"] = not (short or held)
+        if short:
+            shown["first"] = CLAUSES["first_short"].format(iw_bytes=shown["iw_bytes"], mss=numfmt.nbytes(row["mss"]))
+        elif held:
+            shown["first"] = CLAUSES["first_rwnd"].format(**shown)
+        else:
+            shown["first"] = CLAUSES["first_iw"].format(iw=shown["iw"], iw_bytes=shown["iw_bytes"])
     return say(kind, shown, vals, time=row["start"], flow=flow, dir=d)
 
 

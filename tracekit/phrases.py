@@ -91,6 +91,8 @@ CLAUSES: dict[str, str] = {
     "first_iw": "initial window {iw} ({iw_bytes})",
     "first_short": "{iw_bytes}, less than one full segment ({mss}): the sender had no more to send, so the "
                    "initial window is not seen",
+    "first_rwnd": "{iw} ({iw_bytes}), the receiver's whole advertised window ({rwnd}), so the initial window "
+                  "is not seen",
     "fairness_left": "; left out as application-limited: {names}",
 }
 @dataclass(frozen=True)
