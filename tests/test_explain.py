@@ -36,6 +36,9 @@ def _window_tr(path: Path) -> list[tuple[float, float]]:
 
 def test_rwnd_limited_is_receive_window_limited() -> None:
     p = sample("linux", "rwnd_limited.pcap")
+    # its slow start is told as held by the receiver's window, not as cwnd stopping there
+    (run,) = [s for s in _story(p) if s.kind.startswith("slow_start")]
+    assert run.values["rwnd_held"] is True and "at least 18,824 B" in run.text
     # tshark: the window filled up again and again, and nothing was retransmitted
     assert _tshark_count(p, "tcp.analysis.window_full") > 10
     assert _tshark_count(p, "tcp.analysis.retransmission || tcp.analysis.fast_retransmission") == 0

@@ -252,8 +252,8 @@ def account(t: TraceFacts, rows: list[dict[str, Any]], facts: Callable[[int, int
                         {"mss_bytes": mss, "max_cwnd_bytes": top}, time=row.get("start"), flow=flow, dir=d)]
             body += stalls(x, flow, d)
         else:
-            body = (slow_starts(x.story, f, flow, d, row.get("mss")) + losses(x, f, flow, d, row.get("rtt_min_s"))
-                    + stalls(x, flow, d))
+            body = (slow_starts(x.story, f, flow, d, row.get("mss"), row.get("max_rwnd_bytes"))
+                    + losses(x, f, flow, d, row.get("rtt_min_s")) + stalls(x, flow, d))
         out += sorted(body, key=lambda s: (s.time if s.time is not None else math.inf))
         lim = limit(row, flow, d)
         if lim is not None:

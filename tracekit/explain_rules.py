@@ -199,13 +199,16 @@ class Fmt:
         return f"{n:,} segment{'' if n == 1 else 's'}"
 
 
-def slow_starts(s: Story, f: Fmt, flow: int, d: int, mss: float | None = None) -> list[Sentence]:
+def slow_starts(s: Story, f: Fmt, flow: int, d: int, mss: float | None = None,
+                rwnd: float | None = None) -> list[Sentence]:
     """One sentence per slow-start run that grew cwnd (runs end at a loss or a phase change):
     the first :data:`MAX_EACH` the core found (``tracekit.explain_parts.Runs``).
 
     A run whose first value is under one full segment (``mss``) is told without it: cwnd is never below
     one full-sized segment (RFC 5681 §3.1), so an estimate there read what the application had written
-    (iperf3's 37-byte cookie) or an empty pipe, and "from 37 B" or "from 0 B" would be no window."""
+    (iperf3's 37-byte cookie) or an empty pipe, and "from 37 B" or "from 0 B" would be no window. A run
+    whose top is within one segment of the largest window the receiver advertised (``rwnd``) is told as at
+    least that: the receiver's window held the flight (RFC 9293 §3.8.6), and cwnd may have grown unseen."""
     if s.empty or s.runs is None:
         return []
     out: list[Sentence] = []
@@ -215,7 +218,10 @@ def slow_starts(s: Story, f: Fmt, flow: int, d: int, mss: float | None = None) -
             vals["cwnd_packets"] = top / f.seg
         below = bool(mss) and math.isfinite(start) and start < mss  # type: ignore[operator]
         part = "" if below else CLAUSES["from_part"].format(from_cwnd=f.window(start))
-        shown = {"from_part": part, "cwnd": f.window(top), "time": numfmt.at(at), "end": numfmt.at(end)}
+        held = bool(mss) and rwnd is not None and math.isfinite(top) and top + mss > rwnd  # type: ignore[operator]
+        vals["rwnd_held"] = held
+        cwnd = CLAUSES["cwnd_rwnd"].format(cwnd=f.window(top)) if held else f.window(top)
+        shown = {"from_part": part, "cwnd": cwnd, "time": numfmt.at(at), "end": numfmt.at(end)}
         out.append(say(RUN_ENDS[int(code)], shown, vals, time=at, flow=flow, dir=d))
     return out
 

@@ -88,6 +88,7 @@ CLAUSES: dict[str, str] = {
     "limit_app": "application-limited {share}",
     "limit_none": "not window-limited {share}",
     "from_part": "from {from_cwnd} ",
+    "cwnd_rwnd": "at least {cwnd} (the receiver's whole advertised window held the flight)",
     "first_iw": "initial window {iw} ({iw_bytes})",
     "first_short": "{iw_bytes}, less than one full segment ({mss}): the sender had no more to send, so the "
                    "initial window is not seen",
