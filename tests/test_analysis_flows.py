@@ -287,3 +287,28 @@ def test_per_direction_summaries_are_polars_aggregates_of_the_frames(name: str) 
     assert want["rtt_samples"].min() > 100 and want["retrans_packets"].sum() > 0
     assert want["stall_count"].sum() > 0 or name != "stall_cut"
     assert_frame_equal(an.flows.select(want.columns), want)
+
+
+@pytest.mark.parametrize("rel", [("kernel", "bbr", "capture.pcap"), ("kernel_truth", "shaper_gso_bbr.pcap")])
+def test_a_sub_millisecond_handshake_takes_the_ttl(rel: tuple[str, ...]) -> None:
+    """Both captures were taken in the sender's namespace (their ss/nstat logs are the sender's), behind
+    a router: the sender's packets carry TTL 64, the receiver's 63. The handshake's two delays are host
+    delays of 20-40 us each, and the shorter was the responder's, which once called the data flow
+    ``receiver`` (and hid its window and recoveries); both the frames path and the stream now say
+    ``sender``."""
+    from tracekit.streamed import summary_document
+
+    p = sample("linux", *rel)
+    an = analyze(tracekit.read(p))
+    pk = an.packets
+    assert pk.filter(pl.col("dir") == 0)["ttl"].unique().to_list() == [64]
+    assert pk.filter(pl.col("dir") == 1)["ttl"].unique().to_list() == [63]
+    assert set(an.flows["vantage_point"]) == {"sender"} and an.trace.meta["vantage_point"] == "sender"
+    doc = summary_document(str(p))
+    assert doc is not None and {f["vantage_point"] for f in doc["flows"]} == {"sender"}
+    assert not [s for s in doc["explain"] if s["kind"] in ("losses_far", "warn_vantage")]
+
+
+def test_simulator_packets_have_no_ttl() -> None:
+    pk = tracekit.read(sample("ns2", "lab_reno")).packets
+    assert "ttl" in pk.columns and pk["ttl"].null_count() == pk.height

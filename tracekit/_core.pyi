@@ -170,7 +170,8 @@ def flow_dirs(
 def tcp_vantage(
     flow: npt.NDArray[np.uint32], dir: npt.NDArray[np.int8], keep: npt.NDArray[np.bool_],
     time: npt.NDArray[np.float64], payload: npt.NDArray[np.uint32], flags: npt.NDArray[np.uint8],
-    r_flow: npt.NDArray[np.uint32], r_dir: npt.NDArray[np.int8], r_rtt: npt.NDArray[np.float64],
+    ttl: npt.NDArray[np.uint8], r_flow: npt.NDArray[np.uint32], r_dir: npt.NDArray[np.int8],
+    r_rtt: npt.NDArray[np.float64],
     r_seq: npt.NDArray[np.bool_],
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int8]]: ...
 

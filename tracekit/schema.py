@@ -63,6 +63,7 @@ PACKETS: dict[str, pl.DataType] = {
     "pkt_seq": pl.Int64(),  # simulator segment number (ns-2 seqno in packets)
     "ptype": pl.String(),  # simulator packet type name (ns-2 ptype), null for captures
     "caplen": pl.UInt32(),  # bytes captured (null for simulator traces)
+    "ttl": pl.UInt8(),  # IPv4 TTL or IPv6 hop limit as captured (null for simulator traces)
     "tunnel": pl.Categorical(),  # outermost tunnel the packet came through (vxlan, gre, ...), null: none
     "outer_src": pl.Categorical(),  # that tunnel's outer IP source (null without a tunnel)
     "outer_dst": pl.Categorical(),  # its outer IP destination

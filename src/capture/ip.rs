@@ -335,6 +335,7 @@ fn append(
         is4,
         s4,
         d4,
+        ttl: net.ttl,
     };
     rows.push(&head, row);
 }

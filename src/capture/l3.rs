@@ -18,6 +18,9 @@ pub(super) struct Net {
     pub(super) dst: u128,
     /// The length came from the frame or a jumbo option (segmentation offload).
     pub(super) offload: bool,
+    /// IPv4's TTL or IPv6's hop limit (RFC 791 §3.1, RFC 8200 §3): a sender sets it, each
+    /// router lowers it by one (the vantage point's evidence, `state::vantage`).
+    pub(super) ttl: u8,
 }
 
 #[derive(Clone, Copy)]
@@ -78,6 +81,7 @@ pub(super) fn ipv4(pkt: &[u8], l3: usize, wire: i64) -> Net {
         src: be32(pkt, l3 + 12).unwrap_or(0).into(),
         dst: be32(pkt, l3 + 16).unwrap_or(0).into(),
         offload,
+        ttl: u8_at(pkt, l3 + 8).unwrap_or(0),
     }
 }
 
@@ -174,6 +178,7 @@ pub(super) fn ipv6(pkt: &[u8], l3: usize, wire: i64) -> Net {
         src: addr(l3 + 8),
         dst: addr(l3 + 24),
         offload: jumbo.is_some() || from_frame,
+        ttl: u8_at(pkt, l3 + 7).unwrap_or(0),
     }
 }
 

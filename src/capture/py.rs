@@ -216,7 +216,7 @@ fn output(py: Python<'_>, cap: Capture) -> PyResult<Bound<'_, PyDict>> {
         frame, time, proto, size, caplen, payload, ports, sport, dport, seq_raw, ack_raw, flags,
         win_raw
     );
-    put!(mss, mss_ok, wscale, wscale_ok, ts_val, ts_ecr, ts_ok);
+    put!(mss, mss_ok, wscale, wscale_ok, ts_val, ts_ecr, ts_ok, ttl);
     d.set_item("rows", cols)?;
     let ids = cap.ids;
     let (hi, lo): (Vec<u64>, Vec<u64>) = ids.v6.into_iter().unzip();

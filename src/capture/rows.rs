@@ -34,6 +34,8 @@ pub struct Rows {
     pub ts_val: Vec<u32>,
     pub ts_ecr: Vec<u32>,
     pub ts_ok: Vec<bool>,
+    /// The IP header's TTL (IPv4) or hop limit (IPv6).
+    pub ttl: Vec<u8>,
     /// IPv6 rows: row, source and destination as (high, low) 64-bit halves.
     pub v6_row: Vec<i64>,
     pub v6: [Vec<u64>; 4],
@@ -62,6 +64,7 @@ pub(super) struct RowHead {
     pub(super) is4: bool,
     pub(super) s4: u32,
     pub(super) d4: u32,
+    pub(super) ttl: u8,
 }
 
 /// One row's transport part before it is appended.
@@ -86,7 +89,7 @@ macro_rules! per_row {
     ($m:ident) => {
         $m!(
             frame, time, proto, size, caplen, payload, ports, sport, dport, is4, s4, d4, seq_raw,
-            ack_raw, flags, win_raw, mss, mss_ok, wscale, wscale_ok, ts_val, ts_ecr, ts_ok
+            ack_raw, flags, win_raw, mss, mss_ok, wscale, wscale_ok, ts_val, ts_ecr, ts_ok, ttl
         )
     };
 }
@@ -116,6 +119,7 @@ pub(super) struct Cols<'a> {
     ts_val: &'a mut [u32],
     ts_ecr: &'a mut [u32],
     ts_ok: &'a mut [bool],
+    ttl: &'a mut [u8],
 }
 
 impl<'a> Cols<'a> {
@@ -192,6 +196,7 @@ impl<'a> Sink<'a> {
         c.is4[i] = h.is4;
         c.s4[i] = h.s4;
         c.d4[i] = h.d4;
+        c.ttl[i] = h.ttl;
         c.proto[i] = r.proto;
         c.payload[i] = r.payload;
         c.ports[i] = r.ports;

@@ -16,6 +16,16 @@
 //! round trip. Without a handshake, the median data→ACK delay of the direction that carried
 //! more payload (the `seq` RTT samples) tells: ACKs sent right here (under 2 ms) put the
 //! capture at the `receiver`, else at the `sender`.
+//!
+//! On a path of a few tens of microseconds both handshake delays are host delays (under
+//! [`QUICK_S`]), and the shorter one can be either side's (`samples/linux/kernel/bbr`: the
+//! SYN-ACK 20 µs after the SYN, the ACK 38 µs after it, captured at the initiator). There the
+//! IP TTL tells, where it can ([`FlowVantage::ttl_near`]): a host sends with an initial TTL
+//! (64 on Linux and macOS, 128 on Windows, 255 on network stacks; RFC 1700's 64 default) and
+//! every router lowers it by one (RFC 791 §3.2, RFC 8200 §3 for the hop limit), so a side whose
+//! packets carry an initial value while the other side's carry lowered ones is next to the
+//! capture. A bridged or same-link path (both sides initial) tells nothing, and the handshake
+//! rule stands.
 
 use super::seq::{ACK, SYN};
 use super::slots::Slots;
@@ -30,6 +40,9 @@ const QUICK_SHARE: f64 = 0.1;
 const QUICK_S: f64 = 0.0005;
 /// A median data→ACK delay under this (seconds) means the ACKs were sent right here.
 const RECEIVER_MEDIAN_S: f64 = 0.002;
+/// The TTLs (IPv6 hop limits) hosts send with: Linux, macOS and BSD 64, Windows 128, network
+/// stacks and Solaris 255, old stacks 32.
+const INITIAL_TTLS: [u8; 4] = [32, 64, 128, 255];
 
 /// Where the packets were observed, relative to the direction that carried more payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +72,8 @@ pub struct FlowVantage {
     /// The initiator's earliest ACK without SYN at or after the responder's earliest SYN-ACK
     /// seen before it.
     ack3: f64,
+    /// Per direction: the lowest and highest IP TTL seen (None: none known).
+    ttl: [Option<(u8, u8)>; 2],
 }
 
 impl Default for FlowVantage {
@@ -69,6 +84,7 @@ impl Default for FlowVantage {
             syn: f64::NAN,
             synack: f64::NAN,
             ack3: f64::NAN,
+            ttl: [None; 2],
         }
     }
 }
@@ -86,6 +102,33 @@ impl FlowVantage {
             // before any SYN-ACK is not one; a comparison with NaN is false)
             (0, ACK) if time >= self.synack => self.ack3 = earliest(self.ack3, time),
             _ => {}
+        }
+    }
+
+    /// The IP TTL (IPv6 hop limit) of a packet of direction `d` (a capture's; 0: unknown).
+    pub fn on_ttl(&mut self, d: usize, ttl: u8) {
+        if ttl == 0 {
+            return;
+        }
+        let t = self.ttl[d].get_or_insert((ttl, ttl));
+        *t = (t.0.min(ttl), t.1.max(ttl));
+    }
+
+    /// The side next to the capture by the TTLs (see the module docs): `d` when every packet of
+    /// `d` carried one initial TTL and none of the other side's did; None when that holds for
+    /// neither or both, or a TTL is unknown.
+    pub fn ttl_near(&self) -> Option<usize> {
+        let initial =
+            |t: Option<(u8, u8)>| t.is_some_and(|(lo, hi)| lo == hi && INITIAL_TTLS.contains(&hi));
+        let lowered = |t: Option<(u8, u8)>| {
+            t.is_some_and(|(lo, hi)| !INITIAL_TTLS.contains(&lo) && !INITIAL_TTLS.contains(&hi))
+        };
+        match (0..2)
+            .filter(|&d| initial(self.ttl[d]) && lowered(self.ttl[1 - d]))
+            .collect::<Vec<_>>()[..]
+        {
+            [d] => Some(d),
+            _ => None,
         }
     }
 
@@ -109,8 +152,14 @@ impl FlowVantage {
         }
         let h1 = self.synack - self.syn; // SYN -> SYN-ACK: the responder's side of the path
         let h2 = self.ack3 - self.synack; // SYN-ACK -> ACK: the initiator's side
-                                          // the side that answered at once is next to the vantage point: its delay is under a
-                                          // tenth of the round trip, or under 0.5 ms
+        if h1 < QUICK_S && h2 < QUICK_S {
+            // both host delays: the TTLs tell where they can (module docs)
+            if let Some(d) = self.ttl_near() {
+                return Some(if d == 0 { 1.0 } else { 0.0 });
+            }
+        }
+        // the side that answered at once is next to the vantage point: its delay is under a
+        // tenth of the round trip, or under 0.5 ms
         let quick = |h: f64| h < QUICK_SHARE * (h1 + h2) || h < QUICK_S;
         Some(if quick(h2) && !(quick(h1) && h1 < h2) {
             1.0
@@ -179,6 +228,8 @@ pub struct Packets<'a> {
     pub time: &'a [f64],
     pub payload: &'a [u32],
     pub flags: &'a [u8],
+    /// The packets' IP TTLs (empty: none known, as in a simulator's trace).
+    pub ttl: &'a [u8],
 }
 
 /// The RTT samples: connection, direction, seconds, and whether it is a `seq` sample.
@@ -207,6 +258,9 @@ pub fn vantage_points(p: &Packets, s: &Samples) -> Result<(Vec<u32>, Vec<Option<
         ("flags", p.flags.len()),
     ];
     same_len("packet", n, &cols)?;
+    if !p.ttl.is_empty() {
+        same_len("packet", n, &[("ttl", p.ttl.len())])?;
+    }
     let m = s.flow.len();
     let rcols = [
         ("dir", s.dir.len()),
@@ -223,6 +277,9 @@ pub fn vantage_points(p: &Packets, s: &Samples) -> Result<(Vec<u32>, Vec<Option<
         };
         let acc = flows.get(u64::from(p.flow[i]));
         acc.on_packet(d, p.time[i], i64::from(p.payload[i]), p.flags[i]);
+        if let Some(&t) = p.ttl.get(i) {
+            acc.on_ttl(d, t);
+        }
     }
     // the median RTT only of the data directions of connections without a handshake
     let mut wanted: HashMap<(u32, i8), Vec<f64>> = HashMap::new();
@@ -277,6 +334,7 @@ fn tcp_vantage<'py>(
     time: PyReadonlyArray1<'py, f64>,
     payload: PyReadonlyArray1<'py, u32>,
     flags: PyReadonlyArray1<'py, u8>,
+    ttl: PyReadonlyArray1<'py, u8>,
     r_flow: PyReadonlyArray1<'py, u32>,
     r_dir: PyReadonlyArray1<'py, i8>,
     r_rtt: PyReadonlyArray1<'py, f64>,
@@ -289,6 +347,7 @@ fn tcp_vantage<'py>(
         time: slice(&time, "time")?,
         payload: slice(&payload, "payload")?,
         flags: slice(&flags, "flags")?,
+        ttl: slice(&ttl, "ttl")?,
     };
     let s = Samples {
         flow: slice(&r_flow, "r_flow")?,

@@ -309,6 +309,7 @@ mod tests {
             win,
             ts_val: 0,
             ts_ecr: 0,
+            ttl: 0,
         };
         let mut a = Account::default();
         let rt = Verdict {

@@ -46,6 +46,8 @@ pub struct Pk {
     /// [`MISSING`]: no timestamp option.
     pub ts_val: i64,
     pub ts_ecr: i64,
+    /// The IP TTL (hop limit; 0: unknown).
+    pub ttl: u8,
 }
 
 impl Pk {
@@ -66,6 +68,7 @@ impl Pk {
                 MISSING
             },
             ts_ecr: if ts { i64::from(rows.ts_ecr[i]) } else { 0 },
+            ttl: rows.ttl[i],
         }
     }
 }

@@ -428,6 +428,7 @@ mod tests {
             win: 0,
             ts_val: MISSING,
             ts_ecr: MISSING,
+            ttl: 0,
         }
     }
 

@@ -76,6 +76,7 @@ mod tests {
                 win: 1000,
                 ts_val: MISSING,
                 ts_ecr: 0,
+                ttl: 0,
             };
             let b = tcp.on_packet(d, &p).step.bits;
             bits.push(b);

@@ -191,6 +191,7 @@ impl Stage {
         let dend = p.seq.wrapping_add(p.len);
         self.ext[d].on_packet(p.len, p.time, dend, p.win);
         self.vantage.on_packet(d, p.time, p.len, p.flags);
+        self.vantage.on_ttl(d, p.ttl);
         if let Some(x) = f.samples.0 {
             self.median[o].add(x.rtt);
         }

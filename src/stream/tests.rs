@@ -126,6 +126,7 @@ fn a_dsack_moves_a_counted_retransmission_to_spurious() {
         win: 65535,
         ts_val: MISSING,
         ts_ecr: 0,
+        ttl: 0,
     };
     let (syn, ack, synack) = (0x02, 0x10, 0x12);
     c.on_packet(0, &pk(0, 0.0, 0, 0, syn, MISSING), &[]);

@@ -119,7 +119,10 @@ def detect(pk: pl.DataFrame, rtt_samples: pl.DataFrame | None = None) -> pl.Data
     From the handshake when it was seen: at the initiator the SYN-ACK comes one RTT after the
     SYN and the initiator's ACK right after it; at the responder the other way round; in the
     middle both take part of the RTT. The side whose answer took under a tenth of SYN→ACK (or
-    under 0.5 ms) is next to the vantage point; when neither is, it is in the ``middle``.
+    under 0.5 ms) is next to the vantage point; when neither is, it is in the ``middle``. When
+    both answered within 0.5 ms (a path of tens of microseconds: both are host delays), the IP
+    TTLs tell where they can: a side whose packets carry an initial TTL (64, 128, 255) while the
+    other side's carry lowered ones was captured next to its host (each router lowers it).
     Without a handshake: a median data→ACK delay under 2 ms means the ACKs were sent right
     here (``receiver``), else ``sender``. ``sender``/``receiver`` refer to the direction that
     carried more payload (the initiator's on a tie). The rules run in the compiled core
@@ -140,9 +143,12 @@ def detect(pk: pl.DataFrame, rtt_samples: pl.DataFrame | None = None) -> pl.Data
         payload=pl.col("payload").cast(pl.UInt32).fill_null(0), flags=pl.col("flags").cast(pl.UInt8).fill_null(0),
     )
     rs = rtt_samples if rtt_samples is not None else pl.DataFrame(schema=RTT)
+    # (a capture's TTLs; a simulator's trace has none: 0 is unknown to the core)
+    known_ttl = "ttl" in pk.columns and pk["ttl"].null_count() < pk.height
+    ttl = pk["ttl"].cast(pl.UInt8).fill_null(0).to_numpy() if known_ttl else np.zeros(0, np.uint8)
     flows, codes = _core.tcp_vantage(
         c["flow"].to_numpy(), c["dir"].to_numpy(), c["keep"].to_numpy(), c["time"].to_numpy(),
-        c["payload"].to_numpy(), c["flags"].to_numpy(),
+        c["payload"].to_numpy(), c["flags"].to_numpy(), ttl,
         rs["flow"].cast(pl.UInt32).to_numpy(), rs["dir"].cast(pl.Int8).to_numpy(),
         rs["rtt_s"].cast(pl.Float64).fill_null(0.0).to_numpy(),
         ((rs["method"] == "seq") & rs["rtt_s"].is_not_null()).fill_null(False).to_numpy())

@@ -43,6 +43,7 @@ class Rows:
     ts_val: np.ndarray  # uint32
     ts_ecr: np.ndarray  # uint32
     ts_ok: np.ndarray  # bool
+    ttl: np.ndarray  # uint8: IPv4 TTL or IPv6 hop limit
     #: Address ids (uint32) of every row's source and destination: the position of the address in
     #: ``addr4`` then ``addr6`` (IPv4 ascending, then IPv6; ``src/capture/addrs.rs``)
     src_id: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint32))

@@ -96,6 +96,7 @@ def frame(rows: Rows) -> tuple[pl.DataFrame, int]:
     cols["ts_ecr"] = masked(rows.ts_ecr, rows.ts_ok, pl.UInt32)
     cols["sack"] = sack
     cols["caplen"] = pl.Series(rows.caplen)
+    cols["ttl"] = pl.Series(rows.ttl)
     cols["tunnel"], cols["outer_src"], cols["outer_dst"] = _tunnels(n, rows)
     return pl.DataFrame([s.alias(k) for k, s in cols.items()]), nflows
 

@@ -62,6 +62,8 @@ FIELDS: dict[str, str] = {
     "tcp.options.sack_re": "_sack_r",
     "ip.fragment": "_frag4",
     "ipv6.fragment": "_frag6",
+    "ip.ttl": "_ttl4",
+    "ipv6.hlim": "_ttl6",
 }
 #: Preferences: raw numbers (tracekit makes them relative), no TCP reassembly (one row per frame,
 #: fields of the frame itself), no sequence analysis (not needed, and the slowest part). IP
@@ -294,6 +296,8 @@ def _to_trace(raw: pl.DataFrame, log: WarningLog, limits: Limits, path: str, con
         _ts=_epoch_ns("_time"),
         size=_int("size"),
         caplen=_int("caplen"),
+        # (the header whose addresses the row takes)
+        ttl=pl.coalesce(_int("_ttl4"), _int("_ttl6")).cast(pl.UInt8, strict=False),
         src=pl.coalesce(_first("_src4"), _first("_src6")),
         dst=pl.coalesce(_first("_dst4"), _first("_dst6")),
     )
@@ -338,7 +342,7 @@ def _to_trace(raw: pl.DataFrame, log: WarningLog, limits: Limits, path: str, con
         .join(sk.with_columns(pl.col("_i").cast(pl.Int64)), on="_i", how="left", maintain_order="left")
         .drop("_i")
     )
-    df = df.select("frame", "_ts", "proto", "size", "caplen", "payload", "sport", "dport", "src", "dst",
+    df = df.select("frame", "_ts", "proto", "size", "caplen", "ttl", "payload", "sport", "dport", "src", "dst",
                    "seq_raw", "ack_raw", "flags", "win_raw", "mss", "wscale", "ts_val", "ts_ecr", "sack_raw")
     if slow:
         # Not damage, so not refused in strict mode: the log is made lenient for this one note.

@@ -118,6 +118,7 @@ fn trace_columns_give_flows_in_order() {
         time: &[0.0, 0.1, 0.0, 0.10005, 0.5, 0.0],
         payload: &[0, 0, 500, 1000, 0, 100],
         flags: &[SYN, SA, ACK, ACK, ACK, ACK],
+        ttl: &[],
     };
     // connection 3: no handshake; its data direction's seq samples 1, 3 ms (median 2 ms)
     let s = Samples {
@@ -134,4 +135,44 @@ fn trace_columns_give_flows_in_order() {
         ..p
     };
     assert!(vantage_points(&bad, &s).is_err());
+}
+
+/// A sub-millisecond handshake (SYN-ACK 20 us after the SYN, the ACK 38 us after it) whose
+/// shorter delay is the responder's, with each side's TTLs.
+fn quick(ttl0: &[u8], ttl1: &[u8]) -> FlowVantage {
+    let mut v = handshake(0.000020, 0.000058);
+    for &t in ttl0 {
+        v.on_ttl(0, t);
+    }
+    for &t in ttl1 {
+        v.on_ttl(1, t);
+    }
+    v
+}
+
+#[test]
+fn on_a_sub_millisecond_handshake_the_ttl_tells_the_near_side() {
+    // samples/linux/kernel/bbr: initiator 64 (sent here), responder 63 (one router away)
+    let v = quick(&[64, 64], &[63, 63]);
+    assert_eq!(v.ttl_near(), Some(0));
+    assert_eq!(v.point(None), Some(Point::Sender));
+    // the same handshake next to the responder (Windows, 128; the initiator one hop away)
+    assert_eq!(quick(&[63], &[128]).point(None), Some(Point::Receiver));
+    // without TTLs, bridged (both initial), both lowered or a side changing: the delays decide
+    for (a, b) in [
+        (&[][..], &[][..]),
+        (&[64], &[64]),
+        (&[63], &[62]),
+        (&[64, 63], &[63]),
+    ] {
+        let v = quick(a, b);
+        assert_eq!(v.ttl_near(), None, "{a:?} {b:?}");
+        assert_eq!(v.point(None), Some(Point::Receiver)); // the shorter delay, the responder's
+    }
+    // 0 is no TTL; a handshake of 100 ms is the delays' call even against the TTLs
+    assert_eq!(quick(&[0], &[63]).ttl_near(), None);
+    let mut far = handshake(0.00005, 0.10005);
+    far.on_ttl(0, 64);
+    far.on_ttl(1, 63);
+    assert_eq!(far.point(None), Some(Point::Receiver));
 }
