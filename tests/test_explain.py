@@ -309,6 +309,10 @@ def test_a_first_flight_under_one_segment_shows_no_initial_window() -> None:
     (held,) = [s for s in _story(sample("linux", "slow_reader.pcap")) if s.kind.startswith("start_")]
     assert held.values["init_window_bytes"] == held.values["max_rwnd_bytes"] == 2896
     assert held.values["init_window_seen"] is False and "the receiver's whole advertised window" in held.text
+    # a run from one full segment (1,448 B of data beside 12 B of timestamps, MSS 1,460 B) keeps its start:
+    # stall_cut's slow start after its timeout
+    cut = [s for s in _story(sample("linux", "stall_cut.pcap")) if s.kind.startswith("slow_start")]
+    assert any(s.values["from_cwnd_bytes"] == 1448 and "from 1,448 B to" in s.text for s in cut)
     first_run = next(s for s in told if s.kind.startswith("slow_start"))
     assert first_run.text.startswith(f"cwnd grew in slow start from {bulk.values['init_window_bytes']:,} B")
 

@@ -19,6 +19,7 @@ from tracekit.explain_rules import (
     Fmt,
     Story,
     TraceFacts,
+    below_one_segment,
     far,
     far_losses,
     jain,
@@ -54,7 +55,7 @@ def opening(row: dict[str, Any], flow: int, d: int) -> Sentence | None:
         # 10), so the sender had no more (iperf3's 37-byte cookie), and no initial window is seen
         # ... nor one that filled the largest window the receiver advertised: the receiver held it (RFC 9293
         # §3.8.6: a sender sends no more than the offered window)
-        short, held = iwb < row["mss"], iwb + row["mss"] > row["max_rwnd_bytes"]
+        short, held = below_one_segment(iwb, row["mss"]), iwb + row["mss"] > row["max_rwnd_bytes"]
         vals["init_window_seen"] = not (short or held)
         if short:
             shown["first"] = CLAUSES["first_short"].format(iw_bytes=shown["iw_bytes"], mss=numfmt.nbytes(row["mss"]))
@@ -218,7 +219,7 @@ def unfilled(row: dict[str, Any], s: Story) -> bool:
     the application wrote (an iperf3 control connection), and its slow starts and reductions tell nothing."""
     mss, top = row.get("mss"), row.get("max_cwnd_bytes")
     est = s.empty or s.source == "estimate"
-    return bool(est and mss and top is not None and math.isfinite(top) and top < mss)
+    return bool(est and top is not None and below_one_segment(top, mss))
 
 
 def account(t: TraceFacts, rows: list[dict[str, Any]], facts: Callable[[int, int], DirFacts], *,

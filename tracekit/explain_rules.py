@@ -18,9 +18,9 @@ from typing import Any
 from tracekit import _core, numfmt
 from tracekit.phrases import CLAUSES, TEMPLATES, Sentence, say
 
-__all__ = ["CONGESTION_AVOIDANCE", "FAR", "MAX_EACH", "NO_STORY", "RECOVERY", "RUN_ENDS", "SLOW_START", "DirFacts",
-           "Fmt", "Resent", "Story", "TraceFacts", "far", "far_losses", "jain", "losses", "np_extreme", "numpy_sum",
-           "polars_sum", "slow_starts", "stalls"]
+__all__ = ["CONGESTION_AVOIDANCE", "FAR", "MAX_EACH", "MAX_OPTIONS", "NO_STORY", "RECOVERY", "RUN_ENDS", "SLOW_START",
+           "DirFacts", "Fmt", "Resent", "Story", "TraceFacts", "below_one_segment", "far", "far_losses", "jain",
+           "losses", "np_extreme", "numpy_sum", "polars_sum", "slow_starts", "stalls"]
 
 #: Loss events, slow-start runs and stalls the account tells one by one; the rest in one sentence.
 MAX_EACH: int = _core.CWND_STORY_CAP
@@ -199,6 +199,17 @@ class Fmt:
         return f"{n:,} segment{'' if n == 1 else 's'}"
 
 
+#: Bytes of TCP options a segment may carry (RFC 9293 §3.1: a data offset of at most 15 words).
+MAX_OPTIONS = 40
+
+
+def below_one_segment(b: float, mss: float | None) -> bool:
+    """Whether ``b`` bytes are less than one full-sized segment: under the MSS less the most options take
+    (RFC 6691: options shrink a segment's data, e.g. 1,448 B with timestamps for an MSS of 1,460 B).
+    False when the MSS is unknown or ``b`` is not a number."""
+    return bool(mss) and math.isfinite(b) and b < mss - MAX_OPTIONS  # type: ignore[operator]
+
+
 def slow_starts(s: Story, f: Fmt, flow: int, d: int, mss: float | None = None,
                 rwnd: float | None = None) -> list[Sentence]:
     """One sentence per slow-start run that grew cwnd (runs end at a loss or a phase change):
@@ -216,8 +227,7 @@ def slow_starts(s: Story, f: Fmt, flow: int, d: int, mss: float | None = None,
         vals = {"from_cwnd_bytes": start, "cwnd_bytes": top, "time": at, "end": end}
         if f.seg:
             vals["cwnd_packets"] = top / f.seg
-        below = bool(mss) and math.isfinite(start) and start < mss  # type: ignore[operator]
-        part = "" if below else CLAUSES["from_part"].format(from_cwnd=f.window(start))
+        part = "" if below_one_segment(start, mss) else CLAUSES["from_part"].format(from_cwnd=f.window(start))
         held = bool(mss) and rwnd is not None and math.isfinite(top) and top + mss > rwnd  # type: ignore[operator]
         vals["rwnd_held"] = held
         cwnd = CLAUSES["cwnd_rwnd"].format(cwnd=f.window(top)) if held else f.window(top)
