@@ -72,8 +72,8 @@ pub struct FlowVantage {
     /// The initiator's earliest ACK without SYN at or after the responder's earliest SYN-ACK
     /// seen before it.
     ack3: f64,
-    /// Per direction: the lowest and highest IP TTL seen (None: none known).
-    ttl: [Option<(u8, u8)>; 2],
+    /// Per direction: the lowest and highest IP TTL seen (`(255, 0)`: none known).
+    ttl: [(u8, u8); 2],
 }
 
 impl Default for FlowVantage {
@@ -84,7 +84,7 @@ impl Default for FlowVantage {
             syn: f64::NAN,
             synack: f64::NAN,
             ack3: f64::NAN,
-            ttl: [None; 2],
+            ttl: [(u8::MAX, 0); 2],
         }
     }
 }
@@ -106,23 +106,23 @@ impl FlowVantage {
     }
 
     /// The IP TTL (IPv6 hop limit) of a packet of direction `d` (a capture's; 0: unknown).
+    #[inline]
     pub fn on_ttl(&mut self, d: usize, ttl: u8) {
-        if ttl == 0 {
-            return;
-        }
-        let t = self.ttl[d].get_or_insert((ttl, ttl));
-        *t = (t.0.min(ttl), t.1.max(ttl));
+        // (0: unknown; branch-free, as it runs on every packet)
+        let t = &mut self.ttl[d & 1];
+        let known = ttl != 0;
+        t.0 = t.0.min(if known { ttl } else { u8::MAX });
+        t.1 = t.1.max(ttl);
     }
 
     /// The side next to the capture by the TTLs (see the module docs): `d` when every packet of
     /// `d` carried one initial TTL and none of the other side's did; None when that holds for
     /// neither or both, or a TTL is unknown.
     pub fn ttl_near(&self) -> Option<usize> {
-        let initial =
-            |t: Option<(u8, u8)>| t.is_some_and(|(lo, hi)| lo == hi && INITIAL_TTLS.contains(&hi));
-        let lowered = |t: Option<(u8, u8)>| {
-            t.is_some_and(|(lo, hi)| !INITIAL_TTLS.contains(&lo) && !INITIAL_TTLS.contains(&hi))
-        };
+        let known = |(lo, hi): (u8, u8)| hi != 0 && lo <= hi;
+        let initial = |t: (u8, u8)| known(t) && t.0 == t.1 && INITIAL_TTLS.contains(&t.1);
+        let lowered =
+            |t: (u8, u8)| known(t) && !INITIAL_TTLS.contains(&t.0) && !INITIAL_TTLS.contains(&t.1);
         match (0..2)
             .filter(|&d| initial(self.ttl[d]) && lowered(self.ttl[1 - d]))
             .collect::<Vec<_>>()[..]
