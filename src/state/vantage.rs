@@ -119,15 +119,15 @@ impl FlowVantage {
     /// `d` carried one initial TTL and none of the other side's did; None when that holds for
     /// neither or both, or a TTL is unknown.
     pub fn ttl_near(&self) -> Option<usize> {
-        let known = |(lo, hi): (u8, u8)| hi != 0 && lo <= hi;
-        let initial = |t: (u8, u8)| known(t) && t.0 == t.1 && INITIAL_TTLS.contains(&t.1);
-        let lowered =
-            |t: (u8, u8)| known(t) && !INITIAL_TTLS.contains(&t.0) && !INITIAL_TTLS.contains(&t.1);
-        match (0..2)
-            .filter(|&d| initial(self.ttl[d]) && lowered(self.ttl[1 - d]))
-            .collect::<Vec<_>>()[..]
-        {
-            [d] => Some(d),
+        // (a highest TTL of 0: none known, and then the lowest is 255)
+        let initial = |(lo, hi): (u8, u8)| hi != 0 && lo == hi && INITIAL_TTLS.contains(&hi);
+        let lowered = |(lo, hi): (u8, u8)| {
+            hi != 0 && !INITIAL_TTLS.contains(&lo) && !INITIAL_TTLS.contains(&hi)
+        };
+        let near = |d: usize| initial(self.ttl[d]) && lowered(self.ttl[1 - d]);
+        match (near(0), near(1)) {
+            (true, false) => Some(0),
+            (false, true) => Some(1),
             _ => None,
         }
     }
