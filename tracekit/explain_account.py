@@ -22,6 +22,7 @@ from tracekit.explain_rules import (
     below_one_segment,
     far,
     far_losses,
+    fills_rwnd,
     jain,
     losses,
     np_extreme,
@@ -53,9 +54,8 @@ def opening(row: dict[str, Any], flow: int, d: int) -> Sentence | None:
     if kind != "start_iw":
         # a first flight under one full segment: cwnd starts at 1 SMSS at least (RFC 5681 §3.1; RFC 6928:
         # 10), so the sender had no more (iperf3's 37-byte cookie), and no initial window is seen
-        # ... nor one that filled the largest window the receiver advertised: the receiver held it (RFC 9293
-        # §3.8.6: a sender sends no more than the offered window)
-        short, held = below_one_segment(iwb, row["mss"]), iwb + row["mss"] > row["max_rwnd_bytes"]
+        # ... nor one that filled the largest window the receiver advertised: the receiver held it
+        short, held = below_one_segment(iwb, row["mss"]), fills_rwnd(iwb, row["mss"], row["max_rwnd_bytes"])
         vals["init_window_seen"] = not (short or held)
         if short:
             shown["first"] = CLAUSES["first_short"].format(iw_bytes=shown["iw_bytes"], mss=numfmt.nbytes(row["mss"]))
@@ -167,9 +167,12 @@ def data_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def fairness(rows: list[dict[str, Any]]) -> list[Sentence]:
     """Jain's index over the data directions that compete for the path (tracekit's goodput): those
     application-limited most of the time are left out and named (:func:`tracekit._shared.competes`)."""
-    rows = [r for r in rows if r.get("goodput_bps")]
-    idle = [r for r in rows if not competes(r.get("limited_app_share"))]
-    rows = [r for r in rows if competes(r.get("limited_app_share"))]
+    them: list[dict[str, Any]] = []
+    idle: list[dict[str, Any]] = []
+    for r in rows:
+        if r.get("goodput_bps"):
+            (them if competes(r.get("limited_app_share")) else idle).append(r)
+    rows = them
     g = [float(r["goodput_bps"]) for r in rows]
     if len(g) < 2:
         return []

@@ -19,8 +19,8 @@ from tracekit import _core, numfmt
 from tracekit.phrases import CLAUSES, TEMPLATES, Sentence, say
 
 __all__ = ["CONGESTION_AVOIDANCE", "FAR", "MAX_EACH", "MAX_OPTIONS", "NO_STORY", "RECOVERY", "RUN_ENDS", "SLOW_START",
-           "DirFacts", "Fmt", "Resent", "Story", "TraceFacts", "below_one_segment", "far", "far_losses", "jain",
-           "losses", "np_extreme", "numpy_sum", "polars_sum", "slow_starts", "stalls"]
+           "DirFacts", "Fmt", "Resent", "Story", "TraceFacts", "below_one_segment", "far", "far_losses", "fills_rwnd",
+           "jain", "losses", "np_extreme", "numpy_sum", "polars_sum", "slow_starts", "stalls"]
 
 #: Loss events, slow-start runs and stalls the account tells one by one; the rest in one sentence.
 MAX_EACH: int = _core.CWND_STORY_CAP
@@ -210,6 +210,13 @@ def below_one_segment(b: float, mss: float | None) -> bool:
     return bool(mss) and math.isfinite(b) and b < mss - MAX_OPTIONS  # type: ignore[operator]
 
 
+def fills_rwnd(b: float, mss: float | None, rwnd: float | None) -> bool:
+    """Whether ``b`` bytes are within one segment of the largest window the receiver advertised: the
+    receiver's window, not cwnd, held that flight (RFC 9293 §3.8.6: a sender sends no more than the offered
+    window). False when the MSS or the window is unknown or ``b`` is not a number."""
+    return bool(mss) and rwnd is not None and math.isfinite(b) and b + mss > rwnd  # type: ignore[operator]
+
+
 def slow_starts(s: Story, f: Fmt, flow: int, d: int, mss: float | None = None,
                 rwnd: float | None = None) -> list[Sentence]:
     """One sentence per slow-start run that grew cwnd (runs end at a loss or a phase change):
@@ -228,7 +235,7 @@ def slow_starts(s: Story, f: Fmt, flow: int, d: int, mss: float | None = None,
         if f.seg:
             vals["cwnd_packets"] = top / f.seg
         part = "" if below_one_segment(start, mss) else CLAUSES["from_part"].format(from_cwnd=f.window(start))
-        held = bool(mss) and rwnd is not None and math.isfinite(top) and top + mss > rwnd  # type: ignore[operator]
+        held = fills_rwnd(top, mss, rwnd)
         vals["rwnd_held"] = held
         cwnd = CLAUSES["cwnd_rwnd"].format(cwnd=f.window(top)) if held else f.window(top)
         shown = {"from_part": part, "cwnd": cwnd, "time": numfmt.at(at), "end": numfmt.at(end)}
