@@ -273,13 +273,13 @@ def _loss_kind(kinds: list[str], backed: bool, phase: int, small: bool) -> str:
 def cwnd_change(f: Fmt, before: float, after: float) -> str:
     """The window's change at an event: ``cwnd X → Y``, or, where the estimate did not fall, that
     ssthresh was set while cwnd stayed or rose. The estimate marks a reduction where a new ssthresh
-    is set (RFC 5681 §3.2 step 2) even when cwnd holds: a sender that undoes an unneeded reduction (RFC 3708; Linux's
-    ``tcp_try_undo_dsack``) keeps its window, and "cwnd 80,896 B → 80,896 B" would read as a fall."""
+    is set (RFC 5681 §3.2 step 2) even when cwnd holds: a sender that undoes an unneeded reduction
+    (RFC 3708; Linux's ``tcp_try_undo_dsack``) keeps its window, and "cwnd 80,896 B → 80,896 B" would read as a fall."""
     if before == before and after == after and after >= before:  # (NaN: not a number either way)
-        if after > before:
-            return f"ssthresh set while cwnd rose from {f.window(before)} to {f.window(after)}"
-        return f"ssthresh set, cwnd stayed at {f.window(before)}"
-    return f"cwnd {f.window(before)} → {f.window(after)}"
+        kind = "cwnd_rose" if after > before else "cwnd_held"
+    else:
+        kind = "cwnd_fell"
+    return CLAUSES[kind].format(before=f.window(before), after=f.window(after))
 
 
 def losses(x: DirFacts, f: Fmt, flow: int, d: int, tol_s: float | None = None) -> list[Sentence]:
