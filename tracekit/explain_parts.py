@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from tracekit import _core, schema
+from tracekit.analysis import _drops as drops_of
 from tracekit.analysis.cwnd import chosen, reductions
 from tracekit.explain_rules import (
     CONGESTION_AVOIDANCE,
@@ -128,10 +129,8 @@ class Parts:
     def get(self, name: str, flow: int, d: int) -> pl.DataFrame:
         if name not in self._split:
             df: pl.DataFrame
-            if name == "drops":  # a simulator's drops of data (captures have none): the loss evidence's own
-                # (tracekit.analysis._drops: a lost SYN lowers the first window, no loss of the transfer)
-                df = self.an.trace.packets.lazy().filter(pl.col("event") == "drop", pl.col("payload") > 0).select(
-                    "flow", "dir", "time").collect()
+            if name == "drops":  # a simulator's drops of data (captures have none), as the loss evidence counts
+                df = drops_of(self.an.trace.packets)  # them (a lost SYN lowers the first window: no loss)
             elif name == "zero_windows":  # advertisements of a zero window, RFC 9293 §3.8.6.1 (not SYN/RST)
                 df = frame(self.an, "packets").lazy().filter(pl.col("win") == 0, (pl.col("flags") & 0x06) == 0).select(
                     "flow", "dir", "time").collect()
