@@ -183,6 +183,9 @@ CWND_DECREASE: float
 CWND_STORY_CAP: int
 # src/stream/fstats.rs: the frames path's limit-share summing block and batch rows, which the stream follows
 STREAM_SUM_BLOCK: int
+# src/state/stalls.rs, src/state/retrans.rs: the names of the stall cause and retransmission kind codes
+STALL_CAUSES: tuple[str, ...]
+RETRANS_KINDS: tuple[str, ...]
 STREAM_BATCH_ROWS: int
 def cwnd_story(
     flow: npt.NDArray[np.int64], dir: npt.NDArray[np.int64], time: npt.NDArray[np.float64],

@@ -13,16 +13,17 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from tracekit import _core
 from tracekit.explain_account import account, data_rows, vantage_kinds
 from tracekit.explain_rules import MAX_EACH, NO_STORY, DirFacts, Resent, Story, TraceFacts
 from tracekit.phrases import Sentence
 
 __all__ = ["explain_from_stream"]
 
-#: A stall's ``cause`` by the core's code (``Cause`` in src/state/stalls.rs; tracekit.analysis.stalls.CAUSES).
-CAUSES = ("zero_window", "rto", "rwnd_limited", "app_limited", "unknown")
-#: A retransmission's ``kind`` by the core's code (src/state/retrans.rs; tracekit.analysis.retrans._KINDS).
-KINDS = ("fast", "rto", "spurious")
+#: A stall's ``cause`` by the core's code (``Cause`` and its names in src/state/stalls.rs).
+CAUSES = _core.STALL_CAUSES
+#: A retransmission's ``kind`` by the core's code (``KIND_NAMES`` in src/state/retrans.rs).
+KINDS = _core.RETRANS_KINDS
 
 
 def _cuts(counts: list[int]) -> list[tuple[int, int]]:

@@ -20,10 +20,13 @@ use std::collections::{BTreeMap, HashMap};
 mod bounds;
 mod sent;
 
-/// Kinds in the output (`tracekit.analysis.retrans.KINDS` order).
+/// Kind codes in the output: the `kind` column's value is [`KIND_NAMES`] by code.
 pub const FAST: u8 = 0;
 pub const RTO: u8 = 1;
 pub const SPURIOUS: u8 = 2;
+/// The `kind` column's value of each code, the one declaration of them
+/// (`tracekit._core.RETRANS_KINDS`, read by the frames path and the stream's account).
+pub const KIND_NAMES: [&str; 3] = ["fast", "rto", "spurious"];
 
 /// Wireshark's default out-of-order window when no RTT is known (packet-tcp.c: 3 ms).
 pub const OOO_DEFAULT_S: f64 = 0.003;

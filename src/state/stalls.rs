@@ -39,8 +39,7 @@ pub const MIN_STALL_S: f64 = 0.2;
 /// A stall is longer than this many smoothed RTTs.
 pub const RTT_FACTOR: f64 = 4.0;
 
-/// Why a sender stalled (the `cause` column's values are the names in this order:
-/// `CAUSES` in tracekit/analysis/stalls.py).
+/// Why a sender stalled (the `cause` column's values are [`CAUSE_NAMES`] by this code).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Cause {
@@ -50,6 +49,16 @@ pub enum Cause {
     AppLimited = 3,
     Unknown = 4,
 }
+
+/// The `cause` column's value of each [`Cause`] code, the one declaration of them
+/// (`tracekit._core.STALL_CAUSES`, read by the frames path and the stream's account).
+pub const CAUSE_NAMES: [&str; 5] = [
+    "zero_window",
+    "rto",
+    "rwnd_limited",
+    "app_limited",
+    "unknown",
+];
 
 /// One packet as the stall rules read it: its own columns and the prepared state's.
 #[derive(Clone, Copy, Debug, Default)]

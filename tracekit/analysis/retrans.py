@@ -81,8 +81,8 @@ RTO_MIN_S = 0.2
 
 #: :func:`classify` output: the frame plus the row ``_i`` and the recovery ``episode`` (per direction).
 _SCHEMA = {"_i": pl.UInt32(), **RETRANSMISSIONS, "episode": pl.Int32()}
-#: The core's kind codes (``src/state/retrans.rs``: ``FAST``, ``RTO``, ``SPURIOUS``).
-_KINDS = np.array(["fast", "rto", "spurious"])
+#: The ``kind`` of each of the core's codes (``KIND_NAMES`` in src/state/retrans.rs).
+_KINDS = np.array(_core.RETRANS_KINDS)
 
 
 def min_rtt(st: pl.DataFrame, rs: pl.DataFrame, hs: pl.DataFrame | None = None) -> pl.DataFrame:

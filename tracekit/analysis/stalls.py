@@ -43,8 +43,8 @@ from tracekit.schema import STALLS, empty
 
 MIN_STALL_S = 0.2
 RTT_FACTOR = 4.0
-#: ``cause`` by the core's code (``Cause`` in src/state/stalls.rs).
-CAUSES = ("zero_window", "rto", "rwnd_limited", "app_limited", "unknown")
+#: ``cause`` by the core's code (``Cause`` and its names in src/state/stalls.rs).
+CAUSES = _core.STALL_CAUSES
 
 
 def stalls(pk: pl.DataFrame, *, state: pl.DataFrame | None = None, rtt_samples_df: pl.DataFrame | None = None,

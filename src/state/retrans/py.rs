@@ -78,5 +78,9 @@ fn tcp_retrans<'py>(
 
 /// Adds this module's functions to `tracekit._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add(
+        "RETRANS_KINDS",
+        pyo3::types::PyTuple::new(m.py(), super::KIND_NAMES)?,
+    )?;
     m.add_function(wrap_pyfunction!(tcp_retrans, m)?)
 }

@@ -287,5 +287,9 @@ fn tcp_stalls<'py>(
 
 /// Adds this module's functions to `tracekit._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add(
+        "STALL_CAUSES",
+        pyo3::types::PyTuple::new(m.py(), super::CAUSE_NAMES)?,
+    )?;
     m.add_function(wrap_pyfunction!(tcp_stalls, m)?)
 }
