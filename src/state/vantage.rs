@@ -27,6 +27,7 @@
 //! capture. A bridged or same-link path (both sides initial) tells nothing, and the handshake
 //! rule stands.
 
+use super::flowstats::summary::quantile;
 use super::seq::{ACK, SYN};
 use super::slots::Slots;
 use crate::state::slice;
@@ -203,20 +204,11 @@ impl FlowVantage {
     }
 }
 
-/// The median as polars computes it (linear interpolation between the two middle values,
-/// NaN sorted last); None for no values.
+/// The median as polars computes it (linear interpolation between the two middle values):
+/// the flows' percentiles' own `quantile` (the stream reads the same ranks off
+/// `flowstats::ranks`); None for no values.
 fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_unstable_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    let (lo, hi) = (v[(n - 1) / 2], v[n / 2]);
-    Some(if n % 2 == 1 || lo == hi {
-        lo
-    } else {
-        lo + (hi - lo) * 0.5
-    })
+    (!v.is_empty()).then(|| quantile(v, 0.5))
 }
 
 /// One packet column set of [`vantage_points`].
