@@ -8,7 +8,9 @@ direction of the flows frame, each against tshark's own fields for the same pack
 
 from __future__ import annotations
 
+import struct
 import subprocess
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -18,6 +20,7 @@ import tracekit
 from tracekit.analysis import _dirstats, rtt
 from tracekit.analysis._state import prepare
 from tracekit.analysis.vantage import vantage
+from tracekit.streamed import summary_document
 
 FIELDS = ("tcp.stream", "tcp.srcport", "frame.time_relative", "tcp.len", "tcp.seq", "tcp.flags.syn",
           "tcp.options.mss_val", "tcp.options.wscale.shift", "tcp.analysis.initial_rtt")
@@ -67,3 +70,34 @@ def test_direction_summary_matches_tshark(name: str) -> None:
         (pl.col("tcp.srcport").n_unique() == 2).alias("both"))
     k = j.join(scaled, on="tcp.stream", how="left")
     assert k["window_scaling"].to_list() == k["both"].fill_null(False).to_list()
+
+
+def _syn_sent_twice(src: Path, out: Path, before_s: float) -> Path:
+    """``src`` (a little-endian microsecond pcap) with a copy of its first packet, the SYN, ``before_s``
+    earlier: the capture of a SYN lost past the capture point and sent again after its timeout."""
+    raw = src.read_bytes()
+    assert raw[:4] == b"\xd4\xc3\xb2\xa1"
+    sec, usec, incl = struct.unpack_from("<IIII", raw, 24)[:3]
+    first = raw[24:24 + 16 + incl]
+    t = sec + usec / 1e6 - before_s
+    copy = struct.pack("<II", int(t), round((t - int(t)) * 1e6)) + first[8:]
+    out.write_bytes(raw[:24] + copy + raw[24:])
+    return out
+
+
+def test_a_resent_syn_times_the_handshake_from_the_last_syn(tmp_path: Path) -> None:
+    """A SYN sent again (RFC 6298 §5.7: after its 1 s, or ns-2's 3 s, timeout): the handshake RTT runs
+    from the last SYN, as Wireshark's ``ts_mru_syn``, on both paths; the first SYN still starts
+    the connection (``start``, ``handshake_s``)."""
+    src = sample("linux", "bulk_lossy.pcap")
+    path = _syn_sent_twice(src, tmp_path / "syn_twice.pcap", 1.0)
+    ts = _tshark(str(path))
+    want = ts["tcp.analysis.initial_rtt"].drop_nulls()[0]
+    assert ts["tcp.flags.syn"][:2].to_list() == [1, 1]
+    before = tracekit.analyze(tracekit.read(src)).flows.row(0, named=True)
+    frames = tracekit.analyze(tracekit.read(path)).flows.row(0, named=True)
+    assert abs(frames["handshake_rtt_s"] - want) < 1e-6
+    assert abs(frames["handshake_rtt_s"] - before["handshake_rtt_s"]) < 1e-9
+    assert abs(frames["handshake_s"] - before["handshake_s"] - 1.0) < 1e-6
+    streamed = summary_document(str(path))
+    assert streamed["flows"][0]["handshake_rtt_s"] == frames["handshake_rtt_s"]

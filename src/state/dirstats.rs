@@ -73,7 +73,8 @@ pub struct DirStats {
     pub syn_mss: i32,
     /// A SYN of this direction carried the window-scale option (RFC 7323 §2.2).
     pub syn_wscale: bool,
-    /// Earliest SYN (any: SYN, SYN-ACK or a stray one) and earliest SYN without ACK.
+    /// Earliest SYN (any: SYN, SYN-ACK or a stray one), and the latest SYN without ACK before
+    /// the handshake's ACK ([`DirStats::handshake_rtt`]).
     pub syn_t: f64,
     pub pure_syn_t: f64,
     /// This direction sent a SYN-ACK.
@@ -149,15 +150,19 @@ impl DirStats {
         }
     }
 
-    /// The handshake times (Wireshark's `tcp.analysis.initial_rtt`: SYN -> the initiator's
-    /// first ACK after the SYN-ACK, one full round trip wherever the capture was taken).
+    /// The handshake times (Wireshark's `tcp.analysis.initial_rtt`: the latest SYN -> the
+    /// initiator's first ACK after the SYN-ACK, one full round trip wherever the capture was
+    /// taken).
     fn on_handshake(&mut self, s: &Seg, peer_synack: bool) {
         if s.syn {
             self.syn_t = fold(self.syn_t, s.time, false);
             if s.has_ack {
                 self.synack = true;
-            } else {
-                self.pure_syn_t = fold(self.pure_syn_t, s.time, false);
+            } else if self.ack3_t.is_nan() && !s.time.is_nan() {
+                // the most recent SYN before the handshake's ACK (Wireshark's `ts_mru_syn`): a SYN
+                // sent again after a timeout (RFC 6298 §5.7) starts the round trip that ACK ends,
+                // and timing it from the first SYN would add the timeout to the RTT
+                self.pure_syn_t = s.time;
             }
         } else if s.has_ack && peer_synack {
             self.ack3_t = fold(self.ack3_t, s.time, false);
@@ -388,6 +393,22 @@ mod tests {
         e.on_packet(0, 0, 1, &seg(0.1, 0, 1, false, true));
         assert!(e.stats[1].handshake_rtt().is_nan());
         assert!(e.stats[1].ack3_t == 0.1 && e.stats[1].pure_syn_t.is_nan());
+    }
+
+    /// A SYN sent again after a timeout (ns-2's dumbbell flow 1: lost at 0.6 s, re-sent at 3.6 s):
+    /// the round trip is timed from the re-sent SYN, as Wireshark's `ts_mru_syn`; a SYN after the
+    /// handshake's ACK moves nothing. The earliest SYN stays where the connection started.
+    #[test]
+    fn a_resent_syn_times_the_handshake() {
+        let mut d = Directions::new(Some(1), 2);
+        d.on_packet(1, 0, 0, &seg(0.6, 0, 0, true, false));
+        d.on_packet(1, 0, 1, &seg(3.6, 0, 0, true, false));
+        d.on_packet(1, 1, 2, &seg(3.69172, 0, 0, true, true));
+        d.on_packet(1, 0, 3, &seg(3.721965, 0, 1, false, true));
+        d.on_packet(1, 0, 4, &seg(9.0, 0, 0, true, false)); // after the ACK: moves nothing
+        let a = &d.stats[0];
+        assert!((a.handshake_rtt() - 0.121965).abs() < 1e-12);
+        assert_eq!(a.syn_t, 0.6);
     }
 
     /// Large ids and odd directions go to the map; rows without direction or sequence
