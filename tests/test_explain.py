@@ -340,6 +340,32 @@ def test_drops_are_told_with_the_event_they_precede() -> None:
     data_drops = pk.filter((pl.col("event") == "drop") & (pl.col("flow") == 1) & (pl.col("payload") > 0))["time"]
     told = [s for s in explain(an) if s.flow == 1 and s.kind.startswith(("loss_", "reduction_"))]
     first, second = told[0], told[1]
-    assert first.kind == "reduction_no_loss" and first.values["drops"] == 0 and "dropped" not in first.text
+    assert first.kind == "reduction_syn" and first.values["drops"] == 0 and "dropped" not in first.text
     assert second.values["drops"] == int(data_drops.is_between(first.time, second.time).sum()) == 1
     assert sum(s.values["drops"] for s in told) <= data_drops.len()
+
+
+def test_a_lost_syn_is_told_as_such() -> None:
+    """ns-2's dumbbell, flow 1: the SYN dropped at 0.61 s is sent again at 3.6 s (ns-2's 3 s initial RTO). The
+    first flight is told at the first data byte (3.72 s), not at the first SYN (0.6 s), and the reduction the
+    lost SYN brings (RFC 5681 §3.1: one segment to start with) is told as that, not as a reduction "with no loss
+    evidence (1 segment retransmitted)"; the handshake RTT runs from the SYN sent again."""
+    import polars as pl
+
+    an = tracekit.analyze(tracekit.read(str(sample("ns2", "dumbbell"))))
+    pk = an.trace.packets.filter((pl.col("flow") == 1) & (pl.col("dir") == 0))
+    first_data = float(pk.filter(pl.col("payload") > 0)["time"].min())  # type: ignore[arg-type]
+    sent = (pl.col("event") == "enqueue") & (pl.col("node") == pk["node"][0])  # (the sender's own events)
+    syns = pk.filter(sent & ((pl.col("flags") & 0x12) == 0x02))["time"]
+    assert syns.len() == 2 and syns[1] - syns[0] >= 3.0 - 1e-9
+    row = an.flows.filter(pl.col("flow") == 1).row(0, named=True)
+    assert row["data_start"] == first_data and row["start"] == syns[0]
+    assert row["handshake_rtt_s"] < 0.2 < 3.0 < row["handshake_s"]
+    told = [s for s in explain(an) if s.flow == 1]
+    (opening,) = [s for s in told if s.kind == "start_iw"]
+    assert opening.time == first_data and opening.text.startswith("First flight at 3.72 s")
+    (syn,) = [s for s in told if s.kind == "reduction_syn"]
+    assert syn.values["retransmitted"] == 1 and syns[1] < first_data <= syn.time
+    assert "lost SYN (1 segment re-sent before the first data)" in syn.text
+    # the other flows lost no SYN: none of their reductions is told so
+    assert not [s for s in explain(an) if s.kind == "reduction_syn" and s.flow != 1]

@@ -253,3 +253,51 @@ def test_after_a_timeout_the_pipe_is_what_was_sent_since() -> None:
     assert est.height > 10 and est["cwnd_bytes"][0] == mss  # one segment at the timeout (RFC 5681 §3.1)
     assert est["cwnd_bytes"].max() <= poll["kernel_bytes"]  # type: ignore[operator]
     assert abs(est["cwnd_bytes"][-1] - poll["kernel_bytes"]) <= mss
+
+
+def _ss_polls(name: str, sport: int) -> list[tuple[str, dict[str, str]]]:
+    """Each ``ss -tin`` poll of the socket whose local port is ``sport``: its state and ``key:value`` fields."""
+    import gzip
+
+    with gzip.open(sample("linux", "kernel_truth", f"{name}.ss.gz"), "rt") as f:
+        lines = f.read().splitlines()
+    out = []
+    for line, info in zip(lines, lines[1:], strict=False):
+        words = line.split()
+        if len(words) > 3 and words[3].endswith(f":{sport}"):
+            out.append((words[0], dict(w.split(":", 1) for w in info.split() if ":" in w)))
+    return out
+
+
+@pytest.mark.parametrize(("name", "lost"), [("syn_lost1", 1), ("syn_lost2", 2)])
+def test_after_a_lost_syn_linux_starts_with_no_ssthresh(name: str, lost: int) -> None:
+    """A SYN lost once or twice (the router drops it, downstream of the capture): the kernel times out,
+    sends it again, and once connected has no ssthresh (``tcp_init_metrics`` resets what the SYN's
+    timeout set; the ss log prints none) until its first loss. The estimate agrees: no ssthresh and slow
+    start up to its first loss event, where the rule of RFC 5681 eq. 4 (2 MSS from the first row, still
+    ns-2's) had it in congestion avoidance from the first data; the account tells no reduction there."""
+    a, _ = _run(name)
+    row = a.flows.filter(pl.col("data_bytes") > 500_000).row(0, named=True)
+    pk = a.packets.filter((pl.col("flow") == row["flow"]) & (pl.col("dir") == 0))
+    syns = pk.filter((pl.col("flags") & 0x12) == 0x02)["time"]
+    assert syns.len() == lost + 1 and row["data_start"] - row["start"] > lost * 1.0 - 0.1
+    assert row["handshake_rtt_s"] < 0.001  # (from the SYN that was answered: Wireshark's ts_mru_syn)
+    polls = _ss_polls(name, row["sport"])
+    waiting = [f for st, f in polls if st == "SYN-SENT" and "retrans" in f]
+    connected = [f for st, f in polls if st == "ESTAB"]
+    assert connected and "ssthresh" not in connected[0]
+    assert lost < 2 or waiting and all("ssthresh" in f and f["cwnd"] == "1" for f in waiting)
+    first_loss = next(i for i, f in enumerate(connected) if "ssthresh" in f)
+    assert all(f.get("retrans", "0/0").startswith("0/") for f in connected[:first_loss])
+    cw = a.cwnd.filter((pl.col("flow") == row["flow"]) & (pl.col("dir") == 0) & (pl.col("source") == "estimate"))
+    rx = a.retransmissions.filter((pl.col("flow") == row["flow"]) & (pl.col("dir") == 0) & (pl.col("len") > 0))
+    first = float(rx["time"].min())  # type: ignore[arg-type]
+    before = cw.filter(pl.col("time") < first)
+    assert before.height > 10
+    assert before["ssthresh_bytes"].is_null().all() or before["ssthresh_bytes"].is_nan().all()
+    assert (before["phase"] == "slow_start").all()
+    from tracekit.explain import explain
+
+    told = [s for s in explain(a) if s.flow == row["flow"] and s.time is not None and s.time < first]
+    assert not [s for s in told if s.kind.startswith("reduction")]
+    assert any(s.kind == "slow_start_loss" for s in explain(a) if s.flow == row["flow"])

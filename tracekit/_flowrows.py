@@ -33,10 +33,10 @@ Row = dict[str, Any]
 #: Column order of the flows frame (:mod:`tracekit.analysis.flows`).
 COLUMNS = [
     "flow", "dir", "src", "sport", "dst", "dport", "vantage_point", "start", "end", "duration", "transfer_s",
-    "handshake_s", "packets", "data_packets", "data_bytes", "unique_bytes", "delivered_bytes", "wire_bytes",
-    "init_window_bytes", "init_window_segments", "retrans_packets", "retrans_bytes", "retrans_fast", "retrans_rto",
-    "retrans_spurious", "dup_acks", "drops", "loss_rate", "loss_event_rate", "throughput_bps", "goodput_bps",
-    "goodput_source", "mathis_bps", "padhye_bps",
+    "handshake_s", "data_start", "packets", "data_packets", "data_bytes", "unique_bytes", "delivered_bytes",
+    "wire_bytes", "init_window_bytes", "init_window_segments", "retrans_packets", "retrans_bytes", "retrans_fast",
+    "retrans_rto", "retrans_spurious", "dup_acks", "drops", "loss_rate", "loss_event_rate", "throughput_bps",
+    "goodput_bps", "goodput_source", "mathis_bps", "padhye_bps",
     "window_limited_bps", "handshake_rtt_s", "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s", "rtt_samples",
     "rtt_method", "flight_max_bytes", "flight_mean_bytes", "max_cwnd_bytes", "cwnd_source", "loss_events",
     "stall_count", "stall_time_s", "limited_cwnd_share", "limited_rwnd_share", "limited_app_share", "mss",
@@ -87,7 +87,7 @@ def rates(r: Row) -> Row:
 
 
 def transfer_and_goodput(r: Row) -> Row:
-    """``transfer_s``, ``handshake_s``, ``goodput_source``, ``delivered_bytes`` and ``goodput_bps``.
+    """``transfer_s``, ``handshake_s``, ``data_start``, ``goodput_source``, ``delivered_bytes`` and ``goodput_bps``.
 
     Inputs: ``_syn_t`` (the connection's first SYN), ``_data_t0`` (the direction's first data
     byte), ``_acked_t`` (the first ACK of its last data byte), ``_ack_t``/``_ack_bytes`` (the
@@ -100,6 +100,7 @@ def transfer_and_goodput(r: Row) -> Row:
     has_syn = syn is not None and t0 is not None and syn <= t0
     r["transfer_s"] = _sub(r.get("_acked_t"), syn if has_syn else t0)
     r["handshake_s"] = _sub(t0, syn) if has_syn else None
+    r["data_start"] = t0
     rx, ack = r.get("_rx_bytes"), r.get("_ack_bytes")
     r["goodput_source"] = "receive" if rx is not None else ("ack" if ack is not None else "sent")
     r["delivered_bytes"] = _first(rx, ack, r["unique_bytes"])

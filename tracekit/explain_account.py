@@ -40,9 +40,11 @@ def opening(row: dict[str, Any], flow: int, d: int) -> Sentence | None:
     iw, iwb = row.get("init_window_segments"), row.get("init_window_bytes")
     if iw is None or iwb is None:
         return None
-    shown = {"time": numfmt.at(row["start"]), "iw": numfmt.count(int(iw), "segment"), "iw_bytes": numfmt.nbytes(iwb),
+    # the first flight: the first data byte (``start`` is the SYN, a round trip or a SYN timeout earlier)
+    t = row["start"] if row.get("data_start") is None else row["data_start"]
+    shown = {"time": numfmt.at(t), "iw": numfmt.count(int(iw), "segment"), "iw_bytes": numfmt.nbytes(iwb),
              "wscale": str(row.get("wscale")), "rwnd": numfmt.nbytes(row.get("max_rwnd_bytes"))}
-    vals = {"time": row["start"], "init_window_segments": iw, "init_window_bytes": iwb,
+    vals = {"time": t, "init_window_segments": iw, "init_window_bytes": iwb,
             "window_scaling": row.get("window_scaling"), "wscale": row.get("wscale"),
             "max_rwnd_bytes": row.get("max_rwnd_bytes")}
     if row.get("mss") is None or row.get("max_rwnd_bytes") is None:  # no SYN seen (ns-2's one-way TCP)
@@ -63,7 +65,7 @@ def opening(row: dict[str, Any], flow: int, d: int) -> Sentence | None:
             shown["first"] = CLAUSES["first_rwnd"].format(**shown)
         else:
             shown["first"] = CLAUSES["first_iw"].format(iw=shown["iw"], iw_bytes=shown["iw_bytes"])
-    return say(kind, shown, vals, time=row["start"], flow=flow, dir=d)
+    return say(kind, shown, vals, time=t, flow=flow, dir=d)
 
 
 def _shares(row: dict[str, Any]) -> dict[str, float] | None:
@@ -257,7 +259,7 @@ def account(t: TraceFacts, rows: list[dict[str, Any]], facts: Callable[[int, int
             body += stalls(x, flow, d)
         else:
             body = (slow_starts(x.story, f, flow, d, row.get("mss"), row.get("max_rwnd_bytes"))
-                    + losses(x, f, flow, d, row.get("rtt_min_s")) + stalls(x, flow, d))
+                    + losses(x, f, flow, d, row.get("rtt_min_s"), row.get("data_start")) + stalls(x, flow, d))
         out += sorted(body, key=lambda s: (s.time if s.time is not None else math.inf))
         lim = limit(row, flow, d)
         if lim is not None:

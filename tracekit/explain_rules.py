@@ -244,24 +244,28 @@ def slow_starts(s: Story, f: Fmt, flow: int, d: int, mss: float | None = None,
 
 
 def _window(times: list[float], cuts: list[tuple[float, float, int, float, float]], i: int,
-            rt: list[tuple[float, str]], tol_s: float | None, backed: bool) -> list[str]:
-    """The kinds of the retransmissions told with reduction ``i``, in time order: those from its reach
+            rt: list[tuple[float, str]], tol_s: float | None, backed: bool) -> list[tuple[float, str]]:
+    """The retransmissions (time, kind) told with reduction ``i``, in time order: those from its reach
     back (``tol``) up to where the next one's reach begins; an event loss evidence backs whose span
     holds none takes those within ``tol_s`` of it (from its row before)."""
     te, tol, prev_t = times[i], cuts[i][3], cuts[i][4]
     hi = times[i + 1] - cuts[i + 1][3] if i + 1 < len(times) else math.inf
-    sel = [k for t, k in rt if t >= te - tol and t < hi]
+    sel = [(t, k) for t, k in rt if t >= te - tol and t < hi]
     if backed and not sel and tol_s is not None and math.isfinite(tol_s) and not math.isnan(prev_t):
-        sel = [k for t, k in rt if t >= prev_t - tol_s and t <= te + tol_s]  # (NaN prev_t: the first row)
+        sel = [(t, k) for t, k in rt if t >= prev_t - tol_s and t <= te + tol_s]  # (NaN prev_t: the first row)
     return sel
 
 
-def _loss_kind(kinds: list[str], backed: bool, phase: int, small: bool) -> str:
-    """How a reduction is told (``kinds``: its retransmissions' kinds in time order)."""
+def _loss_kind(kinds: list[str], backed: bool, phase: int, small: bool, syn: bool = False) -> str:
+    """How a reduction is told (``kinds``: its retransmissions' kinds in time order; ``syn``: they
+    all went out before the direction's first data byte, so they re-sent its SYN)."""
     first = kinds[0] if kinds else None
     if not backed:
         # no loss evidence (tracekit.analysis.cwnd.reductions): re-sends the receiver already had
-        # (D-SACK, RFC 2883; a sender undoes such a reduction, RFC 3708), or no re-send at all
+        # (D-SACK, RFC 2883; a sender undoes such a reduction, RFC 3708), a lost SYN (RFC 5681 §3.1:
+        # the sender then starts from one segment; the loss evidence counts data only), or no re-send
+        if syn:
+            return "reduction_syn"
         return "reduction_spurious" if first == "spurious" else "reduction_no_loss"
     if first == "rto" and small:
         return "loss_timeout"
@@ -282,12 +286,14 @@ def cwnd_change(f: Fmt, before: float, after: float) -> str:
     return CLAUSES[kind].format(before=f.window(before), after=f.window(after))
 
 
-def losses(x: DirFacts, f: Fmt, flow: int, d: int, tol_s: float | None = None) -> list[Sentence]:
+def losses(x: DirFacts, f: Fmt, flow: int, d: int, tol_s: float | None = None,
+           data_start: float | None = None) -> list[Sentence]:
     """One sentence per loss event: what was retransmitted (and dropped) and how the sender recovered.
 
     ``tol_s`` is the direction's minimum RTT, the reach :func:`tracekit.analysis.cwnd.reductions`
     gives loss evidence: an event it backs whose own span (up to the next event) holds no
     retransmission is told with the ones within that reach, never as a loss with none.
+    ``data_start`` is when its first data byte was sent: a re-send before it re-sent the SYN.
     """
     s = x.story
     times = s.losses
@@ -299,9 +305,11 @@ def losses(x: DirFacts, f: Fmt, flow: int, d: int, tol_s: float | None = None) -
     for i, te in enumerate(times[:MAX_EACH]):
         before, after, phase, tol, _ = cuts[i]
         backed = s.backed is None or bool(s.backed[i])
-        kinds = _window(times, cuts, i, rt, tol_s, backed)
+        sent = _window(times, cuts, i, rt, tol_s, backed)
+        kinds = [k for _, k in sent]
+        syn = bool(sent) and data_start is not None and all(t < data_start for t, _ in sent)
         small = after <= max(2.0 * (f.seg or 0), 0.3 * before)
-        kind = _loss_kind(kinds, backed, phase, small)
+        kind = _loss_kind(kinds, backed, phase, small, syn)
         if kind == "reduction_spurious":
             # the re-sends told are the unneeded ones it starts with (later ones back the next event)
             n_sp = next((j for j, k in enumerate(kinds) if k != "spurious"), len(kinds))

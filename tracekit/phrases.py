@@ -42,6 +42,9 @@ TEMPLATES: dict[str, str] = {
                           "them needed: the receiver already had the data, so this is no loss event.",
     "reduction_no_loss": "cwnd reduction at {time} ({change}) with no loss evidence "
                          "({retrans} retransmitted{dropped}), so this is no loss event.",
+    "reduction_syn": "cwnd reduction at {time} ({change}) after a lost SYN ({retrans} re-sent before the "
+                     "first data): a sender whose SYN was lost starts from one segment (RFC 5681 §3.1), "
+                     "and no data was lost.",
     "window_unfilled": "The sender never had a full segment ({mss}) in flight (at most {largest}): its window "
                        "estimate shows what the application wrote, not cwnd, so no window events are told.",
     "losses_more": "{count} more loss events from {time} to {end}.",

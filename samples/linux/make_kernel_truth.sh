@@ -11,7 +11,7 @@
 #   NAME.qdisc         `tc -s qdisc` of the sender's and the router's shaped ports after the transfer
 #
 # Topology (fresh namespaces; addresses private to them; PFX=tkq by default, the committed
-# bottleneck_reno, outage_reno and shaper_gso_* were made with PFX=tkr):
+# bottleneck_reno, outage_reno and shaper_gso_* were made with PFX=tkr, syn_lost* with PFX=tks):
 #
 #   PFX_snd                PFX_rtr                  PFX_rcv
 #   PFX_s0 ===veth=== PFX_r0 [forwarding] PFX_r1 ===veth=== PFX_d0
@@ -45,16 +45,23 @@
 #                             MTU drops to 576 for 1.5 s (full-size segments are dropped on
 #                             arrival, downstream of the capture point): the timeouts are on
 #                             the wire.
+#   syn_lost1 / syn_lost2     as bottleneck_reno with 1 MB, and the
+#                             router drops the data connection's first SYN (syn_lost1) or its
+#                             first two (syn_lost2): iperf3's control connection opens first, so
+#                             the 2nd and 3rd SYNs to port 5201 (iptables' nth match, one rule
+#                             per SYN).  The capture sees each SYN sent again after its timeout
+#                             (1 s, then 1 s more: linear SYN timeouts); the kernel's ss log
+#                             shows what it starts from.
 set -euo pipefail
 
 [[ $EUID -eq 0 ]] || { echo "make_kernel_truth.sh: must run as root" >&2; exit 1; }
-for tool in ip tc tcpdump iperf3 nstat ss ethtool gzip; do
+for tool in ip tc tcpdump iperf3 nstat ss ethtool gzip iptables; do
     command -v "$tool" >/dev/null || { echo "make_kernel_truth.sh: $tool not found" >&2; exit 1; }
 done
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 OUT=${OUT:-$HERE/kernel_truth}
-ONLY=${ONLY:-"shaper_reno shaper_bbr shaper_gso_reno shaper_gso_bbr bottleneck_reno outage_reno"}
+ONLY=${ONLY:-"shaper_reno shaper_bbr shaper_gso_reno shaper_gso_bbr bottleneck_reno outage_reno syn_lost1 syn_lost2"}
 PFX=${PFX:-tkq}  # namespace and link names start with it
 NS_S=${PFX}_snd NS_R=${PFX}_rtr NS_D=${PFX}_rcv
 A_S=10.217.1.1 A_D=10.217.2.1
@@ -163,6 +170,14 @@ for name in $ONLY; do
         setup reno off
         ns "$NS_R" tc qdisc add dev ${PFX}_r1 root tbf rate 10mbit burst 3000 limit 20000
         run "$name" 4M outage ;;
+    syn_lost1|syn_lost2)
+        setup reno off
+        ns "$NS_R" tc qdisc add dev ${PFX}_r1 root tbf rate 10mbit burst 3000 limit 20000
+        for _ in $(seq "${name#syn_lost}"); do
+            ns "$NS_R" iptables -A FORWARD -p tcp --syn --dport 5201 -m statistic --mode nth --every 1000 \
+                --packet 1 -j DROP
+        done
+        run "$name" 1M ;;
     *) log "unknown capture $name"; exit 2 ;;
     esac
 done

@@ -21,7 +21,7 @@ pub fn stats(
 ) -> Result<Vec<Option<(Est, Story)>>, String> {
     let (lo, hi) = spans(b.rows.iter().map(|r| r.len()));
     let (alo, ahi) = spans(b.acks.iter().map(|a| a.0.len()));
-    // a retransmitted SYN is a loss (RFC 5681 §3.1: cwnd 1 segment, ssthresh 2)
+    // a retransmitted SYN (it sets ssthresh only on ns-2, never a capture's stack: `estimate`)
     let syn_lost: Vec<bool> = b.rows.iter().map(|x| x.syns > 1).collect();
     // the ACK columns of every direction, one after another (one direction's: borrowed)
     let (a_time, a_una): (Cow<[f64]>, Cow<[i64]>) = match &b.acks[..] {

@@ -101,9 +101,11 @@ def _enum(codes: np.ndarray, dtype: pl.Enum, name: str) -> pl.Series:
         return s.replace_strict(list(range(len(dtype.categories))), dtype.categories.to_list(), return_dtype=dtype)
 
 
-def _events(r: Rows, ev: tuple[np.ndarray, ...]) -> pl.DataFrame:
+def _events(r: Rows, ev: tuple[np.ndarray, ...], hold_backoff: bool = True) -> pl.DataFrame:
     """The loss events' frame from the core's per-event columns (direction, first row, end, timeout,
-    recovery, ssthresh), then one ``"syn"`` event per direction whose SYN was retransmitted."""
+    recovery, ssthresh), then one ``"syn"`` event per direction whose SYN was retransmitted: its
+    ssthresh 2 MSS on ns-2 (``hold_backoff`` False), none on a capture's stack, which starts its data
+    with no ssthresh (``ssthresh_rows`` in src/state/cwnd/estimate.rs)."""
     d, first, end, to, rec, st = ev
     counts = r.hi - r.lo
     syn = np.flatnonzero(r.syn_lost & (counts > 0))
@@ -117,7 +119,7 @@ def _events(r: Rows, ev: tuple[np.ndarray, ...]) -> pl.DataFrame:
                 np.flatnonzero(np.isposinf(end)), None),
             "kind": np.concatenate([np.where(to, "rto", "fast"), np.full(syn.size, "syn")]).astype(str),
             "recovery": np.concatenate([rec, np.zeros(syn.size, dtype=bool)]),
-            "ssthresh_bytes": np.concatenate([st, 2.0 * r.mss[syn]]),
+            "ssthresh_bytes": np.concatenate([st, np.full(syn.size, np.nan) if hold_backoff else 2.0 * r.mss[syn]]),
         },
         schema=EP_SCHEMA,
     )
@@ -153,7 +155,7 @@ def run_core(r: Rows, hold_backoff: bool = True) -> Core:
         pl.select(pl.repeat("estimate", est.size, dtype=schema.CWND_SOURCE).alias("source")).to_series(),
         _enum(codes, schema.PHASE, "phase"),
     ])
-    return Core(rows, _events(r, ev), ev[1])
+    return Core(rows, _events(r, ev, hold_backoff), ev[1])
 
 
 def estimate(pk: pl.DataFrame, flight: pl.DataFrame, retrans: pl.DataFrame, dirs: pl.DataFrame, *,

@@ -16,13 +16,16 @@ Definitions (docs/analysis.md has the full list):
 * ``goodput_bps``: ``delivered_bytes`` × 8 ÷ (the last delivery — the receive event, else the
   ACK covering it — minus ``start``); ``sent``: unique bytes × 8 ÷ duration. Never above the
   bottleneck's payload rate: every delivered byte crossed it after ``start``;
-* ``handshake_rtt_s``: SYN → the initiator's ACK of the SYN-ACK (Wireshark's
-  ``tcp.analysis.initial_rtt``), on both directions' rows;
+* ``handshake_rtt_s``: the last SYN → the initiator's ACK of the SYN-ACK (Wireshark's
+  ``tcp.analysis.initial_rtt``, from its most recent SYN), on both directions' rows;
 * ``transfer_s``: the connection's first SYN (the first data byte of the direction where no
   SYN was seen) → the first ACK of the direction's last data byte, as an FTP download time
   is measured; null when that ACK was not seen;
 * ``handshake_s``: the part of ``transfer_s`` before data flows: first SYN → the direction's
   first data byte (the handshake, plus the request where the peer asks first); null without SYN;
+* ``data_start``: when the direction's first data byte was sent (``start`` is its first packet,
+  a SYN where one was seen: the first flight comes a round trip later, or a timeout later where
+  the SYN was lost);
 * ``init_window_bytes``/``init_window_segments``: data sent before the first ACK of data;
 * ``window_scaling``: both SYN and SYN-ACK carried the window-scale option (RFC 7323);
 * ``rtt_*``: over the direction's ``seq`` RTT samples (``ts`` ones when there are none;
@@ -211,7 +214,7 @@ _TYPES: dict[str, pl.DataType] = {
 
 #: The types of the columns :mod:`._flowrows` computes.
 _COMPUTED: dict[str, pl.DataType] = {
-    **{c: pl.Float64() for c in ("duration", "throughput_bps", "goodput_bps", "transfer_s", "handshake_s",
+    **{c: pl.Float64() for c in ("duration", "throughput_bps", "goodput_bps", "transfer_s", "handshake_s", "data_start",
                                  "loss_rate", "loss_event_rate", "mathis_bps", "padhye_bps", "window_limited_bps")},
     "goodput_source": pl.String(), "delivered_bytes": pl.Int64(), "drops": pl.Int64(), "dup_acks": pl.Int64(),
 }

@@ -236,14 +236,24 @@ fn pipe_of(r: &EstRows, eps: &[Episode], b: &[(usize, usize)]) -> Result<PipeOut
 }
 
 /// ssthresh at every row: the latest value a loss event set in its direction (NaN before any; a
-/// NaN ssthresh sets nothing). A lost SYN sets 2 MSS from the direction's first row unless an
-/// event does (RFC 5681 eq. 4 with FlightSize 0: cwnd 1 segment, ssthresh 2 segments).
-fn ssthresh_rows(r: &EstRows, b: &[(usize, usize)], events: &[EventOut]) -> Vec<f64> {
+/// NaN ssthresh sets nothing). `syn_sets`: a lost SYN sets 2 MSS from the direction's first row
+/// unless an event does (RFC 5681 eq. 4 with FlightSize 0), as ns-2's timeout halves ssthresh on
+/// the SYN too (`FullTcpAgent::timeout`: `slowdown(CLOSE_SSTHRESH_HALF)`). Linux sets it on the
+/// SYN's timeout and resets it once the handshake is done ("ssthresh may have been reduced
+/// unnecessarily during 3WHS", `tcp_init_metrics`; the kernel's ss log of
+/// `samples/linux/kernel_truth/syn_lost2`), and ns-3's timer only re-sends a SYN
+/// (`TcpSocketBase::ReTxTimeout` in SYN_SENT), so neither starts its data with one.
+fn ssthresh_rows(
+    r: &EstRows,
+    b: &[(usize, usize)],
+    events: &[EventOut],
+    syn_sets: bool,
+) -> Vec<f64> {
     let mut st = vec![f64::NAN; r.time.len()];
     let mut pts = events.iter().filter(|e| !e.ssthresh.is_nan()).peekable();
     for (d, &(lo, hi)) in b.iter().enumerate() {
         let mut cur = f64::NAN;
-        if r.syn_lost[d] {
+        if syn_sets && r.syn_lost[d] {
             cur = 2.0 * r.mss[d];
         }
         for (i, slot) in st[lo..hi].iter_mut().enumerate() {
@@ -259,7 +269,8 @@ fn ssthresh_rows(r: &EstRows, b: &[(usize, usize)], events: &[EventOut]) -> Vec<
 }
 
 /// The estimate of every data row (see the module docs); `hold_backoff`: a backed-off expiry
-/// holds ssthresh (RFC 5681 §3.1: Linux, ns-3; false for ns-2, which halves it every time).
+/// holds ssthresh (RFC 5681 §3.1: Linux, ns-3; false for ns-2, which halves it every time, and
+/// on a lost SYN too: [`ssthresh_rows`]).
 pub fn estimate(r: &EstRows, hold_backoff: bool) -> Result<Estimate, String> {
     let b = check(r)?;
     let eps = episodes(r, &b);
@@ -278,7 +289,9 @@ pub fn estimate(r: &EstRows, hold_backoff: bool) -> Result<Estimate, String> {
     );
     // second pass: the pipe's columns are no longer needed
     drop((eps, raw, flags));
-    let ssthresh = ssthresh_rows(r, &b, &events);
+    // (a capture's stack, Linux or ns-3, starts its data with no ssthresh after a lost SYN; ns-2,
+    // the one stack that halves a backed-off ssthresh, does: `ssthresh_rows`)
+    let ssthresh = ssthresh_rows(r, &b, &events, !hold_backoff);
     // congestion avoidance spread between whole-segment steps, and the phase codes (slow start
     // while cwnd < ssthresh or none yet, RFC 5681 §3.1)
     let (est, phase) = phases(r.time, est, &ssthresh, &in_rec, r.lo, r.hi, r.mss)?;

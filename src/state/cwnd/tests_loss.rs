@@ -3,7 +3,7 @@
 use super::episodes::{chain, go_back_n, Episode};
 use super::estimate::{estimate, search_left, search_right, EstRows};
 use super::recoveries::{recoveries, ssthresh};
-use super::{APP, HELD, RECOVERY};
+use super::{APP, HELD, RECOVERY, SLOW_START};
 
 /// One direction's columns, owned (rows: `(time, seq, len, una)`; ACKs: `(time, cumulative ACK)`).
 struct Owned {
@@ -231,15 +231,21 @@ fn the_estimate_marks_a_fast_recovery_and_spreads_ssthresh() {
     o.acks = (vec![7.5, 10.5], vec![0, 6000]);
     o.dirs.3 = vec![2];
     o.syn_lost = vec![true];
-    let out = estimate(&o.view(), true).expect("consistent columns");
+    let out = estimate(&o.view(), false).expect("consistent columns");
     assert_eq!(out.events.len(), 1);
     let e = &out.events[0];
     assert!(e.recovery && !e.timeout && e.i == 5 && e.end == 10.5);
     // rows 5..8 (up to the first sent after the ending ACK) are the recovery, at ssthresh
     assert!((5..9).all(|i| out.phase[i] == RECOVERY && out.est[i] == e.ssthresh));
-    // a lost SYN: 2 MSS from the first row, then the event's
+    // a lost SYN on ns-2: 2 MSS from the first row, then the event's
     assert_eq!(out.ssthresh[0], 2000.0);
     assert_eq!(out.ssthresh[9], e.ssthresh);
+    // Linux and ns-3 start their data with no ssthresh after it (tcp_init_metrics; ns-3's timer
+    // only re-sends the SYN): slow start up to the event, as the kernel's ss log shows
+    let linux = estimate(&o.view(), true).expect("consistent columns");
+    assert!(linux.ssthresh[..5].iter().all(|x| x.is_nan()));
+    assert!(linux.phase[..5].iter().all(|&p| p == SLOW_START));
+    assert_eq!(linux.ssthresh[9], e.ssthresh);
 }
 
 #[test]
