@@ -364,8 +364,12 @@ def test_a_lost_syn_is_told_as_such() -> None:
     told = [s for s in explain(an) if s.flow == 1]
     (opening,) = [s for s in told if s.kind == "start_iw"]
     assert opening.time == first_data and opening.text.startswith("First flight at 3.72 s")
+    (resent,) = [s for s in told if s.kind == "syn_resent"]
+    assert resent.time == syns[1] and resent.values["handshake_s"] == first_data - syns[0]
+    assert "SYN went unanswered and was first sent again at 3.6 s" in resent.text and "3.12 s after" in resent.text
+    assert [s.kind for s in told].index("syn_resent") < [s.kind for s in told].index("start_iw")
     (syn,) = [s for s in told if s.kind == "reduction_syn"]
     assert syn.values["retransmitted"] == 1 and syns[1] < first_data <= syn.time
     assert "lost SYN (1 segment re-sent before the first data)" in syn.text
     # the other flows lost no SYN: none of their reductions is told so
-    assert not [s for s in explain(an) if s.kind == "reduction_syn" and s.flow != 1]
+    assert not [s for s in explain(an) if s.kind in ("reduction_syn", "syn_resent") and s.flow != 1]

@@ -301,3 +301,6 @@ def test_after_a_lost_syn_linux_starts_with_no_ssthresh(name: str, lost: int) ->
     told = [s for s in explain(a) if s.flow == row["flow"] and s.time is not None and s.time < first]
     assert not [s for s in told if s.kind.startswith("reduction")]
     assert any(s.kind == "slow_start_loss" for s in explain(a) if s.flow == row["flow"])
+    # the account tells the SYN sent again, at its first re-send, and the wait for the data
+    (resent,) = [s for s in told if s.kind == "syn_resent"]
+    assert resent.time == syns[1] and resent.values["data_start"] == row["data_start"]

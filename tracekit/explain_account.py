@@ -17,6 +17,7 @@ from tracekit._shared import competes
 from tracekit.explain_rules import (
     DirFacts,
     Fmt,
+    Resent,
     Story,
     TraceFacts,
     below_one_segment,
@@ -31,8 +32,8 @@ from tracekit.explain_rules import (
 )
 from tracekit.phrases import CLAUSES, Sentence, say
 
-__all__ = ["account", "data_rows", "fairness", "limit", "opening", "rates", "told_rows", "unfilled", "vantage_kinds",
-           "warnings"]
+__all__ = ["account", "data_rows", "fairness", "limit", "lost_syn", "opening", "rates", "told_rows", "unfilled",
+           "vantage_kinds", "warnings"]
 
 
 def opening(row: dict[str, Any], flow: int, d: int) -> Sentence | None:
@@ -66,6 +67,20 @@ def opening(row: dict[str, Any], flow: int, d: int) -> Sentence | None:
         else:
             shown["first"] = CLAUSES["first_iw"].format(iw=shown["iw"], iw_bytes=shown["iw_bytes"])
     return say(kind, shown, vals, time=t, flow=flow, dir=d)
+
+
+def lost_syn(row: dict[str, Any], rt: Resent, flow: int, d: int) -> Sentence | None:
+    """The direction's SYN sent again: a retransmission before its first data byte can only be its SYN
+    (or SYN-ACK), re-sent after a timeout (RFC 6298 §2.1, §5.7), which delays every byte after it."""
+    # (``handshake_s``: the connection's first SYN to the direction's first data byte)
+    wait, first = row.get("handshake_s"), row.get("data_start")
+    if wait is None or first is None or not (rt.n and rt.t0 < first):
+        return None
+    # (direction 0 opened the connection: the other direction's SYN is the SYN-ACK)
+    shown = {"syn": "SYN" if d == 0 else "SYN-ACK", "time": numfmt.at(rt.t0), "first": numfmt.at(first),
+             "delay": numfmt.seconds(wait)}
+    return say("syn_resent", shown, {"time": rt.t0, "data_start": first, "handshake_s": wait},
+               time=rt.t0, flow=flow, dir=d)
 
 
 def _shares(row: dict[str, Any]) -> dict[str, float] | None:
@@ -246,10 +261,8 @@ def account(t: TraceFacts, rows: list[dict[str, Any]], facts: Callable[[int, int
                                     "goodput": numfmt.rate(row.get("goodput_bps"))},
                        {k: row.get(k) for k in ("unique_bytes", "start", "end", "duration", "goodput_bps")},
                        time=row["start"], flow=flow, dir=d))
-        first = opening(row, flow, d)
-        if first is not None:
-            out.append(first)
         x = facts(flow, d)
+        out += [s for s in (lost_syn(row, x.resent, flow, d), opening(row, flow, d)) if s is not None]
         if far(row, x.story):
             body = far_losses(x, row, flow, d) + stalls(x, flow, d)
         elif unfilled(row, x.story):

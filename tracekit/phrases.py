@@ -21,6 +21,8 @@ TEMPLATES: dict[str, str] = {
     "start_nows": "First flight at {time}: {first}; window scaling off, "
                   "largest advertised window {rwnd}.",
     "start_iw": "First flight at {time}: initial window {iw} ({iw_bytes}).",
+    "syn_resent": "The {syn} went unanswered and was first sent again at {time}, after a retransmission "
+                  "timeout: the first data left at {first}, {delay} after the connection's first SYN.",
     "slow_start_loss": "cwnd grew in slow start {from_part}to {cwnd} by {time}; "
                        "a loss ended slow start at {end}.",
     "slow_start_cut": "cwnd grew in slow start {from_part}to {cwnd} by {time}; "
