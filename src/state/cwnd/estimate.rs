@@ -238,9 +238,9 @@ fn pipe_of(r: &EstRows, eps: &[Episode], b: &[(usize, usize)]) -> Result<PipeOut
 /// ssthresh at every row: the latest value a loss event set in its direction (NaN before any; a
 /// NaN ssthresh sets nothing). `syn_sets`: a lost SYN sets 2 MSS from the direction's first row
 /// unless an event does (RFC 5681 eq. 4 with FlightSize 0), as ns-2's timeout halves ssthresh on
-/// the SYN too (`FullTcpAgent::timeout`: `slowdown(CLOSE_SSTHRESH_HALF)`). Linux sets it on the
-/// SYN's timeout and resets it once the handshake is done ("ssthresh may have been reduced
-/// unnecessarily during 3WHS", `tcp_init_metrics`; the kernel's ss log of
+/// the SYN too (ns-2.35 `FullTcpAgent::timeout_action`: `slowdown(CLOSE_SSTHRESH_HALF|..)`).
+/// Linux sets it on the SYN's timeout and resets it to its initial, infinite value once the
+/// handshake is done (`tcp_init_metrics`; the kernel's ss log of
 /// `samples/linux/kernel_truth/syn_lost2`), and ns-3's timer only re-sends a SYN
 /// (`TcpSocketBase::ReTxTimeout` in SYN_SENT), so neither starts its data with one.
 fn ssthresh_rows(
