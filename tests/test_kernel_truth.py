@@ -79,9 +79,11 @@ def test_no_rto_without_a_kernel_timer(name: str) -> None:
         assert kinds.get("rto", 0) > 0
 
 
-@pytest.mark.parametrize("name", ["shaper_reno", "shaper_bbr", "bottleneck_reno", "outage_reno"])
+@pytest.mark.parametrize("name", ["shaper_reno", "shaper_bbr", "bottleneck_reno", "outage_reno", "syn_lost1",
+                                  "syn_lost2"])
 def test_kinds_equal_the_kernels(name: str) -> None:
-    """Every re-send the kernel counts and its qdisc took is on the wire: within 2 %.
+    """Every re-send the kernel counts and its qdisc took is on the wire: within 2 %. A SYN sent again
+    (``syn_lost*``) is one of the kernel's timeouts and retransmitted segments, and ``rto`` here.
 
     The queues in these captures refuse whole segments, and a refusal reaches TCP
     (``qdisc_drop`` returns ``NET_XMIT_DROP``): a refused re-send is ``TCPRetransFail``
