@@ -373,3 +373,26 @@ def test_a_lost_syn_is_told_as_such() -> None:
     assert "lost SYN (1 segment re-sent before the first data)" in syn.text
     # the other flows lost no SYN: none of their reductions is told so
     assert not [s for s in explain(an) if s.kind in ("reduction_syn", "syn_resent") and s.flow != 1]
+
+
+def test_a_bbr_sender_is_told_as_bbr() -> None:
+    """The kernel's ss log names each sender's congestion control (``kernel_cc``): a direction sent by BBR
+    whose window events are told says first that they read the window in flight, not BBR's states; CUBIC
+    and Reno senders say nothing of it. (In the cubic and reno runs iperf3's control connection is BBR,
+    the namespace's default: only the bulk transfer was set with ``-C``.)"""
+    import polars as pl
+
+    for name in ("bbr", "cubic", "reno"):
+        an = tracekit.analyze(tracekit.read(str(sample("linux", "kernel", name))))
+        told = explain(an)
+        bulk = an.flows.filter(pl.col("kernel_cwnd_compared").is_not_null()).row(0, named=True)
+        assert bulk["kernel_cc"] == name
+        for r in an.flows.filter(pl.col("kernel_cc").is_not_null()).iter_rows(named=True):
+            kinds = [t.kind for t in told if (t.flow, t.dir) == (r["flow"], r["dir"])]
+            events = [i for i, k in enumerate(kinds) if k.startswith(("slow_start", "loss_", "reduction"))]
+            want = r["kernel_cc"] == "bbr" and bool(events)
+            assert ("cc_bbr" in kinds) == want, (name, r["flow"], kinds)
+            if want:
+                assert kinds.index("cc_bbr") < min(events)
+        bulk_kinds = [t.kind for t in told if (t.flow, t.dir) == (bulk["flow"], bulk["dir"])]
+        assert ("cc_bbr" in bulk_kinds) == (name == "bbr")

@@ -32,7 +32,7 @@ from tracekit.explain_rules import (
 )
 from tracekit.phrases import CLAUSES, Sentence, say
 
-__all__ = ["account", "data_rows", "fairness", "limit", "lost_syn", "opening", "rates", "told_rows", "unfilled",
+__all__ = ["account", "bbr", "data_rows", "fairness", "limit", "lost_syn", "opening", "rates", "told_rows", "unfilled",
            "vantage_kinds", "warnings"]
 
 
@@ -81,6 +81,17 @@ def lost_syn(row: dict[str, Any], rt: Resent, flow: int, d: int) -> Sentence | N
              "delay": numfmt.seconds(wait)}
     return say("syn_resent", shown, {"time": rt.t0, "data_start": first, "handshake_s": wait},
                time=rt.t0, flow=flow, dir=d)
+
+
+def bbr(row: dict[str, Any], flow: int, d: int) -> Sentence | None:
+    """Where the sender's kernel log names BBR (``kernel_cc``): its window is no RFC 5681 window. BBR
+    paces at its bottleneck-rate estimate and caps cwnd near twice the bandwidth-delay product, and a
+    loss does not halve it, so the slow starts and recoveries told are the estimate's reading of what
+    was in flight, not BBR's states (Startup, Drain, ProbeBW, ProbeRTT)."""
+    cc = row.get("kernel_cc")
+    if not isinstance(cc, str) or not cc.lower().startswith("bbr"):
+        return None
+    return say("cc_bbr", {"cc": cc.upper()}, {"kernel_cc": cc}, time=row.get("data_start"), flow=flow, dir=d)
 
 
 def _shares(row: dict[str, Any]) -> dict[str, float] | None:
@@ -272,7 +283,9 @@ def account(t: TraceFacts, rows: list[dict[str, Any]], facts: Callable[[int, int
             body += stalls(x, flow, d)
         else:
             body = (slow_starts(x.story, f, flow, d, row.get("mss"), row.get("max_rwnd_bytes"))
-                    + losses(x, f, flow, d, row.get("rtt_min_s"), row.get("data_start")) + stalls(x, flow, d))
+                    + losses(x, f, flow, d, row.get("rtt_min_s"), row.get("data_start")))
+            # (a BBR sender's window events, where any are told, are read in RFC 5681's words)
+            body += [s for s in [bbr(row, flow, d)] if s is not None and body] + stalls(x, flow, d)
         out += sorted(body, key=lambda s: (s.time if s.time is not None else math.inf))
         lim = limit(row, flow, d)
         if lim is not None:

@@ -21,6 +21,9 @@ TEMPLATES: dict[str, str] = {
     "start_nows": "First flight at {time}: {first}; window scaling off, "
                   "largest advertised window {rwnd}.",
     "start_iw": "First flight at {time}: initial window {iw} ({iw_bytes}).",
+    "cc_bbr": "The sender ran {cc} (its kernel's log): BBR paces at its estimate of the bottleneck rate and keeps "
+              "cwnd near twice the bandwidth-delay product, and a loss does not halve it, so the slow starts and "
+              "recoveries below read what was in flight, not BBR's own states (Startup, Drain, ProbeBW, ProbeRTT).",
     "syn_resent": "The {syn} went unanswered and was first sent again at {time}, after a retransmission "
                   "timeout: the first data left at {first}, {delay} after the connection's first SYN.",
     "slow_start_loss": "cwnd grew in slow start {from_part}to {cwnd} by {time}; "
