@@ -169,7 +169,8 @@ def read(
             metric=pl.lit("drops"), unit=pl.lit("count"), source=pl.lit("RxDrop"),
         ).filter(pl.col("time").is_finite())
         samples = pl.concat([samples, drops]).sort("time", maintain_order=True)
-    if samples.height == 0:
+    # (an ssthresh series of ns-3's unset marker only is a run without a loss, not an empty file)
+    if samples.height == 0 and not counts.get("ssthresh_unset"):
         log.add("W-EMPTY", "the series holds no samples")
     meta = {
         "format": NAME,
