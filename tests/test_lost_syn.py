@@ -30,8 +30,8 @@ def test_ns3_starts_its_data_with_no_ssthresh_after_a_lost_syn(run: str, lost: i
     ssth, cwnd = _series(str(d / "syn_lost-ssth.data")), _series(str(d / "syn_lost-cwnd.data"))
     assert {v for _, v in ssth} == {NONE} and cwnd[0][1] == 10 * 1448
     # the run directory reads ns-3's unset ssthresh as no samples, and warns of nothing
-    run = tracekit.read(d)
-    assert run.warnings == [] and not run.samples.filter(pl.col("metric") == "ssthresh").height
+    whole = tracekit.read(d)
+    assert whole.warnings == [] and not whole.samples.filter(pl.col("metric") == "ssthresh").height
     an = tracekit.analyze(tracekit.read(d / "syn_lost-0-0.pcap"))  # the capture alone: the estimate
     pk = an.packets.filter(pl.col("dir") == 0)
     syns = pk.filter((pl.col("flags") & 0x12) == 0x02)["time"].to_list()
