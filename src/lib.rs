@@ -35,6 +35,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     state::register(m)?;
     m.add_function(wrap_pyfunction!(capture::py::read_capture, m)?)?;
     m.add_function(wrap_pyfunction!(capture::py::linktypes, m)?)?;
+    m.add_function(wrap_pyfunction!(capture::py::time_back_warning, m)?)?;
     m.add_function(wrap_pyfunction!(stream::py::stream_summary, m)?)?;
     // the frames path's summing blocks and batch size, which the stream's sums follow
     m.add("STREAM_SUM_BLOCK", stream::fstats::BLOCK)?;

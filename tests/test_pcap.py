@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from conftest import SAMPLES, sample
 
 import tracekit
+from tracekit import _core
 from tracekit._source import NamedBytes
 from tracekit.cli.main import main
 from tracekit.errors import CorruptTraceError, TruncatedError, UnknownFormatError
@@ -172,6 +173,13 @@ def test_non_monotonic_timestamps_warn_and_keep_frame_order() -> None:
     (w,) = [w for w in t.warnings if w["code"] == "W-NONMONOTONIC"]
     assert w["count"] == 2
     assert t.packets["time"][3] == -5.0
+    # located at the largest step back: frame 4 falls 5.002 s below frame 3 (frame 8 only 1.006 s)
+    assert w["frame"] == 4
+    assert w["message"] == "timestamps go backwards (frame order kept); the largest step back is 5 s, at frame 4"
+    # the tshark path's readers give the compiled reader's own warning for the same stamps
+    ns = np.array([(s * 1_000_000 + us) * 1000 for s, us in ts], dtype=np.int64)
+    assert _core.time_back_warning(ns) == (w["code"], w["message"], 2, None, 4, None)
+    assert _core.time_back_warning(np.sort(ns)) is None
 
 
 def test_zero_length_records_advance_the_walk() -> None:

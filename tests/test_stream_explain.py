@@ -75,6 +75,30 @@ def test_stream_explain_on_damaged_captures(tmp_path: Path) -> None:
     assert compared >= 15, compared
 
 
+def test_times_going_back_are_told_with_their_largest_step(tmp_path: Path) -> None:
+    """Three records of a sample stamped back by 40 µs, 2 ms and 300 µs: the account says how often
+    and, in the reader's words, the largest step and its frame (``warn_time_back``), not "numbers may
+    be affected" (``warn_other``), alike on both paths."""
+    data = bytearray((SAMPLES / "linux" / "bulk_lossy.pcap").read_bytes())
+    order = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    starts, at = [], 24
+    while at + 16 <= len(data):
+        starts.append(at)
+        at += 16 + struct.unpack(order + "I", data[at + 8:at + 12])[0]
+    for k, back_us in ((40, 40), (500, 2000), (900, 300)):
+        sec, frac = struct.unpack(order + "II", data[starts[k - 1]:starts[k - 1] + 8])
+        v = sec * 1_000_000 + frac - back_us  # (the sample's stamps are in microseconds)
+        struct.pack_into(order + "II", data, starts[k], v // 1_000_000, v % 1_000_000)
+    p = tmp_path / "back.pcap"
+    p.write_bytes(bytes(data))
+    assert _assert_same(p)
+    told = {s.kind: s for s in explain(tracekit.analyze(tracekit.read(p)))}
+    assert "warn_other" not in told
+    s = told["warn_time_back"]
+    assert s.values["count"] == 3 and s.values["frame"] == 501
+    assert "the largest step back is 2 ms, at frame 501." in s.text
+
+
 def test_stream_explain_imports_neither_polars_nor_numpy() -> None:
     path = SAMPLES / "linux" / "stall_cut.pcap"
     rows = lab_flows(tracekit.analyze(tracekit.read(path))).to_dicts()

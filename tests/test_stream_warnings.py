@@ -122,7 +122,9 @@ def test_warnings_located_across_batches(tmp_path: Path) -> None:
     assert _check(p) == "ok"
     ws = {w[0]: w for w in _core.stream_summary(p)["warnings"]}
     assert ws["W-MALFORMED"][4] == 18_001 and ws["W-FRAGMENT"][4] == 33_001
-    assert ws["W-NONMONOTONIC"][2] == 1
+    # (count, frame and message: record 35,001 falls 43 s below the one before it)
+    assert ws["W-NONMONOTONIC"][2] == 1 and ws["W-NONMONOTONIC"][4] == 35_001
+    assert ws["W-NONMONOTONIC"][1].endswith("the largest step back is 43 s, at frame 35,001")
 
 
 def test_max_flows_refused_as_the_reader(tmp_path: Path) -> None:

@@ -19,6 +19,9 @@ def tcp_state(
 # src/capture: pcap/pcapng records, link/IP/TCP/UDP decoding, IP reassembly
 def read_capture(source: object, format: str, limits: object, timeout_text: str) -> dict[str, Any]: ...
 def linktypes() -> dict[int, str]: ...
+def time_back_warning(
+    ts_ns: npt.NDArray[np.int64],
+) -> tuple[str, str, int, int | None, int | None, str | None] | None: ...
 
 # src/stream: the per-direction summary streamed from a pcap or pcapng file (per-connection state only)
 # (flows columns, plus the flows records' inputs _data_t0, _acked_t, _ack_t, _ack_bytes, _syn_t, _smss,

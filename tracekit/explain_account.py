@@ -140,7 +140,15 @@ def warnings(t: TraceFacts) -> list[Sentence]:
     if trunc:
         out.append(say("warn_truncated", {"count": f"{trunc:,}", "end": numfmt.at(end)},
                        {"count": trunc, "end": end}, time=end))
-    other = sum(int(w.get("count", 1)) for w in ws if w.get("code") != "W-TRUNCATED")
+    # a capture's times going back (frame order kept): a jitter of a few µs (fast links stamped on several
+    # CPUs) or a broken file; its warning names the largest step and its frame (src/capture/timeback.rs), so
+    # the reader can tell. (A simulator's reader sorts its events, or does not measure the step: counted below.)
+    back = [w for w in ws if w.get("code") == "W-NONMONOTONIC" and w.get("frame") is not None]
+    for w in back:
+        n = int(w.get("count", 1))
+        out.append(say("warn_time_back", {"count": f"{n:,}", "message": str(w.get("message", ""))},
+                       {"count": n, "frame": w.get("frame")}))
+    other = sum(int(w.get("count", 1)) for w in ws if w.get("code") != "W-TRUNCATED" and w not in back)
     if other:
         out.append(say("warn_other", {"count": f"{other:,}", "end": numfmt.at(end)},
                        {"count": other, "end": end}, time=end))

@@ -79,6 +79,8 @@ TEMPLATES: dict[str, str] = {
                          "bytes come from the length fields.",
     "warn_vantage": "The packets were seen at {count} kinds of vantage point{where}: a segment may be counted at "
                     "each, and only a sender's view tells its window.",
+    "warn_time_back": "Reader warning ({count}×): {message}. A time measured across such a step (an RTT sample, "
+                      "a gap, a rate bin) can be off by up to its size.",
     "warn_other": "The reader reported {count} warnings (see the warnings list); numbers up to {end} may be affected.",
     "fairness": "Jain's fairness index over the {flows} data directions from {time} to {end}: {jain} "
                 "(1 = equal shares; lowest {low}, highest {high}){left}.",

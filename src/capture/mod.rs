@@ -27,6 +27,7 @@ pub mod snoop;
 pub mod spans;
 pub mod tally;
 pub mod tcp;
+pub mod timeback;
 pub mod tunnel;
 
 pub use ip::Rows;
@@ -290,7 +291,8 @@ pub fn read_in_spans(
         return Err(f);
     }
     let t0 = recs.ts_ns.first().copied();
-    let back = recs.ts_ns.windows(2).filter(|w| w[1] < w[0]).count() as u64;
+    let mut back = timeback::TimeBack::default();
+    recs.ts_ns.iter().for_each(|&t| back.on(t));
     let mut counts = Vec::new();
     let rows = ip::decode_in(
         src,
@@ -303,13 +305,7 @@ pub fn read_in_spans(
     );
     drop(recs); // before the ids are made: the peak stays that of the decode
     let ids = addrs::ids(&rows);
-    if back > 0 {
-        warnings.push(Warn::new(
-            "W-NONMONOTONIC",
-            "timestamps go backwards (frame order kept)",
-            back,
-        ));
-    }
+    warnings.extend(back.warning());
     Ok(Capture {
         meta,
         unsupported,

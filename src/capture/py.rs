@@ -255,6 +255,22 @@ fn output(py: Python<'_>, cap: Capture) -> PyResult<Bound<'_, PyDict>> {
     Ok(d)
 }
 
+/// The `W-NONMONOTONIC` warning of record times in file order (ns; `super::timeback`: how
+/// often they go back, the largest step and its frame) as `read_capture` gives it, for readers
+/// that decode elsewhere (the tshark path); None when no time goes back.
+#[pyfunction]
+pub fn time_back_warning<'py>(
+    py: Python<'py>,
+    ts_ns: numpy::PyReadonlyArray1<'py, i64>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let mut b = super::timeback::TimeBack::default();
+    ts_ns.as_slice()?.iter().for_each(|&t| b.on(t));
+    match b.warning() {
+        None => Ok(None),
+        Some(w) => Ok(Some(warnings(py, &[w])?.get_item(0)?)),
+    }
+}
+
 /// The link types the reader decodes itself: {LINKTYPE_* number: name}.
 #[pyfunction]
 pub fn linktypes(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {

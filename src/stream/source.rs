@@ -16,6 +16,7 @@ use super::number::{Num, Numbering};
 use super::Refusal;
 use crate::capture::bytes::Source;
 use crate::capture::spans::BatchDecoder;
+use crate::capture::timeback::TimeBack;
 use crate::capture::{
     commas, iplen, pcap, pcapng, Failure, Kind, Limits, Meta, Records, Rows, Warn,
 };
@@ -198,7 +199,8 @@ fn read_batches(
     }
     let mut dec = BatchDecoder::new(&limits);
     let mut recs = Records::default();
-    let (mut t0, mut n, mut back, mut last) = (None::<i64>, 0usize, 0u64, None::<i64>);
+    let (mut t0, mut n) = (None::<i64>, 0usize);
+    let mut back = TimeBack::default();
     let mut portless = false;
     let mut seen = [0u64; 2]; // the rows sent, and those with caplen < size
     let mut acct = super::account::RowFacts::default();
@@ -210,10 +212,7 @@ fn read_batches(
     {
         recs.first = n;
         n += recs.len();
-        for &t in &recs.ts_ns {
-            back += u64::from(last.is_some_and(|l| t < l));
-            last = Some(t);
-        }
+        recs.ts_ns.iter().for_each(|&t| back.on(t));
         // the bytes before the batch's last record's end are read no more
         let end = (recs.data_off.last().copied().unwrap_or(0))
             .saturating_add(u64::from(recs.caplen.last().copied().unwrap_or(0)));
@@ -251,10 +250,7 @@ fn read_batches(
         return Err(Refusal::new("LimitError", msg));
     }
     let counts = dec.finish(&mut warnings);
-    if back > 0 {
-        let msg = "timestamps go backwards (frame order kept)";
-        warnings.push(Warn::new("W-NONMONOTONIC", msg, back));
-    }
+    warnings.extend(back.warning());
     let facts = Facts {
         meta: walk.meta().clone(),
         counts,

@@ -178,10 +178,10 @@ def finish(df: pl.DataFrame, ts_ns: np.ndarray, *, meta: dict[str, Any], log: Wa
     """
     counts: dict[str, int] = dict(meta.get("counts", {}))
     t0 = int(ts_ns[0]) if len(ts_ns) else None
-    if len(ts_ns) > 1:
-        back = int((np.diff(ts_ns) < 0).sum())
-        if back:
-            log.add("W-NONMONOTONIC", "timestamps go backwards (frame order kept)", count=back)
+    back = _core.time_back_warning(np.ascontiguousarray(ts_ns, dtype=np.int64))
+    if back is not None:  # (the compiled reader's own warning: how often, the largest step and its frame)
+        code, message, count, offset, frm, _ = back
+        log.add(code, message, count=count, offset=offset, frame=frm)
     df = df.with_columns(
         time=((pl.col("_ts") - (t0 or 0)).cast(pl.Float64) / 1e9),
         event=pl.lit("capture"),
