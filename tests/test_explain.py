@@ -309,6 +309,15 @@ def test_a_first_flight_under_one_segment_shows_no_initial_window() -> None:
     (held,) = [s for s in _story(sample("linux", "slow_reader.pcap")) if s.kind.startswith("start_")]
     assert held.values["init_window_bytes"] == held.values["max_rwnd_bytes"] == 2896
     assert held.values["init_window_seen"] is False and "the receiver's whole advertised window" in held.text
+    # one connection captured at both ends (ns-3's dumbbell10: pcaps at the first sender and at its receiver):
+    # the sender's capture shows ns-3's initial window of 10 segments; the receiver acknowledged the first
+    # segment as it arrived, so its capture counts 1 before that ACK, told as no initial window
+    (at_s,) = [s for s in _story(sample("ns3", "dumbbell10", "db10-0-0.pcap")) if s.kind.startswith("start_")]
+    (at_r,) = [s for s in _story(sample("ns3", "dumbbell10", "db10-12-0.pcap")) if s.kind.startswith("start_")]
+    assert at_s.values["init_window_segments"] == 10 and at_s.values.get("init_window_seen", True) is True
+    assert "initial window 10 segments (14,480 B)" in at_s.text
+    assert at_r.values["init_window_segments"] == 1 and at_r.values["init_window_seen"] is False
+    assert "reached the receiver before its first ACK" in at_r.text and "initial window 1" not in at_r.text
     # a run from one full segment (1,448 B of data beside 12 B of timestamps, MSS 1,460 B) keeps its start:
     # stall_cut's slow start after its timeout
     cut = [s for s in _story(sample("linux", "stall_cut.pcap")) if s.kind.startswith("slow_start")]

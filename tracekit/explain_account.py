@@ -54,18 +54,26 @@ def opening(row: dict[str, Any], flow: int, d: int) -> Sentence | None:
         kind = "start_ws" if row.get("window_scaling") and row.get("wscale") is not None else "start_nows"
     if kind == "start_ws":
         shown["wscale"] = f"{int(row['wscale'])}"
-    if kind != "start_iw":
+    shown["first"] = CLAUSES["first_iw"].format(iw=shown["iw"], iw_bytes=shown["iw_bytes"])
+    seen = True
+    if row.get("vantage_point") == "receiver":
+        # the initial window counts what was sent before the first ACK of data arrived (tcptrace's); a
+        # receiver's first ACK leaves as the first segments arrive (Linux's quick ACK; RFC 9293 §3.8.6.3
+        # allows no delay past 0.5 s), before the rest of the flight reaches it, so it is not seen there
+        shown["first"] = CLAUSES["first_receiver"].format(iw=shown["iw"], iw_bytes=shown["iw_bytes"])
+        seen = False
+    elif kind != "start_iw":
         # a first flight under one full segment: cwnd starts at 1 SMSS at least (RFC 5681 §3.1; RFC 6928:
         # 10), so the sender had no more (iperf3's 37-byte cookie), and no initial window is seen
         # ... nor one that filled the largest window the receiver advertised: the receiver held it
         short, held = below_one_segment(iwb, row["mss"]), fills_rwnd(iwb, row["mss"], row["max_rwnd_bytes"])
-        vals["init_window_seen"] = not (short or held)
+        seen = not (short or held)
         if short:
             shown["first"] = CLAUSES["first_short"].format(iw_bytes=shown["iw_bytes"], mss=numfmt.nbytes(row["mss"]))
         elif held:
             shown["first"] = CLAUSES["first_rwnd"].format(**shown)
-        else:
-            shown["first"] = CLAUSES["first_iw"].format(iw=shown["iw"], iw_bytes=shown["iw_bytes"])
+    if kind != "start_iw" or not seen:
+        vals["init_window_seen"] = seen
     return say(kind, shown, vals, time=t, flow=flow, dir=d)
 
 

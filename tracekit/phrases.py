@@ -20,7 +20,7 @@ TEMPLATES: dict[str, str] = {
                 "largest advertised window {rwnd}.",
     "start_nows": "First flight at {time}: {first}; window scaling off, "
                   "largest advertised window {rwnd}.",
-    "start_iw": "First flight at {time}: initial window {iw} ({iw_bytes}).",
+    "start_iw": "First flight at {time}: {first}.",
     "cc_bbr": "The sender ran {cc} (its kernel's log): BBR paces at its estimate of the bottleneck rate and keeps "
               "cwnd near twice the bandwidth-delay product, and a loss does not halve it, so the slow starts and "
               "recoveries below read what was in flight, not BBR's own states (Startup, Drain, ProbeBW, ProbeRTT).",
@@ -107,6 +107,9 @@ CLAUSES: dict[str, str] = {
                    "initial window is not seen",
     "first_rwnd": "{iw} ({iw_bytes}), the receiver's whole advertised window ({rwnd}), so the initial window "
                   "is not seen",
+    "first_receiver": "{iw} ({iw_bytes}) reached the receiver before its first ACK: counted at the receiver, "
+                      "this depends on how soon it acknowledges (at once on Linux), not on the sender's initial "
+                      "window",
     "fairness_left": "; left out as application-limited: {names}",
 }
 @dataclass(frozen=True)
