@@ -318,6 +318,15 @@ def test_a_first_flight_under_one_segment_shows_no_initial_window() -> None:
     assert "initial window 10 segments (14,480 B)" in at_s.text
     assert at_r.values["init_window_segments"] == 1 and at_r.values["init_window_seen"] is False
     assert "reached the receiver before its first ACK" in at_r.text and "initial window 1" not in at_r.text
+    # ... and what held the sender back is not read at the receiver: there every pause between arrivals
+    # looked like "nothing to send" (the receiver's capture of a 100 % cwnd-limited flow read 21 % app-limited)
+    (lim_s,) = [s for s in _story(sample("ns3", "dumbbell10", "db10-0-0.pcap")) if s.kind.startswith("limit_")]
+    (lim_r,) = [s for s in _story(sample("ns3", "dumbbell10", "db10-12-0.pcap")) if s.kind.startswith("limit_")]
+    assert lim_s.kind == "limit_cwnd" and lim_s.values["cwnd_share"] == 1.0
+    assert lim_r.kind == "limit_unseen" and lim_r.values == {}
+    rows = tracekit.analyze(tracekit.read(sample("ns3", "dumbbell10", "db10-12-0.pcap"))).flows.to_dicts()
+    assert [r["vantage_point"] for r in rows] == ["receiver"]
+    assert all(rows[0][c] is None for c in ("limited_cwnd_share", "limited_rwnd_share", "limited_app_share"))
     # a run from one full segment (1,448 B of data beside 12 B of timestamps, MSS 1,460 B) keeps its start:
     # stall_cut's slow start after its timeout
     cut = [s for s in _story(sample("linux", "stall_cut.pcap")) if s.kind.startswith("slow_start")]

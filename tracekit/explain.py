@@ -114,7 +114,9 @@ def summaries(an: Analysis, sentences: list[Sentence], *, link_bps: float | None
         mine = [s for s in sentences if s.flow == flow and s.dir == d]
         lim = next((s for s in mine if s.kind.startswith("limit_")), None)
         limit_part = numfmt.DASH
-        if lim is not None:
+        if lim is not None and lim.kind == "limit_unseen":
+            limit_part = CLAUSES["limit_unseen"]
+        elif lim is not None:
             key = lim.kind.split("_", 1)[1]
             limit_part = CLAUSES[f"limit_{key}"].format(share=numfmt.pct(lim.values[f"{key}_share"]))
         g = row.get("goodput_bps")

@@ -112,7 +112,10 @@ def _shares(row: dict[str, Any]) -> dict[str, float] | None:
 
 
 def limit(row: dict[str, Any], flow: int, d: int) -> Sentence | None:
-    """What held the sender back, with each share (flows' ``limited_*_share``)."""
+    """What held the sender back, with each share (flows' ``limited_*_share``); at the receiver, that it is
+    not seen there (:func:`tracekit._flowrows.sender_limits`)."""
+    if row.get("vantage_point") == "receiver":
+        return say("limit_unseen", {}, {}, time=row.get("start"), flow=flow, dir=d)
     sh = _shares(row)
     if sh is None:
         return None

@@ -62,6 +62,8 @@ TEMPLATES: dict[str, str] = {
                  "(congestion window {cwnd_share}, receive window {rwnd_share}, nothing {none_share}).",
     "limit_none": "No window held the sender back for most of the transfer ({none_share} of the time; "
                   "congestion window {cwnd_share}, receive window {rwnd_share}, application {app_share}).",
+    "limit_unseen": "What held the sender back is not told: the packets were seen at the receiver, which sees "
+                    "neither the sender's window in flight nor its ACK clock.",
     "stall_rto": "A {duration} stall at {time}: a retransmission timeout fired in it, and new data went out "
                  "again at {end}.",
     "stall_zero_window": "A {duration} stall at {time}: the receiver advertised a zero window until {end}.",
@@ -97,6 +99,7 @@ CLAUSES: dict[str, str] = {
     "limit_rwnd": "receive-window-limited {share}",
     "limit_app": "application-limited {share}",
     "limit_none": "not window-limited {share}",
+    "limit_unseen": "limit not seen at the receiver",
     "cwnd_fell": "cwnd {before} → {after}",
     "cwnd_held": "ssthresh set, cwnd stayed at {before}",
     "cwnd_rose": "ssthresh set while cwnd rose from {before} to {after}",
