@@ -31,13 +31,13 @@ COLUMNS = [
     "stall_count", "stall_time_s",
     "max_rwnd_bytes", "init_window_bytes",
     "init_window_segments", "dup_acks", "vantage_point", "window_scaling", "src", "sport", "dst", "dport",
-    "max_cwnd_bytes", "cwnd_source", "loss_events",
+    "cwnd_source", "loss_events",
 ]
-#: The flows columns ``tracekit._flowrows`` computes from the stream's raw inputs (the limit shares: the
-#: stream's own, left out at the receiver, ``_flowrows.sender_limits``).
+#: The flows columns ``tracekit._flowrows`` computes from the stream's raw inputs (the limit shares and the
+#: largest cwnd: the stream's own, left out away from the sender, ``_flowrows.sender_limits``, ``far_window``).
 DERIVED = ["duration", "transfer_s", "handshake_s", "throughput_bps", "goodput_bps", "delivered_bytes",
            "goodput_source", "loss_rate", "loss_event_rate", "mathis_bps", "padhye_bps", "window_limited_bps",
-           "limited_cwnd_share", "limited_rwnd_share", "limited_app_share"]
+           "limited_cwnd_share", "limited_rwnd_share", "limited_app_share", "max_cwnd_bytes"]
 #: The records' inputs the stream gives (``_flowrows.transfer_and_goodput``).
 INPUTS = ["_data_t0", "_acked_t", "_ack_t", "_ack_bytes", "_syn_t"]
 #: The models' inputs (``_flowrows.with_models``): the stream's names, and the records'.
@@ -80,7 +80,7 @@ def _streamed(s: dict[str, object]) -> pl.DataFrame:
 def _records(s: dict[str, object]) -> pl.DataFrame:
     """The stream's columns and inputs as flows records, through the frames path's ``_flowrows`` arithmetic."""
     keys = ["flow", "dir", "start", "end", "wire_bytes", "unique_bytes", "data_packets", "retrans_packets",
-            "retrans_spurious", "vantage_point", *_flowrows.LIMIT_SHARES, *INPUTS]
+            "retrans_spurious", "vantage_point", *_flowrows.LIMIT_SHARES, "max_cwnd_bytes", "cwnd_source", *INPUTS]
     cols = {k: [_missing(v) for v in s[k]] for k in keys}  # type: ignore[attr-defined]
     cols.update({r: [_missing(v) for v in s[k]] for k, r in MODEL_INPUTS.items()})  # type: ignore[attr-defined]
     rows = [{k: cols[k][i] for k in cols} for i in range(len(cols["flow"]))]

@@ -179,14 +179,39 @@ def with_models(rows: Iterable[Row]) -> list[Row]:
 
     Inputs: ``loss_events``, ``data_packets``, ``_smss``, ``rtt_mean_s``, ``srtt``/``rttvar`` (the
     smoothed RTT at the end) and ``max_rwnd_bytes``. Runs once per batch of directions, when the
-    loss events are known.
+    loss events are known; also :func:`far_window`. None at the receiver, whose RTT samples are
+    its own ACK delays.
     """
     out = list(rows)
     for r in out:
+        far_window(r)
         r["loss_event_rate"] = p = loss_event_rate(r)
+        if r.get("vantage_point") == "receiver":
+            # the RTT samples there time the receiver's own ACKs (µs), not the path's round trip: Mathis
+            # predicted 28.2 Gbit/s for a 1.14 Gbit/s transfer from a 3 µs "RTT" (docs/analysis.md)
+            r["mathis_bps"] = r["padhye_bps"] = r["window_limited_bps"] = None
+            continue
         r["mathis_bps"], r["padhye_bps"], r["window_limited_bps"] = model_rates(
             p, r.get("_smss"), r.get("rtt_mean_s"), rto_s(r.get("srtt"), r.get("rttvar")), r.get("max_rwnd_bytes"))
     return out
+
+
+#: Vantage points whose cwnd estimate is not the sender's window (the account's ``explain_rules.FAR``).
+FAR = ("middle", "receiver")
+
+
+def far_window(r: Row) -> Row:
+    """``max_cwnd_bytes`` left out (None) where it would be an estimate made away from the sender.
+
+    The estimate reads the window as what is outstanding after an ACK releases segments; away from
+    the sender the capture sees those segments and ACKs a part of a round trip late, so the flight
+    it reads is a fraction of the window: ns-3's ``dumbbell10`` flow 0 estimates 34,752 B at its
+    sender, 14,480 B and 5,792 B at the two routers and 5,792 B at its receiver. A tool's own cwnd
+    trace (``cwnd_source`` ``trace``) is the sender's wherever the packets were seen.
+    """
+    if r.get("vantage_point") in FAR and r.get("cwnd_source") == "estimate":
+        r["max_cwnd_bytes"] = None
+    return r
 
 
 def with_zero_counts(r: Row) -> Row:
