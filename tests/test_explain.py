@@ -18,6 +18,7 @@ import tracekit
 from tests.conftest import need_tool, sample
 from tracekit.cli.main import main
 from tracekit.explain import CLAUSES, TEMPLATES, explain, rate_from_text
+from tracekit.explain_account import NOTES
 
 
 def _story(path: Path, link_bps: float | None = None) -> list[tracekit.explain.Sentence]:
@@ -414,3 +415,16 @@ def test_a_bbr_sender_is_told_as_bbr() -> None:
                 assert kinds.index("cc_bbr") < min(events)
         bulk_kinds = [t.kind for t in told if (t.flow, t.dir) == (bulk["flow"], bulk["dir"])]
         assert ("cc_bbr" in bulk_kinds) == (name == "bbr")
+
+
+def test_notes_of_a_run_are_not_counted_as_warnings() -> None:
+    """ns-3's dumbbell10 run directory holds four packet files and a flows.txt: the reader notes both
+    (W-MULTIPLE-PACKET-FILES, W-SKIPPED-FILE), which change no number, so the account does not say
+    "numbers may be affected"; a damaged IP length (W-IPLEN) still is counted."""
+    run = tracekit.analyze(tracekit.read(str(sample("ns3", "dumbbell10"))))
+    codes = {w["code"] for w in run.trace.warnings}
+    assert codes == {"W-MULTIPLE-PACKET-FILES", "W-SKIPPED-FILE"} and codes <= NOTES
+    assert "warn_other" not in {s.kind for s in explain(run)}
+    damaged = tracekit.analyze(tracekit.read(str(sample("field", "iplen_damaged.pcap"))))
+    (other,) = [s for s in explain(damaged) if s.kind == "warn_other"]
+    assert other.values["count"] == sum(int(w["count"]) for w in damaged.trace.warnings)

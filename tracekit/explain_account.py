@@ -32,8 +32,8 @@ from tracekit.explain_rules import (
 )
 from tracekit.phrases import CLAUSES, Sentence, say
 
-__all__ = ["account", "bbr", "data_rows", "fairness", "limit", "lost_syn", "opening", "rates", "told_rows", "unfilled",
-           "vantage_kinds", "warnings"]
+__all__ = ["NOTES", "account", "bbr", "data_rows", "fairness", "limit", "lost_syn", "opening", "rates", "told_rows",
+           "unfilled", "vantage_kinds", "warnings"]
 
 
 def opening(row: dict[str, Any], flow: int, d: int) -> Sentence | None:
@@ -143,6 +143,12 @@ def rates(row: dict[str, Any], link_bps: float | None, flow: int, d: int) -> lis
     return out
 
 
+#: Reader warnings that say what a run held, not that a number may be off: several packet files (each
+#: connection counted once, from one capture), files that are not traces, non-packet lines of an ns-2
+#: trace, and a file read through tshark. The warnings list has them; the account does not count them.
+NOTES = frozenset({"W-MULTIPLE-PACKET-FILES", "W-SKIPPED-FILE", "W-SKIPPED", "W-SLOW-PATH"})
+
+
 def warnings(t: TraceFacts) -> list[Sentence]:
     """Sentences for what changes the reading: truncation, headers only, several vantage points, others."""
     out: list[Sentence] = []
@@ -159,7 +165,8 @@ def warnings(t: TraceFacts) -> list[Sentence]:
         n = int(w.get("count", 1))
         out.append(say("warn_time_back", {"count": f"{n:,}", "message": str(w.get("message", ""))},
                        {"count": n, "frame": w.get("frame")}))
-    other = sum(int(w.get("count", 1)) for w in ws if w.get("code") != "W-TRUNCATED" and w not in back)
+    other = sum(int(w.get("count", 1)) for w in ws
+                if w.get("code") != "W-TRUNCATED" and w.get("code") not in NOTES and w not in back)
     if other:
         out.append(say("warn_other", {"count": f"{other:,}", "end": numfmt.at(end)},
                        {"count": other, "end": end}, time=end))
