@@ -34,7 +34,7 @@ COLUMNS = [
     "cwnd_source", "loss_events",
 ]
 #: The flows columns ``tracekit._flowrows`` computes from the stream's raw inputs (the limit shares and the
-#: largest cwnd: the stream's own, left out away from the sender, ``_flowrows.sender_limits``, ``far_window``).
+#: largest cwnd: the stream's own, left out away from the sender by ``_flowrows.with_models``).
 DERIVED = ["duration", "transfer_s", "handshake_s", "throughput_bps", "goodput_bps", "delivered_bytes",
            "goodput_source", "loss_rate", "loss_event_rate", "mathis_bps", "padhye_bps", "window_limited_bps",
            "limited_cwnd_share", "limited_rwnd_share", "limited_app_share", "max_cwnd_bytes"]
@@ -84,8 +84,7 @@ def _records(s: dict[str, object]) -> pl.DataFrame:
     cols = {k: [_missing(v) for v in s[k]] for k in keys}  # type: ignore[attr-defined]
     cols.update({r: [_missing(v) for v in s[k]] for k, r in MODEL_INPUTS.items()})  # type: ignore[attr-defined]
     rows = [{k: cols[k][i] for k in cols} for i in range(len(cols["flow"]))]
-    rows = [_flowrows.loss_rate(_flowrows.sender_limits(_flowrows.transfer_and_goodput(_flowrows.rates(r))),
-                                simulator=False) for r in rows]
+    rows = [_flowrows.loss_rate(_flowrows.transfer_and_goodput(_flowrows.rates(r)), simulator=False) for r in rows]
     rows = _flowrows.with_models(rows)
     return pl.DataFrame({c: [r[c] for r in rows] for c in ["flow", "dir", *DERIVED]},
                         schema_overrides={"flow": pl.UInt32, "dir": pl.Int8}).sort("flow", "dir")

@@ -179,12 +179,13 @@ def with_models(rows: Iterable[Row]) -> list[Row]:
 
     Inputs: ``loss_events``, ``data_packets``, ``_smss``, ``rtt_mean_s``, ``srtt``/``rttvar`` (the
     smoothed RTT at the end) and ``max_rwnd_bytes``. Runs once per batch of directions, when the
-    loss events are known; also :func:`far_window`. None at the receiver, whose RTT samples are
+    loss events are known, after the answers that cannot be read away from the sender are left
+    out (:func:`far_window`, :func:`sender_limits`). None at the receiver, whose RTT samples are
     its own ACK delays.
     """
     out = list(rows)
     for r in out:
-        far_window(r)
+        sender_limits(far_window(r))
         r["loss_event_rate"] = p = loss_event_rate(r)
         if r.get("vantage_point") == "receiver":
             # the RTT samples there time the receiver's own ACKs (µs), not the path's round trip: Mathis
@@ -248,10 +249,10 @@ def sender_limits(r: Row) -> Row:
 def derived(r: Row, *, simulator: bool) -> Row:
     """Every column of one record computed from its accumulated values, the models excepted.
 
-    :func:`rates`, :func:`with_zero_counts`, :func:`transfer_and_goodput`, :func:`sender_limits`,
-    then :func:`loss_rate` (:func:`with_models` runs once the loss events are known).
+    :func:`rates`, :func:`with_zero_counts`, :func:`transfer_and_goodput`, then :func:`loss_rate`
+    (:func:`with_models` runs once the loss events are known).
     """
-    return loss_rate(sender_limits(transfer_and_goodput(with_zero_counts(rates(r)))), simulator=simulator)
+    return loss_rate(transfer_and_goodput(with_zero_counts(rates(r))), simulator=simulator)
 
 
 def capture_name(paths: Iterable[object]) -> str | None:
