@@ -23,8 +23,8 @@ use super::conn::Pk;
 use crate::state::cwnd::rows::{DirRows, Marks, RowCols};
 use crate::state::cwnd::rows_frames::Built;
 use crate::state::seq::{ACK, MISSING, SYN};
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::cmp::Ordering;
+use std::collections::VecDeque;
 
 /// How far a connection's capture times fall below the latest before them (pass 1): pass 2
 /// holds each packet that long before feeding it, so the rows see the capture order
@@ -106,8 +106,11 @@ pub struct Live {
     /// (boxed: a connection without data holds two pointers' room)
     dirs: [Option<Box<DirLive>>; 2],
     made: bool,
-    /// Packets not yet fed, earliest in capture order first, and how many came.
-    held: BinaryHeap<Reverse<Held>>,
+    /// Packets not yet fed, in capture order, and how many came. A deque kept sorted by
+    /// insertion from the back: packets come in capture order but for the few a time falls
+    /// behind (pass 1 measured by how much: [`Order::lag`]), so almost every insertion is a push
+    /// at the back and every feed a pop at the front, where a heap paid a sift each way.
+    held: VecDeque<Held>,
     seen: u32,
     top: f64,
     lag: f64,
@@ -124,7 +127,7 @@ impl Live {
             data,
             dirs: [None, None],
             made: false,
-            held: BinaryHeap::with_capacity(packets.min(SHORT as usize)),
+            held: VecDeque::with_capacity(packets.min(SHORT as usize)),
             seen: 0,
             top: f64::NEG_INFINITY,
             lag,
@@ -158,7 +161,9 @@ impl Live {
             // (no time falls: each packet comes in capture order)
             return self.feed(&h);
         }
-        self.held.push(Reverse(h));
+        // (after every held packet not later than it: equal keys keep their arrival order)
+        let at = self.held.iter().rposition(|x| *x <= h).map_or(0, |k| k + 1);
+        self.held.insert(at, h);
         self.seen = self.seen.saturating_add(1);
         if !self.made {
             if self.seen < SHORT {
@@ -168,13 +173,13 @@ impl Live {
         }
         // a held packet no later packet can precede: every later time is at least top − lag
         // (the margin of 2 covers the rounding of the differences)
-        while let Some(Reverse(x)) = self
+        while let Some(x) = self
             .held
-            .peek()
-            .filter(|x| self.lag == 0.0 || self.top - x.0.time > 2.0 * self.lag)
+            .front()
+            .filter(|x| self.lag == 0.0 || self.top - x.time > 2.0 * self.lag)
         {
             let x = *x;
-            self.held.pop();
+            self.held.pop_front();
             self.feed(&x);
         }
     }
@@ -193,7 +198,7 @@ impl Live {
         if !self.made {
             self.make();
         }
-        while let Some(Reverse(x)) = self.held.pop() {
+        while let Some(x) = self.held.pop_front() {
             self.feed(&x);
         }
     }
