@@ -197,7 +197,8 @@ def with_models(rows: Iterable[Row]) -> list[Row]:
     return out
 
 
-#: Vantage points whose cwnd estimate is not the sender's window (the account's ``explain_rules.FAR``).
+#: Vantage points whose cwnd estimate is not the sender's window (the account's ``explain_rules.FAR`` reads
+#: these and names them).
 FAR = ("middle", "receiver")
 
 

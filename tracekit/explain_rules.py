@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tracekit import _core, numfmt
+from tracekit import _core, _flowrows, numfmt
 from tracekit.phrases import CLAUSES, TEMPLATES, Sentence, say
 
 __all__ = ["CONGESTION_AVOIDANCE", "FAR", "MAX_EACH", "MAX_OPTIONS", "NO_STORY", "RECOVERY", "RUN_ENDS", "SLOW_START",
@@ -339,8 +339,9 @@ def losses(x: DirFacts, f: Fmt, flow: int, d: int, tol_s: float | None = None,
     return out
 
 
-#: Vantage points whose estimated cwnd is not the sender's (tracekit.analysis.vantage), as told in the phrase.
-FAR = {"middle": "in the middle of the path", "receiver": "at the receiver"}
+#: Vantage points whose estimated cwnd is not the sender's (``_flowrows.FAR``, the flows rows' rule), as told
+#: in the phrase.
+FAR = dict(zip(_flowrows.FAR, ("in the middle of the path", "at the receiver"), strict=True))
 
 
 def far(row: dict[str, Any], s: Story) -> bool:
