@@ -152,7 +152,7 @@ pub struct Scout {
     /// The flow statistics' data extents.
     pub fs: fstats::Scout,
     /// Whether its times fall (the cwnd stage's rows are fed live where none does).
-    pub order: super::cwndlive::Order,
+    pub order: super::held::Order,
     /// The window its TSval tables were kept within (`Scout::keeping`; pass 2 keeps the same).
     ts_window: Option<i64>,
 }

@@ -61,7 +61,7 @@ pub struct ConnCwnd {
 impl ConnCwnd {
     /// A connection of `packets` packets and `data` data segments per direction (pass 1's
     /// counts); `lag`: its batch's rows are fed live, each packet held that long for the
-    /// capture order (`cwndlive::Order`), else (None) its packets are logged.
+    /// capture order (`held::Order`), else (None) its packets are logged.
     pub fn new(lag: Option<f64>, packets: usize, data: [i64; 2]) -> Self {
         let mut c = ConnCwnd::default();
         match lag {

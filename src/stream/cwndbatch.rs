@@ -25,14 +25,14 @@ pub struct Batches {
     /// Per direction: the account's cwnd events (`cwndstory`), until taken.
     stories: Vec<Option<Story>>,
     /// Each connection's packets, and how long its packets are held for the capture order
-    /// (`cwndlive::Order::lag`; None: its batch is logged).
+    /// (`held::Order::lag`; None: its batch is logged).
     packets: Vec<u64>,
     lag: Vec<Option<f64>>,
 }
 
 impl Batches {
     /// The batches of the connections (by id: their packets, their last packet's row, their
-    /// batch, `fstats::batch_ids`, and how far their times fall, `cwndlive::Order::lag`).
+    /// batch, `fstats::batch_ids`, and how far their times fall, `held::Order::lag`).
     pub fn new(conns: impl Iterator<Item = (u64, u64, Option<u32>, Option<f64>)>) -> Self {
         let mut ends: Vec<(u64, u32, u32)> = Vec::new();
         let (mut packets, mut batch, mut back) = (Vec::new(), None, Vec::new());

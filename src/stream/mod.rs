@@ -50,6 +50,7 @@ pub mod cwndstory;
 pub mod drive;
 pub mod flight;
 pub mod fstats;
+mod held;
 pub mod number;
 pub mod py;
 pub mod row;
