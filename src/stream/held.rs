@@ -104,23 +104,28 @@ impl Queue {
 
     /// The earliest held packet.
     pub(super) fn first(&self) -> Option<Held> {
-        match (self.run.front(), self.late.peek()) {
-            (Some(a), Some(Reverse(b))) => Some(if b < a { *b } else { *a }),
-            (a, b) => a.copied().or(b.map(|x| x.0)),
+        if self.late_first() {
+            self.late.peek().map(|x| x.0)
+        } else {
+            self.run.front().copied()
         }
     }
 
     /// Takes the earliest held packet.
     pub(super) fn pop(&mut self) -> Option<Held> {
-        let late_first = match (self.run.front(), self.late.peek()) {
-            (Some(a), Some(Reverse(b))) => b < a,
-            (None, Some(_)) => true,
-            _ => false,
-        };
-        if late_first {
+        if self.late_first() {
             self.late.pop().map(|x| x.0)
         } else {
             self.run.pop_front()
+        }
+    }
+
+    /// The heap's head comes before the deque's (or the deque is empty and the heap is not).
+    fn late_first(&self) -> bool {
+        match (self.run.front(), self.late.peek()) {
+            (Some(a), Some(Reverse(b))) => b < a,
+            (None, Some(_)) => true,
+            _ => false,
         }
     }
 }
