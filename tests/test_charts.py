@@ -59,7 +59,8 @@ def test_minmax_leaves_short_series_alone() -> None:
 
 def test_minmax_sorted_path_keeps_the_general_paths_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     """The segment-reduction path for time-ordered series (downsample._m4_sorted) keeps exactly the
-    rows of polars' group-by path, ties in x and in y included (first row holding an extreme)."""
+    rows of polars' group-by path, ties in x and in y included (first row holding an extreme), and
+    null values, which take no part in the extremes."""
     from tracekit.reports import downsample
 
     rng = np.random.default_rng(7)
@@ -68,8 +69,14 @@ def test_minmax_sorted_path_keeps_the_general_paths_rows(monkeypatch: pytest.Mon
         n = int(rng.integers(2, 30_000))
         t = np.sort(rng.integers(0, int(rng.integers(1, 4_000)), n)).astype(float) / 7.0  # many equal times
         y = rng.integers(0, int(rng.integers(1, 40)), n)  # many equal values
-        cases.append((pl.DataFrame({"t": t, "y": y / 3.0 if i % 2 else y, "row": np.arange(n)}),
-                      int(rng.choice([8, 40, 400, 2000]))))
+        df = pl.DataFrame({"t": t, "y": y / 3.0 if i % 2 else y, "row": np.arange(n)})
+        if i % 3 == 0:  # null values (bytes in flight past the outstanding-segment cap), a run of them too
+            gone = rng.random(n) < rng.choice([0.001, 0.3])
+            gone[n // 3: n // 3 + int(rng.integers(0, n // 4 + 1))] = True
+            df = df.with_columns(pl.when(pl.Series(gone)).then(None).otherwise(pl.col("y")).alias("y"))
+        cases.append((df, int(rng.choice([8, 40, 400, 2000]))))
+    all_null = pl.DataFrame({"t": np.arange(50.0), "y": pl.Series([None] * 50, dtype=pl.Int64), "row": np.arange(50)})
+    cases.append((all_null, 8))
     fast = [downsample._m4(df, "t", "y", mp) for df, mp in cases]
     assert all(downsample._m4_sorted(df["t"], df["y"], max(1, mp // 4)) is not None for df, mp in cases)
     monkeypatch.setattr(downsample, "_m4_sorted", lambda *a: None)  # the general (group-by) path

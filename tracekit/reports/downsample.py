@@ -138,8 +138,22 @@ def _finite(s: pl.Series) -> np.ndarray | None:
     return a
 
 
+def _with_nulls(s: pl.Series) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """A y column as numbers and where it is not null (None: no nulls), or ``(None, None)`` when it has
+    NaN or infinities, or is not numeric (the general path)."""
+    if s.null_count() == 0:
+        return _finite(s), None
+    if not (s.dtype.is_integer() or s.dtype.is_float()):
+        return None, None
+    valid = s.is_not_null().to_numpy()
+    a = s.fill_null(0).to_numpy()
+    if a.dtype.kind == "f" and not np.isfinite(a).all():
+        return None, None
+    return a, valid
+
+
 def _m4_sorted(xs: pl.Series, ys: pl.Series, buckets: int) -> np.ndarray | None:
-    """:func:`_m4`'s row numbers for a series already in x order, without nulls or NaN, or None.
+    """:func:`_m4`'s row numbers for a series already in x order, x without nulls, neither with NaN, or None.
 
     Every series a report thins is sorted by time first, so each bucket is one run of rows and
     the four picks are found with segment reductions in one pass, where the general path
@@ -150,7 +164,7 @@ def _m4_sorted(xs: pl.Series, ys: pl.Series, buckets: int) -> np.ndarray | None:
     """
     if xs.dtype != pl.Float64 or not xs.len():
         return None
-    x, y = _finite(xs), _finite(ys)
+    x, y, valid = _finite(xs), *_with_nulls(ys)
     if x is None or y is None or (x.size > 1 and not (x[1:] >= x[:-1]).all()):
         return None
     b = _bucket_numbers(x, buckets)
@@ -161,12 +175,17 @@ def _m4_sorted(xs: pl.Series, ys: pl.Series, buckets: int) -> np.ndarray | None:
     last_x = np.searchsorted(x, x[ends - 1], side="left")
     picks = [starts, last_x]
     lengths = ends - starts
-    for red in (np.minimum, np.maximum):
-        hit = np.flatnonzero(y == np.repeat(red.reduceat(y, starts), lengths))
+    for red, fill in ((np.minimum, "max"), (np.maximum, "min")):
+        # a null y takes no part (polars' arg_min/arg_max skip nulls): it is filled with the
+        # extreme that never wins, and kept out of the hits; an all-null bucket has no pick
+        yf = y if valid is None else np.where(valid, y, getattr(np.iinfo(y.dtype) if y.dtype.kind in "iu"
+                                                                else np.finfo(y.dtype), fill))
+        same = yf == np.repeat(red.reduceat(yf, starts), lengths)
+        hit = np.flatnonzero(same if valid is None else same & valid)
         # the bucket numbers rise along the rows: a hit whose bucket differs from the previous
         # hit's is the first one of its bucket
         bh = b[hit]
-        picks.append(hit[np.r_[True, bh[1:] != bh[:-1]]])
+        picks.append(hit[np.r_[True, bh[1:] != bh[:-1]]] if hit.size else hit)
     return np.unique(np.concatenate(picks))
 
 
