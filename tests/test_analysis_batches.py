@@ -52,40 +52,6 @@ def test_batches_of_connections_give_the_one_piece_frames(parts: tuple[str, ...]
         assert not batched._makers
 
 
-@pytest.mark.parametrize("parts", CAPTURES, ids=lambda p: p[-1])
-def test_a_direction_is_read_from_the_batches_without_the_whole_frame(parts: tuple[str, ...],
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """``Analysis.direction`` gives a filter of the whole frame's rows; flight and RTT are then
-    still in their batches' parts (put in packet order only when read whole), and the report's
-    charts are the one-piece analysis' charts."""
-    from tracekit.reports._chartkit import spec
-    from tracekit.reports.figures import figures
-
-    trace = tracekit.read(sample(*parts))
-    whole = analyze(trace)
-    monkeypatch.setattr(_batches, "BATCH_ROWS", 64)
-    batched = analyze(trace)
-    assert {"flight", "rtt"} <= set(batched._makers)
-    keys = whole.flows.select("flow", "dir").rows()
-    assert len(keys) >= 2
-    for name in ("flight", "rtt", "cwnd", "retransmissions"):
-        df = getattr(whole, name)
-        for f, d in [*keys, (10**6, 0)]:
-            want = df.filter((pl.col("flow") == f) & (pl.col("dir") == d))
-            assert_frame_equal(batched.direction(name, f, d), want, check_exact=True)
-            cols = ["time", "flow", "nothing"]
-            assert_frame_equal(batched.direction(name, f, d, cols), want.select("flow", "time"), check_exact=True)
-    assert {"flight", "rtt"} <= set(batched._makers)  # not made whole by reading directions
-    batched_specs = [spec(f.chart) if f.chart is not None else f.reason
-                     for f in figures(batched, kinds=("cwnd", "timeseq", "throughput", "rtt"))]
-    assert "flight" in batched._makers  # the report's charts read the flight rows direction by direction
-    assert batched_specs == [spec(f.chart) if f.chart is not None else f.reason
-                             for f in figures(whole, kinds=("cwnd", "timeseq", "throughput", "rtt"))]
-    for name in ("flight", "rtt"):
-        assert_frame_equal(getattr(batched, name), getattr(whole, name), check_exact=True)
-    assert not batched._makers.keys() & {"flight", "rtt"} and not batched._parts
-
-
 def test_a_trace_with_simulator_events_is_one_batch(monkeypatch: pytest.MonkeyPatch) -> None:
     """ns-2 events share packets (enqueue, dequeue, receive of one segment): not split."""
     trace = tracekit.read(sample("ns2", "lab_tahoe", "out.tr.gz"))

@@ -106,8 +106,6 @@ class Analysis:
     _makers: dict[str, Callable[[Analysis], dict[str, pl.DataFrame]]] = field(default_factory=dict, repr=False,
                                                                                compare=False)
     _throughput: dict[float, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
-    #: The per-packet frames still in their batches' parts (:class:`tracekit.analysis._batches.Parts`), by name.
-    _parts: dict[str, _batches.Parts] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in self._makers:  # not set: __getattr__ makes them when first read
@@ -122,32 +120,6 @@ class Analysis:
             makers.pop(k, None)
             object.__setattr__(self, k, v)
         return made[name]
-
-    def direction(self, name: str, flow: int, dir: int, columns: list[str] | None = None) -> pl.DataFrame:
-        """One connection direction's rows of a per-packet frame (``flight``, ``rtt``, ``cwnd``, ...).
-
-        The same rows as filtering the whole frame, but a large trace's ``flight`` and ``rtt``
-        are read from their batches' parts without first being put into packet order (a report
-        reads them one direction at a time).
-
-        Args:
-            name: The frame's name.
-            flow: Connection id.
-            dir: Direction.
-            columns: The columns wanted, those the frame has in its order (default: all).
-
-        Returns:
-            The rows, in the frame's order (empty, with the columns, when there are none); a
-            frame without ``flow`` and ``dir`` columns as it is.
-        """
-        parts = self._parts.get(name)
-        if parts is not None:
-            return parts.direction(flow, dir, columns)
-        df: pl.DataFrame = getattr(self, name)
-        if not {"flow", "dir"} <= set(df.columns):
-            return df
-        return df.lazy().filter((pl.col("flow") == flow) & (pl.col("dir") == dir)).select(
-            [c for c in df.columns if columns is None or c in columns]).collect()
 
     @property
     def default_bin_s(self) -> float:
@@ -224,20 +196,18 @@ def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | No
     drops = _drops(trace.packets)  # once: a filter over every packet, not one per batch
     # the per-packet state (several times the packets' own size) lives for one batch of connections at a time
     per = _batches.merged(_batches.in_order(lambda part: _per_connection(part, trace, floor_s, keep=keep, drops=drops),
-                                            _batches.batches(pk, trace)), lazy=("flight", "rtt"))
+                                            _batches.batches(pk, trace)))
     flows_df, views = _connections.one_per_connection(per.flows, pk, trace.meta)
     where = trace_vantage(flows_df["vantage_point"].unique().to_list())
     makers: dict[str, Callable[[Analysis], dict[str, pl.DataFrame]]] = {
         "queue": _queue_of, "fairness": partial(_fairness_of, b)}
     if per.flight is None:
         makers.update(dict.fromkeys(("flight", "rtt"), partial(_flight_and_rtt, trace)))
-    parts = {k: v for k, v in (("flight", per.flight), ("rtt", per.rtt)) if isinstance(v, _batches.Parts)}
-    makers.update({k: partial(_whole, k) for k in parts})
     return Analysis(
         trace=trace.with_meta(vantage_point=where, rto_floor_s=floor_s, rto_floor_from=floor_from),
         packets=pk, flows=flows_df, flight=_or_later(per.flight), cwnd=per.cwnd, rtt=_or_later(per.rtt),
         retransmissions=per.retrans, stalls=per.stalls, queue=_LATER, fairness=_LATER, views=views,
-        reductions=per.reductions, _makers=makers, _parts=parts,
+        reductions=per.reductions, _makers=makers,
     )
 
 
@@ -245,13 +215,8 @@ def analyze(trace: Trace, *, bin_s: float | None = None, rto_floor_s: float | No
 _LATER = pl.DataFrame()
 
 
-def _or_later(df: pl.DataFrame | _batches.Parts | None) -> pl.DataFrame:
-    return df if isinstance(df, pl.DataFrame) else _LATER
-
-
-def _whole(name: str, an: Analysis) -> dict[str, pl.DataFrame]:
-    """A per-packet frame still in its batches' parts, made whole (:meth:`Analysis.direction` read the parts)."""
-    return {name: an._parts.pop(name).whole()}
+def _or_later(df: pl.DataFrame | None) -> pl.DataFrame:
+    return _LATER if df is None else df
 
 
 def _queue_of(an: Analysis) -> dict[str, pl.DataFrame]:
@@ -270,9 +235,9 @@ class _PerConnection(NamedTuple):
     """The frames the per-packet sequence state yields for some connections (the state itself is gone)."""
 
     flows: pl.DataFrame
-    flight: pl.DataFrame | _batches.Parts | None
+    flight: pl.DataFrame | None
     cwnd: pl.DataFrame
-    rtt: pl.DataFrame | _batches.Parts | None
+    rtt: pl.DataFrame | None
     retrans: pl.DataFrame
     stalls: pl.DataFrame
     reductions: pl.DataFrame
@@ -399,15 +364,11 @@ def _with_flow_ids(an: Analysis, trace: Trace, ids: pl.Series) -> Analysis:
     an.fairness  # noqa: B018  (its throughput is the renumbered trace's, kept below)
     lazy = [name for name in ("flight", "rtt", "queue", "fairness") if name in an._makers]
 
-    def later_or_fixed(name: str) -> pl.DataFrame:
-        return _LATER if name in lazy else fix(getattr(an, name))
-
     return Analysis(
         trace=replace(an.trace, packets=trace.packets, samples=trace.samples), packets=fix(an.packets),
         flows=fix(an.flows), cwnd=fix(an.cwnd), retransmissions=fix(an.retransmissions), stalls=fix(an.stalls),
         views=fix(an.views), reductions=None if an.reductions is None else fix(an.reductions),
-        flight=later_or_fixed("flight"), rtt=later_or_fixed("rtt"), queue=later_or_fixed("queue"),
-        fairness=later_or_fixed("fairness"),
+        **{name: _LATER if name in lazy else fix(getattr(an, name)) for name in ("flight", "rtt", "queue", "fairness")},
         _makers={name: later(name) for name in lazy},
         _throughput={k: fix(v) for k, v in an._throughput.items()},
     )

@@ -126,23 +126,20 @@ def in_order(fn: Callable[[T], R], items: Iterable[T], workers: int | None = Non
     return out
 
 
-def merged(parts: list[P], lazy: tuple[str, ...] = ()) -> P:
+def merged(parts: list[P]) -> P:
     """The batches' frames as the whole trace's (``parts`` is emptied as they are used).
 
     Per-packet rows go back into packet order: ascending ``frame`` (see :func:`batches`),
     RTT samples by method first as :func:`tracekit.analysis.rtt.samples` orders them; rows
     per direction (flows, cwnd, stalls, reductions) are already in flow order, the batches'.
-    The frames named in ``lazy`` are left as :class:`Parts`, put in order only when asked for
-    whole.
     """
     if len(parts) == 1:
         return parts.pop()
     first = parts[0]
     by_name = {name: [getattr(p, name) for p in parts] for name in first._fields}
     parts.clear()
-    out: dict[str, Any] = {
-        name: None if parts_of[0] is None else Parts(parts_of, ORDER.get(name)) if name in lazy
-        else stacked(parts_of, ORDER.get(name)) for name, parts_of in by_name.items()}
+    out: dict[str, Any] = {name: None if parts_of[0] is None else stacked(parts_of, ORDER.get(name))
+                           for name, parts_of in by_name.items()}
     return first._replace(**out)
 
 
@@ -151,41 +148,14 @@ ORDER: dict[str, list[pl.Expr | str]] = {
     "flight": ["frame"], "retrans": ["frame"], "rtt": [pl.col("method") != "seq", "frame"]}
 
 
-class Parts:
-    """A per-packet frame still in its batches' parts: made whole (:func:`stacked`) only when asked.
-
-    A report reads the per-packet frames one direction at a time, and a direction's rows all lie
-    in one batch (batches hold whole connections), so they are the rows of that batch's part, in
-    the same order as in the whole frame. Putting 1.1M flight rows of four interleaved batches
-    into packet order cost 0.07-0.2 s of a report on big.pcap (fresh memory for every column,
-    then a filter per direction copying them again); reading the parts skips that copy.
-    """
-
-    def __init__(self, frames: list[pl.DataFrame], by: list[pl.Expr | str] | None) -> None:
-        self._frames, self._by = frames, by
-
-    def whole(self) -> pl.DataFrame:
-        """The whole frame (:func:`stacked`; the parts are given up)."""
-        return stacked(self._frames, self._by)
-
-    def direction(self, flow: int, dir: int, columns: list[str] | None = None) -> pl.DataFrame:
-        """The rows of one connection direction (those of ``columns`` it has, in its order; default all), as a
-        filter of the whole frame gives them."""
-        want = (pl.col("flow") == flow) & (pl.col("dir") == dir)
-        cols = [c for c in self._frames[0].columns if columns is None or c in columns]
-        got = [f.lazy().filter(want).select(cols).collect() for f in self._frames]
-        hit = [g for g in got if g.height]
-        return hit[0] if len(hit) == 1 else pl.concat(hit or got[:1])
-
-
 def stacked(frames: list[pl.DataFrame], by: list[pl.Expr | str] | None) -> pl.DataFrame:
-    """The frames one under the other (rows sorted stably by ``by`` when given).
+    """The frames one under the other (rows sorted stably by ``by`` when given), in one chunk.
 
-    Interleaved rows are put in order a column at a time, each part's column let go as the
-    whole's is made, so only one column is ever held twice (a sort or concat of the frames
-    would hold all of them twice). Frames already in order one after the other are not copied:
-    the whole is their chunks, as polars' ``concat(rechunk=False)`` gives them. ``frames`` is
-    emptied.
+    Built a column at a time, each part's column let go as the whole's is made, so only one
+    column is ever held twice (a sort or concat of the frames would hold all of them twice).
+    Frames already in order one after the other are not sorted again. One chunk because the
+    summary's per-direction queries on the ``cwnd`` of four batches left in four chunks took
+    1.6 s against 1.1 s (big.pcap), far more than the copy. ``frames`` is emptied.
     """
     if by is not None:
         # each part is already in this order (its own rows in packet order), so numpy's stable
@@ -194,13 +164,11 @@ def stacked(frames: list[pl.DataFrame], by: list[pl.Expr | str] | None) -> pl.Da
         kf = pl.concat([f.select(keys) for f in frames])
         arrays = [kf.get_column(f"_k{i}").to_numpy() for i in range(len(by))]
         del kf
-        if not _ascending(arrays):
-            idx = pl.Series(np.lexsort(arrays[::-1]))
-            del arrays
-            return _columnwise(frames, idx)
-    whole = pl.concat(frames, rechunk=False)
-    frames.clear()
-    return whole
+        idx = None if _ascending(arrays) else pl.Series(np.lexsort(arrays[::-1]))
+        del arrays
+    else:
+        idx = None
+    return _columnwise(frames, idx)
 
 
 def _ascending(keys: list[npt.NDArray[Any]]) -> bool:
@@ -221,8 +189,8 @@ def _ascending(keys: list[npt.NDArray[Any]]) -> bool:
     return bool(ok.all())
 
 
-def _columnwise(frames: list[pl.DataFrame], idx: pl.Series) -> pl.DataFrame:
-    """The frames' rows in the order ``idx`` (their row numbers one under the other), in one chunk."""
+def _columnwise(frames: list[pl.DataFrame], idx: pl.Series | None) -> pl.DataFrame:
+    """The frames' rows one under the other, or in the order ``idx`` (their row numbers so), in one chunk."""
     # the parts as lists of columns: a part's column is let go as soon as the whole's is made
     # (DataFrame.drop would run a query per column and part)
     parts: list[list[pl.Series | None]] = [list(f.get_columns()) for f in frames]
@@ -232,6 +200,6 @@ def _columnwise(frames: list[pl.DataFrame], idx: pl.Series) -> pl.DataFrame:
         col = pl.concat([c for p in parts if (c := p[j]) is not None], rechunk=False)
         for p in parts:
             p[j] = None
-        cols.append(col.gather(idx))
+        cols.append(col.rechunk() if idx is None else col.gather(idx))
         del col
     return pl.DataFrame(cols)

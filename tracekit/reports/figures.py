@@ -15,15 +15,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from tracekit.analysis import Analysis
 from tracekit.analysis.throughput import default_bin
 from tracekit.reports import charts
 from tracekit.reports._chartkit import starts_late
 from tracekit.reports.charts import NoData
+
+if TYPE_CHECKING:
+    from tracekit.analysis import Analysis
 
 #: Chart kinds, in page order. Per-direction kinds come first, then whole-trace ones.
 FLOW_KINDS = ("timeseq", "cwnd", "throughput", "rtt")
@@ -146,30 +148,27 @@ class _Split:
 
     Each chart of a direction would otherwise filter the whole frame again and copy all its
     columns. One filter per direction beats polars' ``partition_by`` here (measured on 1.3M
-    packets: 4 filters 0.01 s, partition_by 0.11-0.15 s). An :class:`~tracekit.analysis.Analysis`
-    cuts it (:meth:`~tracekit.analysis.Analysis.direction`: a large trace's flight and RTT
-    rows are read from its batches' parts, never put into packet order for the report); a
-    direction without rows gets its empty frame, and its chart says why it has nothing to
-    draw. The packets are not cut here: the time-sequence graph reads its two row sets (data
-    one way, ACKs the other) lazily, copying only the rows and the few columns it draws.
+    packets: 4 filters 0.01 s, partition_by 0.11-0.15 s). A direction without rows gets the
+    whole frame, so its chart says why it has nothing to draw exactly as before. The packets
+    are not cut here: the time-sequence graph reads its two row sets (data one way, ACKs the
+    other) lazily, copying only the rows and the few columns it draws.
     """
 
-    def __init__(self, analysis: Any, name: str, columns: tuple[str, ...] | None = None) -> None:
-        self.analysis, self.name, self.columns = analysis, name, columns
-        self.parts: dict[tuple[int, int], pl.DataFrame | None] = {}
+    def __init__(self, df: pl.DataFrame | None, keys: list[str], columns: tuple[str, ...] | None = None) -> None:
+        self.df = df
+        self.keys = keys
+        ok = df is not None and set(keys) <= set(df.columns)
+        self.cols = [c for c in df.columns if columns is None or c in columns] if ok and df is not None else None
+        self.parts: dict[tuple[int, ...], pl.DataFrame | None] = {}
 
-    def get(self, flow: int, dir: int) -> pl.DataFrame | None:
-        """The rows of one direction, else (no such frame, or no ``flow``/``dir`` columns) the frame as it is."""
-        key = (flow, dir)
+    def get(self, *key: int) -> pl.DataFrame | None:
+        """The rows of one flow (or flow and direction), else the whole frame."""
+        if self.df is None or self.cols is None:
+            return self.df
         if key not in self.parts:
-            cols = None if self.columns is None else list(self.columns)
-            if isinstance(self.analysis, Analysis):
-                self.parts[key] = self.analysis.direction(self.name, flow, dir, cols)
-            else:  # an analysis-like object (partial analyses)
-                df = frame(self.analysis, self.name)
-                ok = df is not None and {"flow", "dir"} <= set(df.columns)
-                self.parts[key] = df.lazy().filter((pl.col("flow") == flow) & (pl.col("dir") == dir)).select(
-                    [c for c in df.columns if cols is None or c in cols]).collect() if ok and df is not None else df
+            cond = pl.all_horizontal([pl.col(k) == v for k, v in zip(self.keys, key, strict=True)])
+            part = self.df.lazy().filter(cond).select(self.cols).collect()
+            self.parts[key] = part if part.height else self.df
         return self.parts[key]
 
 
@@ -202,14 +201,16 @@ def figures(analysis: Analysis, *, max_flows: int = MAX_FLOWS, kinds: tuple[str,
     shown, left_out = main_directions(flows, max_flows)
     stalls = frame(analysis, "stalls")
     tput = throughput_frame(analysis, chart_bin(shown)) if {"throughput", "flows", "ellipse"} & set(kinds) else None
+    rtt = frame(analysis, "rtt")
     out: list[Figure] = []
     if shown.is_empty():
         for kind in FLOW_KINDS:
             if kind in kinds:
                 out.append(Figure(kind, kind, TITLES[kind], reason="no TCP connection carried data"))
     want = [k for k in FLOW_KINDS if k in kinds]
-    cwnd, flight = _Split(analysis, "cwnd"), _Split(analysis, "flight", FLIGHT_COLUMNS)
-    rtts = _Split(analysis, "rtt")
+    cwnd, flight = _Split(frame(analysis, "cwnd"), ["flow", "dir"]), _Split(frame(analysis, "flight"), ["flow", "dir"],
+                                                                            FLIGHT_COLUMNS)
+    rtts = _Split(rtt, ["flow", "dir"])
     retrans = frame(analysis, "retransmissions")
     traced = "kernel" if analysis.trace.meta.get("kernel") else "trace"
     for row in shown.iter_rows(named=True):
@@ -241,7 +242,7 @@ def figures(analysis: Analysis, *, max_flows: int = MAX_FLOWS, kinds: tuple[str,
     if "ellipse" in kinds:
         keys = shown.select("flow", "dir", "label") if shown.height else pl.DataFrame(
             schema={"flow": pl.UInt32, "dir": pl.Int8, "label": pl.String})
-        pts = charts.ellipse_points(_or_empty(frame(analysis, "rtt")), _or_empty(tput), keys)
+        pts = charts.ellipse_points(_or_empty(rtt), _or_empty(tput), keys)
         if pts.is_empty():  # no packets: a tool's own ping and throughput series (Flent rrul)
             pts = charts.sample_ellipse_points(analysis.trace.samples)
         out.append(_draw("ellipse", "ellipse", TITLES["ellipse"], charts.ellipse, pts,
