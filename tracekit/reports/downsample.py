@@ -153,7 +153,7 @@ def _with_nulls(s: pl.Series) -> tuple[np.ndarray | None, np.ndarray | None]:
 
 
 def _m4_sorted(xs: pl.Series, ys: pl.Series, buckets: int) -> np.ndarray | None:
-    """:func:`_m4`'s row numbers for a series already in x order, x without nulls, neither with NaN, or None.
+    """:func:`_m4`'s row numbers for a series already in x order (no null x; no NaN or infinity), or None.
 
     Every series a report thins is sorted by time first, so each bucket is one run of rows and
     the four picks are found with segment reductions in one pass, where the general path
