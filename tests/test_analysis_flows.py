@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -167,6 +168,40 @@ def test_receiver_side_capture() -> None:
     pk = conv(P(0.0, 0, 0, 0, None, "S"), P(0.00001, 1, 0, 0, 1, "SA"), P(0.02, 0, 1, 0, 1, "A"),
               P(0.03, 0, 1, MSS, 1), P(0.03001, 1, 1, 0, 1001))
     assert analyze(make_trace(pk)).flows["vantage_point"].to_list() == ["receiver"]
+
+
+def _bridged_capture(ack_delay_us: int) -> bytes:
+    """A bulk sender on a bridged path (TTL 64 both ways) whose handshake is a race of two hosts:
+    the SYN-ACK 20 µs after the SYN, the initiator's ACK 38 µs after it (as `bench/make_capture.sh`'s
+    first flow), then 40 data segments, each ACKed ``ack_delay_us`` later."""
+    from craft import T0, ether, pcap
+    from scapy.layers.inet import IP, TCP
+
+    c, s = IP(src="10.213.0.1", dst="10.213.0.2", ttl=64), IP(src="10.213.0.2", dst="10.213.0.1", ttl=64)
+    pkts = [(0, c / TCP(sport=41000, dport=5002, flags="S", seq=1000)),
+            (20, s / TCP(sport=5002, dport=41000, flags="SA", seq=5000, ack=1001)),
+            (58, c / TCP(sport=41000, dport=5002, flags="A", seq=1001, ack=5001))]
+    for i in range(40):
+        t = 1000 + 500 * i
+        pkts.append((t, c / TCP(sport=41000, dport=5002, flags="A", seq=1001 + 1000 * i, ack=5001) / (b"x" * 1000)))
+        pkts.append((t + ack_delay_us, s / TCP(sport=5002, dport=41000, flags="A", seq=5001, ack=2001 + 1000 * i)))
+    pkts.sort(key=lambda tp: tp[0])
+    return pcap([ether(p) for _, p in pkts], ts=[(T0 + t // 1_000_000, t % 1_000_000) for t, _ in pkts])
+
+
+@pytest.mark.parametrize(("ack_delay_us", "where"), [(6000, "sender"), (50, "receiver")])
+def test_a_handshake_of_host_delays_defers_to_the_ack_delays(tmp_path: Path, ack_delay_us: int, where: str) -> None:
+    """Where both handshake delays are host delays and the TTLs are the same (a bridge), the
+    responder answering first does not make a capture the receiver's when every data segment's ACK
+    comes 6 ms later (the queue of the path, seen at the sender); ACKs 50 µs after their data leave
+    the handshake's answer. The frames path and the stream agree."""
+    from tracekit.streamed import summary_document
+
+    path = tmp_path / "bridged.pcap"
+    path.write_bytes(_bridged_capture(ack_delay_us))
+    assert analyze(tracekit.read(path)).flows["vantage_point"].to_list() == [where]
+    doc = summary_document(str(path))
+    assert doc is not None and [f["vantage_point"] for f in doc["flows"]] == [where]
 
 
 def test_tcptrace_initial_window_agrees() -> None:

@@ -24,8 +24,9 @@
 //! (64 on Linux and macOS, 128 on Windows, 255 on network stacks; RFC 1700's 64 default) and
 //! every router lowers it by one (RFC 791 §3.2, RFC 8200 §3 for the hop limit), so a side whose
 //! packets carry an initial value while the other side's carry lowered ones is next to the
-//! capture. A bridged or same-link path (both sides initial) tells nothing, and the handshake
-//! rule stands.
+//! capture. A bridged or same-link path (both sides initial) tells nothing; there a median
+//! data→ACK delay of [`RECEIVER_MEDIAN_S`] or more says the ACKs came from afar and puts the
+//! capture at the `sender` ([`FlowVantage::point`]), and otherwise the handshake rule stands.
 
 use super::flowstats::summary::quantile;
 use super::seq::{ACK, SYN};
@@ -171,12 +172,36 @@ impl FlowVantage {
         })
     }
 
-    /// The vantage point, given the median `seq` RTT of the data direction (for connections
-    /// without a handshake); None when the connection carried no payload or nothing tells.
+    /// The handshake's two delays are both host delays (under [`QUICK_S`]) and the TTLs do not
+    /// tell: which side answered first is then a race between two hosts, not the path.
+    pub fn host_delays_only(&self) -> bool {
+        let h1 = self.synack - self.syn;
+        let h2 = self.ack3 - self.synack;
+        h1 < QUICK_S && h2 < QUICK_S && self.ttl_near().is_none()
+    }
+
+    /// Whether [`FlowVantage::point`] reads the median `seq` RTT of the data direction: without a
+    /// handshake, or when the handshake's delays are both host delays ([`Self::host_delays_only`]).
+    pub fn needs_median(&self) -> bool {
+        self.near().is_none() || self.host_delays_only()
+    }
+
+    /// The vantage point, given the median `seq` RTT of the data direction (read where
+    /// [`Self::needs_median`]); None when the connection carried no payload or nothing tells.
+    ///
+    /// Where the handshake's delays are both host delays and the TTLs do not tell (a bridged
+    /// path of microseconds, as in `bench/make_capture.sh`), a median data→ACK delay of
+    /// [`RECEIVER_MEDIAN_S`] or more says the ACKs were not sent right here, so the capture is
+    /// at the sender: a receiver's own ACKs follow its data by microseconds (Linux ACKs every
+    /// second full segment at once, RFC 9293 §3.8.6.3), while at the sender the delay holds the
+    /// path's queue. A smaller median leaves the handshake's answer.
     pub fn point(&self, median: Option<f64>) -> Option<Point> {
         let (ddir, bytes) = self.data_dir()?;
         if bytes == 0 {
             return None;
+        }
+        if self.host_delays_only() && median.is_some_and(|m| m >= RECEIVER_MEDIAN_S) {
+            return Some(Point::Sender);
         }
         match self.near().filter(|f| f.is_finite()) {
             Some(f) => {
@@ -277,7 +302,7 @@ pub fn vantage_points(p: &Packets, s: &Samples) -> Result<(Vec<u32>, Vec<Option<
     let mut wanted: HashMap<(u32, i8), Vec<f64>> = HashMap::new();
     for (&k, a) in flows.keys.iter().zip(&flows.items) {
         if let Some((d, b)) = a.data_dir() {
-            if b > 0 && a.near().is_none() {
+            if b > 0 && a.needs_median() {
                 wanted.insert((k as u32, d as i8), Vec::new());
             }
         }

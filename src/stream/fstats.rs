@@ -254,11 +254,11 @@ impl Stage {
     }
 
     /// The connection's vantage point (the median of the data direction's `seq` samples
-    /// decides without a handshake: `vantage::median`, polars' median, is the linear
-    /// quantile 0.5 the ranks give).
+    /// decides without a handshake, or beside one of host delays only: `vantage::median`,
+    /// polars' median, is the linear quantile 0.5 the ranks give).
     pub fn vantage(&self) -> Option<Point> {
-        let med = match (self.vantage.near(), self.vantage.data_dir()) {
-            (None, Some((d, _))) => self.median[d].value(0.5),
+        let med = match (self.vantage.needs_median(), self.vantage.data_dir()) {
+            (true, Some((d, _))) => self.median[d].value(0.5),
             _ => None,
         };
         self.vantage.point(med)

@@ -122,10 +122,12 @@ def detect(pk: pl.DataFrame, rtt_samples: pl.DataFrame | None = None) -> pl.Data
     under 0.5 ms) is next to the vantage point; when neither is, it is in the ``middle``. When
     both answered within 0.5 ms (a path of tens of microseconds: both are host delays), the IP
     TTLs tell where they can: a side whose packets carry an initial TTL (64, 128, 255) while the
-    other side's carry lowered ones was captured next to its host (each router lowers it).
-    Without a handshake: a median data→ACK delay under 2 ms means the ACKs were sent right
-    here (``receiver``), else ``sender``. ``sender``/``receiver`` refer to the direction that
-    carried more payload (the initiator's on a tie). The rules run in the compiled core
+    other side's carry lowered ones was captured next to its host (each router lowers it); where
+    they do not, a median data→ACK delay of 2 ms or more (the ACKs come from afar, behind a
+    queue) makes it ``sender``, else the handshake's answer stands. Without a handshake: a median
+    data→ACK delay under 2 ms means the ACKs were sent right here (``receiver``), else ``sender``.
+    ``sender``/``receiver`` refer to the direction that carried more payload (the initiator's on
+    a tie). The rules run in the compiled core
     (``src/state/vantage.rs``: one accumulator per connection, fed the packets in order; the
     handshake is timed from the flags alone, so traces without ACK numbers get one too).
 

@@ -176,3 +176,25 @@ fn on_a_sub_millisecond_handshake_the_ttl_tells_the_near_side() {
     far.on_ttl(1, 63);
     assert_eq!(far.point(None), Some(Point::Receiver));
 }
+
+#[test]
+fn a_race_of_two_hosts_defers_to_a_slow_ack_median() {
+    // a bridged path: the SYN-ACK 20 us after the SYN, the ACK 38 us after it; no TTLs
+    let v = handshake(0.00002, 0.000058);
+    assert!(v.host_delays_only() && v.needs_median());
+    assert_eq!(v.near(), Some(0.0));
+    // the ACKs came 6 ms after their data: not sent here, so the capture is at the sender
+    assert_eq!(v.point(Some(0.006)), Some(Point::Sender));
+    // ACKs 50 us after their data (or no sample): the handshake's answer stands
+    assert_eq!(v.point(Some(0.00005)), Some(Point::Receiver));
+    assert_eq!(v.point(None), Some(Point::Receiver));
+    // TTLs that tell, or a round trip that is not two host delays, need no median
+    let mut t = handshake(0.00002, 0.000058);
+    t.on_ttl(0, 64);
+    t.on_ttl(1, 61);
+    assert!(!t.host_delays_only() && !t.needs_median());
+    assert_eq!(t.point(Some(0.006)), Some(Point::Sender));
+    let slow = handshake(0.00005, 0.10005);
+    assert!(!slow.needs_median());
+    assert_eq!(slow.point(Some(0.006)), Some(Point::Receiver));
+}
