@@ -146,14 +146,19 @@ impl FlowVantage {
         }
     }
 
-    /// Which end the handshake puts next to the vantage point: 1.0 the initiator, 0.0 the
-    /// responder, 0.5 neither (the middle); None without the three handshake packets.
-    pub fn near(&self) -> Option<f64> {
+    /// The handshake's two delays, SYN → SYN-ACK (the responder's side of the path) and SYN-ACK →
+    /// ACK (the initiator's side); None without the three handshake packets.
+    fn delays(&self) -> Option<(f64, f64)> {
         if self.syn.is_nan() || self.synack.is_nan() || self.ack3.is_nan() {
             return None;
         }
-        let h1 = self.synack - self.syn; // SYN -> SYN-ACK: the responder's side of the path
-        let h2 = self.ack3 - self.synack; // SYN-ACK -> ACK: the initiator's side
+        Some((self.synack - self.syn, self.ack3 - self.synack))
+    }
+
+    /// Which end the handshake puts next to the vantage point: 1.0 the initiator, 0.0 the
+    /// responder, 0.5 neither (the middle); None without the three handshake packets.
+    pub fn near(&self) -> Option<f64> {
+        let (h1, h2) = self.delays()?;
         if h1 < QUICK_S && h2 < QUICK_S {
             // both host delays: the TTLs tell where they can (module docs)
             if let Some(d) = self.ttl_near() {
@@ -175,9 +180,9 @@ impl FlowVantage {
     /// The handshake's two delays are both host delays (under [`QUICK_S`]) and the TTLs do not
     /// tell: which side answered first is then a race between two hosts, not the path.
     pub fn host_delays_only(&self) -> bool {
-        let h1 = self.synack - self.syn;
-        let h2 = self.ack3 - self.synack;
-        h1 < QUICK_S && h2 < QUICK_S && self.ttl_near().is_none()
+        self.delays()
+            .is_some_and(|(h1, h2)| h1 < QUICK_S && h2 < QUICK_S)
+            && self.ttl_near().is_none()
     }
 
     /// Whether [`FlowVantage::point`] reads the median `seq` RTT of the data direction: without a

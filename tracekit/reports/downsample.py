@@ -141,15 +141,10 @@ def _finite(s: pl.Series) -> np.ndarray | None:
 def _with_nulls(s: pl.Series) -> tuple[np.ndarray | None, np.ndarray | None]:
     """A y column as numbers and where it is not null (None: no nulls), or ``(None, None)`` when it has
     NaN or infinities, or is not numeric (the general path)."""
-    if s.null_count() == 0:
-        return _finite(s), None
-    if not (s.dtype.is_integer() or s.dtype.is_float()):
-        return None, None
-    valid = s.is_not_null().to_numpy()
-    a = s.fill_null(0).to_numpy()
-    if a.dtype.kind == "f" and not np.isfinite(a).all():
-        return None, None
-    return a, valid
+    if s.null_count() == 0 or not (s.dtype.is_integer() or s.dtype.is_float()):
+        return _finite(s), None  # (no nulls; or not numbers, which _finite refuses)
+    a = _finite(s.fill_null(0))  # (the nulls filled only to pass _finite's checks; ``valid`` keeps them out)
+    return (a, s.is_not_null().to_numpy()) if a is not None else (None, None)
 
 
 def _m4_sorted(xs: pl.Series, ys: pl.Series, buckets: int) -> np.ndarray | None:
