@@ -99,6 +99,7 @@ def cwnd_estimate(
     dirs: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64],
                 npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.bool_]],
     hold_backoff: bool,
+    whole: bool = ...,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.uint8],
            tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.bool_],
                  npt.NDArray[np.bool_], npt.NDArray[np.float64]]]: ...

@@ -39,6 +39,7 @@ mod recoveries;
 pub mod rows;
 pub mod rows_frames;
 pub mod story;
+mod stretch;
 
 pub use pipe::Pipe;
 
@@ -54,6 +55,7 @@ pub fn spans(lens: impl Iterator<Item = usize>) -> (Vec<i64>, Vec<i64>) {
     (lo, hi)
 }
 use pyo3::prelude::*;
+#[cfg(test)]
 use rayon::prelude::*;
 
 /// Width of the max filter, in minimum RTTs (queueing and delayed ACKs stretch an RTT).
@@ -159,7 +161,14 @@ fn code(est: f64, ssthresh: f64, recovery: bool) -> u8 {
 /// congestion-avoidance state; a run in congestion avoidance followed by one whole segment
 /// (RFC 5681 §3.1: cwnd grows by about one SMSS per RTT) up, still in it, rises linearly in time
 /// to that step. Each run is rewritten once its end has been read: later rows are as given.
+#[cfg(test)]
 fn spread(time: &[f64], est: &mut [f64], codes: &[u8], mss: f64) {
+    spread_part(time, est, codes, mss, true);
+}
+
+/// [`spread`] over rows that may continue (`end`: false): the last run, which the rows after
+/// them may extend, is left as given, and its first row returned (`end`: the rows' length).
+fn spread_part(time: &[f64], est: &mut [f64], codes: &[u8], mss: f64, end: bool) -> usize {
     let n = est.len().min(time.len()).min(codes.len());
     let ca = |i: usize| codes[i] == CONGESTION_AVOIDANCE;
     let mut rs = 0;
@@ -168,6 +177,9 @@ fn spread(time: &[f64], est: &mut [f64], codes: &[u8], mss: f64) {
         let mut nxt = rs + 1;
         while nxt < n && est[nxt] == e0 && ca(nxt) == ca0 {
             nxt += 1;
+        }
+        if nxt == n && !end {
+            return rs;
         }
         let (mut step, mut span, mut ok) = (0.0, 1.0, false);
         if nxt < n {
@@ -186,6 +198,7 @@ fn spread(time: &[f64], est: &mut [f64], codes: &[u8], mss: f64) {
         }
         rs = nxt;
     }
+    n
 }
 
 fn bounds(lo: &[i64], hi: &[i64], n: usize) -> Result<Vec<(usize, usize)>, String> {
@@ -286,42 +299,15 @@ pub fn at_sender(time: &[f64], ack_t: &[f64], marks: &[u8]) -> bool {
 }
 
 /// [`pipe`]'s result: filtered and raw pipe, and the flags ([`APP`], [`HELD`]), per row.
+#[cfg(test)]
 pub type PipeOut = (Vec<f64>, Vec<f64>, Vec<u8>);
 
-/// The filtered pipe, the raw pipe and the flags of every row, direction by direction.
+/// The filtered pipe, the raw pipe and the flags of every row, direction by direction (the
+/// estimate runs [`DirPipe`] a stretch at a time: `stretch`).
+#[cfg(test)]
 pub fn pipe(r: &PipeRows) -> Result<PipeOut, String> {
     let n = r.time.len();
-    let cols = [
-        ("seq_end", r.seq_end.len()),
-        ("una", r.una.len()),
-        ("marks", r.marks.len()),
-    ];
-    same_len(n, &cols)?;
-    let info = !r.at.rows.is_empty();
-    same_len(r.sacked.rows.len(), &[("sacked", r.sacked.vals.len())])?;
-    same_len(r.at.rows.len(), &[("at", r.at.vals.len())])?;
-    if info {
-        same_len(r.sacked.rows.len(), &[("pos", r.pos.len())])?;
-    }
-    if info || !r.pay.is_empty() {
-        same_len(n, &[("pay", r.pay.len())])?;
-    }
-    if !r.ack_t.is_empty() {
-        same_len(n, &[("ack_t", r.ack_t.len())])?;
-    }
-    same_len(r.lo.len(), &[("min_rtt", r.min_rtt.len())])?;
-    let app = !r.clocked.is_empty() && !r.ack_t.is_empty();
-    if app {
-        same_len(
-            r.lo.len(),
-            &[("clocked", r.clocked.len()), ("end_una", r.end_una.len())],
-        )?;
-    }
-    let rules = !r.restart.is_empty();
-    if rules {
-        same_len(r.lo.len(), &[("restart", r.restart.len())])?;
-    }
-    let b = bounds(r.lo, r.hi, n)?;
+    let b = r.check()?;
     let (mut filt, mut raw, mut flags) = (vec![0.0; n], vec![0.0; n], vec![0u8; n]);
     split(&mut filt, &b)?
         .into_par_iter()
@@ -329,51 +315,130 @@ pub fn pipe(r: &PipeRows) -> Result<PipeOut, String> {
         .zip(split(&mut flags, &b)?)
         .zip(b.par_iter().enumerate())
         .for_each(|(((f, w), fl), (d, &(a, e)))| {
-            // without the ACK clock no burst is taken for application-limited
-            let (clocked, end_una) = if app {
-                (r.clocked[d], r.end_una[d])
-            } else {
-                (f64::INFINITY, i64::MIN)
-            };
-            let here = app && at_sender(&r.time[a..e], &r.ack_t[a..e], &r.marks[a..e]);
-            let mut p = Pipe::new(r.min_rtt[d], clocked, here, e - a);
-            if rules {
-                p = p.restart_after(r.restart[d]);
-            }
-            let ks = r.sacked.rows.partition_point(|&x| x < a as i64);
-            let (mut ks, mut ka) = (ks, r.at.rows.partition_point(|&x| x < a as i64));
+            let mut p = DirPipe::new(r, d, (a, e));
             for (i, slot) in (a..e).zip(w.iter_mut()) {
-                let len = r.pay.get(i).copied().unwrap_or(0);
-                let s = r.sacked.seek(&mut ks, i);
-                let sk = if info {
-                    SackInfo {
-                        len,
-                        pos: s.and_then(|k| r.pos.get(k)).copied().unwrap_or(-1),
-                        at: r.at.seek(&mut ka, i).map_or(-1, |k| r.at.vals[k]),
-                    }
-                } else {
-                    SackInfo {
-                        len,
-                        ..SackInfo::NONE
-                    }
-                };
-                let ack_t = r.ack_t.get(i).copied().unwrap_or(f64::NAN);
-                *slot = p.on_row(
-                    r.time[i],
-                    r.seq_end[i],
-                    r.una[i],
-                    s.map_or(0, |k| r.sacked.vals[k]),
-                    sk,
-                    r.marks[i],
-                    ack_t,
-                );
+                *slot = p.row(i);
             }
-            p.finish(end_una, f, fl);
+            p.finish(f, fl);
         });
     Ok((filt, raw, flags))
 }
 
-/// Interpolated estimates (`est`, rewritten) and phase codes of every row, direction by direction.
+impl PipeRows<'_> {
+    /// Checks the columns; returns each direction's rows.
+    fn check(&self) -> Result<Vec<(usize, usize)>, String> {
+        let r = self;
+        let n = r.time.len();
+        let cols = [
+            ("seq_end", r.seq_end.len()),
+            ("una", r.una.len()),
+            ("marks", r.marks.len()),
+        ];
+        same_len(n, &cols)?;
+        let info = !r.at.rows.is_empty();
+        same_len(r.sacked.rows.len(), &[("sacked", r.sacked.vals.len())])?;
+        same_len(r.at.rows.len(), &[("at", r.at.vals.len())])?;
+        if info {
+            same_len(r.sacked.rows.len(), &[("pos", r.pos.len())])?;
+        }
+        if info || !r.pay.is_empty() {
+            same_len(n, &[("pay", r.pay.len())])?;
+        }
+        if !r.ack_t.is_empty() {
+            same_len(n, &[("ack_t", r.ack_t.len())])?;
+        }
+        same_len(r.lo.len(), &[("min_rtt", r.min_rtt.len())])?;
+        if r.app() {
+            same_len(
+                r.lo.len(),
+                &[("clocked", r.clocked.len()), ("end_una", r.end_una.len())],
+            )?;
+        }
+        if !r.restart.is_empty() {
+            same_len(r.lo.len(), &[("restart", r.restart.len())])?;
+        }
+        bounds(r.lo, r.hi, n)
+    }
+
+    /// Application-limited bursts are looked for (the ACK clock is known).
+    fn app(&self) -> bool {
+        !self.clocked.is_empty() && !self.ack_t.is_empty()
+    }
+}
+
+/// One direction's [`Pipe`] fed from [`PipeRows`]' columns, a row at a time.
+pub struct DirPipe<'a> {
+    r: &'a PipeRows<'a>,
+    pub p: Pipe,
+    /// The next places in the sparse columns, and whether the SACK places are known.
+    ks: usize,
+    ka: usize,
+    info: bool,
+    end_una: i64,
+}
+
+impl<'a> DirPipe<'a> {
+    /// Direction `d`, rows `a..e` (checked by [`PipeRows::check`]).
+    pub fn new(r: &'a PipeRows<'a>, d: usize, (a, e): (usize, usize)) -> Self {
+        // without the ACK clock no burst is taken for application-limited
+        let (clocked, end_una) = if r.app() {
+            (r.clocked[d], r.end_una[d])
+        } else {
+            (f64::INFINITY, i64::MIN)
+        };
+        let here = r.app() && at_sender(&r.time[a..e], &r.ack_t[a..e], &r.marks[a..e]);
+        let mut p = Pipe::new(r.min_rtt[d], clocked, here, e - a);
+        if !r.restart.is_empty() {
+            p = p.restart_after(r.restart[d]);
+        }
+        DirPipe {
+            r,
+            p,
+            ks: r.sacked.rows.partition_point(|&x| x < a as i64),
+            ka: r.at.rows.partition_point(|&x| x < a as i64),
+            info: !r.at.rows.is_empty(),
+            end_una,
+        }
+    }
+
+    /// Row `i` (the rows in order): its raw pipe.
+    pub fn row(&mut self, i: usize) -> f64 {
+        let r = self.r;
+        let len = r.pay.get(i).copied().unwrap_or(0);
+        let s = r.sacked.seek(&mut self.ks, i);
+        let sk = if self.info {
+            SackInfo {
+                len,
+                pos: s.and_then(|k| r.pos.get(k)).copied().unwrap_or(-1),
+                at: r.at.seek(&mut self.ka, i).map_or(-1, |k| r.at.vals[k]),
+            }
+        } else {
+            SackInfo {
+                len,
+                ..SackInfo::NONE
+            }
+        };
+        let ack_t = r.ack_t.get(i).copied().unwrap_or(f64::NAN);
+        self.p.on_row(
+            r.time[i],
+            r.seq_end[i],
+            r.una[i],
+            s.map_or(0, |k| r.sacked.vals[k]),
+            sk,
+            r.marks[i],
+            ack_t,
+        )
+    }
+
+    /// The filtered pipe and flags of the rows not yet settled, after the direction's last row.
+    pub fn finish(&mut self, out: &mut [f64], flags: &mut [u8]) {
+        self.p.finish(self.end_una, out, flags);
+    }
+}
+
+/// Interpolated estimates (`est`, rewritten) and phase codes of every row, direction by direction
+/// (the estimate spreads a stretch at a time: `stretch`).
+#[cfg(test)]
 #[allow(clippy::too_many_arguments)]
 pub fn phases(
     time: &[f64],

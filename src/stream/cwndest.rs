@@ -60,7 +60,7 @@ pub fn stats(
     };
     // a capture's stack holds ssthresh on a backed-off expiry (RFC 5681 §3.1: Linux; only
     // ns-2 halves it every time, `cwnd.py`'s `hold_backoff`)
-    let e = estimate(&r, true)?;
+    let e = estimate(&r, true, true)?;
     let n = k.time.len();
     let (mut flow, mut dir) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for (d, (&l, &h)) in lo.iter().zip(&hi).enumerate() {

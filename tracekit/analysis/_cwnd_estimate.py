@@ -125,6 +125,25 @@ def _events(r: Rows, ev: tuple[np.ndarray, ...], hold_backoff: bool = True) -> p
     )
 
 
+_A = np.ndarray
+#: ``tracekit._core.cwnd_estimate``'s column arguments (see :func:`core_args`).
+CoreArgs = tuple[tuple[_A, _A, _A, _A, _A, _A, _A], tuple[_A, _A, _A, _A, _A], tuple[_A, _A, _A], tuple[_A, _A],
+                 tuple[_A, _A, _A, _A, _A, _A, _A]]
+
+
+def core_args(r: Rows) -> CoreArgs:
+    """The columns of ``r`` as ``tracekit._core.cwnd_estimate`` takes them (rows, SACK marks,
+    retransmissions, ACKs, directions), each contiguous and of its dtype."""
+    i, f, b = as_i64, as_f64, as_bool
+    return (
+        (f(r.time), i(r.seq_end), i(r.pay), i(r.una), b(r.dup), b(r.new_ack), f(r.ack_t)),
+        (i(r.sack_at), i(r.sack_val), i(r.sack_pos), i(r.seg_rows), i(r.seg_at)),
+        (i(r.retx_rows), i(r.retx_hi), b(r.retx_timeout)),
+        (f(r.a_time), i(r.a_una)),
+        (i(r.lo), i(r.hi), i(r.alo), i(r.ahi), f(r.mss), f(r.min_rtt), b(r.syn_lost)),
+    )
+
+
 def run_core(r: Rows, hold_backoff: bool = True) -> Core:
     """The estimate from ``r`` in one core call (``tracekit._core.cwnd_estimate``; see the module
     docstring), and its frames. Frees the sequence columns of ``r``.
@@ -133,15 +152,7 @@ def run_core(r: Rows, hold_backoff: bool = True) -> Core:
         r: The estimate's inputs (:func:`tracekit.analysis._cwnd_rows.build`).
         hold_backoff: A backed-off expiry holds ssthresh (RFC 5681 §3.1: Linux, ns-3); False for ns-2.
     """
-    i, f, b = as_i64, as_f64, as_bool
-    est, st, codes, ev = _core.cwnd_estimate(
-        (f(r.time), i(r.seq_end), i(r.pay), i(r.una), b(r.dup), b(r.new_ack), f(r.ack_t)),
-        (i(r.sack_at), i(r.sack_val), i(r.sack_pos), i(r.seg_rows), i(r.seg_at)),
-        (i(r.retx_rows), i(r.retx_hi), b(r.retx_timeout)),
-        (f(r.a_time), i(r.a_una)),
-        (i(r.lo), i(r.hi), i(r.alo), i(r.ahi), f(r.mss), f(r.min_rtt), b(r.syn_lost)),
-        hold_backoff,
-    )
+    est, st, codes, ev = _core.cwnd_estimate(*core_args(r), hold_backoff)
     gone = np.empty(0, dtype=np.int64)  # (nothing after needs them per row)
     r.seq_end = r.pay = r.una = r.sack_pos = r.seg_rows = r.seg_at = gone
     r.dup = r.new_ack = np.empty(0, dtype=bool)

@@ -7,11 +7,12 @@
 //! pipe's own columns are freed, spreads ssthresh over the rows and computes the phases.
 
 use super::episodes::{episodes_of, Episode};
-use super::recoveries::{recoveries, EventOut};
+use super::recoveries::EventOut;
+use super::stretch::{cuts, direction, DirOut};
 use super::{
-    bounds, mark, phases, pipe, same_len, PipeOut, PipeRows, Sparse, DUP, EPOCH, NEW_ACK, SEG,
-    TIMEOUT,
+    bounds, mark, same_len, split, PipeRows, Sparse, DUP, EPOCH, NEW_ACK, SEG, SLOW_START, TIMEOUT,
 };
+use rayon::prelude::*;
 use std::borrow::Cow;
 
 /// A data segment sent within this long after an ACK arrived was clocked by it (seconds; the
@@ -163,10 +164,16 @@ fn placed<'a>(v: &'a [i64], order: &Option<Vec<usize>>) -> Cow<'a, [i64]> {
     }
 }
 
-/// The pipe (see [`pipe`]): snd_nxt restarts at each loss event's first row, the filter at its
-/// start and end, and after a timeout only what was sent since is in the pipe (RFC 5681 §3.1,
-/// RFC 6675 §4). Its row marks and SACK columns are freed on return.
-fn pipe_of(r: &EstRows, eps: &[Episode], b: &[(usize, usize)]) -> Result<PipeOut, String> {
+/// The pipe's columns (see [`super::pipe`]) handed to `run`: snd_nxt restarts at each loss
+/// event's first row, the filter at its start and end, and after a timeout only what was sent
+/// since is in the pipe (RFC 5681 §3.1, RFC 6675 §4). Its row marks and SACK columns are freed
+/// on return.
+fn pipe_of<T>(
+    r: &EstRows,
+    eps: &[Episode],
+    b: &[(usize, usize)],
+    run: impl FnOnce(&PipeRows) -> Result<T, String>,
+) -> Result<T, String> {
     let n = r.time.len();
     let mut marks: Vec<u8> = r
         .dup
@@ -209,7 +216,7 @@ fn pipe_of(r: &EstRows, eps: &[Episode], b: &[(usize, usize)]) -> Result<PipeOut
             }
         })
         .collect();
-    pipe(&PipeRows {
+    run(&PipeRows {
         time: r.time,
         seq_end: r.seq_end,
         una: r.una,
@@ -235,66 +242,60 @@ fn pipe_of(r: &EstRows, eps: &[Episode], b: &[(usize, usize)]) -> Result<PipeOut
     })
 }
 
-/// ssthresh at every row: the latest value a loss event set in its direction (NaN before any; a
-/// NaN ssthresh sets nothing). `syn_sets`: a lost SYN sets 2 MSS from the direction's first row
-/// unless an event does (RFC 5681 eq. 4 with FlightSize 0), as ns-2's timeout halves ssthresh on
-/// the SYN too (ns-2.35 `FullTcpAgent::timeout_action`: `slowdown(CLOSE_SSTHRESH_HALF|..)`).
+/// ssthresh before any loss event of direction `d`: a lost SYN sets 2 MSS from the direction's
+/// first row (`syn_sets`; RFC 5681 eq. 4 with FlightSize 0), as ns-2's timeout halves ssthresh
+/// on the SYN too (ns-2.35 `FullTcpAgent::timeout_action`: `slowdown(CLOSE_SSTHRESH_HALF|..)`).
 /// Linux sets it on the SYN's timeout and resets it to its initial, infinite value once the
 /// handshake is done (`tcp_init_metrics`; the kernel's ss log of
 /// `samples/linux/kernel_truth/syn_lost2`), and ns-3's timer only re-sends a SYN
-/// (`TcpSocketBase::ReTxTimeout` in SYN_SENT), so neither starts its data with one.
-fn ssthresh_rows(
-    r: &EstRows,
-    b: &[(usize, usize)],
-    events: &[EventOut],
-    syn_sets: bool,
-) -> Vec<f64> {
-    let mut st = vec![f64::NAN; r.time.len()];
-    let mut pts = events.iter().filter(|e| !e.ssthresh.is_nan()).peekable();
-    for (d, &(lo, hi)) in b.iter().enumerate() {
-        let mut cur = f64::NAN;
-        if syn_sets && r.syn_lost[d] {
-            cur = 2.0 * r.mss[d];
-        }
-        for (i, slot) in st[lo..hi].iter_mut().enumerate() {
-            while let Some(e) = pts.next_if(|e| e.i <= lo + i) {
-                if e.i == lo + i {
-                    cur = e.ssthresh;
-                }
-            }
-            *slot = cur;
-        }
+/// (`TcpSocketBase::ReTxTimeout` in SYN_SENT), so neither starts its data with one. Later rows
+/// take the latest value an event set (a NaN one sets nothing).
+fn ssthresh_at_start(r: &EstRows, d: usize, syn_sets: bool) -> f64 {
+    if syn_sets && r.syn_lost[d] {
+        2.0 * r.mss[d]
+    } else {
+        f64::NAN
     }
-    st
 }
 
-/// The estimate of every data row (see the module docs); `hold_backoff`: a backed-off expiry
+/// The estimate of every data row (see the module docs), each direction a stretch at a time
+/// (`stretch`: the same values as one pass over its rows); `hold_backoff`: a backed-off expiry
 /// holds ssthresh (RFC 5681 §3.1: Linux, ns-3; false for ns-2, which halves it every time, and
-/// on a lost SYN too: [`ssthresh_rows`]).
-pub fn estimate(r: &EstRows, hold_backoff: bool) -> Result<Estimate, String> {
+/// on a lost SYN too: [`ssthresh_at_start`]); `cut`: stretches start at the loss events that
+/// may cut the rows (false: each direction is one stretch, the reference the cuts are tested
+/// against).
+pub fn estimate(r: &EstRows, hold_backoff: bool, cut: bool) -> Result<Estimate, String> {
     let b = check(r)?;
     let eps = episodes(r, &b);
-    let (mut est, raw, flags) = pipe_of(r, &eps, &b)?;
-    let mut in_rec = vec![false; est.len()];
-    let (lo, hi): (Vec<usize>, Vec<usize>) = b.iter().copied().unzip();
-    let events = recoveries(
-        &eps,
-        &mut est,
-        &raw,
-        &flags,
-        &mut in_rec,
-        (&lo, &hi),
-        r.mss,
-        hold_backoff,
-    );
-    // second pass: the pipe's columns are no longer needed
-    drop((eps, raw, flags));
+    let n = r.time.len();
+    let (mut est, mut ssthresh, mut phase) = (vec![0.0; n], vec![f64::NAN; n], vec![SLOW_START; n]);
     // (a capture's stack, Linux or ns-3, starts its data with no ssthresh after a lost SYN; ns-2,
-    // the one stack that halves a backed-off ssthresh, does: `ssthresh_rows`)
-    let ssthresh = ssthresh_rows(r, &b, &events, !hold_backoff);
-    // congestion avoidance spread between whole-segment steps, and the phase codes (slow start
-    // while cwnd < ssthresh or none yet, RFC 5681 §3.1)
-    let (est, phase) = phases(r.time, est, &ssthresh, &in_rec, r.lo, r.hi, r.mss)?;
+    // the one stack that halves a backed-off ssthresh, does)
+    let syn_sets = !hold_backoff;
+    let events = pipe_of(r, &eps, &b, |p| {
+        p.check()?;
+        let outs: Vec<DirOut> = split(&mut est, &b)?
+            .into_iter()
+            .zip(split(&mut ssthresh, &b)?)
+            .zip(split(&mut phase, &b)?)
+            .map(|((est, ssthresh), phase)| DirOut {
+                est,
+                ssthresh,
+                phase,
+                events: Vec::new(),
+            })
+            .collect();
+        let mut outs = outs;
+        outs.par_iter_mut()
+            .zip(b.par_iter().enumerate())
+            .for_each(|(out, (d, &(lo, hi)))| {
+                let e = &eps[eps.partition_point(|e| e.d < d)..eps.partition_point(|e| e.d <= d)];
+                let cut = if cut { cuts(e, lo) } else { Vec::new() };
+                let st0 = ssthresh_at_start(r, d, syn_sets);
+                direction(p, r, (d, lo, hi), e, &cut, st0, hold_backoff, out);
+            });
+        Ok(outs.into_iter().flat_map(|o| o.events).collect())
+    })?;
     Ok(Estimate {
         est,
         ssthresh,

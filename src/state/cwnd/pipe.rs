@@ -61,8 +61,13 @@ pub struct Pipe {
     sacks: VecDeque<(i64, i64, i64)>,
     prev_tau: f64,
     key: i64,
+    /// Rows fed so far, and the keys and bursts of those not yet settled ([`Pipe::settle`]:
+    /// a burst's `row` counts from the first of them).
+    fed: usize,
     keys: Vec<i64>,
     bursts: Vec<Burst>,
+    /// The filter's held value (the last row settled).
+    last: f64,
 }
 
 impl Pipe {
@@ -91,8 +96,10 @@ impl Pipe {
             sacks: VecDeque::new(),
             prev_tau: 0.0,
             key: 0,
+            fed: 0,
             keys: Vec::with_capacity(rows),
             bursts: Vec::new(),
+            last: 0.0,
         }
     }
 
@@ -136,7 +143,8 @@ impl Pipe {
         marks: u8,
         ack_t: f64,
     ) -> f64 {
-        let first = self.keys.is_empty();
+        let first = self.fed == 0;
+        self.fed += 1;
         if let Some(p) = self.prev.filter(|_| self.here) {
             // the previous row ended an application-limited burst (no clocked send on the ACK)
             // (no ACK before it, NaN: not clocked either)
@@ -308,9 +316,9 @@ impl Pipe {
         (sacked - above).max(0)
     }
 
-    /// The filtered estimate of every row: the largest burst value whose last row lies in
-    /// (key − SPAN, key], bursts starting at the same key after the row included; and each
-    /// row's flags ([`APP`], [`HELD`]). `end_una`: the highest cumulative ACK the sender got
+    /// The filtered estimate of every row not yet settled: the largest burst value whose last
+    /// row lies in (key − SPAN, key], bursts starting at the same key after the row included; and
+    /// each row's flags ([`APP`], [`HELD`]). `end_una`: the highest cumulative ACK the sender got
     /// after its last segment (its last burst is application-limited when that ACK advanced
     /// snd_una and nothing more was sent).
     ///
@@ -324,38 +332,52 @@ impl Pipe {
                 b.app = true;
             }
         }
-        for (k, b) in self.bursts.iter().enumerate() {
+        self.settle(self.keys.len(), out, flags);
+    }
+
+    /// [`Pipe::finish`] for the first `n` rows not yet settled, once the row after them has been
+    /// fed and starts a filter restart ([`SEG`]: its key steps past every window before it, so
+    /// no later row reads their bursts, and its `on_row` has told whether the burst before it
+    /// was application-limited). Their keys and bursts are dropped; the held value carries over.
+    pub fn settle(&mut self, n: usize, out: &mut [f64], flags: &mut [u8]) {
+        let m = self.bursts.partition_point(|b| b.row < n);
+        let bursts = &self.bursts[..m];
+        for (k, b) in bursts.iter().enumerate() {
             if b.app && b.max >= 0.0 {
-                let end = self.bursts.get(k + 1).map_or(flags.len(), |n| n.row);
+                let end = bursts.get(k + 1).map_or(n, |x| x.row);
                 flags[b.row..end].iter_mut().for_each(|f| *f |= APP);
             }
         }
         // measured[k]: cwnd-limited bursts among the first k
-        let mut measured = Vec::with_capacity(self.bursts.len() + 1);
+        let mut measured = Vec::with_capacity(m + 1);
         measured.push(0u32);
-        for b in &self.bursts {
-            let m = measured[measured.len() - 1] + u32::from(!b.app && b.max >= 0.0);
-            measured.push(m);
+        for b in bursts {
+            let c = measured[measured.len() - 1] + u32::from(!b.app && b.max >= 0.0);
+            measured.push(c);
         }
         let mut win: VecDeque<usize> = VecDeque::new(); // bursts in the window, decreasing max
         let (mut left, mut right) = (0usize, 0usize); // next burst to enter; first inside
-        let mut last = 0.0;
-        for ((&k, slot), f) in self.keys.iter().zip(out.iter_mut()).zip(flags.iter_mut()) {
-            while right < self.bursts.len() && self.bursts[right].k_first <= k {
-                let m = self.bursts[right].max;
-                while win.back().is_some_and(|&q| self.bursts[q].max <= m) {
+        let mut last = self.last;
+        let rows = self.keys[..n]
+            .iter()
+            .zip(out.iter_mut())
+            .zip(flags.iter_mut());
+        for ((&k, slot), f) in rows {
+            while right < m && bursts[right].k_first <= k {
+                let x = bursts[right].max;
+                while win.back().is_some_and(|&q| bursts[q].max <= x) {
                     win.pop_back();
                 }
                 win.push_back(right);
                 right += 1;
             }
-            while self.bursts[left].k_last <= k - SPAN {
+            while bursts[left].k_last <= k - SPAN {
                 left += 1;
             }
             while win.front().is_some_and(|&q| q < left) {
                 win.pop_front();
             }
-            let v = win.front().map_or(-1.0, |&q| self.bursts[q].max);
+            let v = win.front().map_or(-1.0, |&q| bursts[q].max);
             if measured[right] > measured[left] {
                 last = v;
             } else {
@@ -366,5 +388,9 @@ impl Pipe {
             }
             *slot = last;
         }
+        self.last = last;
+        self.keys.drain(..n);
+        self.bursts.drain(..m);
+        self.bursts.iter_mut().for_each(|b| b.row -= n);
     }
 }

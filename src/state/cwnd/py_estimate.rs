@@ -117,8 +117,12 @@ fn arrays(py: Python<'_>, out: Estimate) -> EstArrays<'_> {
 /// `rows`: per data row `(time, seq_end, pay, una, dup, new_ack, ack_t)`; `sack`: `(sack_at,
 /// sack_val, sack_pos, seg_rows, seg_at)`; `retx`: `(retx_rows, retx_hi, retx_timeout)`; `acks`:
 /// `(a_time, a_una)`; `dirs`: per direction `(lo, hi, alo, ahi, mss, min_rtt, syn_lost)`;
-/// `hold_backoff`: a backed-off expiry holds ssthresh (false: ns-2 halves it every time).
+/// `hold_backoff`: a backed-off expiry holds ssthresh (false: ns-2 halves it every time);
+/// `whole`: each direction in one stretch, not cut at its loss events (the reference the cuts
+/// are tested against: `stretch`).
 #[pyfunction]
+#[pyo3(signature = (rows, sack, retx, acks, dirs, hold_backoff, whole = false))]
+#[allow(clippy::too_many_arguments)]
 fn cwnd_estimate<'py>(
     py: Python<'py>,
     rows: RowCols<'py>,
@@ -127,6 +131,7 @@ fn cwnd_estimate<'py>(
     acks: (F64<'py>, I64<'py>),
     dirs: DirCols<'py>,
     hold_backoff: bool,
+    whole: bool,
 ) -> PyResult<EstArrays<'py>> {
     let c = Cols {
         rows,
@@ -136,7 +141,7 @@ fn cwnd_estimate<'py>(
         dirs,
     };
     let r = est_rows(&c)?;
-    let out = py.detach(|| guard(|| estimate(&r, hold_backoff)))?;
+    let out = py.detach(|| guard(|| estimate(&r, hold_backoff, !whole)))?;
     Ok(arrays(py, out))
 }
 

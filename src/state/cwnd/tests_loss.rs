@@ -2,7 +2,8 @@
 
 use super::episodes::{chain, go_back_n, Episode};
 use super::estimate::{estimate, search_left, search_right, EstRows};
-use super::recoveries::{recoveries, ssthresh};
+use super::recoveries::{recoveries, ssthresh, Recover, Rows};
+use super::stretch::cuts;
 use super::{APP, HELD, RECOVERY, SLOW_START};
 
 /// One direction's columns, owned (rows: `(time, seq, len, una)`; ACKs: `(time, cumulative ACK)`).
@@ -189,6 +190,50 @@ fn a_recovery_holds_ssthresh_inside_and_until_the_next_reading() {
 }
 
 #[test]
+fn a_hold_after_a_recovery_carries_over_a_cut() {
+    // a recovery (rows 1..4) whose hold runs on past the timeout at row 6, which cuts the rows
+    // there (the recovery ended at row 4): rows 4..9 read no window, row 7 is an
+    // application-limited burst above ssthresh
+    let mut raw = vec![3000.0; 12];
+    raw[7] = 7000.0;
+    let mut flags = [0u8; 12];
+    flags[4..9].fill(HELD);
+    flags[7] |= APP;
+    let eps = [ep(1, 4, false, 0), ep(6, 9, true, 500)];
+    assert_eq!(cuts(&eps, 0), vec![1, 6]);
+    let (mut est, mut in_rec) = (vec![8000.0; 12], vec![false; 12]);
+    let whole = recoveries(
+        &eps,
+        &mut est,
+        &raw,
+        &flags,
+        &mut in_rec,
+        (&[0], &[12]),
+        &[1000.0],
+        true,
+    );
+    assert_eq!(est[4..10], [4000.0, 4000.0, 4000.0, 7000.0, 7000.0, 8000.0]);
+    // the same a stretch at a time
+    let (mut est2, mut in_rec2) = (vec![8000.0; 12], vec![false; 12]);
+    let (mut r, mut out, mut pre) = (Recover::new(true), Vec::new(), f64::NAN);
+    for (s, c) in [(0, 1), (1, 6), (6, 12)] {
+        let (e2, f2, r2) = (&mut est2[s..c], &flags[s..c], &raw[s..c]);
+        r.resume(e2, r2, f2, c - s);
+        let at = Rows {
+            lo: 0,
+            base: s,
+            pre,
+            end: c - s,
+        };
+        for e in eps.iter().filter(|e| (s..c).contains(&e.i)) {
+            out.push(r.event(e, e2, r2, f2, &mut in_rec2[s..c], at, 1000.0));
+        }
+        pre = est2[c - 1];
+    }
+    assert_eq!((out, est2, in_rec2), (whole, est, in_rec));
+}
+
+#[test]
 fn a_backed_off_expiry_holds_ssthresh_unless_ns2() {
     let run = |hold: bool| {
         let mut est = vec![8000.0, 8000.0, 1000.0, 1000.0, 1000.0];
@@ -231,7 +276,7 @@ fn the_estimate_marks_a_fast_recovery_and_spreads_ssthresh() {
     o.acks = (vec![7.5, 10.5], vec![0, 6000]);
     o.dirs.3 = vec![2];
     o.syn_lost = vec![true];
-    let out = estimate(&o.view(), false).expect("consistent columns");
+    let out = estimate(&o.view(), false, true).expect("consistent columns");
     assert_eq!(out.events.len(), 1);
     let e = &out.events[0];
     assert!(e.recovery && !e.timeout && e.i == 5 && e.end == 10.5);
@@ -242,7 +287,7 @@ fn the_estimate_marks_a_fast_recovery_and_spreads_ssthresh() {
     assert_eq!(out.ssthresh[9], e.ssthresh);
     // Linux and ns-3 start their data with no ssthresh after it (tcp_init_metrics; ns-3's timer
     // only re-sends the SYN): slow start up to the event, as the kernel's ss log shows
-    let linux = estimate(&o.view(), true).expect("consistent columns");
+    let linux = estimate(&o.view(), true, true).expect("consistent columns");
     assert!(linux.ssthresh[..5].iter().all(|x| x.is_nan()));
     assert!(linux.phase[..5].iter().all(|&p| p == SLOW_START));
     assert_eq!(linux.ssthresh[9], e.ssthresh);
@@ -252,10 +297,10 @@ fn the_estimate_marks_a_fast_recovery_and_spreads_ssthresh() {
 fn inconsistent_columns_are_errors() {
     let mut o = after_loss(&[]);
     o.retx = (vec![9], vec![5000], vec![false]);
-    assert!(estimate(&o.view(), true).is_err_and(|e| e.contains("outside")));
+    assert!(estimate(&o.view(), true, true).is_err_and(|e| e.contains("outside")));
     o.retx = (vec![5], vec![], vec![false]);
-    assert!(estimate(&o.view(), true).is_err_and(|e| e.contains("values")));
+    assert!(estimate(&o.view(), true, true).is_err_and(|e| e.contains("values")));
     o.retx = (vec![], vec![], vec![]);
     o.dirs.1 = vec![99];
-    assert!(estimate(&o.view(), true).is_err_and(|e| e.contains("outside")));
+    assert!(estimate(&o.view(), true, true).is_err_and(|e| e.contains("outside")));
 }
