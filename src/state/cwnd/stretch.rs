@@ -19,7 +19,8 @@
 //!   next stretch ([`spread_part`]).
 //!
 //! So a stream that holds a direction's rows only since the latest cut gives the same estimate
-//! as one pass over all of them (`tests.rs`: every cut against none).
+//! as one pass over all of them (`tests/test_cwnd_stretches.py`: every cut against none;
+//! `tests_loss.rs`: a hold carried over a cut).
 
 use super::episodes::Episode;
 use super::estimate::EstRows;
