@@ -168,8 +168,8 @@ impl Recover {
             self.last_to = None;
         }
         let mut restart = e.gbn;
-        if let Some(b) = e.burst {
-            let b = b - at.base;
+        // (a burst before the rows given, which only out-of-order times find, tells nothing)
+        if let Some(b) = e.burst.and_then(|b| b.checked_sub(at.base)) {
             if flags[b] & APP == 0 {
                 // Tahoe restarts from one segment (sends ~2), Reno resumes at ssthresh; a burst
                 // the application cut short (RFC 7661 §4) tells neither: the event stays a recovery

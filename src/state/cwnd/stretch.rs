@@ -27,12 +27,21 @@ use super::estimate::EstRows;
 use super::recoveries::{EventOut, Recover, Rows};
 use super::{code, spread_part, DirPipe, PipeRows};
 
-/// The rows where direction `d`'s events (`eps`, in order) cut its rows `lo..hi`, ascending.
+/// The rows where direction `d`'s events (`eps`, in order) cut its rows `lo..hi`, ascending: the
+/// first row of each event after `lo` that starts at or after the end of the event before it,
+/// unless a later event reads a row before it (its end or burst found before its first row,
+/// which only out-of-order times give: `episodes_of` searches the times).
 pub fn cuts(eps: &[Episode], lo: usize) -> Vec<usize> {
+    // the lowest row each event from k on reads
+    let mut reach = vec![usize::MAX; eps.len() + 1];
+    for (k, e) in eps.iter().enumerate().rev() {
+        let low = e.i.min(e.last).min(e.burst.unwrap_or(e.i));
+        reach[k] = reach[k + 1].min(low);
+    }
     let mut out = Vec::new();
     let mut prev: Option<&Episode> = None;
-    for e in eps {
-        if e.i > lo && prev.is_none_or(|p| p.j_end <= e.i) {
+    for (k, e) in eps.iter().enumerate() {
+        if e.i > lo && prev.is_none_or(|p| p.j_end <= e.i) && reach[k] >= e.i {
             out.push(e.i);
         }
         prev = Some(e);

@@ -234,6 +234,22 @@ fn a_hold_after_a_recovery_carries_over_a_cut() {
 }
 
 #[test]
+fn no_cut_where_a_later_event_reads_a_row_before_it() {
+    // the second event starts after the first ended, but (out-of-order times) its burst was
+    // found before its first row: the rows are not cut there
+    let eps = [ep(1, 4, false, 0), ep(6, 9, false, 500)];
+    assert_eq!(cuts(&eps, 0), vec![1, 6]);
+    let odd = [
+        eps[0].clone(),
+        Episode {
+            burst: Some(5),
+            ..eps[1].clone()
+        },
+    ];
+    assert_eq!(cuts(&odd, 0), vec![1]);
+}
+
+#[test]
 fn a_backed_off_expiry_holds_ssthresh_unless_ns2() {
     let run = |hold: bool| {
         let mut est = vec![8000.0, 8000.0, 1000.0, 1000.0, 1000.0];
