@@ -42,7 +42,7 @@ pub mod rows_frames;
 pub mod story;
 mod stretch;
 
-pub use pipe::Pipe;
+pub use pipe::{Pipe, RowIn};
 #[cfg(test)]
 pub use pipe_rows::pipe;
 pub use pipe_rows::{DirPipe, PipeRows, Sparse};

@@ -20,6 +20,18 @@ struct Burst {
     app: bool,
 }
 
+/// One data segment as [`Pipe::on_row`] reads it (see there).
+#[derive(Clone, Copy, Debug)]
+pub struct RowIn {
+    pub time: f64,
+    pub seq_end: i64,
+    pub una: i64,
+    pub sacked: i64,
+    pub sk: SackInfo,
+    pub marks: u8,
+    pub ack_t: f64,
+}
+
 /// The previous row, as the application-limited test needs it.
 #[derive(Clone, Copy)]
 struct Prev {
@@ -220,6 +232,11 @@ impl Pipe {
             b.max = b.max.max(v);
         }
         pipe
+    }
+
+    /// [`Pipe::on_row`] of `r`.
+    pub fn feed(&mut self, r: &RowIn) -> f64 {
+        self.on_row(r.time, r.seq_end, r.una, r.sacked, r.sk, r.marks, r.ack_t)
     }
 
     /// After a timeout, the bytes below snd_nxt neither sent since it nor SACKed: RFC 5681 §3.1

@@ -4,7 +4,7 @@
 
 #[cfg(test)]
 use super::split;
-use super::{at_sender, bounds, same_len, Pipe, SackInfo};
+use super::{at_sender, bounds, same_len, Pipe, RowIn, SackInfo};
 #[cfg(test)]
 use rayon::prelude::*;
 
@@ -71,11 +71,11 @@ pub fn pipe(r: &PipeRows) -> Result<PipeOut, String> {
         .zip(split(&mut flags, &b)?)
         .zip(b.par_iter().enumerate())
         .for_each(|(((f, w), fl), (d, &(a, e)))| {
-            let mut p = DirPipe::new(r, d, (a, e));
+            let (mut rows, mut p) = DirPipe::new(r, d, (a, e));
             for (i, slot) in (a..e).zip(w.iter_mut()) {
-                *slot = p.row(i);
+                *slot = p.feed(&rows.input(i));
             }
-            p.finish(f, fl);
+            p.finish(rows.end_una, f, fl);
         });
     Ok((filt, raw, flags))
 }
@@ -122,20 +122,20 @@ impl PipeRows<'_> {
     }
 }
 
-/// One direction's [`Pipe`] fed from [`PipeRows`]' columns, a row at a time.
+/// One direction's rows read from [`PipeRows`]' columns, in order, as its [`Pipe`] takes them.
 pub struct DirPipe<'a> {
     r: &'a PipeRows<'a>,
-    pub p: Pipe,
     /// The next places in the sparse columns, and whether the SACK places are known.
     ks: usize,
     ka: usize,
     info: bool,
-    end_una: i64,
+    /// The last cumulative ACK of the direction ([`Pipe::finish`]).
+    pub end_una: i64,
 }
 
 impl<'a> DirPipe<'a> {
-    /// Direction `d`, rows `a..e` (checked by [`PipeRows::check`]).
-    pub fn new(r: &'a PipeRows<'a>, d: usize, (a, e): (usize, usize)) -> Self {
+    /// Direction `d`, rows `a..e` (checked by [`PipeRows::check`]), and its pipe.
+    pub fn new(r: &'a PipeRows<'a>, d: usize, (a, e): (usize, usize)) -> (Self, Pipe) {
         // without the ACK clock no burst is taken for application-limited
         let (clocked, end_una) = if r.app() {
             (r.clocked[d], r.end_una[d])
@@ -147,18 +147,18 @@ impl<'a> DirPipe<'a> {
         if !r.restart.is_empty() {
             p = p.restart_after(r.restart[d]);
         }
-        DirPipe {
+        let rows = DirPipe {
             r,
-            p,
             ks: r.sacked.rows.partition_point(|&x| x < a as i64),
             ka: r.at.rows.partition_point(|&x| x < a as i64),
             info: !r.at.rows.is_empty(),
             end_una,
-        }
+        };
+        (rows, p)
     }
 
-    /// Row `i` (the rows in order): its raw pipe.
-    pub fn row(&mut self, i: usize) -> f64 {
+    /// Row `i` (rows read in ascending order; a row may be read again).
+    pub fn input(&mut self, i: usize) -> RowIn {
         let r = self.r;
         let len = r.pay.get(i).copied().unwrap_or(0);
         let s = r.sacked.seek(&mut self.ks, i);
@@ -174,20 +174,14 @@ impl<'a> DirPipe<'a> {
                 ..SackInfo::NONE
             }
         };
-        let ack_t = r.ack_t.get(i).copied().unwrap_or(f64::NAN);
-        self.p.on_row(
-            r.time[i],
-            r.seq_end[i],
-            r.una[i],
-            s.map_or(0, |k| r.sacked.vals[k]),
+        RowIn {
+            time: r.time[i],
+            seq_end: r.seq_end[i],
+            una: r.una[i],
+            sacked: s.map_or(0, |k| r.sacked.vals[k]),
             sk,
-            r.marks[i],
-            ack_t,
-        )
-    }
-
-    /// The filtered pipe and flags of the rows not yet settled, after the direction's last row.
-    pub fn finish(&mut self, out: &mut [f64], flags: &mut [u8]) {
-        self.p.finish(self.end_una, out, flags);
+            marks: r.marks[i],
+            ack_t: r.ack_t.get(i).copied().unwrap_or(f64::NAN),
+        }
     }
 }

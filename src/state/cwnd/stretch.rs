@@ -25,7 +25,7 @@
 use super::episodes::Episode;
 use super::estimate::EstRows;
 use super::recoveries::{EventOut, Recover, Rows};
-use super::{code, spread_part, DirPipe, PipeRows};
+use super::{code, spread_part, DirPipe, Pipe, PipeRows, RowIn};
 
 /// The rows where direction `d`'s events (`eps`, in order) cut its rows `lo..hi`, ascending: the
 /// first row of each event after `lo` that starts at or after the end of the event before it,
@@ -47,6 +47,107 @@ pub fn cuts(eps: &[Episode], lo: usize) -> Vec<usize> {
         prev = Some(e);
     }
     out
+}
+
+/// One direction's estimate fed a stretch at a time (see the module docs): what carries over
+/// from one stretch to the next.
+pub struct DirEstimate {
+    pipe: Pipe,
+    rec: Recover,
+    mss: f64,
+    end_una: i64,
+    /// ssthresh so far, and the estimate of the row before the next stretch (after recoveries).
+    st: f64,
+    pre: f64,
+    /// The raw pipe of the next stretch's first row (fed ahead of it: [`Pipe::settle`]).
+    ahead: Option<f64>,
+    /// Rows not given out yet, the run the next stretch may continue: time, estimate, ssthresh,
+    /// phase.
+    tail: (Vec<f64>, Vec<f64>, Vec<f64>, Vec<u8>),
+}
+
+impl DirEstimate {
+    /// A direction whose pipe is `pipe`, segment size `mss`, last cumulative ACK `end_una`
+    /// ([`Pipe::finish`]) and ssthresh before any event `st0` (NaN: none); `hold_backoff`: see
+    /// [`Recover::new`].
+    pub fn new(pipe: Pipe, mss: f64, end_una: i64, st0: f64, hold_backoff: bool) -> Self {
+        DirEstimate {
+            pipe,
+            rec: Recover::new(hold_backoff),
+            mss,
+            end_una,
+            st: st0,
+            pre: f64::NAN,
+            ahead: None,
+            tail: Default::default(),
+        }
+    }
+
+    /// The next stretch: its rows (the first numbered `base`; the direction's first is `lo`),
+    /// the events that start in it (`eps`, in order) and the row after it (`next`: the first of
+    /// the next stretch, None at the direction's end). Gives the rows that are final (time,
+    /// estimate, ssthresh, phase) to `emit`, in order, and returns the events.
+    pub fn stretch(
+        &mut self,
+        rows: &[RowIn],
+        next: Option<&RowIn>,
+        (base, lo): (usize, usize),
+        eps: &[Episode],
+        emit: &mut impl FnMut(&[f64], &[f64], &[f64], &[u8]),
+    ) -> Vec<EventOut> {
+        let n = rows.len();
+        let mut raw = Vec::with_capacity(n);
+        for (k, r) in rows.iter().enumerate() {
+            match self.ahead.take().filter(|_| k == 0) {
+                Some(a) => raw.push(a),
+                None => raw.push(self.pipe.feed(r)),
+            }
+        }
+        let (mut est, mut flags, mut in_rec) = (vec![0.0; n], vec![0u8; n], vec![false; n]);
+        match next {
+            Some(r) => {
+                self.ahead = Some(self.pipe.feed(r));
+                self.pipe.settle(n, &mut est, &mut flags);
+            }
+            None => self.pipe.finish(self.end_una, &mut est, &mut flags),
+        }
+        self.rec.resume(&mut est, &raw, &flags, n);
+        let at = Rows {
+            lo,
+            base,
+            pre: self.pre,
+            end: n,
+        };
+        let events: Vec<EventOut> = eps
+            .iter()
+            .map(|e| (self.rec).event(e, &mut est, &raw, &flags, &mut in_rec, at, self.mss))
+            .collect();
+        if let Some(&x) = est.last() {
+            self.pre = x;
+        }
+        // ssthresh: the latest an event set (a NaN one sets nothing); the phase codes
+        let (t, mut set) = (&mut self.tail, 0);
+        for (i, (r, (&e, &rec))) in rows.iter().zip(est.iter().zip(&in_rec)).enumerate() {
+            while let Some(x) = events.get(set).filter(|x| x.i <= base + i) {
+                if x.i == base + i && !x.ssthresh.is_nan() {
+                    self.st = x.ssthresh;
+                }
+                set += 1;
+            }
+            t.0.push(r.time);
+            t.1.push(e);
+            t.2.push(self.st);
+            t.3.push(code(e, self.st, rec));
+        }
+        // congestion-avoidance growth spread; the run the next stretch may continue is kept
+        let done = spread_part(&t.0, &mut t.1, &t.3, self.mss, next.is_none());
+        emit(&t.0[..done], &t.1[..done], &t.2[..done], &t.3[..done]);
+        t.0.drain(..done);
+        t.1.drain(..done);
+        t.2.drain(..done);
+        t.3.drain(..done);
+        events
+    }
 }
 
 /// One direction's columns of the estimate (its rows only) and its loss events.
@@ -71,66 +172,25 @@ pub fn direction(
     hold_backoff: bool,
     out: &mut DirOut,
 ) {
-    let n = hi - lo;
-    let (mut raw, mut flags, mut in_rec) = (vec![0.0; n], vec![0u8; n], vec![false; n]);
-    let mut pipe = DirPipe::new(p, d, (lo, hi));
-    let mut rec = Recover::new(hold_backoff);
-    let (mss, time) = (r.mss[d], &r.time[lo..hi]);
-    let (mut fed, mut s, mut tail) = (0, 0, 0);
-    let (mut pre, mut st) = (f64::NAN, st0);
-    // the next event to place, and the next whose ssthresh is to be set
-    let (mut ek, mut set) = (0, 0);
-    for c in cut.iter().map(|&c| c - lo).chain([n]) {
-        // the rows up to and including the next stretch's first
-        while fed < n && fed <= c {
-            raw[fed] = pipe.row(lo + fed);
-            fed += 1;
-        }
-        let (est, fl) = (&mut out.est[s..c], &mut flags[s..c]);
-        if c < n {
-            pipe.p.settle(c - s, est, fl);
-        } else {
-            pipe.finish(est, fl);
-        }
-        let (raw_s, rec_s) = (&raw[s..c], &mut in_rec[s..c]);
-        rec.resume(est, raw_s, fl, c - s);
-        let at = Rows {
-            lo,
-            base: lo + s,
-            pre,
-            end: c - s,
-        };
-        while let Some(e) = eps.get(ek).filter(|e| e.i < lo + c) {
-            let x = rec.event(e, est, raw_s, fl, rec_s, at, mss);
-            out.events.push(x);
-            ek += 1;
-        }
-        if c > s {
-            pre = est[c - s - 1];
-        }
-        // ssthresh: the latest an event set (a NaN one sets nothing)
-        let rows = (s..c).zip(&in_rec[s..c]);
-        for ((i, &rec_i), (slot, ph)) in
-            rows.zip(out.ssthresh[s..c].iter_mut().zip(&mut out.phase[s..c]))
-        {
-            while let Some(e) = out.events.get(set).filter(|e| e.i <= lo + i) {
-                if e.i == lo + i && !e.ssthresh.is_nan() {
-                    st = e.ssthresh;
-                }
-                set += 1;
-            }
-            *slot = st;
-            *ph = code(out.est[i], st, rec_i);
-        }
-        // (rows from `tail` on: the run the next stretch may continue)
-        let last = c == n;
-        tail += spread_part(
-            &time[tail..c],
-            &mut out.est[tail..c],
-            &out.phase[tail..c],
-            mss,
-            last,
-        );
-        s = c;
+    let (mut input, pipe) = DirPipe::new(p, d, (lo, hi));
+    let mut de = DirEstimate::new(pipe, r.mss[d], input.end_una, st0, hold_backoff);
+    let (mut s, mut ek, mut at) = (lo, 0, 0);
+    let (est, st, ph) = (&mut *out.est, &mut *out.ssthresh, &mut *out.phase);
+    let mut emit = |t: &[f64], e: &[f64], x: &[f64], c: &[u8]| {
+        let k = at..at + t.len();
+        est[k.clone()].copy_from_slice(e);
+        st[k.clone()].copy_from_slice(x);
+        ph[k].copy_from_slice(c);
+        at += t.len();
+    };
+    let mut rows: Vec<RowIn> = Vec::new();
+    for &c in cut.iter().chain([&hi]) {
+        rows.clear();
+        rows.extend((s..c).map(|i| input.input(i)));
+        let next = (c < hi).then(|| input.input(c));
+        let upto = ek + eps[ek..].partition_point(|e| e.i < c);
+        let ev = de.stretch(&rows, next.as_ref(), (s, lo), &eps[ek..upto], &mut emit);
+        out.events.extend(ev);
+        (s, ek) = (c, upto);
     }
 }
