@@ -61,7 +61,9 @@ one contiguous run of rows, ``tracekit._core.cwnd_rows``, src/state/cwnd/rows.rs
 after runs in the Rust core in one call (``tracekit._core.cwnd_estimate``,
 src/state/cwnd/estimate.rs): the loss events and their go-back-N verdicts (episodes.rs, steps
 1 and 3), the pipe and its filter (pipe.rs, steps 2, 5 and 6), recoveries and ssthresh
-(recoveries.rs, steps 3 and 4), the phases (step 7); this module builds the frames. The
+(recoveries.rs, steps 3 and 4), the phases (step 7), each direction a stretch of rows at a time,
+cut at the loss events that start once the one before has ended (stretch.rs: the same values as
+one pass); this module builds the frames. The
 estimate needs the sender's own view (its segments when sent, ACKs when they reach it): ACKs
 observed elsewhere (e.g. at the receiver) make the pipe lag by a one-way delay.
 """
@@ -105,7 +107,7 @@ def _events(r: Rows, ev: tuple[np.ndarray, ...], hold_backoff: bool = True) -> p
     """The loss events' frame from the core's per-event columns (direction, first row, end, timeout,
     recovery, ssthresh), then one ``"syn"`` event per direction whose SYN was retransmitted: its
     ssthresh 2 MSS on ns-2 (``hold_backoff`` False), none on a capture's stack, which starts its data
-    with no ssthresh (``ssthresh_rows`` in src/state/cwnd/estimate.rs)."""
+    with no ssthresh (``ssthresh_at_start`` in src/state/cwnd/estimate.rs)."""
     d, first, end, to, rec, st = ev
     counts = r.hi - r.lo
     syn = np.flatnonzero(r.syn_lost & (counts > 0))
