@@ -8,6 +8,10 @@
 //! retransmission analysis' judgement (RFC 6298 §5 against the sender's RTO floor), never a rule
 //! of this module. Each event then gets its go-back-N verdict ([`go_back_n`]) and, when the
 //! sender sent nothing inside it, the burst the ending ACK releases (decided in `recoveries`).
+//!
+//! [`Finder`] applies these rules as the rows come, so a stream can find the events without
+//! holding the direction: an event is settled once the next has started and the ACK and rows it
+//! reads have been seen ([`Seen`]).
 
 use super::estimate::{search_left, search_right, EstRows, ACK_CLOCKED_S};
 
@@ -36,41 +40,6 @@ pub struct Episode {
     pub sacked: i64,
 }
 
-/// One event found by [`chain`]: (its first candidate's place, end time, recovery point, timeout?).
-pub type Event = (usize, f64, i64, bool);
-
-/// Python's `bisect_left` over `v` (the first place whose value is not below `x`).
-fn bisect(v: &[i64], x: i64) -> usize {
-    v.partition_point(|&y| y < x)
-}
-
-/// Loss events of one direction from its retransmissions above snd_una (`cand`: rows, with
-/// their `seq_end`, highest byte sent before (`hi`), snd_una and timeout mark), against the
-/// ACKs that reach its sender (`t_ack`, `una_ack`: their times and cumulative ACKs).
-///
-/// One step per event: the next event starts at the first candidate at or above the recovery
-/// point (`max(hi, seq_end)`, RFC 6582 "recover"), or at the next timeout if that comes first.
-pub fn chain(cand: &[(usize, i64, i64, i64, bool)], t_ack: &[f64], una_ack: &[i64]) -> Vec<Event> {
-    let m = cand.len();
-    // the next timeout at or after each position (m: none)
-    let mut nxt_to = vec![m; m + 1];
-    for p in (0..m).rev() {
-        nxt_to[p] = if cand[p].4 { p } else { nxt_to[p + 1] };
-    }
-    let una: Vec<i64> = cand.iter().map(|c| c.3).collect();
-    let mut out = Vec::new();
-    let mut pos = 0;
-    while pos < m {
-        let (_, seq_end, hi, _, to) = cand[pos];
-        let rp = hi.max(seq_end);
-        let k = bisect(una_ack, rp);
-        let end = t_ack.get(k).copied().unwrap_or(f64::INFINITY);
-        out.push((pos, end, rp, to));
-        pos = bisect(&una, rp).max(pos + 1).min(nxt_to[pos + 1]);
-    }
-    out
-}
-
 /// Is a fast-retransmit event a go-back-N restart (Some(true)), a fast recovery (Some(false)), or
 /// neither (None)? Its rows after the first are `a..last` (`rp`: its recovery point).
 ///
@@ -81,18 +50,18 @@ pub fn chain(cand: &[(usize, i64, i64, i64, bool)], t_ack: &[f64], una_ack: &[i6
 /// a SACK sender repairs holes above snd_una but *skips* the segments the receiver SACKed (RFC
 /// 6675 §5). Neither: only the fast retransmission was sent (a single loss, or a Reno sender
 /// stalled by the receiver window).
-pub fn go_back_n(r: &EstRows, first: usize, last: usize, rp: i64) -> Option<bool> {
+pub fn go_back_n(r: &impl RowsAt, first: usize, last: usize, rp: i64) -> Option<bool> {
     let a = first + 1;
     if last <= a {
         return None;
     }
-    let seq = |i: usize| r.seq_end[i].wrapping_sub(r.pay[i]);
+    let seq = |i: usize| r.seq_end(i).wrapping_sub(r.pay(i));
     // where the new data starts (the rest's end when none is sent)
     let stop = (a..last).find(|&i| seq(i) >= rp).unwrap_or(last);
-    let beyond = (a..stop).any(|i| seq(i) < rp && seq(i) > r.una[i]);
+    let beyond = (a..stop).any(|i| seq(i) < rp && seq(i) > r.una(i));
     // up to and including the first new segment: a SACK sender jumps over SACKed data
     let upto = (stop + 1).min(last);
-    let skipped = (a..upto).any(|i| seq(i) > r.seq_end[i - 1].max(r.una[i]));
+    let skipped = (a..upto).any(|i| seq(i) > r.seq_end(i - 1).max(r.una(i)));
     Some(beyond && !skipped)
 }
 
@@ -105,27 +74,253 @@ fn sacked_at(r: &EstRows, row: usize) -> i64 {
     }
 }
 
+/// A direction's rows as the loss rules read them (absolute row numbers).
+pub trait RowsAt {
+    fn time(&self, i: usize) -> f64;
+    fn seq_end(&self, i: usize) -> i64;
+    fn pay(&self, i: usize) -> i64;
+    fn una(&self, i: usize) -> i64;
+}
+
+impl RowsAt for EstRows<'_> {
+    fn time(&self, i: usize) -> f64 {
+        self.time[i]
+    }
+    fn seq_end(&self, i: usize) -> i64 {
+        self.seq_end[i]
+    }
+    fn pay(&self, i: usize) -> i64 {
+        self.pay[i]
+    }
+    fn una(&self, i: usize) -> i64 {
+        self.una[i]
+    }
+}
+
+/// What [`Finder`] asks of a direction's rows and ACKs beyond the rows themselves. Each answer
+/// is final or None: a source that has seen only part of the direction answers None while rows
+/// or ACKs still to come could change it ([`Finder::poll`] then waits).
+pub trait Seen: RowsAt {
+    /// SACKed bytes above snd_una at row `i` (0: none).
+    fn sacked(&self, i: usize) -> i64;
+    /// When the first ACK whose cumulative value reaches `rp` arrived (+inf: none ever does).
+    fn ack_end(&self, rp: i64) -> Option<f64>;
+    /// The first row sent at or after time `t` (the direction's end: none): numpy's
+    /// `searchsorted(times, t, "left")`.
+    fn row_from(&self, t: f64) -> Option<usize>;
+    /// The first row sent after time `t`: `searchsorted(times, t, "right")`.
+    fn row_after(&self, t: f64) -> Option<usize>;
+}
+
+/// A retransmission above snd_una (those at or below it repair nothing outstanding): its row,
+/// end, the highest byte sent before it, snd_una and whether the timer sent it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cand {
+    pub row: usize,
+    pub seq_end: i64,
+    pub hi: i64,
+    pub una: i64,
+    pub to: bool,
+}
+
+/// An event started and not yet settled: its first retransmission, recovery point, SACKed bytes
+/// at its first row, and the first row of the next event (None: not started yet).
+struct Open {
+    c: Cand,
+    rp: i64,
+    sacked: i64,
+    nxt: Option<usize>,
+}
+
+/// The loss events of one direction, found as its retransmissions come ([`Finder::on_cand`], in
+/// row order, each with its timer mark settled) and settled once what they read is final
+/// ([`Finder::poll`]): the frames path feeds a whole direction at once, a stream as it reads it.
+///
+/// A retransmission starts an event unless one is under way: an event lasts until the
+/// cumulative ACK passes its *recovery point*, `max(hi, seq_end)` of its first retransmission
+/// (RFC 6582 "recover"), so the next starts at the first retransmission sent once snd_una reached
+/// that point, or at the next timeout if that comes first (snd_una never falls, so a
+/// retransmission below the point comes before every one at or above it).
+pub struct Finder {
+    d: usize,
+    /// The ACK clock's tolerance: a twentieth of the minimum RTT, at most [`ACK_CLOCKED_S`].
+    clocked: f64,
+    open: std::collections::VecDeque<Open>,
+    /// The latest event's recovery point (None: no event yet).
+    rp: Option<i64>,
+}
+
+impl Finder {
+    /// Direction `d`, whose minimum RTT is `min_rtt` (NaN: none).
+    pub fn new(d: usize, min_rtt: f64) -> Self {
+        let clocked = if min_rtt.is_nan() {
+            ACK_CLOCKED_S
+        } else {
+            ACK_CLOCKED_S.min(0.05 * min_rtt)
+        };
+        Finder {
+            d,
+            clocked,
+            open: Default::default(),
+            rp: None,
+        }
+    }
+
+    /// The next retransmission above snd_una; `s`: the rows up to its own at least.
+    pub fn on_cand(&mut self, c: Cand, s: &impl Seen) {
+        if self.rp.is_some_and(|rp| c.una < rp) && !c.to {
+            return;
+        }
+        if let Some(o) = self.open.back_mut() {
+            o.nxt.get_or_insert(c.row);
+        }
+        let rp = c.hi.max(c.seq_end);
+        self.rp = Some(rp);
+        self.open.push_back(Open {
+            c,
+            rp,
+            sacked: s.sacked(c.row),
+            nxt: None,
+        });
+    }
+
+    /// The direction has no rows from `hi` on (no event starts after the latest).
+    pub fn end(&mut self, hi: usize) {
+        if let Some(o) = self.open.back_mut() {
+            o.nxt.get_or_insert(hi);
+        }
+    }
+
+    /// Settles the events in order while what they read is final, into `out`.
+    pub fn poll(&mut self, s: &impl Seen, out: &mut Vec<Episode>) {
+        while let Some(e) = self.open.front().and_then(|o| self.settle(o, s)) {
+            self.open.pop_front();
+            out.push(e);
+        }
+    }
+
+    /// Event `o` with its range, go-back-N verdict and burst row, once all are final.
+    fn settle(&self, o: &Open, s: &impl Seen) -> Option<Episode> {
+        let nxt = o.nxt?;
+        let end = s.ack_end(o.rp)?;
+        let j_end = s.row_from(end)?;
+        let (i, last) = (o.c.row, j_end.min(nxt));
+        let gbn = go_back_n(s, i, last, o.rp);
+        let mut burst = None;
+        if gbn.is_none() && j_end < nxt {
+            // nothing sent inside: the burst released by the ACK that ends the event tells
+            // (rows from the direction's first on: a place before them only with an ACK clock
+            // below zero)
+            let kb = s.row_after(s.time(j_end) + self.clocked)? as i64 - 1;
+            burst = usize::try_from(kb.min(nxt as i64 - 1)).ok();
+        }
+        Some(Episode {
+            d: self.d,
+            i,
+            end,
+            to: o.c.to,
+            j_end,
+            last,
+            gbn,
+            burst,
+            hi: o.c.hi,
+            una: o.c.una,
+            sacked: o.sacked,
+        })
+    }
+}
+
+/// A direction: rows `lo..hi` of `r` (times `tt`), the ACKs reaching its sender (`t_ack`,
+/// `una_ack`).
+struct Whole<'a> {
+    r: &'a EstRows<'a>,
+    lo: usize,
+    tt: &'a [f64],
+    t_ack: &'a [f64],
+    una_ack: &'a [i64],
+}
+
+impl RowsAt for Whole<'_> {
+    fn time(&self, i: usize) -> f64 {
+        self.r.time[i]
+    }
+    fn seq_end(&self, i: usize) -> i64 {
+        self.r.seq_end[i]
+    }
+    fn pay(&self, i: usize) -> i64 {
+        self.r.pay[i]
+    }
+    fn una(&self, i: usize) -> i64 {
+        self.r.una[i]
+    }
+}
+
+/// What a stream has seen of a whole direction: its rows before `n` and the ACKs before `m`.
+/// An answer the rows and ACKs still to come could change is None; with ascending times, a
+/// search that finds a row inside the rows seen finds the one a search over all of them finds,
+/// and the first ACK that reaches a point among a prefix of the ACKs is the first of them all.
+struct Part<'a> {
+    w: Whole<'a>,
+    n: usize,
+    m: usize,
+    done: bool,
+}
+
+impl Part<'_> {
+    /// A search over the rows seen: final when it stops inside them.
+    fn found(&self, k: usize) -> Option<usize> {
+        (k < self.n - self.w.lo || self.done).then_some(self.w.lo + k)
+    }
+}
+
+impl RowsAt for Part<'_> {
+    fn time(&self, i: usize) -> f64 {
+        self.w.time(i)
+    }
+    fn seq_end(&self, i: usize) -> i64 {
+        self.w.seq_end(i)
+    }
+    fn pay(&self, i: usize) -> i64 {
+        self.w.pay(i)
+    }
+    fn una(&self, i: usize) -> i64 {
+        self.w.una(i)
+    }
+}
+
+impl Seen for Part<'_> {
+    fn sacked(&self, i: usize) -> i64 {
+        sacked_at(self.w.r, i)
+    }
+    fn ack_end(&self, rp: i64) -> Option<f64> {
+        let seen = &self.w.una_ack[..self.m];
+        let k = seen.partition_point(|&y| y < rp);
+        match self.w.t_ack.get(k) {
+            Some(&t) if k < self.m => Some(t),
+            _ => self.done.then_some(f64::INFINITY),
+        }
+    }
+    fn row_from(&self, t: f64) -> Option<usize> {
+        self.found(search_left(&self.w.tt[..self.n - self.w.lo], t))
+    }
+    fn row_after(&self, t: f64) -> Option<usize> {
+        self.found(search_right(&self.w.tt[..self.n - self.w.lo], t))
+    }
+}
+
 /// Every loss event of direction `d` (rows `lo..hi`, its retransmitted rows `rx`: indices into
-/// `r.retx_rows`), with its range, go-back-N verdict and burst row.
+/// `r.retx_rows`), with its range, go-back-N verdict and burst row, found by [`Finder`]; `live`:
+/// fed as a stream reads the direction (each row, and the ACKs that reached the sender by its
+/// time, then the events that settle: the answers are the same where the times ascend, which
+/// `tests/test_cwnd_stretches.py` checks against the whole direction on every capture), else
+/// fed the whole direction at once.
 pub fn episodes_of(
     r: &EstRows,
     d: usize,
     (lo, hi): (usize, usize),
     rx: (usize, usize),
+    live: bool,
 ) -> Vec<Episode> {
-    // retransmissions above snd_una (those at or below it repair nothing outstanding)
-    let cand: Vec<(usize, i64, i64, i64, bool)> = (rx.0..rx.1)
-        .filter_map(|k| {
-            let row = usize::try_from(r.retx_rows[k]).ok()?;
-            (r.seq_end[row] > r.una[row]).then_some((
-                row,
-                r.seq_end[row],
-                r.retx_hi[k],
-                r.una[row],
-                r.retx_timeout[k],
-            ))
-        })
-        .collect();
     let (alo, ahi) = r.acks_of(d);
     // (a direction without ACKs searches the whole ACK stream, as the join it replaced did)
     let (t_ack, una_ack) = if ahi > alo {
@@ -133,42 +328,50 @@ pub fn episodes_of(
     } else {
         (r.a_time, r.a_una)
     };
-    let ch = chain(&cand, t_ack, una_ack);
     let tt = &r.time[lo..hi];
-    let w = r.min_rtt[d];
-    // the ACK clock's tolerance here: a twentieth of the minimum RTT, at most ACK_CLOCKED_S
-    let clocked = if w.is_nan() {
-        ACK_CLOCKED_S
-    } else {
-        ACK_CLOCKED_S.min(0.05 * w)
+    let w = Whole {
+        r,
+        lo,
+        tt,
+        t_ack,
+        una_ack,
     };
-    let mut out = Vec::with_capacity(ch.len());
-    for (k, &(p, end, rp, to)) in ch.iter().enumerate() {
-        let (i, _, hi_i, una_i, _) = cand[p];
-        let nxt = ch.get(k + 1).map_or(hi, |e| cand[e.0].0);
-        let j_end = lo + search_left(tt, end);
-        let last = j_end.min(nxt);
-        let gbn = go_back_n(r, i, last, rp);
-        let mut burst = None;
-        if gbn.is_none() && j_end < nxt {
-            // nothing sent inside: the burst released by the ACK that ends the event tells
-            // (rows from lo on: a place before them only with an ACK clock below zero)
-            let kb = (lo + search_right(tt, r.time[j_end] + clocked)) as i64 - 1;
-            burst = usize::try_from(kb.min(nxt as i64 - 1)).ok();
+    // (a prefix answers for the whole only where the times ascend)
+    let live = live && tt.windows(2).all(|x| x[0] <= x[1]);
+    let mut s = Part {
+        w,
+        n: if live { lo } else { hi },
+        m: if live { 0 } else { t_ack.len() },
+        done: !live,
+    };
+    let mut f = Finder::new(d, r.min_rtt[d]);
+    let mut out = Vec::new();
+    for k in rx.0..rx.1 {
+        let Ok(row) = usize::try_from(r.retx_rows[k]) else {
+            continue;
+        };
+        if live {
+            while s.n <= row {
+                s.n += 1;
+                let t = tt[s.n - 1 - lo];
+                s.m = s.m.max(t_ack.partition_point(|&a| a <= t));
+                f.poll(&s, &mut out);
+            }
         }
-        out.push(Episode {
-            d,
-            i,
-            end,
-            to,
-            j_end,
-            last,
-            gbn,
-            burst,
-            hi: hi_i,
-            una: una_i,
-            sacked: sacked_at(r, i),
-        });
+        if r.seq_end[row] > r.una[row] {
+            let c = Cand {
+                row,
+                seq_end: r.seq_end[row],
+                hi: r.retx_hi[k],
+                una: r.una[row],
+                to: r.retx_timeout[k],
+            };
+            f.on_cand(c, &s);
+            f.poll(&s, &mut out);
+        }
     }
+    (s.n, s.m, s.done) = (hi, t_ack.len(), true);
+    f.end(hi);
+    f.poll(&s, &mut out);
     out
 }

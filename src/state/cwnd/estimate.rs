@@ -124,8 +124,9 @@ fn check(r: &EstRows) -> Result<Vec<(usize, usize)>, String> {
     bounds(r.lo, r.hi, n)
 }
 
-/// Every loss event of every direction with retransmissions, directions ascending.
-fn episodes(r: &EstRows, b: &[(usize, usize)]) -> Vec<Episode> {
+/// Every loss event of every direction with retransmissions, directions ascending (`live`: see
+/// [`episodes_of`]).
+fn episodes(r: &EstRows, b: &[(usize, usize)], live: bool) -> Vec<Episode> {
     let mut out = Vec::new();
     for (d, &(lo, hi)) in b.iter().enumerate() {
         let rx = (
@@ -133,7 +134,7 @@ fn episodes(r: &EstRows, b: &[(usize, usize)]) -> Vec<Episode> {
             r.retx_rows.partition_point(|&x| x < hi as i64),
         );
         if rx.1 > rx.0 {
-            out.extend(episodes_of(r, d, (lo, hi), rx));
+            out.extend(episodes_of(r, d, (lo, hi), rx, live));
         }
     }
     out
@@ -262,11 +263,11 @@ fn ssthresh_at_start(r: &EstRows, d: usize, syn_sets: bool) -> f64 {
 /// (`stretch`: the same values as one pass over its rows); `hold_backoff`: a backed-off expiry
 /// holds ssthresh (RFC 5681 §3.1: Linux, ns-3; false for ns-2, which halves it every time, and
 /// on a lost SYN too: [`ssthresh_at_start`]); `cut`: stretches start at the loss events that
-/// may cut the rows (false: each direction is one stretch, the reference the cuts are tested
-/// against).
+/// may cut the rows, and the events are found as a stream finds them (false: each direction is
+/// one stretch, its events found over the whole of it: the reference both are tested against).
 pub fn estimate(r: &EstRows, hold_backoff: bool, cut: bool) -> Result<Estimate, String> {
     let b = check(r)?;
-    let eps = episodes(r, &b);
+    let eps = episodes(r, &b, cut);
     let n = r.time.len();
     let (mut est, mut ssthresh, mut phase) = (vec![0.0; n], vec![f64::NAN; n], vec![SLOW_START; n]);
     // (a capture's stack, Linux or ns-3, starts its data with no ssthresh after a lost SYN; ns-2,

@@ -1,6 +1,6 @@
 //! Loss events, recoveries and the estimate's driver on small hand-checked sequences.
 
-use super::episodes::{chain, go_back_n, Episode};
+use super::episodes::{episodes_of, go_back_n, Cand, Episode, Finder, RowsAt, Seen};
 use super::estimate::{estimate, search_left, search_right, EstRows};
 use super::recoveries::{recoveries, ssthresh, Recover, Rows};
 use super::stretch::cuts;
@@ -72,26 +72,132 @@ impl Owned {
     }
 }
 
+/// Rows 0..8 with re-sends at rows 2 (seq_end 2000, recovery point 5000), 4 (3000, below it)
+/// and 6 (6000, point 7000; sent once snd_una reached 5000), and four ACKs.
+fn resends(timeout_at_4: bool, acks: usize) -> Owned {
+    let rows = [
+        (0.0, 0, 1000, 0),
+        (0.1, 1000, 1000, 0),
+        (0.2, 1000, 1000, 1000),
+        (0.3, 3000, 1000, 1000),
+        (2.4, 2000, 1000, 2000),
+        (2.5, 4000, 1000, 2000),
+        (3.5, 5000, 1000, 5000),
+        (4.5, 7000, 1000, 7000),
+    ];
+    let all = [(1.0, 1000), (2.0, 2000), (3.0, 5000), (4.0, 7000)];
+    let mut o = Owned::new(&rows, &all[..acks]);
+    o.retx = (
+        vec![2, 4, 6],
+        vec![5000, 5000, 7000],
+        vec![false, timeout_at_4, false],
+    );
+    o
+}
+
 #[test]
 fn retransmissions_below_the_recovery_point_join_its_event_and_a_timeout_starts_one() {
-    // (row, seq_end, highest byte sent before, una, timeout)
-    let cand = [
-        (2, 2000, 5000, 1000, false),
-        (4, 3000, 5000, 2000, false),
-        (6, 6000, 7000, 5000, false),
-    ];
-    let (t_ack, una_ack) = ([1.0, 2.0, 3.0, 4.0], [1000, 2000, 5000, 7000]);
+    let at = |o: &Owned, live: bool| -> Vec<(usize, f64, usize, usize)> {
+        episodes_of(&o.view(), 0, (0, 8), (0, 3), live)
+            .iter()
+            .map(|e| (e.i, e.end, e.j_end, e.last))
+            .collect()
+    };
     // the second re-send is below the first's recovery point (5000): one event until ACK 5000
-    let ev = chain(&cand, &t_ack, &una_ack);
-    assert_eq!(ev, vec![(0, 3.0, 5000, false), (2, 4.0, 7000, false)]);
+    // at 3.0, whose first row after is row 6; the next ends at ACK 7000 (4.0, row 7)
+    let o = resends(false, 4);
+    assert_eq!(at(&o, false), vec![(2, 3.0, 6, 6), (6, 4.0, 7, 7)]);
     // a timeout always starts its own event
-    let mut to = cand;
-    to[1].4 = true;
-    let ev = chain(&to, &t_ack, &una_ack);
-    assert_eq!(ev.iter().map(|e| e.0).collect::<Vec<_>>(), vec![0, 1, 2]);
-    // never ACKed: no end
-    let ev = chain(&cand[2..], &t_ack[..3], &una_ack[..3]);
-    assert_eq!(ev, vec![(0, f64::INFINITY, 7000, false)]);
+    let o = resends(true, 4);
+    assert_eq!(
+        at(&o, false).iter().map(|e| e.0).collect::<Vec<_>>(),
+        vec![2, 4, 6]
+    );
+    // never ACKed: no end (the rows' end)
+    let o = resends(false, 3);
+    assert_eq!(at(&o, false)[1], (6, f64::INFINITY, 8, 8));
+    // found as a stream reads the rows: the same events
+    for (to, acks) in [(false, 4), (true, 4), (false, 3), (true, 2), (false, 0)] {
+        let o = resends(to, acks);
+        assert_eq!(
+            episodes_of(&o.view(), 0, (0, 8), (0, 3), true),
+            episodes_of(&o.view(), 0, (0, 8), (0, 3), false)
+        );
+    }
+}
+
+/// A source that has seen the rows before `n` and the ACKs before `m` of [`resends`].
+fn seen(o: &Owned, n: usize, m: usize, done: bool) -> impl Seen + '_ {
+    struct S<'a>(EstRows<'a>, usize, usize, bool);
+    impl RowsAt for S<'_> {
+        fn time(&self, i: usize) -> f64 {
+            assert!(i < self.1, "row {i} not seen");
+            self.0.time(i)
+        }
+        fn seq_end(&self, i: usize) -> i64 {
+            assert!(i < self.1, "row {i} not seen");
+            self.0.seq_end(i)
+        }
+        fn pay(&self, i: usize) -> i64 {
+            self.0.pay(i)
+        }
+        fn una(&self, i: usize) -> i64 {
+            self.0.una(i)
+        }
+    }
+    impl Seen for S<'_> {
+        fn sacked(&self, _: usize) -> i64 {
+            0
+        }
+        fn ack_end(&self, rp: i64) -> Option<f64> {
+            let k = self.0.a_una[..self.2].partition_point(|&y| y < rp);
+            if k < self.2 {
+                Some(self.0.a_time[k])
+            } else {
+                self.3.then_some(f64::INFINITY)
+            }
+        }
+        fn row_from(&self, t: f64) -> Option<usize> {
+            let k = search_left(&self.0.time[..self.1], t);
+            (k < self.1 || self.3).then_some(k)
+        }
+        fn row_after(&self, t: f64) -> Option<usize> {
+            let k = search_right(&self.0.time[..self.1], t);
+            (k < self.1 || self.3).then_some(k)
+        }
+    }
+    S(o.view(), n, m, done)
+}
+
+#[test]
+fn an_event_settles_once_the_next_has_started_and_its_end_is_seen() {
+    let o = resends(false, 4);
+    let c = |row: usize, seq_end: i64, hi: i64, una: i64| Cand {
+        row,
+        seq_end,
+        hi,
+        una,
+        to: false,
+    };
+    let mut f = Finder::new(0, 0.1);
+    let mut out = Vec::new();
+    f.on_cand(c(2, 2000, 5000, 1000), &seen(&o, 3, 1, false));
+    f.on_cand(c(4, 3000, 5000, 2000), &seen(&o, 5, 2, false));
+    f.poll(&seen(&o, 5, 2, false), &mut out);
+    assert!(out.is_empty(), "the first event goes on: {out:?}");
+    // the re-send at row 6 starts the next event; ACK 5000 (3.0) ended the first before it
+    f.on_cand(c(6, 6000, 7000, 5000), &seen(&o, 7, 3, false));
+    f.poll(&seen(&o, 7, 3, false), &mut out);
+    assert_eq!(
+        out.iter().map(|e| (e.i, e.end, e.last)).collect::<Vec<_>>(),
+        vec![(2, 3.0, 6)]
+    );
+    // the last waits for the direction's end
+    f.poll(&seen(&o, 8, 4, false), &mut out);
+    assert_eq!(out.len(), 1);
+    f.end(8);
+    f.poll(&seen(&o, 8, 4, true), &mut out);
+    assert_eq!(out, episodes_of(&o.view(), 0, (0, 8), (0, 3), false));
 }
 
 /// Five segments of 1000 B sent from 0 with una 0, then the fast retransmission of 0 (row 5)
