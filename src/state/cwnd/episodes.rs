@@ -353,8 +353,11 @@ pub fn episodes_of(
         if live {
             while s.n <= row {
                 s.n += 1;
+                // (the ACKs by this row's time; any prefix of them gives final answers)
                 let t = tt[s.n - 1 - lo];
-                s.m = s.m.max(t_ack.partition_point(|&a| a <= t));
+                while t_ack.get(s.m).is_some_and(|&a| a <= t) {
+                    s.m += 1;
+                }
                 f.poll(&s, &mut out);
             }
         }
