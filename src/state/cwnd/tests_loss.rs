@@ -426,3 +426,58 @@ fn inconsistent_columns_are_errors() {
     o.dirs.1 = vec![99];
     assert!(estimate(&o.view(), true, true).is_err_and(|e| e.contains("outside")));
 }
+
+/// splitmix64: the random cases' numbers.
+fn next(s: &mut u64) -> u64 {
+    *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *s;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+#[test]
+fn events_found_as_a_stream_reads_equal_those_of_the_whole_direction() {
+    let mut s = 20_261_129u64;
+    let mut events = 0;
+    for case in 0..2000 {
+        let n = 2 + (next(&mut s) % 60) as usize;
+        // times ascending (ties too), ACKs interleaved, snd_una their running maximum
+        let (mut t, mut una, mut hi, mut seq) = (0.0, 0i64, 0i64, 0i64);
+        let (mut rows, mut acks, mut retx) = (Vec::new(), Vec::new(), (vec![], vec![], vec![]));
+        for i in 0..n {
+            t += (next(&mut s) % 4) as f64 * 0.01;
+            if next(&mut s).is_multiple_of(2) {
+                let at = t - 0.005 * (next(&mut s) % 2) as f64;
+                una = una.max((una + (next(&mut s) % 3) as i64 * 1000).min(hi));
+                acks.push((at.max(acks.last().map_or(0.0, |a: &(f64, i64)| a.0)), una));
+            }
+            // a re-send from snd_una or a hole above it, else new data
+            let r = next(&mut s) % 5;
+            let start = if r == 0 && hi > una {
+                una + (next(&mut s) % 2) as i64 * 1000
+            } else {
+                seq
+            };
+            if start < hi || (r == 0 && hi > 0) {
+                retx.0.push(i as i64);
+                retx.1.push(hi);
+                retx.2.push(next(&mut s).is_multiple_of(4));
+            }
+            rows.push((t, start, 1000, una));
+            if start >= seq {
+                seq = start + 1000;
+            }
+            hi = hi.max(start + 1000);
+        }
+        let mut o = Owned::new(&rows, &acks);
+        o.retx = retx;
+        let nr = o.retx.0.len();
+        let whole = episodes_of(&o.view(), 0, (0, n), (0, nr), false);
+        let live = episodes_of(&o.view(), 0, (0, n), (0, nr), true);
+        assert_eq!(live, whole, "case {case}: {rows:?} {acks:?}");
+        events += whole.len();
+    }
+    // (the cases do have events, several per direction)
+    assert!(events > 2000, "{events} events");
+}
