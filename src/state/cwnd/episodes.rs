@@ -130,6 +130,8 @@ struct Open {
     rp: i64,
     sacked: i64,
     nxt: Option<usize>,
+    /// Its end once seen (final answers are kept, not asked again).
+    end: Option<f64>,
 }
 
 /// The loss events of one direction, found as its retransmissions come ([`Finder::on_cand`], in
@@ -181,6 +183,7 @@ impl Finder {
             rp,
             sacked: s.sacked(c.row),
             nxt: None,
+            end: None,
         });
     }
 
@@ -193,41 +196,46 @@ impl Finder {
 
     /// Settles the events in order while what they read is final, into `out`.
     pub fn poll(&mut self, s: &impl Seen, out: &mut Vec<Episode>) {
-        while let Some(e) = self.open.front().and_then(|o| self.settle(o, s)) {
+        let at = (self.d, self.clocked);
+        while let Some(e) = self.open.front_mut().and_then(|o| settle(o, s, at)) {
             self.open.pop_front();
             out.push(e);
         }
     }
+}
 
-    /// Event `o` with its range, go-back-N verdict and burst row, once all are final.
-    fn settle(&self, o: &Open, s: &impl Seen) -> Option<Episode> {
-        let nxt = o.nxt?;
-        let end = s.ack_end(o.rp)?;
-        let j_end = s.row_from(end)?;
-        let (i, last) = (o.c.row, j_end.min(nxt));
-        let gbn = go_back_n(s, i, last, o.rp);
-        let mut burst = None;
-        if gbn.is_none() && j_end < nxt {
-            // nothing sent inside: the burst released by the ACK that ends the event tells
-            // (rows from the direction's first on: a place before them only with an ACK clock
-            // below zero)
-            let kb = s.row_after(s.time(j_end) + self.clocked)? as i64 - 1;
-            burst = usize::try_from(kb.min(nxt as i64 - 1)).ok();
-        }
-        Some(Episode {
-            d: self.d,
-            i,
-            end,
-            to: o.c.to,
-            j_end,
-            last,
-            gbn,
-            burst,
-            hi: o.c.hi,
-            una: o.c.una,
-            sacked: o.sacked,
-        })
+/// Event `o` of direction `d` with its range, go-back-N verdict and burst row, once all are
+/// final; `clocked`: the ACK clock's tolerance.
+fn settle(o: &mut Open, s: &impl Seen, (d, clocked): (usize, f64)) -> Option<Episode> {
+    let nxt = o.nxt?;
+    let end = match o.end {
+        Some(t) => t,
+        None => *o.end.insert(s.ack_end(o.rp)?),
+    };
+    let j_end = s.row_from(end)?;
+    let (i, last) = (o.c.row, j_end.min(nxt));
+    let gbn = go_back_n(s, i, last, o.rp);
+    let mut burst = None;
+    if gbn.is_none() && j_end < nxt {
+        // nothing sent inside: the burst released by the ACK that ends the event tells
+        // (rows from the direction's first on: a place before them only with an ACK clock
+        // below zero)
+        let kb = s.row_after(s.time(j_end) + clocked)? as i64 - 1;
+        burst = usize::try_from(kb.min(nxt as i64 - 1)).ok();
     }
+    Some(Episode {
+        d,
+        i,
+        end,
+        to: o.c.to,
+        j_end,
+        last,
+        gbn,
+        burst,
+        hi: o.c.hi,
+        una: o.c.una,
+        sacked: o.sacked,
+    })
 }
 
 /// A direction: rows `lo..hi` of `r` (times `tt`), the ACKs reaching its sender (`t_ack`,
@@ -350,16 +358,15 @@ pub fn episodes_of(
         let Ok(row) = usize::try_from(r.retx_rows[k]) else {
             continue;
         };
-        if live {
-            while s.n <= row {
-                s.n += 1;
-                // (the ACKs by this row's time; any prefix of them gives final answers)
-                let t = tt[s.n - 1 - lo];
-                while t_ack.get(s.m).is_some_and(|&a| a <= t) {
-                    s.m += 1;
-                }
-                f.poll(&s, &mut out);
+        if live && s.n <= row {
+            // the rows up to this re-send, and the ACKs by its time (any prefix of them gives
+            // final answers); what settled before it settles here (a stream asks each row)
+            s.n = row + 1;
+            let t = tt[row - lo];
+            while t_ack.get(s.m).is_some_and(|&a| a <= t) {
+                s.m += 1;
             }
+            f.poll(&s, &mut out);
         }
         if r.seq_end[row] > r.una[row] {
             let c = Cand {
