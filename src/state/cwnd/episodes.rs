@@ -318,10 +318,10 @@ impl Seen for Part<'_> {
 
 /// Every loss event of direction `d` (rows `lo..hi`, its retransmitted rows `rx`: indices into
 /// `r.retx_rows`), with its range, go-back-N verdict and burst row, found by [`Finder`]; `live`:
-/// fed as a stream reads the direction (each row, and the ACKs that reached the sender by its
-/// time, then the events that settle: the answers are the same where the times ascend, which
-/// `tests/test_cwnd_stretches.py` checks against the whole direction on every capture), else
-/// fed the whole direction at once.
+/// fed as a stream reads the direction (at each re-send, the rows up to it and the ACKs that
+/// reached the sender by its time, then the events that settle: the answers are the same where
+/// the times ascend, which `tests/test_cwnd_stretches.py` checks against the whole direction on
+/// every capture and `tests_loss.rs` on random ones), else fed the whole direction at once.
 pub fn episodes_of(
     r: &EstRows,
     d: usize,
