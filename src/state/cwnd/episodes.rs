@@ -344,8 +344,13 @@ pub fn episodes_of(
         t_ack,
         una_ack,
     };
-    // (a prefix answers for the whole only where the times ascend)
-    let live = live && tt.windows(2).all(|x| x[0] <= x[1]);
+    // (a prefix answers for the whole only where the times ascend; a stream meets the re-sends
+    // in row order, inside the direction, as `DirRows` writes them)
+    let retx = &r.retx_rows[rx.0..rx.1];
+    let live = live
+        && tt.windows(2).all(|x| x[0] <= x[1])
+        && retx.windows(2).all(|x| x[0] < x[1])
+        && retx.iter().all(|&x| x >= lo as i64 && x < hi as i64);
     let mut s = Part {
         w,
         n: if live { lo } else { hi },

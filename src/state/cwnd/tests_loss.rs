@@ -116,6 +116,15 @@ fn retransmissions_below_the_recovery_point_join_its_event_and_a_timeout_starts_
     // never ACKed: no end (the rows' end)
     let o = resends(false, 3);
     assert_eq!(at(&o, false)[1], (6, f64::INFINITY, 8, 8));
+    // re-sends out of row order or outside the direction (only a hand-made call gives them):
+    // found over the whole
+    for (rows, hi) in [(vec![6, 4, 2], 8), (vec![4, 0, 6], 8), (vec![2, 4, 7], 6)] {
+        let mut o = resends(false, 4);
+        o.retx.0 = rows;
+        let v = o.view();
+        let whole = episodes_of(&v, 0, (2, hi), (0, 3), false);
+        assert_eq!(episodes_of(&v, 0, (2, hi), (0, 3), true), whole);
+    }
     // found as a stream reads the rows: the same events
     for (to, acks) in [(false, 4), (true, 4), (false, 3), (true, 2), (false, 0)] {
         let o = resends(to, acks);
