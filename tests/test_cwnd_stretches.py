@@ -2,10 +2,12 @@
 
 ``tracekit._core.cwnd_estimate`` cuts each direction's rows at the loss events that start once
 the event before them has ended (src/state/cwnd/stretch.rs), so that a stream can hold a
-direction's rows only since the latest cut. Here every estimate `analyze` runs on the bundled
-captures and simulator runs is run again with ``whole=True`` (one stretch per direction, no
-cut), and both must give the same values bit for bit: per row the estimate, ssthresh and phase,
-per loss event its direction, first row, end, kind, recovery and ssthresh.
+direction's rows only since the latest cut, and finds the loss events as a stream would
+(``episodes::Finder`` asked at each re-send with the rows and ACKs seen by then). Here every
+estimate `analyze` runs on the bundled captures and simulator runs is run again with
+``whole=True`` (one stretch per direction, no cut, the events found over the whole direction),
+and both must give the same values bit for bit: per row the estimate, ssthresh and phase, per loss
+event its direction, first row, end, kind, recovery and ssthresh.
 """
 
 from __future__ import annotations

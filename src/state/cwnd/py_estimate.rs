@@ -118,8 +118,9 @@ fn arrays(py: Python<'_>, out: Estimate) -> EstArrays<'_> {
 /// sack_val, sack_pos, seg_rows, seg_at)`; `retx`: `(retx_rows, retx_hi, retx_timeout)`; `acks`:
 /// `(a_time, a_una)`; `dirs`: per direction `(lo, hi, alo, ahi, mss, min_rtt, syn_lost)`;
 /// `hold_backoff`: a backed-off expiry holds ssthresh (false: ns-2 halves it every time);
-/// `whole`: each direction in one stretch, not cut at its loss events (the reference the cuts
-/// are tested against: `stretch`).
+/// `whole`: each direction in one stretch, not cut at its loss events, its events found over
+/// the whole of it (the reference the cuts and the live event finder are tested against:
+/// `stretch`, `episodes::Finder`).
 #[pyfunction]
 #[pyo3(signature = (rows, sack, retx, acks, dirs, hold_backoff, whole = false))]
 #[allow(clippy::too_many_arguments)]
