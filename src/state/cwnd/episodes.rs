@@ -238,37 +238,17 @@ fn settle(o: &mut Open, s: &impl Seen, (d, clocked): (usize, f64)) -> Option<Epi
     })
 }
 
-/// A direction: rows `lo..hi` of `r` (times `tt`), the ACKs reaching its sender (`t_ack`,
-/// `una_ack`).
-struct Whole<'a> {
+/// What a stream has seen of a direction (rows `lo..hi` of `r`, times `tt`; the ACKs reaching
+/// its sender `t_ack`, `una_ack`): its rows before `n` and the ACKs before `m` (`done`: all of
+/// them). An answer the rows and ACKs still to come could change is None; with ascending times,
+/// a search that finds a row inside the rows seen finds the one a search over all of them finds,
+/// and the first ACK that reaches a point among a prefix of the ACKs is the first of them all.
+struct Part<'a> {
     r: &'a EstRows<'a>,
     lo: usize,
     tt: &'a [f64],
     t_ack: &'a [f64],
     una_ack: &'a [i64],
-}
-
-impl RowsAt for Whole<'_> {
-    fn time(&self, i: usize) -> f64 {
-        self.r.time[i]
-    }
-    fn seq_end(&self, i: usize) -> i64 {
-        self.r.seq_end[i]
-    }
-    fn pay(&self, i: usize) -> i64 {
-        self.r.pay[i]
-    }
-    fn una(&self, i: usize) -> i64 {
-        self.r.una[i]
-    }
-}
-
-/// What a stream has seen of a whole direction: its rows before `n` and the ACKs before `m`.
-/// An answer the rows and ACKs still to come could change is None; with ascending times, a
-/// search that finds a row inside the rows seen finds the one a search over all of them finds,
-/// and the first ACK that reaches a point among a prefix of the ACKs is the first of them all.
-struct Part<'a> {
-    w: Whole<'a>,
     n: usize,
     m: usize,
     done: bool,
@@ -277,42 +257,42 @@ struct Part<'a> {
 impl Part<'_> {
     /// A search over the rows seen: final when it stops inside them.
     fn found(&self, k: usize) -> Option<usize> {
-        (k < self.n - self.w.lo || self.done).then_some(self.w.lo + k)
+        (k < self.n - self.lo || self.done).then_some(self.lo + k)
     }
 }
 
 impl RowsAt for Part<'_> {
     fn time(&self, i: usize) -> f64 {
-        self.w.time(i)
+        self.r.time(i)
     }
     fn seq_end(&self, i: usize) -> i64 {
-        self.w.seq_end(i)
+        self.r.seq_end(i)
     }
     fn pay(&self, i: usize) -> i64 {
-        self.w.pay(i)
+        self.r.pay(i)
     }
     fn una(&self, i: usize) -> i64 {
-        self.w.una(i)
+        self.r.una(i)
     }
 }
 
 impl Seen for Part<'_> {
     fn sacked(&self, i: usize) -> i64 {
-        sacked_at(self.w.r, i)
+        sacked_at(self.r, i)
     }
     fn ack_end(&self, rp: i64) -> Option<f64> {
-        let seen = &self.w.una_ack[..self.m];
+        let seen = &self.una_ack[..self.m];
         let k = seen.partition_point(|&y| y < rp);
-        match self.w.t_ack.get(k) {
+        match self.t_ack.get(k) {
             Some(&t) if k < self.m => Some(t),
             _ => self.done.then_some(f64::INFINITY),
         }
     }
     fn row_from(&self, t: f64) -> Option<usize> {
-        self.found(search_left(&self.w.tt[..self.n - self.w.lo], t))
+        self.found(search_left(&self.tt[..self.n - self.lo], t))
     }
     fn row_after(&self, t: f64) -> Option<usize> {
-        self.found(search_right(&self.w.tt[..self.n - self.w.lo], t))
+        self.found(search_right(&self.tt[..self.n - self.lo], t))
     }
 }
 
@@ -337,13 +317,6 @@ pub fn episodes_of(
         (r.a_time, r.a_una)
     };
     let tt = &r.time[lo..hi];
-    let w = Whole {
-        r,
-        lo,
-        tt,
-        t_ack,
-        una_ack,
-    };
     // (a prefix answers for the whole only where the times ascend; a stream meets the re-sends
     // in row order, inside the direction, as `DirRows` writes them)
     let retx = &r.retx_rows[rx.0..rx.1];
@@ -352,7 +325,11 @@ pub fn episodes_of(
         && retx.windows(2).all(|x| x[0] < x[1])
         && retx.iter().all(|&x| x >= lo as i64 && x < hi as i64);
     let mut s = Part {
-        w,
+        r,
+        lo,
+        tt,
+        t_ack,
+        una_ack,
         n: if live { lo } else { hi },
         m: if live { 0 } else { t_ack.len() },
         done: !live,
