@@ -27,7 +27,7 @@
 //! interpolation up to the next whole-segment step (both kept per direction).
 
 mod acks;
-mod episodes;
+pub mod episodes;
 pub mod estimate;
 pub mod events;
 mod pipe;
@@ -40,7 +40,7 @@ mod recoveries;
 pub mod rows;
 pub mod rows_frames;
 pub mod story;
-mod stretch;
+pub mod stretch;
 
 pub use pipe::{Pipe, RowIn};
 #[cfg(test)]
@@ -249,11 +249,18 @@ pub const AT_SENDER_S: f64 = 1e-4;
 /// point are missing: neither the ACK clock nor what was (re-)sent after a timeout can be read
 /// there.
 pub fn at_sender(time: &[f64], ack_t: &[f64], marks: &[u8]) -> bool {
-    time.iter()
-        .zip(ack_t)
-        .zip(marks)
-        .skip(1)
-        .any(|((&t, &a), &m)| m & NEW_ACK != 0 && m & DUP == 0 && t - a <= AT_SENDER_S)
+    sent_on_ack(
+        time.iter()
+            .zip(ack_t)
+            .zip(marks)
+            .skip(1)
+            .map(|((&t, &a), &m)| (t, a, m)),
+    )
+}
+
+/// [`at_sender`] over a direction's rows after its first, as (time, latest ACK's time, marks).
+pub fn sent_on_ack(mut rows: impl Iterator<Item = (f64, f64, u8)>) -> bool {
+    rows.any(|(t, a, m)| m & NEW_ACK != 0 && m & DUP == 0 && t - a <= AT_SENDER_S)
 }
 
 /// Interpolated estimates (`est`, rewritten) and phase codes of every row, direction by direction
@@ -323,4 +330,4 @@ mod rows_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-mod tests_loss;
+pub(crate) mod tests_loss;

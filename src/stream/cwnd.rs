@@ -11,19 +11,22 @@
 //! bits, time, row (the frame's place), relative sequence and ACK numbers and payload.
 //!
 //! When the last packet of a batch of connections as `analyze` cuts them
-//! (`tracekit.analysis._batches`) has been fed, [`run`] settles the batch's rows (`cwndlive::built`;
-//! a logged batch's packets and marks become the columns `rows_frames::build` reads, with its
-//! batch-wide rules: the capture order, the first row's new ACK, the strict minimum RTT over 64
-//! directions), then runs the same `estimate` and the same reductions pass (`cwnd::events`) the
-//! frames path runs (`cwndest`), backed by the batch's loss evidence (re-sends with data that are
-//! not spurious) within each direction's least RTT sample.
+//! (`tracekit.analysis._batches`) has been fed, [`run`] runs the estimate and the reductions
+//! pass (`cwnd::events`) the frames path runs, backed by the batch's loss evidence (re-sends
+//! with data that are not spurious) within each direction's least RTT sample: a batch fed live
+//! one direction and one stretch at a time from the rows where they are held, its consumers fed
+//! as the rows come (`cwndrun`); a logged batch over the columns `rows_frames::build` makes of
+//! its packets and marks, with its batch-wide rules (the capture order, the first row's new
+//! ACK, the strict minimum RTT over 64 directions), then the same `estimate` (`cwndest`).
 //!
 //! Memory: the rows (`cwndlive`: 46 B per data segment, 16 B per ACK) and 24 B per
-//! retransmission until the batch runs (a logged batch: 40 B per TCP packet, 16 B per SACK mark).
+//! retransmission until the batch runs, then one stretch's rows at a time (a logged batch: 40 B
+//! per TCP packet, 16 B per SACK mark, then the columns).
 
 use super::conn::Pk;
 use super::cwndest::stats;
-use super::cwndlive::{built, DirLive, Live};
+use super::cwndlive::{DirLive, Live};
+use super::cwndrun;
 use super::cwndstory::Story;
 use crate::state::cwnd::events::Evidence;
 use crate::state::cwnd::rows_frames::{self as rf, build, Frames, Keys, Packets};
@@ -365,8 +368,8 @@ pub fn run(
     }
 }
 
-/// [`run`] over rows fed live (`cwndlive`): what is still held fed, the late marks placed,
-/// then the same estimate and reductions.
+/// [`run`] over rows fed live (`cwndlive`): what is still held fed, then the estimate and
+/// reductions a stretch at a time (`cwndrun`).
 fn run_live(
     conns: &mut [(u32, ConnCwnd)],
     dirs: &[DirIn],
@@ -392,11 +395,7 @@ fn run_live(
         let timeouts = tos[a..b].iter().map(|t| t.2).collect();
         (rows.unwrap_or_else(|| DirLive::new(0)), timeouts)
     });
-    let mss: Vec<f64> = dirs.iter().map(|d| d.mss).collect();
-    match built(live, dirs.len(), &mss) {
-        None => Ok(vec![None; dirs.len()]),
-        Some(b) => stats(&b, dirs, &ev),
-    }
+    cwndrun::run(live, dirs, &ev)
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
-//! The cwnd stage's estimate over one batch's rows (`cwnd::run`): the frames path's own
-//! `estimate` and reductions pass (`cwnd::events`) over `rows_frames::Built`, and the account's
-//! cwnd events of each direction (`cwndstory`).
+//! The cwnd stage's estimate over the columns of a logged batch (`cwnd::run`: a NaN or infinite
+//! time): the frames path's own `estimate` and reductions pass (`cwnd::events`) over
+//! `rows_frames::Built`, and the account's cwnd events of each direction (`cwndstory`, whose
+//! story needs numpy's search over a whole series once a time is NaN). A batch fed live runs
+//! the same rules a stretch at a time (`cwndrun`).
 
 use super::cwnd::{DirIn, Est};
 use super::cwndstory::{of_batch, Story};

@@ -8,20 +8,21 @@
 //! same order; a connection's first 64 packets wait too, so a short connection makes no rows
 //! until its batch runs. A batch with a NaN or infinite time is logged and sorted as before
 //! (`cwnd::run`).
-//! What only a later packet or the batch's end tells settles there ([`built`]): a segment SACKed
-//! whole by a later block and the first re-send of an episode a later re-send makes a timeout
-//! (`DirLive::settle`), snd_una before the first ACK, the strict minimum RTT over more than 64
-//! directions and the first row's new ACK (the previous direction's last row).
+//! What only a later packet or the batch's end tells settles there ([`DirLive::settled`], read
+//! by `cwndrun`): a segment SACKed whole by a later block and the first re-send of an episode a
+//! later re-send makes a timeout (`DirLive::settle`), snd_una before the first ACK and the
+//! strict minimum RTT over more than 64 directions. (`built`, the same rows as the columns
+//! `rows_frames::build` gives, is what `cwndrun`'s test compares with.)
 //!
 //! Memory per data direction, until its batch runs: the rows (`DirRows`: 24 B per data segment,
 //! 16 B per ACK, 17 B per retransmission), 4 B per data segment (its packet row: where a late
-//! mark lands), 16 B per row with SACKed bytes and 8 B per segment SACKed whole; then the
-//! columns (42 B per data segment), one direction at a time; per connection about 130 B and
-//! the packets held (48 B each: its first 64, then none unless its times fall).
+//! mark lands), 16 B per row with SACKed bytes and 8 B per segment SACKed whole; per connection
+//! about 130 B and the packets held (48 B each: its first 64, then none unless its times fall).
 
 use super::conn::Pk;
 use super::held::{Held, Queue};
 use crate::state::cwnd::rows::{DirRows, Marks, RowCols};
+#[cfg(test)]
 use crate::state::cwnd::rows_frames::Built;
 use crate::state::seq::{ACK, MISSING, SYN};
 
@@ -154,6 +155,7 @@ impl Live {
 }
 
 /// One data direction's rows as they are fed.
+#[cfg_attr(test, derive(Clone))]
 pub struct DirLive {
     b: DirRows,
     out: RowCols,
@@ -213,6 +215,13 @@ impl DirLive {
         self.b.on_data(&mut self.out, time, seq, pay, m);
     }
 
+    /// The rows and their sparse columns once the late marks are placed ([`DirLive::settle`]):
+    /// the row columns stay in the builder (read with `DirRows::sent`, `DirRows::acked`).
+    pub fn settled(mut self, timeouts: &[u32]) -> (DirRows, RowCols) {
+        self.settle(timeouts);
+        (self.b, self.out)
+    }
+
     /// Places the late marks: each first transmission SACKed whole counts as SACKed at each
     /// data row after the packet whose block covered it (`sack::FlightColumns::sacked_at`, RFC
     /// 6675 §2), i.e. at flight places from that packet's row + 1 on; and `timeouts`, the
@@ -268,6 +277,7 @@ impl DirLive {
     }
 }
 
+#[cfg(test)]
 /// `b`'s rows after `a`'s (row numbers moved by `a`'s rows; flight places are packet rows).
 fn append(a: &mut RowCols, mut b: RowCols) {
     let off = a.time.len() as i64;
@@ -288,6 +298,7 @@ fn append(a: &mut RowCols, mut b: RowCols) {
     a.retx.2.append(&mut b.retx.2);
 }
 
+#[cfg(test)]
 /// A batch's `nd` data directions (`(flow, dir)` order, each with the packet rows of its timer
 /// re-sends; their segment sizes in `mss`, NaN: unknown) as `rows_frames::build` gives them;
 /// None when they hold no data segment or no ACK. One direction is settled at a time, its rows

@@ -46,6 +46,7 @@ pub mod cwnd;
 pub mod cwndbatch;
 pub mod cwndest;
 pub mod cwndlive;
+pub mod cwndrun;
 pub mod cwndstory;
 pub mod drive;
 pub mod flight;

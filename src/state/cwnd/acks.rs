@@ -23,6 +23,7 @@ pub type Seg = (Option<i64>, bool, Option<i64>);
 ///
 /// Per ACK it keeps its time and cumulative value (16 B: the estimate reads both); per
 /// first transmission not yet covered, 16 B until an ACK covers it.
+#[cfg_attr(test, derive(Clone))]
 pub struct Acks {
     /// Time and cumulative ACK of every ACK fed so far.
     pub a_time: Vec<f64>,

@@ -97,6 +97,17 @@ impl RowsAt for EstRows<'_> {
     }
 }
 
+/// A direction's rows with the SACKed bytes above snd_una of each (0: none).
+pub trait SackedAt: RowsAt {
+    fn sacked(&self, i: usize) -> i64;
+}
+
+impl SackedAt for EstRows<'_> {
+    fn sacked(&self, i: usize) -> i64 {
+        sacked_at(self, i)
+    }
+}
+
 /// What [`Finder`] asks of a direction's rows and ACKs beyond the rows themselves. Each answer
 /// is final or None: a source that has seen only part of the direction answers None while rows
 /// or ACKs still to come could change it ([`Finder::poll`] then waits).
@@ -243,8 +254,8 @@ fn settle(o: &mut Open, s: &impl Seen, (d, clocked): (usize, f64)) -> Option<Epi
 /// them). An answer the rows and ACKs still to come could change is None; with ascending times,
 /// a search that finds a row inside the rows seen finds the one a search over all of them finds,
 /// and the first ACK that reaches a point among a prefix of the ACKs is the first of them all.
-struct Part<'a> {
-    r: &'a EstRows<'a>,
+struct Part<'a, R> {
+    r: &'a R,
     lo: usize,
     tt: &'a [f64],
     t_ack: &'a [f64],
@@ -254,14 +265,14 @@ struct Part<'a> {
     done: bool,
 }
 
-impl Part<'_> {
+impl<R> Part<'_, R> {
     /// A search over the rows seen: final when it stops inside them.
     fn found(&self, k: usize) -> Option<usize> {
         (k < self.n - self.lo || self.done).then_some(self.lo + k)
     }
 }
 
-impl RowsAt for Part<'_> {
+impl<R: RowsAt> RowsAt for Part<'_, R> {
     fn time(&self, i: usize) -> f64 {
         self.r.time(i)
     }
@@ -276,9 +287,9 @@ impl RowsAt for Part<'_> {
     }
 }
 
-impl Seen for Part<'_> {
+impl<R: SackedAt> Seen for Part<'_, R> {
     fn sacked(&self, i: usize) -> i64 {
-        sacked_at(self.r, i)
+        self.r.sacked(i)
     }
     fn ack_end(&self, rp: i64) -> Option<f64> {
         let seen = &self.una_ack[..self.m];
@@ -296,12 +307,25 @@ impl Seen for Part<'_> {
     }
 }
 
+/// One direction as [`find`] reads it besides its rows: rows `lo..hi` and their times `tt`,
+/// the ACKs reaching its sender (`t_ack`, `una_ack`), its re-sends (rows `retx`, the highest
+/// byte sent before each `retx_hi`, timer-sent `retx_to`) and its minimum RTT (NaN: none).
+pub struct Dir<'a> {
+    pub d: usize,
+    pub lo: usize,
+    pub hi: usize,
+    pub tt: &'a [f64],
+    pub t_ack: &'a [f64],
+    pub una_ack: &'a [i64],
+    pub retx: &'a [i64],
+    pub retx_hi: &'a [i64],
+    pub retx_to: &'a [bool],
+    pub min_rtt: f64,
+}
+
 /// Every loss event of direction `d` (rows `lo..hi`, its retransmitted rows `rx`: indices into
-/// `r.retx_rows`), with its range, go-back-N verdict and burst row, found by [`Finder`]; `live`:
-/// fed as a stream reads the direction (at each re-send, the rows up to it and the ACKs that
-/// reached the sender by its time, then the events that settle: the answers are the same where
-/// the times ascend, which `tests/test_cwnd_stretches.py` checks against the whole direction on
-/// every capture and `tests_loss.rs` on random ones), else fed the whole direction at once.
+/// `r.retx_rows`), with its range, go-back-N verdict and burst row, found by [`Finder`] ([`find`];
+/// `live`: see there).
 pub fn episodes_of(
     r: &EstRows,
     d: usize,
@@ -316,10 +340,31 @@ pub fn episodes_of(
     } else {
         (r.a_time, r.a_una)
     };
-    let tt = &r.time[lo..hi];
+    let x = Dir {
+        d,
+        lo,
+        hi,
+        tt: &r.time[lo..hi],
+        t_ack,
+        una_ack,
+        retx: &r.retx_rows[rx.0..rx.1],
+        retx_hi: &r.retx_hi[rx.0..rx.1],
+        retx_to: &r.retx_timeout[rx.0..rx.1],
+        min_rtt: r.min_rtt[d],
+    };
+    find(r, &x, live)
+}
+
+/// Every loss event of direction `x` of `r` (see [`episodes_of`]); `live`: fed as a stream
+/// reads the direction (at each re-send, the rows up to it and the ACKs that reached the sender
+/// by its time, then the events that settle: the answers are the same where the times ascend,
+/// which `tests/test_cwnd_stretches.py` checks against the whole direction on every capture and
+/// `tests_loss.rs` on random ones), else fed the whole direction at once.
+pub fn find(r: &impl SackedAt, x: &Dir, live: bool) -> Vec<Episode> {
+    let (lo, hi, tt, t_ack) = (x.lo, x.hi, x.tt, x.t_ack);
     // (a prefix answers for the whole only where the times ascend; a stream meets the re-sends
     // in row order, inside the direction, as `DirRows` writes them)
-    let retx = &r.retx_rows[rx.0..rx.1];
+    let retx = x.retx;
     let live = live
         && tt.windows(2).all(|x| x[0] <= x[1])
         && retx.windows(2).all(|x| x[0] < x[1])
@@ -329,15 +374,15 @@ pub fn episodes_of(
         lo,
         tt,
         t_ack,
-        una_ack,
+        una_ack: x.una_ack,
         n: if live { lo } else { hi },
         m: if live { 0 } else { t_ack.len() },
         done: !live,
     };
-    let mut f = Finder::new(d, r.min_rtt[d]);
+    let mut f = Finder::new(x.d, x.min_rtt);
     let mut out = Vec::new();
-    for k in rx.0..rx.1 {
-        let Ok(row) = usize::try_from(r.retx_rows[k]) else {
+    for (k, &row) in retx.iter().enumerate() {
+        let Ok(row) = usize::try_from(row) else {
             continue;
         };
         if live && s.n <= row {
@@ -350,13 +395,14 @@ pub fn episodes_of(
             }
             f.poll(&s, &mut out);
         }
-        if r.seq_end[row] > r.una[row] {
+        let (end, una) = (r.seq_end(row), r.una(row));
+        if end > una {
             let c = Cand {
                 row,
-                seq_end: r.seq_end[row],
-                hi: r.retx_hi[k],
-                una: r.una[row],
-                to: r.retx_timeout[k],
+                seq_end: end,
+                hi: x.retx_hi[k],
+                una,
+                to: x.retx_to[k],
             };
             f.on_cand(c, &s);
             f.poll(&s, &mut out);

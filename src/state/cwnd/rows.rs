@@ -37,11 +37,23 @@ impl Marks {
     };
 }
 
+/// What the ACKs fed before a row say of it ([`DirRows::acked`]): snd_una, sent on a duplicate
+/// ACK, released by a new latest ACK (the first row: any ACK before it), and when the latest
+/// ACK arrived (NaN: none).
+#[derive(Debug, Clone, Copy)]
+pub struct Acked {
+    pub una: i64,
+    pub dup: bool,
+    pub new_ack: bool,
+    pub ack_t: f64,
+}
+
 /// The rows' columns ([`DirRows`] appends to them; rows of several directions may share one).
 /// Per data segment its time, end, payload, snd_una, whether a duplicate ACK sent it, whether a
 /// new ACK released it and when the latest ACK before it arrived; the SACK marks and the
 /// retransmissions of its rows (rows numbered in these columns).
 #[derive(Default)]
+#[cfg_attr(test, derive(Clone))]
 pub struct RowCols {
     pub time: Vec<f64>,
     pub seq_end: Vec<i64>,
@@ -85,6 +97,7 @@ impl RowCols {
 /// retransmission, 16 B per row whose segment gets SACKed; about 200 B per direction. The
 /// seven row columns take 42 B per data segment from `finish` on.
 #[derive(Default)]
+#[cfg_attr(test, derive(Clone))]
 pub struct DirRows {
     acks: Acks,
     /// Its first row in the columns, and its rows so far.
@@ -216,6 +229,56 @@ impl DirRows {
         self.pre < self.len()
     }
 
+    /// What the ACKs fed before row `i` (below [`DirRows::len`]) say of it, as
+    /// [`DirRows::finish`] writes it (see there).
+    pub fn acked(&self, i: usize) -> Acked {
+        let (at, au) = (&self.acks.a_time, &self.acks.a_una);
+        let fed = self.fed[i] as usize;
+        let new_ack = match i {
+            0 => fed > 0,
+            _ => fed != self.fed[i - 1] as usize,
+        };
+        let latest = fed.checked_sub(1).and_then(|k| au.get(k).copied());
+        let ack_t = match fed {
+            0 => f64::NAN,
+            k => at.get(k - 1).copied().unwrap_or(f64::NAN),
+        };
+        // (`Acks::on_ack`: the latest ACK advanced snd_una)
+        let before = fed.checked_sub(2).and_then(|k| au.get(k).copied());
+        let new = latest.is_some_and(|u| u > before.unwrap_or(MISSING));
+        let first = self.first_seq.unwrap_or(0);
+        Acked {
+            una: if i < self.pre {
+                first
+            } else {
+                latest.unwrap_or(0).max(first)
+            },
+            dup: latest.is_some() && !new,
+            new_ack,
+            ack_t,
+        }
+    }
+
+    /// Row `i`'s time, end (seq + payload) and payload (below [`DirRows::len`]).
+    pub fn sent(&self, i: usize) -> (f64, i64, i64) {
+        (self.time[i], self.end[i], i64::from(self.pay[i]))
+    }
+
+    /// The rows' times, in order.
+    pub fn times(&self) -> &[f64] {
+        &self.time
+    }
+
+    /// The ACKs fed: their times and cumulative values.
+    pub fn acks(&self) -> (&[f64], &[i64]) {
+        (&self.acks.a_time, &self.acks.a_una)
+    }
+
+    /// The minimum RTT (`strict`: see [`Acks::min_rtt`]).
+    pub fn min_rtt(&self, strict: bool) -> f64 {
+        self.acks.min_rtt(strict)
+    }
+
     /// Writes the rows to `out` (at its end: row `lo` on) and returns the ACK stream's times and
     /// cumulative values and the minimum RTT (`strict`: see [`Acks::min_rtt`]). Per row, from
     /// the ACKs fed before it: snd_una, the latest cumulative ACK (RFC 793 §3.3: an old ACK
@@ -224,32 +287,17 @@ impl DirRows {
     /// segments one ACK releases, a new latest ACK (the first row: any ACK before it); and when
     /// the latest ACK arrived.
     pub fn finish(&mut self, out: &mut RowCols, strict: bool) -> (Vec<f64>, Vec<i64>, f64) {
-        let first = self.first_seq.unwrap_or(0);
         let n = self.n;
-        let (at, au) = (&self.acks.a_time, &self.acks.a_una);
         out.una.reserve(n);
         out.dup.reserve(n);
         out.new_ack.reserve(n);
         out.ack_t.reserve(n);
-        let mut last = 0;
-        for (i, &f) in self.fed.iter().enumerate() {
-            let fed = f as usize;
-            out.new_ack.push(if i == 0 { fed > 0 } else { fed != last });
-            last = fed;
-            let latest = fed.checked_sub(1).and_then(|k| au.get(k).copied());
-            out.ack_t.push(match fed {
-                0 => f64::NAN,
-                k => at.get(k - 1).copied().unwrap_or(f64::NAN),
-            });
-            // (`Acks::on_ack`: the latest ACK advanced snd_una)
-            let before = fed.checked_sub(2).and_then(|k| au.get(k).copied());
-            let new = latest.is_some_and(|u| u > before.unwrap_or(MISSING));
-            out.dup.push(latest.is_some() && !new);
-            out.una.push(if i < self.pre {
-                first
-            } else {
-                latest.unwrap_or(0).max(first)
-            });
+        for i in 0..n {
+            let a = self.acked(i);
+            out.new_ack.push(a.new_ack);
+            out.ack_t.push(a.ack_t);
+            out.dup.push(a.dup);
+            out.una.push(a.una);
         }
         // (moved whole where the columns hold no other direction's rows)
         if out.time.is_empty() {

@@ -158,6 +158,18 @@ pub struct DirOut<'a> {
     pub events: Vec<EventOut>,
 }
 
+/// A direction's rows as its [`Pipe`] takes them ([`DirPipe`]: from the estimate's columns).
+pub trait Input {
+    /// Row `i` (rows read in ascending order; a row may be read again).
+    fn input(&mut self, i: usize) -> RowIn;
+}
+
+impl Input for DirPipe<'_> {
+    fn input(&mut self, i: usize) -> RowIn {
+        DirPipe::input(self, i)
+    }
+}
+
 /// Direction `d` (rows `lo..hi`, its events `eps`) a stretch at a time (see the module docs);
 /// `cut`: the rows its stretches start at (after `lo`, ascending); `st0`: ssthresh before any
 /// event (NaN: none).
@@ -174,7 +186,7 @@ pub fn direction(
 ) {
     let (mut input, pipe) = DirPipe::new(p, d, (lo, hi));
     let mut de = DirEstimate::new(pipe, r.mss[d], input.end_una, st0, hold_backoff);
-    let (mut s, mut ek, mut at) = (lo, 0, 0);
+    let mut at = 0;
     let (est, st, ph) = (&mut *out.est, &mut *out.ssthresh, &mut *out.phase);
     let mut emit = |t: &[f64], e: &[f64], x: &[f64], c: &[u8]| {
         let k = at..at + t.len();
@@ -183,14 +195,31 @@ pub fn direction(
         ph[k].copy_from_slice(c);
         at += t.len();
     };
+    let ev = stretches(&mut input, &mut de, (lo, hi), (eps, cut), &mut emit);
+    out.events.extend(ev);
+}
+
+/// Rows `lo..hi` of `input` through `de`, a stretch at a time: each stretch from one of `cut`
+/// (ascending, after `lo`) to the next, with the events of `eps` (in order) that start in it;
+/// the rows that are final go to `emit` ([`DirEstimate::stretch`]). Returns the events.
+pub fn stretches(
+    input: &mut impl Input,
+    de: &mut DirEstimate,
+    (lo, hi): (usize, usize),
+    (eps, cut): (&[Episode], &[usize]),
+    emit: &mut impl FnMut(&[f64], &[f64], &[f64], &[u8]),
+) -> Vec<EventOut> {
+    let (mut s, mut ek) = (lo, 0);
+    let mut events = Vec::new();
     let mut rows: Vec<RowIn> = Vec::new();
     for &c in cut.iter().chain([&hi]) {
         rows.clear();
         rows.extend((s..c).map(|i| input.input(i)));
         let next = (c < hi).then(|| input.input(c));
         let upto = ek + eps[ek..].partition_point(|e| e.i < c);
-        let ev = de.stretch(&rows, next.as_ref(), (s, lo), &eps[ek..upto], &mut emit);
-        out.events.extend(ev);
+        let ev = de.stretch(&rows, next.as_ref(), (s, lo), &eps[ek..upto], emit);
+        events.extend(ev);
         (s, ek) = (c, upto);
     }
+    events
 }

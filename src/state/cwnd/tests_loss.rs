@@ -437,7 +437,7 @@ fn inconsistent_columns_are_errors() {
 }
 
 /// splitmix64: the random cases' numbers.
-fn next(s: &mut u64) -> u64 {
+pub(crate) fn next(s: &mut u64) -> u64 {
     *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *s;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -1,0 +1,177 @@
+//! The stretch-at-a-time run against the columns' (`cwndlive::built`, `cwndest::stats`) on the
+//! same rows: random batches of connections whose senders lose, re-send (named or not, some by
+//! the timer), get SACKs and duplicate ACKs, at times that tie.
+
+use super::*;
+use crate::state::cwnd::tests_loss::next;
+use crate::state::seq::{ACK, MISSING, SYN};
+use crate::stream::conn::Pk;
+use crate::stream::cwnd::DirIn;
+use crate::stream::cwndest::stats;
+use crate::stream::cwndlive::{built, Live};
+
+/// One generated packet: its direction, the packet, named a retransmission, SACKed bytes, the
+/// other direction's segments its blocks SACKed first.
+type Gen = (usize, Pk, bool, i64, Vec<u32>);
+
+fn pk(row: u32, time: f64, (seq, len): (i64, i64), flags: u8, ack: i64) -> Pk {
+    Pk {
+        row,
+        time,
+        seq,
+        len,
+        flags,
+        ack,
+        win: 65535,
+        ts_val: MISSING,
+        ts_ecr: MISSING,
+        ttl: 64,
+    }
+}
+
+/// A connection of `n` steps from packet row `row` and time `t`: direction 0 sends data (and
+/// direction 1 too when `both`), each re-sending below its highest byte now and then; the
+/// other direction's ACKs advance, repeat, SACK segments. A third of the connections start
+/// without a handshake, and in some direction 0 sends no ACK flag (direction 1's sender never
+/// hears one).
+fn connection(s: &mut u64, row: &mut u32, t: &mut f64, n: usize, both: bool) -> Vec<Gen> {
+    let base = *row;
+    let mut out: Vec<Gen> = Vec::new();
+    let (mut hi, mut una) = ([1i64; 2], [1i64; 2]);
+    let mut firsts: [Vec<u32>; 2] = Default::default();
+    if !next(s).is_multiple_of(3) {
+        out.push((0, pk(base, *t, (0, 0), SYN, MISSING), false, 0, vec![]));
+        out.push((1, pk(base + 1, *t, (0, 0), SYN | ACK, 1), false, 0, vec![]));
+    }
+    let deaf = both && next(s).is_multiple_of(3);
+    let ack_of = |d: usize, v: i64| {
+        if d == 0 && deaf {
+            (0, MISSING)
+        } else {
+            (ACK, v)
+        }
+    };
+    for _ in 0..n {
+        let r = base + out.len() as u32;
+        // (ties: a fifth of the steps take no time)
+        *t += (next(s) % 5) as f64 * 2e-4 * (next(s) % 3) as f64;
+        let d = if both && next(s).is_multiple_of(3) {
+            1
+        } else {
+            0
+        };
+        let o = 1 - d;
+        if next(s).is_multiple_of(2) {
+            // data: new, or a re-send from snd_una (named by the analysis, mostly)
+            let resend = hi[d] > una[d] && next(s).is_multiple_of(5);
+            let seq = if resend { una[d] } else { hi[d] };
+            let len = if next(s).is_multiple_of(7) { 40 } else { 100 };
+            let named = resend && !next(s).is_multiple_of(4);
+            let sacked = if hi[d] > una[d] + 200 && next(s).is_multiple_of(3) {
+                100
+            } else {
+                0
+            };
+            if !resend {
+                firsts[d].push(r);
+            }
+            hi[d] = hi[d].max(seq + len);
+            let (f, a) = ack_of(d, una[o]);
+            let p = pk(r, *t, (seq, len), f, a);
+            out.push((d, p, named, sacked, vec![]));
+        } else {
+            // an ACK of direction d's data: it advances, or repeats; it may SACK a segment
+            if !next(s).is_multiple_of(3) {
+                una[d] = (una[d] + (next(s) % 3) as i64 * 100).min(hi[d]);
+            }
+            let k = firsts[d].len();
+            let newly = if k > 2 && next(s).is_multiple_of(4) {
+                vec![firsts[d][(next(s) as usize) % k]]
+            } else {
+                vec![]
+            };
+            let (f, a) = ack_of(o, una[d]);
+            let p = pk(r, *t, (hi[o], 0), f, a);
+            out.push((o, p, false, 0, newly));
+        }
+    }
+    *row = base + out.len() as u32;
+    out
+}
+
+/// Feeds one connection's packets; returns its data directions' rows.
+fn feed(g: &[Gen]) -> [Option<DirLive>; 2] {
+    let mut data = [0i64; 2];
+    g.iter()
+        .filter(|x| x.1.len > 0)
+        .for_each(|x| data[x.0] += 1);
+    let mut l = Live::new(g.len(), data, 0.0);
+    for (d, p, named, sacked, newly) in g {
+        l.on_packet(*d, p, *named, *sacked, newly);
+    }
+    l.flush();
+    [l.take(0), l.take(1)]
+}
+
+#[test]
+fn a_stretch_at_a_time_equals_the_columns_on_random_batches() {
+    let mut s = 20_261_129u64;
+    let (mut events, mut cuts) = (0u32, 0usize);
+    for case in 0..400 {
+        let (mut row, mut t) = (0u32, 0.0);
+        let conns = 1 + (next(&mut s) % 3) as usize;
+        let (mut live, mut dirs, mut times) = (Vec::new(), Vec::new(), Vec::new());
+        for flow in 0..conns as u32 {
+            let n = 5 + (next(&mut s) % 300) as usize;
+            let both = next(&mut s).is_multiple_of(2);
+            let g = connection(&mut s, &mut row, &mut t, n, both);
+            // the loss evidence: the named re-sends; the timer sent a third of them
+            let named: Vec<&Gen> = g.iter().filter(|x| x.2).collect();
+            for x in &named {
+                times.push((i64::from(flow), x.0 as i64, x.1.time));
+            }
+            let to: [Vec<u32>; 2] = [0, 1].map(|d| {
+                let v = named.iter().filter(|x| x.0 == d).map(|x| x.1.row);
+                v.filter(|r| r % 3 == 0).collect()
+            });
+            for (d, x) in feed(&g).into_iter().enumerate() {
+                let Some(x) = x else { continue };
+                let mss = if next(&mut s).is_multiple_of(4) {
+                    f64::NAN
+                } else {
+                    100.0
+                };
+                let tol = (next(&mut s) % 20) as f64 * 1e-3;
+                dirs.push(DirIn {
+                    flow,
+                    dir: d as i8,
+                    mss,
+                    tol,
+                });
+                live.push((x, to[d].clone()));
+            }
+        }
+        let ev = Evidence::new(
+            &times.iter().map(|x| x.0).collect::<Vec<_>>(),
+            &times.iter().map(|x| x.1).collect::<Vec<_>>(),
+            &times.iter().map(|x| x.2).collect::<Vec<_>>(),
+        );
+        let mss: Vec<f64> = dirs.iter().map(|d| d.mss).collect();
+        let want = match built(live.clone().into_iter(), dirs.len(), &mss) {
+            None => vec![None; dirs.len()],
+            Some(b) => stats(&b, &dirs, &ev).expect("the columns run"),
+        };
+        let got = run(live.into_iter(), &dirs, &ev).expect("the stretches run");
+        // (NaN fields: compared as printed)
+        assert_eq!(format!("{got:?}"), format!("{want:?}"), "case {case}");
+        for (e, st) in got.iter().flatten() {
+            events += e.loss_events;
+            cuts += st.told.cuts.len();
+        }
+    }
+    // (the cases do reduce cwnd, and the story tells of it)
+    assert!(
+        events > 400 && cuts > 400,
+        "{events} loss events, {cuts} cuts"
+    );
+}
