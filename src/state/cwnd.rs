@@ -26,7 +26,7 @@
 //! without columns; the max filter looks ahead only over rows at the same instant, the
 //! interpolation up to the next whole-segment step (both kept per direction).
 
-mod acks;
+pub mod acks;
 pub mod episodes;
 pub mod estimate;
 pub mod events;

@@ -23,7 +23,7 @@
 //! retransmission until the batch runs, then one stretch's rows at a time (a logged batch: 40 B
 //! per TCP packet, 16 B per SACK mark, then the columns).
 
-use super::conn::Pk;
+use super::conn::{CwndFacts, Pk};
 use super::cwndest::stats;
 use super::cwndlive::{DirLive, Live};
 use super::cwndrun;
@@ -64,11 +64,12 @@ pub struct ConnCwnd {
 impl ConnCwnd {
     /// A connection of `packets` packets and `data` data segments per direction (pass 1's
     /// counts); `lag`: its batch's rows are fed live, each packet held that long for the
-    /// capture order (`held::Order`), else (None) its packets are logged.
-    pub fn new(lag: Option<f64>, packets: usize, data: [i64; 2]) -> Self {
+    /// capture order (`held::Order`), else (None) its packets are logged; `facts`: what pass 1
+    /// settled of each direction.
+    pub fn new(lag: Option<f64>, packets: usize, data: [i64; 2], facts: [CwndFacts; 2]) -> Self {
         let mut c = ConnCwnd::default();
         match lag {
-            Some(lag) => c.live = Some(Box::new(Live::new(packets, data, lag))),
+            Some(lag) => c.live = Some(Box::new(Live::new(packets, data, lag).with(facts))),
             None => c.reserve(packets),
         }
         c
@@ -187,11 +188,14 @@ pub struct DirIn {
     pub tol: f64,
 }
 
-/// A direction's cwnd statistics: the largest estimate (None: none set) and its loss events.
+/// A direction's cwnd statistics: the largest estimate (None: none set) and its loss events;
+/// whether pass 1's facts of the direction (`conn::CwndFacts`) are the rows' own (None: the
+/// batch was logged, or pass 1 settled none).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Est {
     pub max_cwnd: Option<f64>,
     pub loss_events: u32,
+    pub facts: Option<bool>,
 }
 
 /// The batch's packets as `rows_frames::Packets`' columns, in row order.

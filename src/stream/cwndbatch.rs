@@ -2,6 +2,7 @@
 //! cuts the capture, as soon as pass 2 has fed the last packet of the batch (pass 1 learns each
 //! connection's packet count and last row), so the logs of one batch at a time are alive.
 
+use super::conn::CwndFacts;
 use super::cwnd::{run, ConnCwnd, DirIn, Est};
 use super::cwndstory::Story;
 use crate::state::dirstats::Directions;
@@ -121,10 +122,10 @@ impl Batches {
 
     /// Connection `flow`'s cwnd state, `data`: its data segments per direction (pass 1's
     /// counts: the room its rows, or its log, take).
-    pub fn start(&self, flow: u32, data: [i64; 2]) -> ConnCwnd {
+    pub fn start(&self, flow: u32, data: [i64; 2], facts: [CwndFacts; 2]) -> ConnCwnd {
         let n = self.packets.get(flow as usize).copied().unwrap_or(0);
         let lag = self.lag.get(flow as usize).copied().flatten();
-        ConnCwnd::new(lag, usize::try_from(n).unwrap_or(0), data)
+        ConnCwnd::new(lag, usize::try_from(n).unwrap_or(0), data, facts)
     }
 
     /// After pass 2 fed the packet at `row`: runs every batch whose last packet it was.

@@ -110,6 +110,7 @@ pub fn stats(
             let est = Est {
                 max_cwnd: s.max_cwnd.get(),
                 loss_events: s.losses,
+                facts: None,
             };
             *slot = Some((est, story));
         }

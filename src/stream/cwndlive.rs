@@ -19,7 +19,7 @@
 //! mark lands), 16 B per row with SACKed bytes and 8 B per segment SACKed whole; per connection
 //! about 130 B and the packets held (48 B each: its first 64, then none unless its times fall).
 
-use super::conn::Pk;
+use super::conn::{CwndFacts, Pk};
 use super::held::{Held, Queue};
 use crate::state::cwnd::rows::{DirRows, Marks, RowCols};
 #[cfg(test)]
@@ -46,6 +46,8 @@ pub struct Live {
     /// Per direction, its first transmissions SACKed whole: (their packet row, the row of the
     /// packet whose block covered them), placed when the batch runs ([`DirLive::settle`]).
     late: [Vec<(u32, u32)>; 2],
+    /// What pass 1 settled of each direction.
+    facts: [CwndFacts; 2],
 }
 
 impl Live {
@@ -61,7 +63,14 @@ impl Live {
             top: f64::NEG_INFINITY,
             lag,
             late: Default::default(),
+            facts: [CwndFacts::NONE; 2],
         }
+    }
+
+    /// With what pass 1 settled of each direction.
+    pub fn with(mut self, facts: [CwndFacts; 2]) -> Self {
+        self.facts = facts;
+        self
     }
 
     /// Packet `p` of direction `d`: named a retransmission, with `sacked` bytes SACKed above una
@@ -150,6 +159,7 @@ impl Live {
     pub fn take(&mut self, d: usize) -> Option<DirLive> {
         let mut x = *self.dirs.get_mut(d).and_then(Option::take)?;
         x.late = std::mem::take(&mut self.late[d]);
+        x.facts = self.facts.get(d).copied().unwrap_or(CwndFacts::NONE);
         Some(x)
     }
 }
@@ -166,6 +176,8 @@ pub struct DirLive {
     late: Vec<(u32, u32)>,
     /// Data rows with SACKed bytes above una: (row, bytes), until [`DirLive::settle`].
     sack: Vec<(u32, i64)>,
+    /// What pass 1 settled of the direction.
+    pub facts: CwndFacts,
 }
 
 impl DirLive {
@@ -179,6 +191,7 @@ impl DirLive {
             rows: Vec::with_capacity(n),
             late: Vec::new(),
             sack: Vec::new(),
+            facts: CwndFacts::NONE,
         }
     }
 

@@ -16,6 +16,7 @@
 //! Memory beyond the held rows: one stretch's rows and estimate (about 60 B a row), the story's
 //! rows of one instant, and the events and reductions of one direction.
 
+use super::conn::CwndFacts;
 use super::cwnd::{DirIn, Est};
 use super::cwndlive::DirLive;
 use super::cwndstory::Story;
@@ -42,12 +43,15 @@ struct View {
     seg: (Vec<i64>, Vec<i64>),
     /// Retransmitted rows (ascending), the highest byte sent before each, timer-sent.
     retx: (Vec<i64>, Vec<i64>, Vec<bool>),
+    /// What pass 1 settled of the direction.
+    facts: CwndFacts,
 }
 
 impl View {
     /// Direction rows `l` with `timeouts`, its timer re-sends (an error, never met, where its
     /// sparse columns are not in row order: `DirLive::on_data` writes them so).
     fn new(l: DirLive, timeouts: &[u32]) -> Result<View, String> {
+        let facts = l.facts;
         let (b, out) = l.settled(timeouts);
         let RowCols {
             sack, seg, retx, ..
@@ -61,11 +65,22 @@ impl View {
             sack,
             seg: last_of_each(seg),
             retx,
+            facts,
         })
     }
 
     fn n(&self) -> usize {
         self.b.len()
+    }
+
+    /// Whether pass 1's facts are the rows' own (None: pass 1 settled none): what a stream that
+    /// runs the estimate as the rows come would have read from the first row.
+    fn facts_hold(&self, min_rtt: f64) -> Option<bool> {
+        let f = &self.facts;
+        let same = |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+        (f.top >= 0).then(|| {
+            same(f.min_rtt, min_rtt) && Some(f.low) == self.b.low() && f.top == self.b.max_pay
+        })
     }
 }
 
@@ -285,13 +300,14 @@ impl<'a> Sink<'a> {
         self.same_red = 0;
     }
 
-    /// The direction's statistics and story (the estimate's rule reduces at its own row, so
-    /// `Decreases::finish` has no run left to close).
-    fn finish(mut self) -> (Est, Story) {
+    /// The direction's statistics (`facts`: [`View::facts_hold`]) and story (the estimate's
+    /// rule reduces at its own row, so `Decreases::finish` has no run left to close).
+    fn finish(mut self, facts: Option<bool>) -> (Est, Story) {
         self.tell();
         let est = Est {
             max_cwnd: self.stats.max_cwnd.get(),
             loss_events: self.stats.losses,
+            facts,
         };
         let mut told = self.steps.finish();
         told.cuts.sort_by_key(|c| c.index);
@@ -359,7 +375,7 @@ fn direction(v: &View, k: usize, x: &DirIn, b: &Batch) -> (Est, Story) {
     let mut sink = Sink::new(b.evidence.of((i64::from(x.flow), i64::from(x.dir))), x.tol);
     let mut emit = |t: &[f64], e: &[f64], s: &[f64], p: &[u8]| sink.rows(t, e, s, p);
     stretches(&mut input, &mut de, (0, n), (&eps, &cut), &mut emit);
-    sink.finish()
+    sink.finish(v.facts_hold(min_rtt))
 }
 
 /// The batch's `dirs.len()` data directions (`(flow, dir)` order, each with the packet rows of

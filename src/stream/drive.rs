@@ -12,7 +12,7 @@
 //! relative as `conn::driver` does). Pass 1 runs the same sequence state and RTT samples
 //! (`super::conn::Scout`). The rules are those of the column passes; only the driver differs.
 
-use super::conn::{sack_ack, Conn, Pk, Prior, Scout};
+use super::conn::{sack_ack, Conn, CwndFacts, Pk, Prior, Scout};
 use super::cwndbatch::{Batches, Pending};
 use super::fstats;
 use super::number::{Addrs, Num, Numbering};
@@ -332,12 +332,13 @@ impl<'a> Pass2<'a> {
                     echo_lag: None,
                     sum: None,
                     stall: [Whole::NONE; 2],
+                    cwnd: [CwndFacts::NONE; 2],
                     fs: fstats::Prior::default(),
                 };
                 let mut prior = priors.get_mut(flow as usize).and_then(Option::take);
                 let prior = prior.get_or_insert_with(|| Box::new(none()));
                 let mut c = Box::new(Conn::new(prior, floor));
-                c.cwnd = cwnd.start(flow, prior.fs.ext.map(|e| e.n_data));
+                c.cwnd = cwnd.start(flow, prior.fs.ext.map(|e| e.n_data), prior.cwnd);
                 c
             });
             c.fs.on_ends(usize::from(dir == 1), src, dst);

@@ -113,6 +113,7 @@ fn a_dsack_moves_a_counted_retransmission_to_spurious() {
         echo_lag: None,
         sum: None,
         stall: [crate::state::stalls::Whole::NONE; 2],
+        cwnd: [super::conn::CwndFacts::NONE; 2],
         fs: Default::default(),
     };
     let mut c = Conn::new(&mut prior, 0.2);

@@ -21,13 +21,17 @@ pub type Seg = (Option<i64>, bool, Option<i64>);
 /// - RTT samples come from first transmissions only (Karn's rule, RFC 6298 §3): the time from
 ///   a segment to the first ACK whose cumulative value reaches the highest byte sent so far.
 ///
-/// Per ACK it keeps its time and cumulative value (16 B: the estimate reads both); per
-/// first transmission not yet covered, 16 B until an ACK covers it.
+/// Per ACK it keeps its time and cumulative value (16 B: the estimate reads both; [`Acks::walk`]
+/// keeps none); per first transmission not yet covered, 16 B until an ACK covers it.
 #[cfg_attr(test, derive(Clone))]
 pub struct Acks {
     /// Time and cumulative ACK of every ACK fed so far.
     pub a_time: Vec<f64>,
     pub a_una: Vec<i64>,
+    /// Keep every ACK (else only the latest cumulative value).
+    keep: bool,
+    /// The latest cumulative ACK (None: no ACK yet).
+    last: Option<i64>,
     /// The latest ACK advanced snd_una.
     new: bool,
     sent_hi: i64,
@@ -44,6 +48,8 @@ impl Default for Acks {
         Acks {
             a_time: Vec::new(),
             a_una: Vec::new(),
+            keep: true,
+            last: None,
             new: false,
             sent_hi: MISSING,
             pending: VecDeque::new(),
@@ -55,6 +61,17 @@ impl Default for Acks {
 }
 
 impl Acks {
+    /// The walk alone, keeping no ACK: snd_una, retransmissions and the minimum RTT of a
+    /// direction whose times never fall (a segment sent after an ACK that already covered it
+    /// then has a sample of at most 0, which never counts: [`Acks::on_data`]). Pass 1 of the
+    /// streamed summary walks each direction so.
+    pub fn walk() -> Self {
+        Acks {
+            keep: false,
+            ..Acks::default()
+        }
+    }
+
     fn sample(&mut self, rtt: f64) {
         if rtt.is_nan() {
             self.rtt_nan = true;
@@ -66,10 +83,13 @@ impl Acks {
 
     /// The next ACK (in capture order): its time and cumulative ACK number `ack`.
     pub fn on_ack(&mut self, time: f64, ack: i64) {
-        let prev = self.a_una.last().copied().unwrap_or(MISSING);
+        let prev = self.last.unwrap_or(MISSING);
         let una = prev.max(ack);
-        self.a_una.push(una);
-        self.a_time.push(time);
+        self.last = Some(una);
+        if self.keep {
+            self.a_una.push(una);
+            self.a_time.push(time);
+        }
         self.new = una > prev;
         while let Some(&(hi, ts)) = self.pending.front() {
             if hi > una {
@@ -84,7 +104,7 @@ impl Acks {
     /// named it. Returns (the latest cumulative ACK, sent on a duplicate ACK, and for a
     /// retransmission: the highest byte sent before it).
     pub fn on_data(&mut self, time: f64, seq: i64, end: i64, named: bool) -> Seg {
-        let una = self.a_una.last().copied();
+        let una = self.last;
         let dup = una.is_some() && !self.new;
         let before = self.sent_hi;
         let retx = named || seq < before;
@@ -93,11 +113,12 @@ impl Acks {
         if !retx {
             match una {
                 // already covered by an earlier ACK: its first covering ACK is not later
-                Some(u) if u >= hi => {
+                Some(u) if u >= hi && self.keep => {
                     let k = self.a_una.partition_point(|&x| x < hi);
                     let t = self.a_time.get(k).copied().unwrap_or(f64::NAN);
                     self.sample(t - time);
                 }
+                Some(u) if u >= hi => {}
                 _ => self.pending.push_back((hi, time)),
             }
         }

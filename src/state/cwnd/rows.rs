@@ -264,6 +264,11 @@ impl DirRows {
         (self.time[i], self.end[i], i64::from(self.pay[i]))
     }
 
+    /// The lowest data byte (None: no row).
+    pub fn low(&self) -> Option<i64> {
+        self.first_seq
+    }
+
     /// The rows' times, in order.
     pub fn times(&self) -> &[f64] {
         &self.time
