@@ -310,6 +310,7 @@ mod tests {
             ts_val: 0,
             ts_ecr: 0,
             ttl: 0,
+            mss: -1,
         };
         let mut a = Account::default();
         let rt = Verdict {

@@ -12,10 +12,11 @@
 //! Pass 2 ([`Conn`], indexed by direction) runs one RFC 6298 estimator per direction fed
 //! the chosen method's samples as they close, and `retrans::Conn::on_packet` per packet.
 
+pub use super::facts::CwndFacts;
+use super::facts::CwndWalk;
 use super::fstats;
 use crate::capture::Rows;
 use crate::state::conn::Numbered;
-use crate::state::cwnd::acks::Acks;
 use crate::state::dirstats::{self, DirStats};
 use crate::state::flowstats::ranks::Counts;
 use crate::state::flowstats::summary as fs;
@@ -49,6 +50,8 @@ pub struct Pk {
     pub ts_ecr: i64,
     /// The IP TTL (hop limit; 0: unknown).
     pub ttl: u8,
+    /// Its MSS option (-1: none).
+    pub mss: i32,
 }
 
 impl Pk {
@@ -70,6 +73,11 @@ impl Pk {
             },
             ts_ecr: if ts { i64::from(rows.ts_ecr[i]) } else { 0 },
             ttl: rows.ttl[i],
+            mss: if rows.mss_ok[i] {
+                i32::from(rows.mss[i])
+            } else {
+                -1
+            },
         }
     }
 }
@@ -150,11 +158,8 @@ pub struct Scout {
     rising_from: [u32; 2],
     /// What the stall rules read of each side's whole direction.
     stall: [Whole; 2],
-    /// What the cwnd estimate reads of each side's whole direction ([`CwndFacts`]): the Karn
-    /// walk over its data and the other side's ACKs, its lowest data byte and largest payload.
-    karn: [Acks; 2],
-    low: [i64; 2],
-    top: [i64; 2],
+    /// What the cwnd estimate reads of each side's whole direction ([`CwndWalk`]).
+    cwnd: CwndWalk,
     /// The flow statistics' data extents.
     pub fs: fstats::Scout,
     /// Whether its times fall (the cwnd stage's rows are fed live where none does).
@@ -179,9 +184,7 @@ impl Default for Scout {
             last_t: [None; 2],
             rising_from: [0; 2],
             stall: [Whole::NONE; 2],
-            karn: [Acks::walk(), Acks::walk()],
-            low: [i64::MAX; 2],
-            top: [0; 2],
+            cwnd: CwndWalk::default(),
             fs: fstats::Scout::default(),
             order: Default::default(),
             ts_window: None,
@@ -258,27 +261,12 @@ impl Scout {
             }
         }
         self.stall[s].on_packet(p.len);
-        self.on_cwnd(s, p);
+        self.cwnd.on_packet(s, p);
         for x in [sq, ts].into_iter().flatten() {
             self.stall[1 - s].on_sample(x.rtt);
             if x.rtt > 0.0 {
                 self.min_rtt = self.min_rtt.min(x.rtt);
             }
-        }
-    }
-
-    /// The cwnd estimate's walk (`cwndlive::Live::feed`'s: a data segment, payload > 0, is its
-    /// side's; an ACK, the flag and a number, reaches the other side's sender), without the
-    /// retransmission analysis' verdicts: a re-send is a segment that starts below the highest
-    /// byte sent before it.
-    fn on_cwnd(&mut self, s: usize, p: &Pk) {
-        if p.len > 0 {
-            self.karn[s].on_data(p.time, p.seq, p.seq.wrapping_add(p.len), false);
-            self.low[s] = self.low[s].min(p.seq);
-            self.top[s] = self.top[s].max(p.len);
-        }
-        if p.flags & seq::ACK != 0 && p.ack != MISSING {
-            self.karn[1 - s].on_ack(p.time, p.ack);
         }
     }
 
@@ -322,15 +310,7 @@ impl Scout {
                 Summary::picking(seq, &self.counts[s][usize::from(!seq)])
             })),
             stall: [self.stall[init], self.stall[1 - init]],
-            cwnd: by_dir.map(|s| CwndFacts {
-                min_rtt: self.karn[s].min_rtt(false),
-                low: if self.top[s] > 0 {
-                    self.low[s]
-                } else {
-                    MISSING
-                },
-                top: self.top[s],
-            }),
+            cwnd: by_dir.map(|s| self.cwnd.facts(s)),
             fs: self.fs.settle(init),
         }
     }
@@ -360,30 +340,6 @@ pub struct Prior {
     pub cwnd: [CwndFacts; 2],
     /// The flow statistics' extents and summing positions.
     pub fs: fstats::Prior,
-}
-
-/// What pass 1 settles of a direction for the cwnd estimate, which `cwnd::rows::DirRows` learns
-/// only at the direction's end (a stream that runs the estimate as the rows come needs them from
-/// the first row): Karn's minimum RTT (RFC 6298 §3) over the segments that start at or above the
-/// highest byte sent before them (NaN: none), the lowest data byte (`MISSING`: no data) and the
-/// largest payload (the segment size where no MSS option is seen). Where the direction's times
-/// never fall these are `DirRows`' own values unless the retransmission analysis names a segment
-/// that starts above everything sent before it (`docs/architecture.md`, "Why pass 1 must settle
-/// the minimum RTT").
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct CwndFacts {
-    pub min_rtt: f64,
-    pub low: i64,
-    pub top: i64,
-}
-
-impl CwndFacts {
-    /// Nothing known (no pass 1).
-    pub const NONE: CwndFacts = CwndFacts {
-        min_rtt: f64::NAN,
-        low: MISSING,
-        top: -1,
-    };
 }
 
 /// Pass 2's state of one connection, by direction.

@@ -59,6 +59,8 @@ pub struct ConnCwnd {
     seg: Vec<(u32, u32, u8)>,
     /// Its data directions' rows fed live (`cwndlive`; None: its packets are logged instead).
     live: Option<Box<Live>>,
+    /// Each direction's latest retransmission episode (0: none yet).
+    episode: [i32; 2],
 }
 
 impl ConnCwnd {
@@ -87,13 +89,30 @@ impl ConnCwnd {
         newly: &[u32],
     ) {
         self.on_verdict(d, p, v);
+        let to = self.first_resend(d, p, v);
         match self.live.as_deref_mut() {
-            Some(live) => live.on_packet(d, p, v.retrans.is_some(), sacked(fl), newly),
+            Some(live) => {
+                live.on_packet((d, p), (v.retrans.is_some(), to), p.mss, sacked(fl), newly)
+            }
             None => {
                 self.on_log(d, p);
                 self.on_flight(d, p, fl, newly);
             }
         }
+    }
+
+    /// For a data segment that is the first re-send of its episode (`retrans::Conn` numbers
+    /// them per direction, ascending), whether the timer sent it (`retrans.timeout_resends`
+    /// marks the first re-send of an episode any of whose re-sends is `rto`: a later re-send of
+    /// the episode, or a D-SACK, can still change that, and the batch checks it).
+    fn first_resend(&mut self, d: usize, p: &Pk, v: &Verdict) -> Option<bool> {
+        let (kind, ep) = v.retrans?;
+        let last = self.episode.get_mut(d)?;
+        if *last == ep {
+            return None;
+        }
+        *last = ep;
+        (p.len > 0).then_some(kind == RTO)
     }
 
     /// Room for `n` packets (pass 1 counted them: the columns are never moved as they grow).
@@ -189,13 +208,15 @@ pub struct DirIn {
 }
 
 /// A direction's cwnd statistics: the largest estimate (None: none set) and its loss events;
-/// whether pass 1's facts of the direction (`conn::CwndFacts`) are the rows' own (None: the
-/// batch was logged, or pass 1 settled none).
+/// whether pass 1's facts of the direction (`facts::CwndFacts`) are the rows' own (None: the
+/// batch was logged, or pass 1 settled none), and whether it ran live.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Est {
     pub max_cwnd: Option<f64>,
     pub loss_events: u32,
     pub facts: Option<bool>,
+    /// The estimate ran as the rows came (`cwndgo`), not over rows held for the batch.
+    pub live: bool,
 }
 
 /// The batch's packets as `rows_frames::Packets`' columns, in row order.
@@ -335,10 +356,27 @@ fn retrans(conns: &[(u32, ConnCwnd)]) -> (KeyCols, KeyCols, Evidence) {
 pub fn run(
     conns: &mut [(u32, ConnCwnd)],
     dirs: &[DirIn],
-) -> Result<Vec<Option<(Est, Story)>>, String> {
+) -> Result<Vec<Option<(Est, Story)>>, Failed> {
     if conns.iter().any(|c| c.1.live.is_some()) {
-        return run_live(conns, dirs);
+        return run_live(conns, dirs).map_err(Failed::Live);
     }
+    run_logged(conns, dirs).map_err(Failed::Columns)
+}
+
+/// Why a batch has no statistics: its columns were refused (its directions have none), or a
+/// direction run live read a fact the batch does not confirm (the stream cannot answer: the
+/// frames path reads the file).
+#[derive(Debug)]
+pub enum Failed {
+    Columns(#[allow(dead_code)] String),
+    Live(String),
+}
+
+/// [`run`] over a logged batch's packets.
+fn run_logged(
+    conns: &mut [(u32, ConnCwnd)],
+    dirs: &[DirIn],
+) -> Result<Vec<Option<(Est, Story)>>, String> {
     let c = packets(conns);
     let p = Packets {
         flow: &c.flow,

@@ -2,9 +2,9 @@
 //! cuts the capture, as soon as pass 2 has fed the last packet of the batch (pass 1 learns each
 //! connection's packet count and last row), so the logs of one batch at a time are alive.
 
-use super::conn::CwndFacts;
-use super::cwnd::{run, ConnCwnd, DirIn, Est};
+use super::cwnd::{run, ConnCwnd, DirIn, Est, Failed};
 use super::cwndstory::Story;
+use super::facts::CwndFacts;
 use crate::state::dirstats::Directions;
 
 /// What the cwnd stage reads of a connection closed at its last packet (`drive::Pass2::close`)
@@ -29,6 +29,8 @@ pub struct Batches {
     /// (`held::Order::lag`; None: its batch is logged).
     packets: Vec<u64>,
     lag: Vec<Option<f64>>,
+    /// A live run's fact the batch did not confirm (`cwnd::Failed::Live`): the stream refuses.
+    pub refused: Option<String>,
 }
 
 impl Batches {
@@ -74,6 +76,7 @@ impl Batches {
             stories: Vec::new(),
             packets,
             lag,
+            refused: None,
         }
     }
 
@@ -117,6 +120,7 @@ impl Batches {
             stories: Vec::new(),
             packets: self.packets.clone(),
             lag: self.lag.clone(),
+            refused: None,
         }
     }
 
@@ -193,7 +197,14 @@ impl Batches {
                 logs.push((flow, log));
             }
         }
-        let got = run(&mut logs, &ins).unwrap_or_else(|_| vec![None; ins.len()]);
+        let got = match run(&mut logs, &ins) {
+            Ok(got) => got,
+            Err(Failed::Live(e)) => {
+                self.refused.get_or_insert(e);
+                vec![None; ins.len()]
+            }
+            Err(Failed::Columns(_)) => vec![None; ins.len()],
+        };
         // the slots grow with the batches run (a shard runs only its own)
         if self.out.len() < 2 * hi as usize {
             self.out.resize(2 * hi as usize, None);

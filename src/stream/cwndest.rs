@@ -111,6 +111,7 @@ pub fn stats(
                 max_cwnd: s.max_cwnd.get(),
                 loss_events: s.losses,
                 facts: None,
+                live: false,
             };
             *slot = Some((est, story));
         }

@@ -20,6 +20,7 @@
 //! about 130 B and the packets held (48 B each: its first 64, then none unless its times fall).
 
 use super::conn::{CwndFacts, Pk};
+use super::cwndgo::Go;
 use super::held::{Held, Queue};
 use crate::state::cwnd::rows::{DirRows, Marks, RowCols};
 #[cfg(test)]
@@ -48,6 +49,8 @@ pub struct Live {
     late: [Vec<(u32, u32)>; 2],
     /// What pass 1 settled of each direction.
     facts: [CwndFacts; 2],
+    /// Late marks for directions run live, until their SACKing packet is fed.
+    late_q: Vec<(u32, u32)>,
 }
 
 impl Live {
@@ -64,6 +67,7 @@ impl Live {
             lag,
             late: Default::default(),
             facts: [CwndFacts::NONE; 2],
+            late_q: Vec::new(),
         }
     }
 
@@ -73,20 +77,34 @@ impl Live {
         self
     }
 
-    /// Packet `p` of direction `d`: named a retransmission, with `sacked` bytes SACKed above una
-    /// (a data segment's), and the other direction's segments its blocks SACKed first
-    /// (`newly`: their rows).
-    pub fn on_packet(&mut self, d: usize, p: &Pk, named: bool, sacked: i64, newly: &[u32]) {
+    /// Packet `p` of direction `d`: named a retransmission and, the first re-send of its
+    /// episode, whether the timer sent the episode so far (`to`), its MSS option (-1: none),
+    /// with `sacked` bytes SACKed above una (a data segment's), and the other direction's
+    /// segments its blocks SACKed first (`newly`: their rows).
+    pub fn on_packet(
+        &mut self,
+        (d, p): (usize, &Pk),
+        (named, to): (bool, Option<bool>),
+        mss: i32,
+        sacked: i64,
+        newly: &[u32],
+    ) {
         if self.data[1 - d] > 0 {
-            newly
-                .iter()
-                .for_each(|&s| self.late[1 - d].push((s, p.row)));
+            // (a direction run live takes them when the packet is fed, in capture order)
+            let q = if self.facts[1 - d].top >= 0 {
+                &mut self.late_q
+            } else {
+                &mut self.late[1 - d]
+            };
+            newly.iter().for_each(|&s| q.push((s, p.row)));
         }
         let h = Held {
             d: d as u8,
             syn: p.flags & SYN != 0,
             ack: p.flags & ACK != 0 && p.ack != MISSING,
             named,
+            to,
+            mss,
             time: p.time,
             row: p.row,
             seq: p.seq,
@@ -123,7 +141,14 @@ impl Live {
     fn make(&mut self) {
         for (d, slot) in self.dirs.iter_mut().enumerate() {
             let n = usize::try_from(self.data[d]).unwrap_or(0);
-            *slot = (n > 0).then(|| Box::new(DirLive::new(n)));
+            *slot = (n > 0).then(|| {
+                let mut o = Box::new(DirLive::new(n));
+                // (run as the rows come where pass 1 settled the direction's facts)
+                if self.facts[d].top >= 0 {
+                    o.go(self.facts[d]);
+                }
+                o
+            });
         }
         self.made = true;
     }
@@ -144,14 +169,25 @@ impl Live {
         let d = usize::from(x.d);
         if let Some(o) = self.dirs[d].as_mut() {
             if x.syn {
-                o.on_syn(x.time);
+                o.on_syn(x.time, x.mss);
             }
             if x.len > 0 {
-                o.on_data(x.row, (x.time, x.seq, x.len), x.named, x.sacked);
+                o.on_data(x.row, (x.time, x.seq, x.len), (x.named, x.to), x.sacked);
             }
         }
         if let Some(b) = self.dirs[1 - d].as_mut().filter(|_| x.ack) {
             b.on_ack(x.time, x.ackno);
+        }
+        // the segments of the other direction this packet's blocks SACKed whole (few wait:
+        // those of the packets not yet fed)
+        if self.late_q.iter().any(|m| m.1 == x.row) {
+            let (now, wait) = std::mem::take(&mut self.late_q)
+                .into_iter()
+                .partition(|m| m.1 == x.row);
+            self.late_q = wait;
+            if let Some(b) = self.dirs[1 - d].as_mut() {
+                now.into_iter().for_each(|(s, at)| b.on_late(s, at));
+            }
         }
     }
 
@@ -165,19 +201,37 @@ impl Live {
 }
 
 /// One data direction's rows as they are fed.
-#[cfg_attr(test, derive(Clone))]
 pub struct DirLive {
-    b: DirRows,
-    out: RowCols,
-    /// The packet row of each data row: where a late mark lands.
-    rows: Vec<u32>,
+    pub(super) b: DirRows,
+    pub(super) out: RowCols,
+    /// The packet row of each data row (from `b.base()` on): where a late mark lands.
+    pub(super) rows: Vec<u32>,
     /// First transmissions SACKed whole: (their packet row, the row of the packet whose block
-    /// covered them), placed once the batch runs ([`DirLive::settle`]).
+    /// covered them), placed once the batch runs ([`DirLive::settle`]; a direction run live
+    /// places them as they come, `cwndgo`).
     late: Vec<(u32, u32)>,
-    /// Data rows with SACKed bytes above una: (row, bytes), until [`DirLive::settle`].
-    sack: Vec<(u32, i64)>,
     /// What pass 1 settled of the direction.
     pub facts: CwndFacts,
+    /// The MSS option of its first SYN that carries one (-1: none yet).
+    pub(super) syn_mss: i32,
+    /// The estimate run as the rows come (`cwndgo`; None: the rows are held for the batch).
+    pub(super) go: Option<Box<Go>>,
+}
+
+#[cfg(test)]
+impl Clone for DirLive {
+    /// (the rows a live run has not dropped; its state is not cloned)
+    fn clone(&self) -> Self {
+        DirLive {
+            b: self.b.clone(),
+            out: self.out.clone(),
+            rows: self.rows.clone(),
+            late: self.late.clone(),
+            facts: self.facts,
+            syn_mss: self.syn_mss,
+            go: None,
+        }
+    }
 }
 
 impl DirLive {
@@ -190,42 +244,71 @@ impl DirLive {
             out: RowCols::default(),
             rows: Vec::with_capacity(n),
             late: Vec::new(),
-            sack: Vec::new(),
             facts: CwndFacts::NONE,
+            syn_mss: -1,
+            go: None,
         }
     }
 
-    /// A SYN of the direction (`DirRows::on_syn`: a retransmitted SYN is a loss, RFC 5681 §3.1).
-    pub fn on_syn(&mut self, time: f64) {
+    /// A SYN of the direction (`DirRows::on_syn`: a retransmitted SYN is a loss, RFC 5681 §3.1)
+    /// and its MSS option (-1: none; the first SYN's that carries one is kept, as
+    /// `dirstats::DirStats` keeps it).
+    pub fn on_syn(&mut self, time: f64, mss: i32) {
         self.b.on_syn(time);
+        if self.syn_mss < 0 {
+            self.syn_mss = mss;
+        }
     }
 
     /// An ACK reaching the direction's sender (`DirRows::on_ack`).
     pub fn on_ack(&mut self, time: f64, ack: i64) {
         self.b.on_ack(time, ack);
+        if self.go.is_some() {
+            self.go_poll();
+        }
     }
 
-    /// The data segment at packet row `row`: named a retransmission (`retrans::Conn`), with
-    /// `sacked` bytes SACKed above una (unacked − pipe, RFC 6675 "pipe"), kept beside the rows
-    /// until [`DirLive::settle`] (16 B, not the columns' 24: its flight place is its packet row,
-    /// `rows`, read then). The pipe only compares that place with the places from which
-    /// segments count as SACKed, and the packet rows keep their order.
+    /// The data segment at packet row `row`: named a retransmission (`retrans::Conn`) and,
+    /// when it is the first re-send of its episode, whether that episode is a timeout so far
+    /// (`to`: a live run's timer mark, checked when the batch runs), with `sacked` bytes SACKed
+    /// above una (unacked − pipe, RFC 6675 "pipe") at its flight place, its packet row (the pipe
+    /// only compares that place with the places from which segments count as SACKed, and the
+    /// packet rows keep their order).
     pub fn on_data(
         &mut self,
         row: u32,
         (time, seq, pay): (f64, i64, i64),
-        named: bool,
+        (named, to): (bool, Option<bool>),
         sacked: i64,
     ) {
+        let k = self.b.len() as i64;
         if sacked != 0 {
-            self.sack.push((self.rows.len() as u32, sacked));
+            let s = &mut self.out.sack;
+            s.0.push(k);
+            s.1.push(sacked);
+            s.2.push(i64::from(row));
         }
+        let live = self.go.is_some();
         let m = Marks {
             named,
+            timeout: live && to == Some(true),
             ..Marks::NONE
         };
         self.rows.push(row);
         self.b.on_data(&mut self.out, time, seq, pay, m);
+        if live {
+            self.go_row(row, to);
+        }
+    }
+
+    /// First transmission `s` (its packet row) SACKed whole by the block of the packet at row
+    /// `at`: placed when the batch runs, or at once in a live run (`cwndgo`).
+    pub fn on_late(&mut self, s: u32, at: u32) {
+        if self.go.is_some() {
+            self.go_late(s, at);
+        } else {
+            self.late.push((s, at));
+        }
     }
 
     /// The rows and their sparse columns once the late marks are placed ([`DirLive::settle`]):
@@ -239,17 +322,11 @@ impl DirLive {
     /// data row after the packet whose block covered it (`sack::FlightColumns::sacked_at`, RFC
     /// 6675 §2), i.e. at flight places from that packet's row + 1 on; and `timeouts`, the
     /// re-sends (packet rows) that are the first of an episode the timer sent (RFC 6298 §5:
-    /// `retrans.timeout_resends`), get their rows' timeout mark.
+    /// `retrans.timeout_resends`), get their rows' timeout mark. (Rows a live run dropped are
+    /// not here: such a direction is finished by `cwndgo`.)
     fn settle(&mut self, timeouts: &[u32]) {
-        // (`DirRows::on_data`'s SACK columns: by row, ascending)
-        let out = &mut self.out.sack;
-        for &(k, v) in &self.sack {
-            out.0.push(i64::from(k));
-            out.1.push(v);
-            out.2
-                .push(self.rows.get(k as usize).map_or(-1, |&r| i64::from(r)));
-        }
-        self.sack = Vec::new();
+        // (the marks a live run set as it went are the batch's now)
+        self.out.retx.2.fill(false);
         // data rows by packet row (they are in capture order: sorted unless a time fell)
         let mut by: Vec<(u32, u32)> = Vec::new();
         let sorted = self.rows.windows(2).all(|w| w[0] < w[1]);
@@ -383,17 +460,18 @@ mod tests {
             ts_val: MISSING,
             ts_ecr: MISSING,
             ttl: 0,
+            mss: -1,
         }
     }
 
     #[test]
     fn held_packets_are_fed_in_capture_order() {
         let mut l = Live::new(4, [3, 0], 0.5);
-        l.on_packet(0, &pk(0, 1.0, 0, 10, MISSING), false, 0, &[]);
+        l.on_packet((0, &pk(0, 1.0, 0, 10, MISSING)), (false, None), -1, 0, &[]);
         // an ACK reaching direction 0's sender, then a segment sent before it
-        l.on_packet(1, &pk(1, 3.0, 0, 0, 10), false, 0, &[]);
-        l.on_packet(0, &pk(2, 2.5, 10, 10, MISSING), false, 0, &[]);
-        l.on_packet(0, &pk(3, 4.0, 20, 10, MISSING), false, 0, &[]);
+        l.on_packet((1, &pk(1, 3.0, 0, 0, 10)), (false, None), -1, 0, &[]);
+        l.on_packet((0, &pk(2, 2.5, 10, 10, MISSING)), (false, None), -1, 0, &[]);
+        l.on_packet((0, &pk(3, 4.0, 20, 10, MISSING)), (false, None), -1, 0, &[]);
         l.flush();
         let d = l.take(0).expect("a data direction");
         assert_eq!(d.rows, vec![0, 2, 3]);

@@ -8,26 +8,13 @@ use crate::state::seq::{ACK, MISSING, SYN};
 use crate::stream::conn::Pk;
 use crate::stream::cwnd::DirIn;
 use crate::stream::cwndest::stats;
-use crate::stream::cwndlive::{built, Live};
+use crate::stream::cwndlive::{built, DirLive, Live};
+use crate::stream::facts::CwndFacts;
+use crate::stream::tests::pk;
 
 /// One generated packet: its direction, the packet, named a retransmission, SACKed bytes, the
 /// other direction's segments its blocks SACKed first.
 type Gen = (usize, Pk, bool, i64, Vec<u32>);
-
-fn pk(row: u32, time: f64, (seq, len): (i64, i64), flags: u8, ack: i64) -> Pk {
-    Pk {
-        row,
-        time,
-        seq,
-        len,
-        flags,
-        ack,
-        win: 65535,
-        ts_val: MISSING,
-        ts_ecr: MISSING,
-        ttl: 64,
-    }
-}
 
 /// A connection of `n` steps from packet row `row` and time `t`: direction 0 sends data (and
 /// direction 1 too when `both`), each re-sending below its highest byte now and then; the
@@ -84,9 +71,10 @@ fn connection(s: &mut u64, row: &mut u32, t: &mut f64, n: usize, both: bool) -> 
             if !next(s).is_multiple_of(3) {
                 una[d] = (una[d] + (next(s) % 3) as i64 * 100).min(hi[d]);
             }
+            // (a scoreboard names a segment once: `sack::Scoreboard::newly_sacked`)
             let k = firsts[d].len();
             let newly = if k > 2 && next(s).is_multiple_of(4) {
-                vec![firsts[d][(next(s) as usize) % k]]
+                vec![firsts[d].swap_remove((next(s) as usize) % k)]
             } else {
                 vec![]
             };
@@ -107,7 +95,7 @@ fn feed(g: &[Gen]) -> [Option<DirLive>; 2] {
         .for_each(|x| data[x.0] += 1);
     let mut l = Live::new(g.len(), data, 0.0);
     for (d, p, named, sacked, newly) in g {
-        l.on_packet(*d, p, *named, *sacked, newly);
+        l.on_packet((*d, p), (*named, None), -1, *sacked, newly);
     }
     l.flush();
     [l.take(0), l.take(1)]
@@ -206,4 +194,92 @@ fn pass_one_settles_the_facts_the_rows_learn_at_their_end() {
         }
     }
     assert!(held > 300, "{held} directions");
+}
+
+/// One connection's packets fed to a [`Live`]: run as the rows come where `facts` are given
+/// (each named re-send the first of its episode, a timeout where `to` says), else held.
+fn fed(g: &[Gen], facts: Option<[CwndFacts; 2]>, to: &impl Fn(&Gen) -> bool) -> Vec<DirLive> {
+    let mut data = [0i64; 2];
+    g.iter()
+        .filter(|x| x.1.len > 0)
+        .for_each(|x| data[x.0] += 1);
+    let mut l = Live::new(g.len(), data, 0.0);
+    if let Some(f) = facts {
+        l = l.with(f);
+    }
+    for x in g {
+        let mark = (facts.is_some() && x.2 && x.1.len > 0).then(|| to(x));
+        l.on_packet((x.0, &x.1), (x.2, mark), x.1.mss, x.3, &x.4);
+    }
+    l.flush();
+    (0..2).filter_map(|d| l.take(d)).collect()
+}
+
+#[test]
+fn a_live_run_equals_the_held_rows_on_random_connections() {
+    use crate::stream::conn::Scout;
+    let mut s = 20_261_131u64;
+    let (mut live, mut cut, mut refused) = (0, 0, 0);
+    for case in 0..400 {
+        let (mut row, mut t) = (0u32, 0.0);
+        let n = 20 + (next(&mut s) % 400) as usize;
+        let both = next(&mut s).is_multiple_of(2);
+        let g = connection(&mut s, &mut row, &mut t, n, both);
+        let mut scout = Scout::default();
+        g.iter().for_each(|x| scout.on_packet(x.0, &x.1));
+        let facts = scout.settle(0).cwnd;
+        let to = |x: &Gen| x.1.row.is_multiple_of(3);
+        let timeouts: [Vec<u32>; 2] = [0, 1].map(|d| {
+            let v = g.iter().filter(|x| x.0 == d && x.2 && x.1.len > 0 && to(x));
+            v.map(|x| x.1.row).collect()
+        });
+        let dirs: Vec<DirIn> = (0..2)
+            .filter(|&d| g.iter().any(|x| x.0 == d && x.1.len > 0))
+            .map(|d| DirIn {
+                flow: 0,
+                dir: d as i8,
+                mss: facts[d].top as f64,
+                tol: 0.002,
+            })
+            .collect();
+        let times: Vec<&Gen> = g.iter().filter(|x| x.2 && x.1.len > 0).collect();
+        let ev = Evidence::new(
+            &vec![0; times.len()],
+            &times.iter().map(|x| x.0 as i64).collect::<Vec<_>>(),
+            &times.iter().map(|x| x.1.time).collect::<Vec<_>>(),
+        );
+        let with = |rows: Vec<DirLive>| {
+            let it = rows.into_iter().zip(&dirs).map(|(r, x)| {
+                let d = x.dir as usize;
+                (r, timeouts[d].clone())
+            });
+            run(it, &dirs, &ev)
+        };
+        let ran = fed(&g, Some(facts), &to);
+        live += ran.iter().filter(|r| r.ran()).count();
+        let got = match with(ran) {
+            // (a direction that never hears an ACK reads its batch's: those run live are gone)
+            Err(e) if e.contains("without ACKs") => {
+                refused += 1;
+                continue;
+            }
+            got => got.expect("the live run's facts hold"),
+        };
+        let want = with(fed(&g, None, &to)).expect("the held rows run");
+        assert_eq!(got.len(), want.len());
+        for (a, b) in got.iter().zip(&want) {
+            let key = |x: &Option<(Est, Story)>| {
+                x.as_ref()
+                    .map(|(e, s)| format!("{:?} {} {s:?}", e.max_cwnd, e.loss_events))
+            };
+            assert_eq!(key(a), key(b), "case {case}");
+            cut += a.as_ref().map_or(0, |x| x.0.loss_events);
+        }
+    }
+    // (most directions run live, and their estimates do reduce)
+    assert!(
+        live > 200 && cut > 400,
+        "{live} directions run live, {cut} loss events"
+    );
+    assert!(refused < 100, "{refused} of 400 refused");
 }

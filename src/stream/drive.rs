@@ -397,11 +397,16 @@ impl<'a> Pass2<'a> {
 
     /// The rows of the directions that carried data, in first-appearance order (`addrs`: the
     /// addresses by id, once the reader has numbered every batch).
-    pub(super) fn finish(mut self, addrs: &Addrs) -> Vec<Row> {
+    pub(super) fn finish(mut self, addrs: &Addrs) -> Result<Vec<Row>, Refusal> {
         for flow in 0..self.conns.len() {
             self.close(flow as u32);
         }
         self.cwnd.finish(&self.dirs, &mut self.closed);
+        if let Some(e) = self.cwnd.refused.take() {
+            // (`analyze --json` then reads the file through the frames path)
+            let msg = format!("the streamed summary cannot answer for this capture: {e}");
+            return Err(Refusal::new("TracekitError", msg));
+        }
         let d = &self.dirs;
         let mut out = Vec::new();
         let mut helds = Vec::new();
@@ -461,7 +466,7 @@ impl<'a> Pass2<'a> {
             let tol_s = r.rtt.map_or(f64::NAN, |x| x.min);
             r.account = held.told(r.story.as_ref(), tol_s);
         }
-        out
+        Ok(out)
     }
 }
 

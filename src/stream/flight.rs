@@ -77,6 +77,7 @@ mod tests {
                 ts_val: MISSING,
                 ts_ecr: 0,
                 ttl: 0,
+                mss: -1,
             };
             let b = tcp.on_packet(d, &p).step.bits;
             bits.push(b);

@@ -43,6 +43,10 @@ pub(super) struct Held {
     pub(super) syn: bool,
     pub(super) ack: bool,
     pub(super) named: bool,
+    /// The first re-send of its episode: whether the timer sent the episode so far.
+    pub(super) to: Option<bool>,
+    /// A SYN's MSS option (-1: none).
+    pub(super) mss: i32,
     pub(super) time: f64,
     pub(super) row: u32,
     pub(super) seq: i64,
@@ -152,6 +156,8 @@ mod tests {
             syn: false,
             ack: false,
             named: false,
+            to: None,
+            mss: -1,
             time,
             row,
             seq: 0,

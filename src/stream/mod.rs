@@ -45,10 +45,13 @@ pub mod conn;
 pub mod cwnd;
 pub mod cwndbatch;
 pub mod cwndest;
+pub mod cwndgo;
 pub mod cwndlive;
 pub mod cwndrun;
 pub mod cwndstory;
+pub mod cwndview;
 pub mod drive;
+pub mod facts;
 pub mod flight;
 pub mod fstats;
 mod held;
@@ -60,7 +63,7 @@ pub mod source;
 pub mod stalls;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 /// Why a capture cannot be streamed: which `tracekit.errors` class, and the reason.
 #[derive(Clone, Debug, PartialEq)]

@@ -35,7 +35,8 @@ fn error(py: Python<'_>, r: &Refusal, path: &std::path::Path) -> PyErr {
 /// `tracekit._flowrows` computes `duration`, `transfer_s`, `handshake_s`, the rates
 /// and `delivered_bytes`; the cwnd estimate's `max_cwnd_bytes`, `cwnd_source` and
 /// `loss_events` (None: no estimate row), `_cwnd_facts` (whether pass 1's facts of the direction,
-/// `conn::CwndFacts`, are its rows' own; None: not known) and the models' inputs `_smss` (the largest payload),
+/// `facts::CwndFacts`, are its rows' own; None: not known), `_cwnd_live` (the estimate ran as the
+/// rows came, `cwndgo`) and the models' inputs `_smss` (the largest payload),
 /// `_srtt` and `_rttvar` (RFC 6298 at the end; NaN: none), from which `_flowrows.with_models`
 /// computes `loss_event_rate` and the Mathis, Padhye and window-limit rates; the account's
 /// cwnd events (`tracekit.explain_parts.Series`, `cwndstory::output`: `_story_rows`, `_ca_start`,
@@ -183,6 +184,7 @@ fn output<'py>(py: Python<'py>, f: Flows, warnings: &[Warn]) -> PyResult<Bound<'
     col!("cwnd_source", |r| r.cwnd.map(|_| "estimate"));
     col!("loss_events", |r| r.cwnd.map(|c| c.loss_events));
     col!("_cwnd_facts", |r| r.cwnd.and_then(|c| c.facts));
+    col!("_cwnd_live", |r| r.cwnd.map(|c| c.live));
     col!("_smss", |r| r.stats.max_payload);
     col!("_srtt", |r| r.srtt.map_or(nan, |x| x.0));
     col!("_rttvar", |r| r.srtt.map_or(nan, |x| x.1));

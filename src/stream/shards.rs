@@ -45,7 +45,7 @@ pub(super) fn run(
         }
         let addrs = reader.numbering.take().unwrap_or_default().addrs;
         return Ok(Flows {
-            rows: p.finish(&addrs),
+            rows: p.finish(&addrs)?,
             packets: row0,
         });
     }
@@ -90,7 +90,7 @@ pub(super) fn run(
             return Err(e);
         }
         let addrs = reader.numbering.take().unwrap_or_default().addrs;
-        Ok((merged(passes, &addrs), row0))
+        Ok((merged(passes, &addrs)?, row0))
     })?;
     Ok(Flows { rows, packets })
 }
@@ -112,8 +112,11 @@ fn dealt(owner: &[u16], priors: Vec<Option<Box<Prior>>>, n: usize) -> Vec<Vec<Op
 
 /// The shards' rows in first-appearance order: each direction's first packet's row (one
 /// direction a row, so no two are equal), as one pass gives them.
-fn merged(passes: Vec<Pass2>, addrs: &super::number::Addrs) -> Vec<Row> {
-    let mut rows: Vec<Row> = passes.into_iter().flat_map(|p| p.finish(addrs)).collect();
+fn merged(passes: Vec<Pass2>, addrs: &super::number::Addrs) -> Result<Vec<Row>, Refusal> {
+    let mut rows: Vec<Row> = Vec::new();
+    for p in passes {
+        rows.extend(p.finish(addrs)?);
+    }
     rows.sort_by_key(|r| r.stats.first_row);
-    rows
+    Ok(rows)
 }

@@ -1,3 +1,4 @@
+use super::conn::Pk;
 use super::drive::summary;
 use std::path::Path;
 
@@ -104,7 +105,7 @@ fn refusals_name_the_reason() {
 /// direction's counts move it to `spurious`, the bytes and count unchanged.
 #[test]
 fn a_dsack_moves_a_counted_retransmission_to_spurious() {
-    use super::conn::{Conn, Pk, Prior};
+    use super::conn::{Conn, Prior};
     use crate::state::seq::MISSING;
     let mut prior = Prior {
         seq_rtt: [true; 2],
@@ -113,21 +114,12 @@ fn a_dsack_moves_a_counted_retransmission_to_spurious() {
         echo_lag: None,
         sum: None,
         stall: [crate::state::stalls::Whole::NONE; 2],
-        cwnd: [super::conn::CwndFacts::NONE; 2],
+        cwnd: [super::facts::CwndFacts::NONE; 2],
         fs: Default::default(),
     };
     let mut c = Conn::new(&mut prior, 0.2);
-    let pk = |row: u32, time: f64, seq: i64, len: i64, flags: u8, ack: i64| Pk {
-        row,
-        time,
-        seq,
-        len,
-        flags,
-        ack,
-        win: 65535,
-        ts_val: MISSING,
-        ts_ecr: 0,
-        ttl: 0,
+    let pk = |row: u32, time: f64, seq: i64, len: i64, flags: u8, ack: i64| {
+        pk(row, time, (seq, len), flags, ack)
     };
     let (syn, ack, synack) = (0x02, 0x10, 0x12);
     c.on_packet(0, &pk(0, 0.0, 0, 0, syn, MISSING), &[]);
@@ -226,4 +218,22 @@ fn facts_are_those_read_capture_gives() {
         .zip(&cap.rows.size)
         .filter(|(c, s)| c < s);
     assert_eq!(facts.cut, cut.count() as u64);
+}
+
+/// A packet for the tests: no timestamp option, no MSS option.
+pub(crate) fn pk(row: u32, time: f64, (seq, len): (i64, i64), flags: u8, ack: i64) -> Pk {
+    use crate::state::seq::MISSING;
+    Pk {
+        row,
+        time,
+        seq,
+        len,
+        flags,
+        ack,
+        win: 65535,
+        ts_val: MISSING,
+        ts_ecr: MISSING,
+        ttl: 64,
+        mss: -1,
+    }
 }

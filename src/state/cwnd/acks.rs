@@ -30,6 +30,8 @@ pub struct Acks {
     pub a_una: Vec<i64>,
     /// Keep every ACK (else only the latest cumulative value).
     keep: bool,
+    /// ACKs dropped from the front of `a_time`, `a_una` ([`Acks::drop_before`]).
+    pub base: usize,
     /// The latest cumulative ACK (None: no ACK yet).
     last: Option<i64>,
     /// The latest ACK advanced snd_una.
@@ -49,6 +51,7 @@ impl Default for Acks {
             a_time: Vec::new(),
             a_una: Vec::new(),
             keep: true,
+            base: 0,
             last: None,
             new: false,
             sent_hi: MISSING,
@@ -70,6 +73,22 @@ impl Acks {
             keep: false,
             ..Acks::default()
         }
+    }
+
+    /// ACKs fed so far (those dropped too).
+    pub fn fed(&self) -> usize {
+        self.base + self.a_una.len()
+    }
+
+    /// Drops the ACKs before ACK `k` (counted from the first fed): a stream keeps only those
+    /// the rows still to be read look at. (A first transmission an earlier ACK already covered
+    /// then takes its sample from a later one: both came before it, and a sample of at most 0
+    /// never counts, [`Acks::on_data`].)
+    pub fn drop_before(&mut self, k: usize) {
+        let d = k.saturating_sub(self.base).min(self.a_una.len());
+        self.a_una.drain(..d);
+        self.a_time.drain(..d);
+        self.base += d;
     }
 
     fn sample(&mut self, rtt: f64) {

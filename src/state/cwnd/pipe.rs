@@ -71,6 +71,8 @@ pub struct Pipe {
     /// The segments SACKed (now or later) and not yet cumulatively ACKed, by end: (seq, end,
     /// from which data packet place on they count as SACKed: [`SackInfo::at`]).
     sacks: VecDeque<(i64, i64, i64)>,
+    /// The cumulative ACK of the latest row fed.
+    una: i64,
     prev_tau: f64,
     key: i64,
     /// Rows fed so far, and the keys and bursts of those not yet settled ([`Pipe::settle`]:
@@ -106,6 +108,7 @@ impl Pipe {
             since: None,
             lost_to: 0,
             sacks: VecDeque::new(),
+            una: i64::MIN,
             prev_tau: 0.0,
             key: 0,
             fed: 0,
@@ -309,6 +312,7 @@ impl Pipe {
     /// `tcp_packets_in_flight` counts only what it retransmits). Exact: each first
     /// transmission SACKed is known with the data packet place from which it counts.
     fn sacked_below(&mut self, una: i64, sacked: i64, sk: SackInfo, seq_end: i64) -> i64 {
+        self.una = una;
         if sk.at >= 0 {
             // a first transmission that gets SACKed: kept by end (ends increase in capture order)
             let seg = (seq_end.wrapping_sub(sk.len), seq_end, sk.at);
@@ -331,6 +335,19 @@ impl Pipe {
             .map(|s| s.1 - s.0.max(x))
             .sum();
         (sacked - above).max(0)
+    }
+
+    /// A first transmission `seq..end` whose row was fed before the block that SACKed it whole
+    /// arrived (`at`: [`SackInfo::at`], after every row fed so far): kept as a row carrying the
+    /// mark keeps it ([`Pipe::on_row`]), unless an ACK of a row fed since covers it, which
+    /// would have dropped it. Only rows fed later read it, so a stream that has already fed the
+    /// row gets the same pipe.
+    pub fn late_sack(&mut self, seq: i64, end: i64, at: i64) {
+        if end <= self.una {
+            return;
+        }
+        let k = self.sacks.partition_point(|s| s.1 <= end);
+        self.sacks.insert(k, (seq, end, at));
     }
 
     /// The filtered estimate of every row not yet settled: the largest burst value whose last

@@ -112,6 +112,12 @@ pub struct DirRows {
     fed: Vec<u32>,
     /// The lowest data byte (the first row's start unless a segment starts lower).
     first_seq: Option<i64>,
+    /// A stream's window ([`DirRows::drop_before`]): rows dropped from the front of the row
+    /// vectors, the ACKs fed before the last of them, and the lowest data byte of the whole
+    /// direction when it is known ahead (`set_low`: it is read instead of `first_seq`).
+    base: usize,
+    prev_fed: u32,
+    low: Option<i64>,
     /// The largest payload (the segment size when no MSS is known).
     pub max_pay: i64,
     /// SYNs the direction sent, and when the last of them left.
@@ -163,7 +169,7 @@ impl DirRows {
     pub fn on_data(&mut self, out: &mut RowCols, time: f64, seq: i64, pay: i64, m: Marks) {
         let row = self.lo + self.n;
         let end = seq.wrapping_add(pay);
-        let fed = self.acks.a_una.len();
+        let fed = self.acks.fed();
         if fed == 0 {
             self.pre = self.n + 1;
         }
@@ -217,7 +223,7 @@ impl DirRows {
 
     /// ACKs fed so far.
     pub fn acks_fed(&self) -> usize {
-        self.acks.a_una.len()
+        self.acks.fed()
     }
 
     /// Did an ACK reach the sender before the first row / before the last row?
@@ -232,21 +238,28 @@ impl DirRows {
     /// What the ACKs fed before row `i` (below [`DirRows::len`]) say of it, as
     /// [`DirRows::finish`] writes it (see there).
     pub fn acked(&self, i: usize) -> Acked {
-        let (at, au) = (&self.acks.a_time, &self.acks.a_una);
-        let fed = self.fed[i] as usize;
-        let new_ack = match i {
-            0 => fed > 0,
-            _ => fed != self.fed[i - 1] as usize,
+        let (at, au, ab) = (&self.acks.a_time, &self.acks.a_una, self.acks.base);
+        let j = i - self.base;
+        let fed = self.fed[j] as usize;
+        let new_ack = match (i, j) {
+            (0, _) => fed > 0,
+            (_, 0) => fed != self.prev_fed as usize,
+            _ => fed != self.fed[j - 1] as usize,
         };
-        let latest = fed.checked_sub(1).and_then(|k| au.get(k).copied());
+        // (ACK `k` counted from the first fed; a window keeps those from `base` on)
+        let ack = |k: usize| k.checked_sub(ab).and_then(|k| au.get(k).copied());
+        let latest = fed.checked_sub(1).and_then(ack);
         let ack_t = match fed {
             0 => f64::NAN,
-            k => at.get(k - 1).copied().unwrap_or(f64::NAN),
+            k => (k - 1)
+                .checked_sub(ab)
+                .and_then(|k| at.get(k).copied())
+                .unwrap_or(f64::NAN),
         };
         // (`Acks::on_ack`: the latest ACK advanced snd_una)
-        let before = fed.checked_sub(2).and_then(|k| au.get(k).copied());
+        let before = fed.checked_sub(2).and_then(ack);
         let new = latest.is_some_and(|u| u > before.unwrap_or(MISSING));
-        let first = self.first_seq.unwrap_or(0);
+        let first = self.low.or(self.first_seq).unwrap_or(0);
         Acked {
             una: if i < self.pre {
                 first
@@ -259,22 +272,51 @@ impl DirRows {
         }
     }
 
-    /// Row `i`'s time, end (seq + payload) and payload (below [`DirRows::len`]).
+    /// Row `i`'s time, end (seq + payload) and payload (below [`DirRows::len`], not dropped).
     pub fn sent(&self, i: usize) -> (f64, i64, i64) {
-        (self.time[i], self.end[i], i64::from(self.pay[i]))
+        let j = i - self.base;
+        (self.time[j], self.end[j], i64::from(self.pay[j]))
+    }
+
+    /// The first row not dropped ([`DirRows::drop_before`]).
+    pub fn base(&self) -> usize {
+        self.base
+    }
+
+    /// The direction's lowest data byte, known ahead (pass 1 of the streamed summary): snd_una
+    /// of the rows before the first ACK, and at least that of every row ([`DirRows::acked`]).
+    pub fn set_low(&mut self, low: Option<i64>) {
+        self.low = low;
+    }
+
+    /// Drops the rows before row `k` (a stream that has run the estimate up to it) and the ACKs
+    /// no later row reads ([`DirRows::acked`] reads the two latest before a row).
+    pub fn drop_before(&mut self, k: usize) {
+        let d = k.saturating_sub(self.base).min(self.time.len());
+        if d == 0 {
+            return;
+        }
+        self.prev_fed = self.fed[d - 1];
+        self.time.drain(..d);
+        self.end.drain(..d);
+        self.pay.drain(..d);
+        self.fed.drain(..d);
+        self.base += d;
+        let keep = self.fed.first().map_or(self.acks.fed(), |&f| f as usize);
+        self.acks.drop_before(keep.saturating_sub(2));
     }
 
     /// The lowest data byte (None: no row).
-    pub fn low(&self) -> Option<i64> {
+    pub fn lowest(&self) -> Option<i64> {
         self.first_seq
     }
 
-    /// The rows' times, in order.
+    /// The rows' times, in order (from [`DirRows::base`] on).
     pub fn times(&self) -> &[f64] {
         &self.time
     }
 
-    /// The ACKs fed: their times and cumulative values.
+    /// The ACKs fed: their times and cumulative values (those no row reads dropped).
     pub fn acks(&self) -> (&[f64], &[i64]) {
         (&self.acks.a_time, &self.acks.a_una)
     }

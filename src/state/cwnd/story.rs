@@ -81,6 +81,17 @@ pub struct Story {
     ca_start: Option<f64>,
     runs: Vec<Run>,
     cuts: Vec<Cut>,
+    /// Runs ended by a reduction whose loss flag comes later: (run, reduction) ([`Ends::Later`]).
+    later: Vec<(usize, usize)>,
+}
+
+/// How a reduction at a row's time ends an open slow-start run ([`Story::on_row_at`]): its loss
+/// flag, or the flag of reduction `k` (counted in time order), given to [`Story::finish_with`]
+/// (a stream that weighs the loss evidence only once the direction ends).
+#[derive(Clone, Copy, Debug)]
+pub enum Ends {
+    Now(bool),
+    Later(usize),
 }
 
 /// What [`Story`] found in a direction.
@@ -114,6 +125,7 @@ impl Story {
             ca_start: None,
             runs: Vec::new(),
             cuts: Vec::new(),
+            later: Vec::new(),
         }
     }
 
@@ -128,6 +140,19 @@ impl Story {
         cut: Option<bool>,
         anchors: impl IntoIterator<Item = usize>,
     ) {
+        self.on_row_at(t, v, phase, cut.map(Ends::Now), anchors);
+    }
+
+    /// [`Story::on_row`] with the reduction's loss flag possibly given later ([`Ends`]).
+    #[inline]
+    pub fn on_row_at(
+        &mut self,
+        t: f64,
+        v: f64,
+        phase: i8,
+        cut: Option<Ends>,
+        anchors: impl IntoIterator<Item = usize>,
+    ) {
         if let Some((_, pv)) = self.prev {
             // the fall goes on while cwnd does not rise (a NaN ends it)
             let falls = matches!(v.partial_cmp(&pv), Some(Ordering::Less | Ordering::Equal));
@@ -138,11 +163,19 @@ impl Story {
         let ss = phase == SLOW_START;
         if self.open.is_some() && (!ss || cut.is_some()) {
             let end = match cut {
-                Some(true) => END_LOSS,
-                Some(false) => END_CUT,
+                Some(Ends::Now(true)) => END_LOSS,
+                Some(Ends::Now(false)) => END_CUT,
+                Some(Ends::Later(k)) => {
+                    if self.close(END_LOSS, t) {
+                        self.later.push((self.runs.len() - 1, k));
+                    }
+                    END_CA
+                }
                 None => END_CA,
             };
-            self.close(end, t);
+            if !matches!(cut, Some(Ends::Later(_))) {
+                self.close(end, t);
+            }
         }
         if ss {
             self.grow(t, v);
@@ -166,6 +199,19 @@ impl Story {
             self.ca_start = Some(self.ca_start.map_or(t, |c| c.min(t)));
         }
         self.prev = Some((t, v));
+    }
+
+    /// [`Story::finish`], the runs a reduction ended taking its loss flag from `backed` (by
+    /// reduction, in time order).
+    pub fn finish_with(mut self, backed: &[bool]) -> Told {
+        let later = std::mem::take(&mut self.later);
+        let mut told = self.finish();
+        for (r, k) in later {
+            if let (Some(run), Some(&b)) = (told.runs.get_mut(r), backed.get(k)) {
+                run.end = if b { END_LOSS } else { END_CUT };
+            }
+        }
+        told
     }
 
     /// The events, once every row is fed.
@@ -205,8 +251,11 @@ impl Story {
         o.last_t = t;
     }
 
-    fn close(&mut self, end: u8, end_t: f64) {
-        let Some(o) = self.open.take() else { return };
+    /// Closes the open run (told: whether it was kept).
+    fn close(&mut self, end: u8, end_t: f64) -> bool {
+        let Some(o) = self.open.take() else {
+            return false;
+        };
         // told only when some cwnd is finite and the largest is above the first
         if let (true, Some((top, top_t))) = (o.finite, o.top) {
             if top > o.from && self.runs.len() < self.cap {
@@ -217,8 +266,10 @@ impl Story {
                     end,
                     end_t,
                 });
+                return true;
             }
         }
+        false
     }
 }
 

@@ -83,6 +83,17 @@ impl DirEstimate {
         }
     }
 
+    /// The last cumulative ACK of the direction, once the stream has seen it ([`Pipe::finish`]:
+    /// only the last stretch reads it).
+    pub fn set_end_una(&mut self, end_una: i64) {
+        self.end_una = end_una;
+    }
+
+    /// A segment SACKed whole after its row was fed ([`Pipe::late_sack`]).
+    pub fn late_sack(&mut self, seq: i64, end: i64, at: i64) {
+        self.pipe.late_sack(seq, end, at);
+    }
+
     /// The next stretch: its rows (the first numbered `base`; the direction's first is `lo`),
     /// the events that start in it (`eps`, in order) and the row after it (`next`: the first of
     /// the next stretch, None at the direction's end). Gives the rows that are final (time,
