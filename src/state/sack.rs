@@ -43,6 +43,30 @@ struct Side {
     newly: Vec<u32>,
     /// The highest right edge reported so far per left edge ([`MISSING`]: a block without one).
     edges: HashMap<i64, i64>,
+    /// `edges` is pruned when it grows past this ([`Side::prune`]).
+    prune_at: usize,
+}
+
+/// `edges` is first pruned at this many entries.
+const PRUNE_MIN: usize = 64;
+
+impl Side {
+    /// Drops the edges no block can read any more: a block covers only segments from its left
+    /// edge, raised to the highest right edge reported with it, and every segment held starts at
+    /// or above the first one's start `t` (they are sent in order and leave in order), so a
+    /// left edge and its right edge both at or below `t` give the same cover as no entry (the
+    /// segments from the first on); `t` never falls. Without this the map grew by one entry per
+    /// hole the receiver ever reported (16 B each, for the whole capture).
+    fn prune(&mut self, t: Option<i64>) {
+        if self.edges.len() <= self.prune_at {
+            return;
+        }
+        if let Some(t) = t {
+            self.edges
+                .retain(|&l, &mut r| l == MISSING || l > t || r > t);
+        }
+        self.prune_at = (2 * self.edges.len()).max(PRUNE_MIN);
+    }
 }
 
 /// One packet's inputs to the scoreboard.
@@ -111,6 +135,7 @@ impl Scoreboard {
                 me.sacked += cover(&mut peer.segs, lo, right, &mut me.newly);
             }
         }
+        me.prune(peer.segs.front().map(|s| s.seq));
         if p.new && p.len > 0 {
             let end = p.seq + p.len;
             me.hi_dend = Some(end);

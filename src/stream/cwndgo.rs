@@ -38,8 +38,8 @@ use super::cwndview::{last_of_each, marks_of, Rows, Window};
 use super::facts::CwndFacts;
 use crate::state::cwnd::episodes::{Cand, Episode, Finder};
 use crate::state::cwnd::estimate::{ACK_CLOCKED_S, RESTART_S};
-use crate::state::cwnd::stretch::{DirEstimate, Input};
-use crate::state::cwnd::{sent_on_ack, Pipe, RowIn};
+use crate::state::cwnd::stretch::DirEstimate;
+use crate::state::cwnd::{sent_on_ack, Pipe};
 
 /// Rows of the pipe's key buffer reserved up front.
 const KEYS: usize = 1 << 12;
@@ -118,6 +118,7 @@ impl Go {
 impl DirLive {
     /// Runs the estimate as the rows come, from what pass 1 settled (`facts`).
     pub fn go(&mut self, facts: CwndFacts) {
+        // (a window of the rows, not the direction: none of the room `DirLive::new` reserved)
         self.b.set_low(Some(facts.low));
         self.go = Some(Box::new(Go::new(facts)));
     }
@@ -189,27 +190,56 @@ impl DirLive {
         };
         let mut out = Vec::new();
         g.finder.poll(&w, &mut out);
-        for e in out {
-            if let Some(c) = self.go_settled(e) {
-                self.go_run(Some(c));
+        // (the event after each: the next one settled, else the first still open)
+        let last = g.finder.pending();
+        let nexts: Vec<Option<(usize, bool)>> = (0..out.len())
+            .map(|k| out.get(k + 1).map(|e| (e.i, e.to)).or(last))
+            .collect();
+        for (e, nxt) in out.into_iter().zip(nexts) {
+            let (first, end) = (e.i, e.j_end);
+            let after = self.go_settled(e);
+            // at its own first row (where the event before it ended before), or already at the
+            // next event's first row once this one ended before it (that event has started:
+            // its first row and timer mark are known), so the rows held span one stretch
+            if after && self.go_cuts(first) {
+                self.go_run(Some(first), None);
+            }
+            if let Some((c, to)) = nxt.filter(|x| end <= x.0) {
+                if self.go_cuts(c) {
+                    self.go_run(Some(c), Some((c, to)));
+                }
             }
         }
     }
 
-    /// A settled event: kept for its stretch; the row it cuts at, if it may cut.
-    fn go_settled(&mut self, e: Episode) -> Option<usize> {
-        let g = self.go.as_mut()?;
-        let c = e.i;
-        let after = g.prev_end.is_none_or(|j| j <= c);
+    /// A settled event kept for its stretch; whether the event before it ended at or before its
+    /// first row.
+    fn go_settled(&mut self, e: Episode) -> bool {
+        let Some(g) = self.go.as_mut() else {
+            return false;
+        };
+        let after = g.prev_end.is_none_or(|j| j <= e.i);
         g.prev_end = Some(e.j_end);
         if e.j_end < self.b.len() {
             g.ends.push(e.j_end);
         }
         g.events.push(e);
+        after
+    }
+
+    /// Whether the rows may be cut at row `c`, where an event starts after the end of the one
+    /// before it; makes the estimate at the first cut.
+    fn go_cuts(&mut self, c: usize) -> bool {
+        let Some(g) = self.go.as_mut() else {
+            return false;
+        };
         // (a row of an earlier time before it: no later event reads a row before `c`)
-        let rising = c > g.s && c > self.b.base() && self.b.sent(c - 1).0 < self.b.sent(c).0;
-        if !(g.here && after && rising) {
-            return None;
+        let rising = c > g.s
+            && c > self.b.base()
+            && c < self.b.len()
+            && self.b.sent(c - 1).0 < self.b.sent(c).0;
+        if !(g.here && rising) {
+            return false;
         }
         if g.de.is_none() {
             let f = g.facts;
@@ -221,25 +251,25 @@ impl DirLive {
             let pipe = Pipe::new(f.min_rtt, ACK_CLOCKED_S, true, KEYS).restart_after(RESTART_S);
             g.de = Some(DirEstimate::new(pipe, g.mss, i64::MIN, f64::NAN, true));
         }
-        Some(c)
+        true
     }
 
     /// Runs the stretch from `s` up to row `c` (None: the last, to the direction's end) and
-    /// drops what no later row reads.
-    fn go_run(&mut self, c: Option<usize>) {
+    /// drops what no later row reads; `open`: the event starting at `c` when it has not settled
+    /// yet (its first row and timer mark: the pipe reads them at `c`).
+    fn go_run(&mut self, c: Option<usize>, open: Option<(usize, bool)>) {
         let n = self.b.len();
         let Some(g) = self.go.as_mut() else { return };
         let Some(de) = g.de.as_mut() else { return };
         let (s, hi) = (g.s, c.unwrap_or(n));
         let k = g.events.partition_point(|e| e.i < hi);
-        let marks = marks_of(&g.events, g.ends.iter().copied());
+        let marks = marks_of(&g.events, open, g.ends.iter().copied());
         let seg = last_of_each(self.out.seg.clone());
         let mut input = Rows::new(&self.b, (&self.out.sack, &seg), marks, true);
-        let rows: Vec<RowIn> = (s..hi).map(|i| input.input(i)).collect();
-        let next = c.map(|c| input.input(c));
         let sink = &mut g.sink;
         let mut emit = |t: &[f64], e: &[f64], x: &[f64], p: &[u8]| sink.rows(t, e, x, p);
-        de.stretch(&rows, next.as_ref(), (s, 0), &g.events[..k], &mut emit);
+        let span = (hi - s, c.is_none());
+        de.stretch(&mut input, (s, 0), span, &g.events[..k], &mut emit);
         let Some(c) = c else { return };
         let top = self.rows[..=c - self.b.base()].iter().max().copied();
         g.top_piped = g.top_piped.max(top.unwrap_or(0));
@@ -369,7 +399,7 @@ impl DirLive {
             de.set_end_una(end_una);
         }
         self.go = Some(g);
-        self.go_run(None);
+        self.go_run(None, None);
         let g = self.go.take().ok_or("the live run was lost")?;
         let f = &g.facts;
         let same = |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());

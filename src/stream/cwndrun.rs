@@ -221,7 +221,7 @@ fn direction(v: &View, k: usize, x: &DirIn, b: &Batch) -> (Est, Story) {
         };
         find(&w, &d, true)
     };
-    let marks = marks_of(&eps, eps.iter().map(|e| e.j_end).filter(|&j| j < n));
+    let marks = marks_of(&eps, None, eps.iter().map(|e| e.j_end).filter(|&j| j < n));
     let mut input = Rows::new(&v.b, (&v.sack, &v.seg), marks, true);
     let here = sent_on_ack((1..n).map(|i| {
         let (m, a) = Rows::ack_marks(&v.b, i);

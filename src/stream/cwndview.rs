@@ -121,13 +121,18 @@ pub struct Rows<'a> {
     ka: usize,
 }
 
-/// The pipe's marks of events `eps` (each one's first row starts an epoch and a filter segment,
-/// a timeout's marked so) and of the filter segments at `ends` (rows), by row, each row once.
-pub fn marks_of(eps: &[Episode], ends: impl Iterator<Item = usize>) -> Vec<(usize, u8)> {
-    let mut marks: Vec<(usize, u8)> = Vec::with_capacity(2 * eps.len());
-    for e in eps {
-        marks.push((e.i, EPOCH | SEG | if e.to { TIMEOUT } else { 0 }));
-    }
+/// The pipe's marks of events `eps` and of an event that has started but not settled (`open`:
+/// its first row and timer mark) (each one's first row starts an epoch and a filter segment, a
+/// timeout's marked so) and of the filter segments at `ends` (rows), by row, each row once.
+pub fn marks_of(
+    eps: &[Episode],
+    open: Option<(usize, bool)>,
+    ends: impl Iterator<Item = usize>,
+) -> Vec<(usize, u8)> {
+    let mut marks: Vec<(usize, u8)> = Vec::with_capacity(2 * eps.len() + 1);
+    let first = |i: usize, to: bool| (i, EPOCH | SEG | if to { TIMEOUT } else { 0 });
+    marks.extend(eps.iter().map(|e| first(e.i, e.to)));
+    marks.extend(open.map(|(i, to)| first(i, to)));
     marks.extend(ends.map(|j| (j, SEG)));
     marks.sort_by_key(|m| m.0);
     marks.dedup_by(|b, a| {

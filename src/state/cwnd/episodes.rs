@@ -198,6 +198,11 @@ impl Finder {
         });
     }
 
+    /// The first event not settled yet: its first row and whether the timer sent it.
+    pub fn pending(&self) -> Option<(usize, bool)> {
+        self.open.front().map(|o| (o.c.row, o.c.to))
+    }
+
     /// The direction has no rows from `hi` on (no event starts after the latest).
     pub fn end(&mut self, hi: usize) {
         if let Some(o) = self.open.back_mut() {

@@ -94,33 +94,35 @@ impl DirEstimate {
         self.pipe.late_sack(seq, end, at);
     }
 
-    /// The next stretch: its rows (the first numbered `base`; the direction's first is `lo`),
-    /// the events that start in it (`eps`, in order) and the row after it (`next`: the first of
-    /// the next stretch, None at the direction's end). Gives the rows that are final (time,
-    /// estimate, ssthresh, phase) to `emit`, in order, and returns the events.
+    /// The next stretch: its `n` rows of `input` (the first numbered `base`; the direction's
+    /// first is `lo`), the events that start in it (`eps`, in order), and whether it is the
+    /// direction's last (`last`; else the row after it, the first of the next stretch, is fed
+    /// ahead). Gives the rows that are final (time, estimate, ssthresh, phase) to `emit`, in
+    /// order, and returns the events.
     pub fn stretch(
         &mut self,
-        rows: &[RowIn],
-        next: Option<&RowIn>,
+        input: &mut impl Input,
         (base, lo): (usize, usize),
+        (n, last): (usize, bool),
         eps: &[Episode],
         emit: &mut impl FnMut(&[f64], &[f64], &[f64], &[u8]),
     ) -> Vec<EventOut> {
-        let n = rows.len();
+        // (each row read once, into the pipe: only its time is kept, beside the tail)
         let mut raw = Vec::with_capacity(n);
-        for (k, r) in rows.iter().enumerate() {
+        for k in 0..n {
+            let r = input.input(base + k);
             match self.ahead.take().filter(|_| k == 0) {
                 Some(a) => raw.push(a),
-                None => raw.push(self.pipe.feed(r)),
+                None => raw.push(self.pipe.feed(&r)),
             }
+            self.tail.0.push(r.time);
         }
         let (mut est, mut flags, mut in_rec) = (vec![0.0; n], vec![0u8; n], vec![false; n]);
-        match next {
-            Some(r) => {
-                self.ahead = Some(self.pipe.feed(r));
-                self.pipe.settle(n, &mut est, &mut flags);
-            }
-            None => self.pipe.finish(self.end_una, &mut est, &mut flags),
+        if last {
+            self.pipe.finish(self.end_una, &mut est, &mut flags);
+        } else {
+            self.ahead = Some(self.pipe.feed(&input.input(base + n)));
+            self.pipe.settle(n, &mut est, &mut flags);
         }
         self.rec.resume(&mut est, &raw, &flags, n);
         let at = Rows {
@@ -138,20 +140,19 @@ impl DirEstimate {
         }
         // ssthresh: the latest an event set (a NaN one sets nothing); the phase codes
         let (t, mut set) = (&mut self.tail, 0);
-        for (i, (r, (&e, &rec))) in rows.iter().zip(est.iter().zip(&in_rec)).enumerate() {
+        for (i, (&e, &rec)) in est.iter().zip(&in_rec).enumerate() {
             while let Some(x) = events.get(set).filter(|x| x.i <= base + i) {
                 if x.i == base + i && !x.ssthresh.is_nan() {
                     self.st = x.ssthresh;
                 }
                 set += 1;
             }
-            t.0.push(r.time);
             t.1.push(e);
             t.2.push(self.st);
             t.3.push(code(e, self.st, rec));
         }
         // congestion-avoidance growth spread; the run the next stretch may continue is kept
-        let done = spread_part(&t.0, &mut t.1, &t.3, self.mss, next.is_none());
+        let done = spread_part(&t.0, &mut t.1, &t.3, self.mss, last);
         emit(&t.0[..done], &t.1[..done], &t.2[..done], &t.3[..done]);
         t.0.drain(..done);
         t.1.drain(..done);
@@ -222,13 +223,9 @@ pub fn stretches(
 ) -> Vec<EventOut> {
     let (mut s, mut ek) = (lo, 0);
     let mut events = Vec::new();
-    let mut rows: Vec<RowIn> = Vec::new();
     for &c in cut.iter().chain([&hi]) {
-        rows.clear();
-        rows.extend((s..c).map(|i| input.input(i)));
-        let next = (c < hi).then(|| input.input(c));
         let upto = ek + eps[ek..].partition_point(|e| e.i < c);
-        let ev = de.stretch(&rows, next.as_ref(), (s, lo), &eps[ek..upto], emit);
+        let ev = de.stretch(input, (s, lo), (c - s, c >= hi), &eps[ek..upto], emit);
         events.extend(ev);
         (s, ek) = (c, upto);
     }

@@ -199,3 +199,60 @@ fn interleaved_connections_keep_their_own_state() {
         .enumerate()
         .all(|(k, &v)| v == M || k == 2 || k == 3));
 }
+
+#[test]
+fn edges_no_block_can_read_are_dropped_without_changing_the_scoreboard() {
+    // splitmix64
+    let mut s = 20_261_129u64;
+    let mut next = || {
+        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let (mut pruned, mut kept) = (Scoreboard::default(), Scoreboard::default());
+    kept.side.iter_mut().for_each(|x| x.prune_at = usize::MAX);
+    // direction 0 sends 100-byte segments; direction 1 ACKs, SACKing holes above its ACK
+    let (mut hi, mut una) = (0i64, 0i64);
+    for id in 0..20_000u32 {
+        let (d, p, blocks) = if next() % 2 == 0 {
+            hi += 100;
+            let p = Pkt {
+                seq: hi - 100,
+                len: 100,
+                ack: MISSING,
+                new: true,
+                new_ack: false,
+                id,
+            };
+            (0, p, vec![])
+        } else {
+            let old = una;
+            if next() % 3 == 0 {
+                una = (una + 100 * (next() % 4) as i64).min(hi);
+            }
+            let mut blocks = vec![];
+            for _ in 0..next() % 3 {
+                let l = una + 100 * (next() % 8) as i64;
+                blocks.push((l, (l + 100 * (1 + next() % 3) as i64).min(hi.max(l + 1))));
+            }
+            let p = Pkt {
+                seq: 0,
+                len: 0,
+                ack: una,
+                new: false,
+                new_ack: una > old,
+                id,
+            };
+            (1, p, blocks)
+        };
+        pruned.on_packet(d, &p, &blocks);
+        kept.on_packet(d, &p, &blocks);
+        assert_eq!(pruned.side[1].sacked, kept.side[1].sacked, "packet {id}");
+        assert_eq!(pruned.newly_sacked(1), kept.newly_sacked(1), "packet {id}");
+    }
+    // (the map holds the edges near the ACK, not one per hole ever reported)
+    let (a, b) = (pruned.side[1].edges.len(), kept.side[1].edges.len());
+    assert!(b > 1000 && a * 10 < b, "{a} edges kept of {b}");
+}
