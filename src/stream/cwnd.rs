@@ -207,6 +207,32 @@ pub struct DirIn {
     pub tol: f64,
 }
 
+impl DirIn {
+    /// Its segment size, `max_pay` (its rows' largest payload) where none is known.
+    pub fn mss_or(&self, max_pay: i64) -> f64 {
+        if self.mss.is_nan() {
+            max_pay as f64
+        } else {
+            self.mss
+        }
+    }
+}
+
+/// `cwnd.data_directions`' segment size: the MSS option of the direction's own SYN (-1: none),
+/// else its largest payload.
+pub fn segment_size(syn_mss: i32, max_payload: i64) -> f64 {
+    if syn_mss >= 0 {
+        f64::from(syn_mss)
+    } else {
+        max_payload as f64
+    }
+}
+
+/// Two values the same (bit for bit, or both NaN): a fact a live estimate read is confirmed.
+pub fn same_value(a: f64, b: f64) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
 /// A direction's cwnd statistics: the largest estimate (None: none set) and its loss events;
 /// whether pass 1's facts of the direction (`facts::CwndFacts`) are the rows' own (None: the
 /// batch was logged, or pass 1 settled none), and whether it ran live.

@@ -2,7 +2,7 @@
 //! cuts the capture, as soon as pass 2 has fed the last packet of the batch (pass 1 learns each
 //! connection's packet count and last row), so the logs of one batch at a time are alive.
 
-use super::cwnd::{run, ConnCwnd, DirIn, Est, Failed};
+use super::cwnd::{run, segment_size, ConnCwnd, DirIn, Est, Failed};
 use super::cwndstory::Story;
 use super::facts::CwndFacts;
 use crate::state::dirstats::Directions;
@@ -183,12 +183,7 @@ impl Batches {
                 ins.push(DirIn {
                     flow,
                     dir,
-                    // `cwnd.data_directions`: its own SYN's MSS option, else its largest payload
-                    mss: if s.syn_mss >= 0 {
-                        f64::from(s.syn_mss)
-                    } else {
-                        s.max_payload as f64
-                    },
+                    mss: segment_size(s.syn_mss, s.max_payload),
                     // `tol_s`: the flows row's `rtt_min_s`, 0 without one
                     tol: c.tol[dir as usize],
                 });

@@ -30,7 +30,7 @@
 //! Memory: the rows since the latest cut (a few thousand on big.pcap) and their ACKs, the bytes
 //! of the dropped segments not yet ACKed, the events not run, one entry per re-sent episode.
 
-use super::cwnd::{DirIn, Est};
+use super::cwnd::{same_value, segment_size, DirIn, Est};
 use super::cwndlive::DirLive;
 use super::cwndrun::Sink;
 use super::cwndstory::Story;
@@ -118,7 +118,6 @@ impl Go {
 impl DirLive {
     /// Runs the estimate as the rows come, from what pass 1 settled (`facts`).
     pub fn go(&mut self, facts: CwndFacts) {
-        // (a window of the rows, not the direction: none of the room `DirLive::new` reserved)
         self.b.set_low(Some(facts.low));
         self.go = Some(Box::new(Go::new(facts)));
     }
@@ -243,11 +242,7 @@ impl DirLive {
         }
         if g.de.is_none() {
             let f = g.facts;
-            g.mss = if self.syn_mss >= 0 {
-                f64::from(self.syn_mss)
-            } else {
-                f.top as f64
-            };
+            g.mss = segment_size(self.syn_mss, f.top);
             let pipe = Pipe::new(f.min_rtt, ACK_CLOCKED_S, true, KEYS).restart_after(RESTART_S);
             g.de = Some(DirEstimate::new(pipe, g.mss, i64::MIN, f64::NAN, true));
         }
@@ -377,7 +372,8 @@ impl DirLive {
         (strict, evidence): (bool, &[f64]),
     ) -> Result<(Est, Story), String> {
         let n = self.b.len();
-        let Some(mut g) = self.go.take() else {
+        let end_una = self.b.acks().1.last().copied().unwrap_or(i64::MIN);
+        let Some(g) = self.go.as_mut() else {
             return Err("not a live direction".into());
         };
         let w = Window {
@@ -388,26 +384,17 @@ impl DirLive {
         g.finder.end(n);
         let mut out = Vec::new();
         g.finder.poll(&w, &mut out);
-        for e in out {
-            if e.j_end < n {
-                g.ends.push(e.j_end);
-            }
-            g.events.push(e);
-        }
-        let end_una = self.b.acks().1.last().copied().unwrap_or(i64::MIN);
         if let Some(de) = g.de.as_mut() {
             de.set_end_una(end_una);
         }
-        self.go = Some(g);
+        // (the events left settle now; no cut: the last stretch runs to the end)
+        for e in out {
+            self.go_settled(e);
+        }
         self.go_run(None, None);
         let g = self.go.take().ok_or("the live run was lost")?;
         let f = &g.facts;
-        let same = |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
-        let mss = if x.mss.is_nan() {
-            self.b.max_pay as f64
-        } else {
-            x.mss
-        };
+        let mss = x.mss_or(self.b.max_pay);
         let marks = g
             .firsts
             .iter()
@@ -417,9 +404,9 @@ impl DirLive {
                 !g.doubt,
                 "a segment SACKed whole after rows that read it were run",
             ),
-            (same(f.min_rtt, self.b.min_rtt(strict)), "minimum RTT"),
+            (same_value(f.min_rtt, self.b.min_rtt(strict)), "minimum RTT"),
             (self.b.lowest() == Some(f.low), "lowest data byte"),
-            (same(g.mss, mss), "segment size"),
+            (same_value(g.mss, mss), "segment size"),
             (marks, "timer marks"),
         ];
         if let Some((_, what)) = checks.iter().find(|c| !c.0) {

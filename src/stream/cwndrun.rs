@@ -19,7 +19,7 @@
 //! Memory beyond the held rows: one stretch's rows and estimate (about 60 B a row), the story's
 //! rows of one instant, and the events and reductions of one direction.
 
-use super::cwnd::{DirIn, Est};
+use super::cwnd::{same_value, DirIn, Est};
 use super::cwndlive::DirLive;
 use super::cwndstory::Story;
 use super::cwndview::{last_of_each, marks_of, Rows, SackCols, SegCols, Window};
@@ -77,9 +77,10 @@ impl View {
     /// runs the estimate as the rows come would have read from the first row.
     fn facts_hold(&self, min_rtt: f64) -> Option<bool> {
         let f = &self.facts;
-        let same = |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
         (f.top >= 0).then(|| {
-            same(f.min_rtt, min_rtt) && Some(f.low) == self.b.lowest() && f.top == self.b.max_pay
+            same_value(f.min_rtt, min_rtt)
+                && Some(f.low) == self.b.lowest()
+                && f.top == self.b.max_pay
         })
     }
 }
@@ -229,11 +230,7 @@ fn direction(v: &View, k: usize, x: &DirIn, b: &Batch) -> (Est, Story) {
     }));
     let pipe = Pipe::new(min_rtt, ACK_CLOCKED_S, here, n.min(KEYS)).restart_after(RESTART_S);
     let end_una = v.b.acks().1.last().copied().unwrap_or(i64::MIN);
-    let mss = if x.mss.is_nan() {
-        v.b.max_pay as f64
-    } else {
-        x.mss
-    };
+    let mss = x.mss_or(v.b.max_pay);
     // (a capture's stack holds ssthresh on a backed-off expiry and starts its data without
     // one after a lost SYN: `estimate::ssthresh_at_start`)
     let mut de = DirEstimate::new(pipe, mss, end_una, f64::NAN, true);
