@@ -57,12 +57,16 @@ pub(super) fn run(
             let (tx, rx) = sync_channel::<(Arc<Batch>, u64)>(QUEUE);
             let mine = cwnd.of_shard(&owner, k as u16);
             let mut p = Pass2::new(first, rto_floor_s, (&owner, k as u16), part, mine);
-            handles.push(s.spawn(move || {
+            let shard = std::thread::Builder::new().name(format!("tk-pass2-{k}"));
+            let spawned = shard.spawn_scoped(s, move || {
                 for (b, row0) in rx {
                     p.batch(&b.rows, &b.nums, row0);
                 }
                 p
-            }));
+            });
+            // (the shards started so far end when `txs` is dropped on the way out)
+            let msg = |e: std::io::Error| format!("cannot start a pass-2 thread: {e}");
+            handles.push(spawned.map_err(|e| Refusal::new("TracekitError", msg(e)))?);
             txs.push(tx);
         }
         let mut row0 = 0u64;

@@ -23,7 +23,7 @@ use crate::capture::{
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 /// Records per batch.
 pub const BATCH: usize = 1 << 14;
@@ -339,41 +339,61 @@ impl Reader {
     /// empty for the receiver to number).
     pub fn start(path: &Path, checked: Option<Checked>, number: bool) -> Reader {
         // one batch queued while the next is decoded: at most two ahead of the passes
-        let (tx, rx) = sync_channel::<Item>(1);
+        let (tx, mut rx) = sync_channel::<Item>(1);
         let path: PathBuf = path.to_path_buf();
-        let thread = std::thread::spawn(move || {
-            let mut numbering = Numbering::default();
-            // each batch is numbered here, the table sent once the last one is
-            let mut send = |x: Item| {
-                let x = match x {
-                    Item::Rows(r) if number => {
-                        let nums = numbering.batch(&r);
-                        Item::Numbered(Box::new(Batch { rows: *r, nums }))
-                    }
-                    Item::Done(..) if number => {
-                        let t = std::mem::take(&mut numbering);
-                        if tx.send(Item::Table(Box::new(t))).is_err() {
-                            return false;
-                        }
-                        x
-                    }
-                    x => x,
-                };
-                tx.send(x).is_ok()
-            };
-            let read = || read_all(&path, checked, &mut send);
-            let run = std::panic::AssertUnwindSafe(read);
-            if std::panic::catch_unwind(run).is_err() {
-                let msg = "internal error while decoding (a bug: please report it with the file)";
-                let _ = tx.send(Item::Refused(Refusal::new("CorruptTraceError", msg)));
+        // named for its pass, so that `top -H`, perf and `bench/bench_budget.py` tell the
+        // passes' readers from the rest
+        let name = if number { "tk-read-2" } else { "tk-read-1" };
+        let spawned = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || read_on(tx, &path, checked, number));
+        let thread = match spawned {
+            Ok(t) => Some(t),
+            Err(e) => {
+                // no thread (the system's limit): the passes get the refusal, not an empty file
+                let (tx, no_thread) = sync_channel::<Item>(1);
+                let msg = format!("cannot start the reader thread: {e}");
+                let _ = tx.send(Item::Refused(Refusal::new("TracekitError", msg)));
+                rx = no_thread;
+                None
             }
-        });
+        };
         Reader {
             rx,
-            thread: Some(thread),
+            thread,
             checked: None,
             numbering: None,
         }
+    }
+}
+
+/// The reader thread: decodes every batch of `path` and sends it on `tx`, numbered when
+/// `number` (then the connection table after the last batch); a panic is sent as a refusal.
+fn read_on(tx: SyncSender<Item>, path: &Path, checked: Option<Checked>, number: bool) {
+    let mut numbering = Numbering::default();
+    // each batch is numbered here, the table sent once the last one is
+    let mut send = |x: Item| {
+        let x = match x {
+            Item::Rows(r) if number => {
+                let nums = numbering.batch(&r);
+                Item::Numbered(Box::new(Batch { rows: *r, nums }))
+            }
+            Item::Done(..) if number => {
+                let t = std::mem::take(&mut numbering);
+                if tx.send(Item::Table(Box::new(t))).is_err() {
+                    return false;
+                }
+                x
+            }
+            x => x,
+        };
+        tx.send(x).is_ok()
+    };
+    let read = || read_all(path, checked, &mut send);
+    let run = std::panic::AssertUnwindSafe(read);
+    if std::panic::catch_unwind(run).is_err() {
+        let msg = "internal error while decoding (a bug: please report it with the file)";
+        let _ = tx.send(Item::Refused(Refusal::new("CorruptTraceError", msg)));
     }
 }
 
@@ -407,5 +427,30 @@ impl Drop for Reader {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{pcap, seg, write};
+    use super::Reader;
+
+    #[test]
+    fn each_pass_reader_is_named_and_only_pass_2_numbers() {
+        // (`bench/bench_budget.py` tells the passes' CPU apart by these names)
+        let p = write("named.pcap", &pcap(&[seg(true, 100, 0, 0x02, 0)]));
+        for (number, name) in [(false, "tk-read-1"), (true, "tk-read-2")] {
+            let mut r = Reader::start(&p, None, number);
+            let t = r
+                .thread
+                .as_ref()
+                .and_then(|t| t.thread().name().map(String::from));
+            assert_eq!(t.as_deref(), Some(name));
+            let b = r.next().expect("a batch").expect("read");
+            assert_eq!((b.rows.len(), b.nums.len()), (1, usize::from(number)));
+            assert!(r.next().is_none());
+            assert_eq!(r.numbering.is_some(), number);
+        }
+        std::fs::remove_file(p).unwrap();
     }
 }

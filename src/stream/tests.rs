@@ -2,14 +2,14 @@ use super::conn::Pk;
 use super::drive::summary;
 use std::path::Path;
 
-fn write(name: &str, data: &[u8]) -> std::path::PathBuf {
+pub(crate) fn write(name: &str, data: &[u8]) -> std::path::PathBuf {
     let p = std::env::temp_dir().join(format!("tk_stream_{}_{name}", std::process::id()));
     std::fs::write(&p, data).unwrap();
     p
 }
 
 /// A pcap file (Ethernet) of `frames`, a millisecond apart.
-fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
+pub(crate) fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
     let mut f = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
     f.extend_from_slice(&[0; 8]);
     f.extend_from_slice(&65535u32.to_le_bytes());
@@ -25,7 +25,7 @@ fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
 }
 
 /// Ethernet + IPv4 + TCP from `a` to `b` (ports 1000 -> 80 when `fwd`, else back).
-fn seg(fwd: bool, seq: u32, ack: u32, flags: u8, payload: usize) -> Vec<u8> {
+pub(crate) fn seg(fwd: bool, seq: u32, ack: u32, flags: u8, payload: usize) -> Vec<u8> {
     let mut t = Vec::new();
     let (sp, dp) = if fwd { (1000u16, 80u16) } else { (80, 1000) };
     t.extend_from_slice(&sp.to_be_bytes());
