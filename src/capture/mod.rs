@@ -14,6 +14,7 @@ pub mod iplen;
 pub mod l3;
 pub mod link;
 pub mod linkx;
+pub mod ngbatch;
 pub mod ngiface;
 pub mod ngpkt;
 pub mod ngscan;

@@ -2,7 +2,7 @@
 //! every check `read_capture` makes of a block (trailing length, minimum length, section
 //! version, interface, packet), each check's first failure kept so that the one reported is
 //! the earliest check's (see `pcapng::Errs`), and the warnings once the walk has ended.
-//! `pcapng::read` runs it over the whole file; `pcapng::Batches` resumes it batch by batch.
+//! `pcapng::read` runs it over the whole file; `ngbatch::Batches` resumes it batch by batch.
 
 use super::bytes::Source;
 use super::ngiface::{interface, opt, options, text, OPT_HARDWARE, OPT_OS, OPT_USERAPPL};

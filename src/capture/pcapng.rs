@@ -201,17 +201,22 @@ fn read_kept(
         }
         Err(f) => f,
     };
-    let at = f.offset.unwrap_or(0);
-    let start = shbs.iter().copied().filter(|&s| s <= at).max().unwrap_or(0);
-    if f.kind != super::Kind::Corrupt || start == 0 {
+    let Some(start) = damaged_section(&f, &shbs) else {
         warnings.extend(first);
         return Err(f);
-    }
+    };
     let mut part = Limited {
         inner: src,
         size: start,
     };
     let (recs, meta, kept) = read_upto(&mut part, limits, warnings, &mut Vec::new(), keep)?;
+    warnings.push(section_warning(start, &f, kept));
+    Ok((recs, meta, start))
+}
+
+/// W-SECTION: the section starting at `start` failed with `f`, and the `kept` packets of the
+/// sections before it are read.
+pub(super) fn section_warning(start: u64, f: &Failure, kept: u64) -> Warn {
     let msg = format!(
         "the section starting at byte {} is damaged ({}); kept the {} packets of the sections before it",
         commas(start),
@@ -219,14 +224,13 @@ fn read_kept(
         commas(kept)
     );
     let w = Warn::new("W-SECTION", msg, 1).at(f.offset, None);
-    warnings.push(w.hint("a later section of the file is damaged; `editcap -r` can cut it off"));
-    Ok((recs, meta, start))
+    w.hint("a later section of the file is damaged; `editcap -r` can cut it off")
 }
 
 /// The first `size` bytes of a source.
-struct Limited<'a> {
-    inner: &'a mut dyn Source,
-    size: u64,
+pub(super) struct Limited<'a> {
+    pub(super) inner: &'a mut dyn Source,
+    pub(super) size: u64,
 }
 
 impl Source for Limited<'_> {
@@ -241,15 +245,8 @@ impl Source for Limited<'_> {
     }
 }
 
-/// [`read`] without the recovery (`shbs` gets the offset of every section header seen); also
-/// the number of packets.
-fn read_upto(
-    src: &mut dyn Source,
-    limits: &Limits,
-    warnings: &mut Vec<Warn>,
-    shbs: &mut Vec<u64>,
-    keep: bool,
-) -> Result<(Records, Meta, u64), Failure> {
+/// The file's first bytes: a pcapng section header's block type (else why it is no pcapng file).
+pub(super) fn check_head(src: &mut dyn Source) -> Result<(), Failure> {
     let n = src.size();
     let head = src.get(0, n.min(4) as usize).unwrap_or(&[]).to_vec();
     if head.is_empty() {
@@ -262,6 +259,28 @@ fn read_upto(
         let f = Failure::new(super::Kind::Unknown, msg).at(Some(0), None);
         return Err(f.hint("is it a classic pcap or a text trace? try without --format"));
     }
+    Ok(())
+}
+
+/// Where the section holding the failure `f` starts (`shbs`: the section headers' offsets), if
+/// [`read`] keeps the sections before it (W-SECTION): a corrupt block after the first section.
+pub(super) fn damaged_section(f: &Failure, shbs: &[u64]) -> Option<u64> {
+    let at = f.offset.unwrap_or(0);
+    let start = shbs.iter().copied().filter(|&s| s <= at).max().unwrap_or(0);
+    (f.kind == super::Kind::Corrupt && start > 0).then_some(start)
+}
+
+/// [`read`] without the recovery (`shbs` gets the offset of every section header seen); also
+/// the number of packets.
+fn read_upto(
+    src: &mut dyn Source,
+    limits: &Limits,
+    warnings: &mut Vec<Warn>,
+    shbs: &mut Vec<u64>,
+    keep: bool,
+) -> Result<(Records, Meta, u64), Failure> {
+    let n = src.size();
+    check_head(src)?;
     let mut scan = Scan::default();
     let mut recs = Records::default();
     let stepped = loop {
@@ -278,83 +297,13 @@ fn read_upto(
     Ok((recs, meta, packets))
 }
 
-/// A pcapng file's records in batches, for a reader that never holds them all (`crate::stream`):
-/// the file is checked first by [`read`]'s own walk and checks, its records not kept (the
-/// warnings, and where a damaged section ends what is read); the batches then walk the
-/// blocks again, resumed where the last batch ended.
-pub struct Batches {
-    scan: Scan,
-    /// The bytes read: the file's, or those before a damaged section.
-    size: u64,
-    /// The link types the packets use.
-    pub used: Vec<u32>,
-    /// The file's metadata, as [`read`] gives it.
-    pub meta: Meta,
-}
-
-impl Batches {
-    /// Reads and checks the whole file (its warnings into `warnings`).
-    pub fn open(
-        src: &mut dyn Source,
-        limits: &Limits,
-        warnings: &mut Vec<Warn>,
-    ) -> Result<Batches, Failure> {
-        let (_, meta, size) = read_kept(src, limits, warnings, false)?;
-        let used = match &meta {
-            Meta::Pcapng { used, .. } => used.clone(),
-            Meta::Pcap { linktype, .. } => vec![*linktype],
-        };
-        Ok(Batches {
-            scan: Scan::default(),
-            size,
-            used,
-            meta,
-        })
-    }
-
-    /// The same walk from the file's start, the file not checked again (a second read of a
-    /// file [`Batches::open`] checked: the checks and their warnings are the same).
-    pub fn restart(&self) -> Batches {
-        Batches {
-            scan: Scan::default(),
-            size: self.size,
-            used: self.used.clone(),
-            meta: self.meta.clone(),
-        }
-    }
-
-    /// The next records into `recs` (emptied first): at most `max` of them and about
-    /// `max_bytes` of blocks. `Ok(false)` once the records have all been read.
-    pub fn next(
-        &mut self,
-        src: &mut dyn Source,
-        limits: &Limits,
-        recs: &mut Records,
-        max: usize,
-        max_bytes: u64,
-    ) -> Result<bool, Failure> {
-        *recs = Records::default();
-        let mut part = Limited {
-            inner: src,
-            size: self.size,
-        };
-        let start = self.scan.walk.off;
-        while recs.len() < max && (recs.is_empty() || self.scan.walk.off - start < max_bytes) {
-            if !self.scan.step(&mut part, limits, Some(recs))? {
-                break;
-            }
-        }
-        Ok(!recs.is_empty())
-    }
-}
-
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::capture::bytes::Mem;
     use crate::capture::Interface;
 
-    fn block(btype: u32, body: &[u8]) -> Vec<u8> {
+    pub(crate) fn block(btype: u32, body: &[u8]) -> Vec<u8> {
         let len = (12 + body.len()).div_ceil(4) * 4;
         let mut b = btype.to_le_bytes().to_vec();
         b.extend_from_slice(&(len as u32).to_le_bytes());
@@ -364,7 +313,7 @@ mod tests {
         b
     }
 
-    fn shb() -> Vec<u8> {
+    pub(crate) fn shb() -> Vec<u8> {
         block(
             SHB_MAGIC,
             &[
@@ -373,13 +322,13 @@ mod tests {
         )
     }
 
-    fn idb(opts: &[u8]) -> Vec<u8> {
+    pub(crate) fn idb(opts: &[u8]) -> Vec<u8> {
         let mut body = vec![1, 0, 0, 0, 0xff, 0xff, 0, 0];
         body.extend_from_slice(opts);
         block(IDB_MAGIC, &body)
     }
 
-    fn epb(iface: u32, ts: u64, pkt: &[u8]) -> Vec<u8> {
+    pub(crate) fn epb(iface: u32, ts: u64, pkt: &[u8]) -> Vec<u8> {
         let mut body = iface.to_le_bytes().to_vec();
         body.extend_from_slice(&((ts >> 32) as u32).to_le_bytes());
         body.extend_from_slice(&(ts as u32).to_le_bytes());
@@ -430,49 +379,6 @@ mod tests {
         let mut w = Vec::new();
         read(&mut Mem(&d), &Limits::default(), &mut w).unwrap();
         assert_eq!(w[0].code, "W-TRUNCATED");
-    }
-
-    #[test]
-    fn batches_resume_the_walk_of_read() {
-        let mut d = shb();
-        d.extend(idb(&[]));
-        for k in 0..5u8 {
-            d.extend(epb(0, 1000 + u64::from(k), &[k; 3]));
-            d.extend(block(SPB_MAGIC, &[2, 0, 0, 0, k, k]));
-            d.extend(block(0x0BAD, &[k]));
-        }
-        d.extend(shb()); // a second section, damaged: W-SECTION keeps the first
-        d.extend(epb(0, 7, &[1]));
-        let mut want = Vec::new();
-        let (r, _) = read(&mut Mem(&d), &Limits::default(), &mut want).unwrap();
-        assert_eq!(r.len(), 10);
-        assert!(want.iter().any(|w| w.code == "W-SECTION"));
-        for max in [1, 2, 3, 64] {
-            let mut w = Vec::new();
-            let mut b = Batches::open(&mut Mem(&d), &Limits::default(), &mut w).unwrap();
-            assert_eq!(w, want);
-            let mut got = Records::default();
-            let mut recs = Records::default();
-            while b
-                .next(&mut Mem(&d), &Limits::default(), &mut recs, max, 1 << 20)
-                .unwrap()
-            {
-                assert!(recs.len() <= max);
-                got.data_off.extend(&recs.data_off);
-                got.caplen.extend(&recs.caplen);
-                got.ts_ns.extend(&recs.ts_ns);
-                got.linktypes.extend(&recs.linktypes);
-            }
-            assert_eq!(
-                (got.data_off, got.caplen, got.ts_ns, got.linktypes),
-                (
-                    r.data_off.clone(),
-                    r.caplen.clone(),
-                    r.ts_ns.clone(),
-                    r.linktypes.clone()
-                )
-            );
-        }
     }
 
     #[test]

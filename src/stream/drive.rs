@@ -15,7 +15,7 @@
 use super::conn::{sack_ack, Conn, CwndFacts, Pk, Prior, Scout};
 use super::cwndbatch::{Batches, Pending};
 use super::fstats;
-use super::number::{Addrs, Num, Numbering};
+use super::number::{Addrs, Num, Numbering, SackRow};
 use super::source::{Checked, Reader};
 use super::Refusal;
 use crate::capture::Rows;
@@ -28,38 +28,6 @@ use std::path::Path;
 
 use super::row::{Done, Part};
 pub use super::row::{Flows, Retrans, Row};
-
-/// One row's SACK blocks with relative edges (pass 1), walking a batch's blocks by row.
-#[derive(Default)]
-struct SackRow {
-    /// The batch's next block.
-    k: usize,
-    edges: Vec<(i64, i64)>,
-    /// Every edge of the row was made (`edge` gave Some).
-    known: bool,
-}
-
-impl SackRow {
-    /// The blocks of row `i` (rows ascending within a batch); whether it has any.
-    fn blocks(&mut self, rows: &Rows, i: usize, edge: impl Fn(i64) -> Option<i64>) -> bool {
-        let r = &rows.sack_row;
-        while self.k < r.len() && (r[self.k] as usize) < i {
-            self.k += 1;
-        }
-        self.edges.clear();
-        self.known = true;
-        let start = self.k;
-        while self.k < r.len() && r[self.k] as usize == i {
-            let (l, h) = (edge(rows.sack_left[self.k]), edge(rows.sack_right[self.k]));
-            match l.zip(h) {
-                Some(b) => self.edges.push(b),
-                None => self.known = false,
-            }
-            self.k += 1;
-        }
-        self.k > start
-    }
-}
 
 /// What pass 1 settles.
 pub(super) struct First {
@@ -92,27 +60,29 @@ const ECHO_WINDOW: i64 = 4096;
 /// above them (`rtt::Connection::keeping`), so every sample is the one keeping everything
 /// gives; pass 2 keeps what pass 1 kept. (`window`: [`ECHO_WINDOW`] but in tests.)
 fn pass1(path: &Path, window: i64) -> Result<First, Refusal> {
-    let (first, lags, missed) = scan(path, Err(window))?;
+    let (first, lags, missed) = scan(path, Err(window), None)?;
     if !missed && lags.iter().flatten().all(|&l| l <= window) {
         return Ok(first);
     }
     drop(first);
-    Ok(scan(path, Ok(lags))?.0)
+    Ok(scan(path, Ok(lags), None)?.0)
 }
 
 /// How far each connection's echoes fell below the highest before them (by side).
 #[cfg(test)]
 pub(super) fn echo_falls(path: &Path) -> Result<Vec<[i64; 2]>, Refusal> {
-    Ok(scan(path, Err(0))?.1)
+    Ok(scan(path, Err(0), None)?.1)
 }
 
 /// One pass 1 read, the TSval tables kept within `lags` (by connection and side; Err: the
 /// same window for all, below the highest echo and below the highest TSval); what it settles,
 /// how far each connection's echoes fell (by side), and whether an echo fell below what the
-/// window dropped.
+/// window dropped. `from`: the walk to read with (a pcapng file's sections before a damaged
+/// one, `source::Reader::again`: the read then starts over with it).
 fn scan(
     path: &Path,
     lags: Result<Vec<[i64; 2]>, i64>,
+    from: Option<Checked>,
 ) -> Result<(First, Vec<[i64; 2]>, bool), Refusal> {
     let mut scouts: Vec<Scout> = Vec::new();
     let mut last: Vec<u64> = Vec::new();
@@ -121,7 +91,7 @@ fn scan(
                                     // pass 1's passes do less than decoding does: this thread numbers the packets
     let mut numbering = Numbering::default();
     let mut sack = SackRow::default();
-    let mut reader = Reader::start(path, None, false);
+    let mut reader = Reader::start(path, from, false);
     for batch in &mut reader {
         let batch = batch?;
         let rows = &batch.rows;
@@ -155,6 +125,10 @@ fn scan(
             row += 1;
         }
         all_tcp.1 &= nums.len() == rows.len();
+    }
+    if let Some(again) = reader.again.take() {
+        drop((scouts, reader));
+        return scan(path, lags, Some(again));
     }
     let table = numbering.table;
     let settled = table.settle();

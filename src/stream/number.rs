@@ -110,3 +110,40 @@ impl Numbering {
         out
     }
 }
+
+/// One row's SACK blocks with relative edges (pass 1), walking a batch's blocks by row.
+#[derive(Default)]
+pub(super) struct SackRow {
+    /// The batch's next block.
+    pub(super) k: usize,
+    pub(super) edges: Vec<(i64, i64)>,
+    /// Every edge of the row was made (`edge` gave Some).
+    pub(super) known: bool,
+}
+
+impl SackRow {
+    /// The blocks of row `i` (rows ascending within a batch); whether it has any.
+    pub(super) fn blocks(
+        &mut self,
+        rows: &Rows,
+        i: usize,
+        edge: impl Fn(i64) -> Option<i64>,
+    ) -> bool {
+        let r = &rows.sack_row;
+        while self.k < r.len() && (r[self.k] as usize) < i {
+            self.k += 1;
+        }
+        self.edges.clear();
+        self.known = true;
+        let start = self.k;
+        while self.k < r.len() && r[self.k] as usize == i {
+            let (l, h) = (edge(rows.sack_left[self.k]), edge(rows.sack_right[self.k]));
+            match l.zip(h) {
+                Some(b) => self.edges.push(b),
+                None => self.known = false,
+            }
+            self.k += 1;
+        }
+        self.k > start
+    }
+}

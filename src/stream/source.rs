@@ -1,8 +1,8 @@
 //! Bounded batches of decoded rows, read on their own thread.
 //!
-//! The container walk is `capture::pcap::Batches` or `capture::pcapng::Batches` (the record
-//! and block walks of `read_capture`, resumed batch by batch; a pcapng file is first checked
-//! whole by the reader's own walk and checks, its records not kept) and every batch is decoded
+//! The container walk is `capture::pcap::Batches` or `capture::ngbatch::Batches` (the record
+//! and block walks of `read_capture`, resumed batch by batch; a pcapng file is settled as its
+//! first walk ends, [`settle_pcapng`]) and every batch is decoded
 //! by `capture::spans::BatchDecoder`, the sequential span decoder, with one IP reassembler
 //! and the decoder's counts carried across batches: the rows, and the warnings, are those
 //! `read_capture` gives, with its default limits. A batch holds at most [`BATCH`] records
@@ -15,11 +15,10 @@ use super::ahead::Ahead;
 use super::number::{Num, Numbering};
 use super::Refusal;
 use crate::capture::bytes::Source;
+use crate::capture::ngbatch::{self, Ended};
 use crate::capture::spans::BatchDecoder;
 use crate::capture::timeback::TimeBack;
-use crate::capture::{
-    commas, iplen, pcap, pcapng, Failure, Kind, Limits, Meta, Records, Rows, Warn,
-};
+use crate::capture::{commas, iplen, link, pcap, Failure, Kind, Limits, Meta, Records, Rows, Warn};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -69,17 +68,10 @@ pub fn check_flows(nflows: usize) -> Result<(), Refusal> {
 /// A capture's record batches: either container's walk.
 enum Walk {
     Pcap(Box<pcap::Batches>),
-    Pcapng(Box<pcapng::Batches>),
+    Pcapng(Box<ngbatch::Batches>),
 }
 
 impl Walk {
-    fn meta(&self) -> &Meta {
-        match self {
-            Walk::Pcap(b) => &b.meta,
-            Walk::Pcapng(b) => &b.meta,
-        }
-    }
-
     fn next(
         &mut self,
         src: &mut dyn Source,
@@ -88,9 +80,18 @@ impl Walk {
     ) -> Result<bool, Failure> {
         match self {
             Walk::Pcap(b) => b.next(src, limits, recs, BATCH, BATCH_BYTES),
-            Walk::Pcapng(b) => b.next(src, limits, recs, BATCH, BATCH_BYTES),
+            Walk::Pcapng(b) => Ok(b.next(src, limits, recs, BATCH, BATCH_BYTES)),
         }
     }
+}
+
+/// The link type a record cannot be decoded with by tracekit itself (`tracekit.read` hands
+/// such a file to tshark, so the stream leaves it to the frames path).
+fn tshark() -> Refusal {
+    Refusal::new(
+        "UnknownFormatError",
+        "link type not decoded by tracekit itself (tracekit.read hands it to tshark)",
+    )
 }
 
 fn file(path: &Path) -> Result<Ahead, Refusal> {
@@ -98,25 +99,13 @@ fn file(path: &Path) -> Result<Ahead, Refusal> {
         .map_err(|e| Refusal::new("UnknownFormatError", format!("cannot read file: {e}")))
 }
 
-/// Opens `path` and reads its header (a pcapng file: checks it whole): the source, the
-/// record batches and the warnings so far.
-fn open(path: &Path, limits: &Limits) -> Result<(Ahead, Walk, Vec<Warn>), Refusal> {
+/// Opens `path` and reads its header: the source, the record batches and the warnings so far
+/// (a pcapng file's come when its walk ends, [`settle_pcapng`]).
+fn open(path: &Path) -> Result<(Ahead, Walk, Vec<Warn>), Refusal> {
     let mut src = file(path)?;
     let mut warnings = Vec::new();
-    let tshark = || {
-        Refusal::new(
-            "UnknownFormatError",
-            "link type not decoded by tracekit itself (tracekit.read hands it to tshark)",
-        )
-    };
     if src.get(0, 4) == Some(&PCAPNG[..]) {
-        let b = pcapng::Batches::open(&mut src, limits, &mut warnings).map_err(|f| refusal(&f))?;
-        if b.used
-            .iter()
-            .any(|&lt| crate::capture::link::name(lt).is_none())
-        {
-            return Err(tshark());
-        }
+        let b = ngbatch::Batches::start(&mut src).map_err(|f| refusal(&f))?;
         return Ok((src, Walk::Pcapng(Box::new(b)), warnings));
     }
     let batches = pcap::Batches::open(&mut src, &mut warnings).map_err(|f| refusal(&f))?;
@@ -124,17 +113,21 @@ fn open(path: &Path, limits: &Limits) -> Result<(Ahead, Walk, Vec<Warn>), Refusa
     Ok((src, Walk::Pcap(Box::new(b)), warnings))
 }
 
-/// A pcapng file as its opening walk checked it: the walk to resume and the warnings so far.
-/// A second read of the file starts from it instead of checking the file again.
+/// A pcapng file as its first read settled it: the walk to run again, the container's warnings
+/// and metadata (a second read starts from it instead of settling the file again); or, where a
+/// later section is damaged, the walk to run instead, not settled yet (no metadata).
 pub struct Checked {
-    walk: pcapng::Batches,
+    walk: ngbatch::Batches,
     warnings: Vec<Warn>,
+    meta: Option<Meta>,
 }
 
 /// One batch's rows, or the warnings once every batch is read, or why reading stopped.
 enum Item {
-    /// The pcapng file's check, sent before its first batch.
+    /// The pcapng file as its walk settled it, sent after its last batch.
     Checked(Box<Checked>),
+    /// A later section of the pcapng file is damaged: the read starts over with this walk.
+    Again(Box<Checked>),
     Rows(Box<Rows>),
     /// A batch's rows with its TCP packets numbered (what the reader thread sends on).
     Numbered(Box<Batch>),
@@ -184,19 +177,18 @@ fn read_batches(
     send: &mut impl FnMut(Item) -> bool,
 ) -> Result<Option<(Vec<Warn>, bool, Box<Facts>)>, Refusal> {
     let limits = Limits::default();
-    let (mut src, mut walk, mut warnings) = match checked {
-        Some(c) => (file(path)?, Walk::Pcapng(Box::new(c.walk)), c.warnings),
-        None => open(path, &limits)?,
-    };
-    if let Walk::Pcapng(b) = &walk {
-        let c = Checked {
-            walk: b.restart(),
-            warnings: warnings.clone(),
-        };
-        if !send(Item::Checked(Box::new(c))) {
-            return Ok(None);
+    let (mut src, mut walk, mut warnings, mut meta) = match checked {
+        Some(c) => (
+            file(path)?,
+            Walk::Pcapng(Box::new(c.walk)),
+            c.warnings,
+            c.meta,
+        ),
+        None => {
+            let (src, walk, warnings) = open(path)?;
+            (src, walk, warnings, None)
         }
-    }
+    };
     let mut dec = BatchDecoder::new(&limits);
     let mut recs = Records::default();
     let (mut t0, mut n) = (None::<i64>, 0usize);
@@ -204,6 +196,8 @@ fn read_batches(
     let mut portless = false;
     let mut seen = [0u64; 2]; // the rows sent, and those with caplen < size
     let mut acct = super::account::RowFacts::default();
+    // a record of a link type tracekit does not decode: the file is refused once walked
+    let mut foreign = false;
     // decoded batches not sent yet: the first has IP lengths that later rows must settle
     let mut held: VecDeque<Box<Rows>> = VecDeque::new();
     while walk
@@ -216,9 +210,10 @@ fn read_batches(
         // the bytes before the batch's last record's end are read no more
         let end = (recs.data_off.last().copied().unwrap_or(0))
             .saturating_add(u64::from(recs.caplen.last().copied().unwrap_or(0)));
-        if n as u64 > limits.max_packets {
+        foreign |= recs.linktypes.iter().any(|&lt| link::name(lt).is_none());
+        if foreign || n as u64 > limits.max_packets {
             src.keep_from(end);
-            continue; // only counted: refused below, as `read_capture` refuses
+            continue; // only walked: refused below, as `read_capture` refuses
         }
         let t = *t0.get_or_insert(recs.ts_ns.first().copied().unwrap_or(0));
         let rows = dec.decode(&mut src, &recs, t);
@@ -238,9 +233,23 @@ fn read_batches(
     if !send_settled(&mut held, &mut dec, true, (&mut seen, &mut acct), send) {
         return Ok(None);
     }
-    if let Walk::Pcap(b) = &walk {
-        b.warnings(&mut warnings);
-    }
+    let meta = match (&mut walk, meta.take()) {
+        (Walk::Pcap(b), _) => {
+            b.warnings(&mut warnings);
+            b.meta.clone()
+        }
+        (Walk::Pcapng(b), Some(m)) => {
+            // settled by the file's first read (a file changed since is refused)
+            if b.finish(&mut Vec::new()).is_err() {
+                return Err(Refusal::new("CorruptTraceError", CHANGED));
+            }
+            m
+        }
+        (Walk::Pcapng(b), None) => match settle_pcapng(b, &mut warnings, send)? {
+            Some(m) => m,
+            None => return Ok(None),
+        },
+    };
     if n as u64 > limits.max_packets {
         let msg = format!(
             "{} packets, over the limit of {}",
@@ -252,7 +261,7 @@ fn read_batches(
     let counts = dec.finish(&mut warnings);
     warnings.extend(back.warning());
     let facts = Facts {
-        meta: walk.meta().clone(),
+        meta,
         counts,
         records: n as u64,
         t0_ns: t0,
@@ -261,6 +270,45 @@ fn read_batches(
         account: acct,
     };
     Ok(Some((warnings, portless, Box::new(facts))))
+}
+
+/// A file whose second read does not settle as its first did.
+const CHANGED: &str = "the file changed between the stream's two reads of it";
+
+/// A pcapng file's first read, once walked: its container warnings (into `warnings`) and
+/// metadata, sent on for a second read ([`Checked`]); `read_capture`'s error when it refuses
+/// the file, the stream's own when a packet's link type is one tracekit does not decode.
+/// None: the receiver is gone, or told to start over (a later section is damaged).
+fn settle_pcapng(
+    b: &mut ngbatch::Batches,
+    warnings: &mut Vec<Warn>,
+    send: &mut impl FnMut(Item) -> bool,
+) -> Result<Option<Meta>, Refusal> {
+    let meta = match b.finish(warnings) {
+        Ok(m) => m,
+        Err(Ended::Failed(f)) => return Err(refusal(&f)),
+        Err(Ended::Damaged(walk)) => {
+            let walk = *walk;
+            let warnings = Vec::new();
+            send(Item::Again(Box::new(Checked {
+                walk,
+                warnings,
+                meta: None,
+            })));
+            return Ok(None);
+        }
+    };
+    if let Meta::Pcapng { used, .. } = &meta {
+        if used.iter().any(|&lt| link::name(lt).is_none()) {
+            return Err(tshark());
+        }
+    }
+    let c = Checked {
+        walk: b.restart(),
+        warnings: warnings.clone(),
+        meta: Some(meta.clone()),
+    };
+    Ok(send(Item::Checked(Box::new(c))).then_some(meta))
 }
 
 /// Sends the held batches that are settled, in order: a batch whose IP lengths beyond the
@@ -330,9 +378,18 @@ pub struct Reader {
     pub checked: Option<Checked>,
     /// The connection table and addresses, once every batch is read.
     pub numbering: Option<Numbering>,
+    /// The walk to read again with, when a later section of a pcapng file is damaged (the
+    /// batches sent are then not the file's: the receiver starts over).
+    pub again: Option<Checked>,
 }
 
 impl Reader {
+    /// The reader thread's name (`bench/bench_budget.py` tells the passes' CPU apart by it).
+    #[cfg(test)]
+    pub(crate) fn thread_name(&self) -> Option<String> {
+        Some(self.thread.as_ref()?.thread().name()?.to_string())
+    }
+
     /// Starts reading `path`; `checked`: what an earlier read of the same pcapng file checked
     /// (its `checked` once done), so that the file is not checked again.
     /// `number`: the thread numbers each batch's packets (`Batch::nums`; else they are left
@@ -363,6 +420,7 @@ impl Reader {
             thread,
             checked: None,
             numbering: None,
+            again: None,
         }
     }
 }
@@ -403,6 +461,7 @@ impl Iterator for Reader {
         loop {
             match self.rx.recv().ok()? {
                 Item::Checked(c) => self.checked = Some(*c),
+                Item::Again(c) => self.again = Some(*c),
                 Item::Table(t) => self.numbering = Some(*t),
                 Item::Numbered(b) => return Some(Ok(*b)),
                 Item::Rows(r) => {
@@ -427,30 +486,5 @@ impl Drop for Reader {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::tests::{pcap, seg, write};
-    use super::Reader;
-
-    #[test]
-    fn each_pass_reader_is_named_and_only_pass_2_numbers() {
-        // (`bench/bench_budget.py` tells the passes' CPU apart by these names)
-        let p = write("named.pcap", &pcap(&[seg(true, 100, 0, 0x02, 0)]));
-        for (number, name) in [(false, "tk-read-1"), (true, "tk-read-2")] {
-            let mut r = Reader::start(&p, None, number);
-            let t = r
-                .thread
-                .as_ref()
-                .and_then(|t| t.thread().name().map(String::from));
-            assert_eq!(t.as_deref(), Some(name));
-            let b = r.next().expect("a batch").expect("read");
-            assert_eq!((b.rows.len(), b.nums.len()), (1, usize::from(number)));
-            assert!(r.next().is_none());
-            assert_eq!(r.numbering.is_some(), number);
-        }
-        std::fs::remove_file(p).unwrap();
     }
 }

@@ -2,14 +2,14 @@ use super::conn::Pk;
 use super::drive::summary;
 use std::path::Path;
 
-pub(crate) fn write(name: &str, data: &[u8]) -> std::path::PathBuf {
+fn write(name: &str, data: &[u8]) -> std::path::PathBuf {
     let p = std::env::temp_dir().join(format!("tk_stream_{}_{name}", std::process::id()));
     std::fs::write(&p, data).unwrap();
     p
 }
 
 /// A pcap file (Ethernet) of `frames`, a millisecond apart.
-pub(crate) fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
+fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
     let mut f = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
     f.extend_from_slice(&[0; 8]);
     f.extend_from_slice(&65535u32.to_le_bytes());
@@ -25,7 +25,7 @@ pub(crate) fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
 }
 
 /// Ethernet + IPv4 + TCP from `a` to `b` (ports 1000 -> 80 when `fwd`, else back).
-pub(crate) fn seg(fwd: bool, seq: u32, ack: u32, flags: u8, payload: usize) -> Vec<u8> {
+fn seg(fwd: bool, seq: u32, ack: u32, flags: u8, payload: usize) -> Vec<u8> {
     let mut t = Vec::new();
     let (sp, dp) = if fwd { (1000u16, 80u16) } else { (80, 1000) };
     t.extend_from_slice(&sp.to_be_bytes());
@@ -236,4 +236,18 @@ pub(crate) fn pk(row: u32, time: f64, (seq, len): (i64, i64), flags: u8, ack: i6
         ttl: 64,
         mss: -1,
     }
+}
+
+#[test]
+fn each_pass_reader_is_named_and_only_pass_2_numbers() {
+    let p = write("named.pcap", &pcap(&[seg(true, 100, 0, 0x02, 0)]));
+    for (number, name) in [(false, "tk-read-1"), (true, "tk-read-2")] {
+        let mut r = super::source::Reader::start(&p, None, number);
+        assert_eq!(r.thread_name().as_deref(), Some(name));
+        let b = r.next().expect("a batch").expect("read");
+        assert_eq!((b.rows.len(), b.nums.len()), (1, usize::from(number)));
+        assert!(r.next().is_none());
+        assert_eq!(r.numbering.is_some(), number);
+    }
+    std::fs::remove_file(p).unwrap();
 }
