@@ -61,11 +61,11 @@ impl Packets {
             self.idb_total += 1;
             return;
         }
-        let (o, e) = (b.off, b.e);
+        let o = b.off;
         let local = match b.btype {
-            EPB_MAGIC => src.u32(e, o + 8).unwrap_or(0) as usize,
-            PB_MAGIC => usize::from(src.u16(e, o + 8).unwrap_or(0)), // then a 16-bit drop count
-            SPB_MAGIC => 0, // SPB: interface 0 (pcapng §4.4)
+            EPB_MAGIC => b.u32(src, 8).unwrap_or(0) as usize,
+            PB_MAGIC => usize::from(b.u16(src, 8).unwrap_or(0)), // then a 16-bit drop count
+            SPB_MAGIC => 0,                                      // SPB: interface 0 (pcapng §4.4)
             _ => return,
         };
         let known = self.idb_total - self.idb_at_section;
@@ -84,9 +84,9 @@ impl Packets {
         let mut caplen: u64 = if spb {
             0
         } else {
-            src.u32(e, o + 20).unwrap_or(0).into()
+            b.u32(src, 20).unwrap_or(0).into()
         };
-        let origlen: u64 = src.u32(e, o + if spb { 8 } else { 24 }).unwrap_or(0).into();
+        let origlen: u64 = b.u32(src, if spb { 8 } else { 24 }).unwrap_or(0).into();
         let Some(room) = u64::from(b.len).checked_sub(if spb { 16 } else { 32 }) else {
             return; // under its type's minimum length: refused (`MIN_LEN`)
         };
@@ -157,9 +157,8 @@ impl Packets {
         let ts = if spb {
             self.last_ts // an SPB has no timestamp: the previous timed packet's time (0 before any)
         } else {
-            let (e, o) = (b.e, b.off);
-            let raw = (u64::from(src.u32(e, o + 12).unwrap_or(0)) << 32)
-                | u64::from(src.u32(e, o + 16).unwrap_or(0));
+            let raw = (u64::from(b.u32(src, 12).unwrap_or(0)) << 32)
+                | u64::from(b.u32(src, 16).unwrap_or(0));
             let (ns, bad) = ts_to_ns(raw, itf);
             self.clamped += u64::from(bad);
             self.last_ts = ns;

@@ -101,10 +101,7 @@ impl Scan {
 
     /// A section's version (only 1.x exists); the first section's application/OS/hardware.
     fn section(&mut self, src: &mut dyn Source, b: &Block, i: usize) {
-        let (major, minor) = (
-            src.u16(b.e, b.off + 12).unwrap_or(0),
-            src.u16(b.e, b.off + 14).unwrap_or(0),
-        );
+        let (major, minor) = (b.u16(src, 12).unwrap_or(0), b.u16(src, 14).unwrap_or(0));
         if major != 1 {
             self.errs.set(VERSION, i, || {
                 corrupt(

@@ -30,6 +30,10 @@ pub(super) const MIN_LEN: [(u32, u32); 5] = [
     (IDB_MAGIC, 20),
     (SHB_MAGIC, 28),
 ];
+/// Bytes of a block's start kept with it ([`Block::u32`]): an EPB's fixed fields (interface,
+/// timestamp, captured and original lengths, pcapng §4.3) in one read, not a read per field.
+const HEAD: usize = 28;
+
 /// One block found by the walk.
 #[derive(Clone, Copy)]
 pub(super) struct Block {
@@ -38,6 +42,27 @@ pub(super) struct Block {
     pub(super) len: u32,
     pub(super) e: Endian,
     pub(super) section: usize,
+    /// The block's first `hl` bytes (at most [`HEAD`], never past its end).
+    head: [u8; HEAD],
+    hl: usize,
+}
+
+impl Block {
+    /// The field `k` bytes into the block (from its head, else from `src`: the same bytes).
+    pub(super) fn u32(&self, src: &mut dyn Source, k: u64) -> Option<u32> {
+        match usize::try_from(k).ok().filter(|&k| k + 4 <= self.hl) {
+            Some(k) => self.e.u32(&self.head[..self.hl], k),
+            None => src.u32(self.e, self.off + k),
+        }
+    }
+
+    /// The 16-bit field `k` bytes into the block (as [`Block::u32`]).
+    pub(super) fn u16(&self, src: &mut dyn Source, k: u64) -> Option<u16> {
+        match usize::try_from(k).ok().filter(|&k| k + 2 <= self.hl) {
+            Some(k) => self.e.u16(&self.head[..self.hl], k),
+            None => src.u16(self.e, self.off + k),
+        }
+    }
 }
 
 pub(super) fn corrupt(msg: String, block: usize, offset: u64) -> Failure {
@@ -160,12 +185,20 @@ impl Walk {
         }
         self.blocks += 1;
         self.off = end;
+        let mut head = [0u8; HEAD];
+        let mut hl = (len as usize).min(HEAD); // (the block lies within the file: end <= n)
+        match src.get(off, hl) {
+            Some(h) => head[..hl].copy_from_slice(h),
+            None => hl = 0,
+        }
         Ok(Some(Block {
             off,
             btype,
             len,
             e,
             section: self.sections.saturating_sub(1),
+            head,
+            hl,
         }))
     }
 }
