@@ -115,6 +115,17 @@ pub(super) fn interface(
     (itf, warn, fail)
 }
 
+/// 10^k for every decimal resolution a u64 tick count can have (a table, not a power per packet).
+const POW10: [u64; 20] = {
+    let mut t = [1u64; 20];
+    let mut k = 1;
+    while k < 20 {
+        t[k] = t[k - 1] * 10;
+        k += 1;
+    }
+    t
+};
+
 /// A raw 64-bit timestamp of an interface as epoch ns, with exact integer math (float seconds
 /// would lose sub-µs precision); true when it was out of range and clamped.
 pub fn ts_to_ns(ts: u64, itf: &Interface) -> (i64, bool) {
@@ -129,14 +140,14 @@ pub fn ts_to_ns(ts: u64, itf: &Interface) -> (i64, bool) {
         }
         (sec, (frac * 1_000_000_000) >> n)
     } else {
-        let unit = 10u64.pow(u32::from(r.min(19)));
-        let (sec, frac) = (ts / unit, ts % unit);
+        let r = usize::from(r.min(19));
+        let (sec, frac) = (ts / POW10[r], ts % POW10[r]);
         (
             sec,
             if r <= 9 {
-                frac * 10u64.pow(u32::from(9 - r))
+                frac * POW10[9 - r]
             } else {
-                frac / 10u64.pow(u32::from(r - 9))
+                frac / POW10[r - 9]
             },
         )
     };
