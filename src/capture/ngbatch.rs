@@ -38,23 +38,24 @@ impl Batches {
     /// The walk from the file's start, once its first bytes say pcapng (else `read`'s error).
     pub fn start(src: &mut dyn Source) -> Result<Batches, Failure> {
         check_head(src)?;
-        Ok(Batches {
+        Ok(Batches::over(src.size(), None))
+    }
+
+    /// A walk from the file's start over its first `size` bytes (`section`: the damaged one
+    /// that begins there).
+    fn over(size: u64, section: Option<(u64, Failure)>) -> Batches {
+        Batches {
             scan: Scan::default(),
-            size: src.size(),
+            size,
             failed: None,
-            section: None,
-        })
+            section,
+        }
     }
 
     /// The same walk from the file's start again (a second read of a file whose first read
     /// [`Batches::finish`] settled: its checks and warnings are the same).
     pub fn restart(&self) -> Batches {
-        Batches {
-            scan: Scan::default(),
-            size: self.size,
-            failed: None,
-            section: self.section.clone(),
-        }
+        Batches::over(self.size, self.section.clone())
     }
 
     /// The next records into `recs` (emptied first): at most `max` of them and about
@@ -110,12 +111,10 @@ impl Batches {
         };
         // (the walk before a damaged section is not cut again: `read_kept` recovers once)
         match damaged_section(&f, &shbs).filter(|_| self.section.is_none()) {
-            Some(start) => Err(Ended::Damaged(Box::new(Batches {
-                scan: Scan::default(),
-                size: start,
-                failed: None,
-                section: Some((start, f)),
-            }))),
+            Some(start) => Err(Ended::Damaged(Box::new(Batches::over(
+                start,
+                Some((start, f)),
+            )))),
             None => Err(Ended::Failed(f)),
         }
     }
