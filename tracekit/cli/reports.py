@@ -43,11 +43,14 @@ def report(files: tuple[str, ...], output: str, png_dir: str | None, svg_dir: st
         tracekit report samples/ns2/lab_reno/ -o reno.html --png charts/
     """
     from tracekit import pipeline
-    from tracekit.reports.html import write_report
+    from tracekit.cli.warm import warm
 
     guard_output(force, output)
     limits = load_limits(config)
+    warm()  # altair imports on the other core while the captures are read (tracekit.cli.warm)
     analyses = [pipeline.load(f, format=fmt, strict=strict, limits=limits) for f in files]
+    from tracekit.reports.html import write_report
+
     write_report(analyses, Path(output), png_dir=Path(png_dir) if png_dir else None,
                  svg_dir=Path(svg_dir) if svg_dir else None, max_flows=max_flows,
                  link_rates=[pipeline.link_rate(a) for a in analyses])
