@@ -22,8 +22,17 @@ use super::Refusal;
 use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 
-/// Batches queued for a shard beyond the one it runs (the reader thread runs two ahead).
-const QUEUE: usize = 2;
+/// Batches queued for a shard beyond the one it runs. Every shard reads every batch, so the
+/// reader waits for the slowest. Pass 2 runs three threads (the reader and two shards) on a
+/// 2-core machine, so the system takes a shard off its core for a whole time slice now and
+/// then: on big.pcap a batch costs a shard 0.74 ms of CPU at the median and 1.3-1.5 ms at the
+/// 99th percentile, but 4-9 ms of wall at the 99th percentile. With 2 queued, the reader
+/// blocked on the shard that was off its core while the other shard ran dry: each shard
+/// waited 0.09-0.11 s of pass 2's 0.24 s. Sixteen ride out a time slice: `analyze --json` 4 %
+/// faster on big.pcap and 5 % on big4.pcap (paired runs, bench/README.md). A batch is about
+/// 1 MiB, shared by the shards, so at most about 20 are alive: peak RSS 37 -> 53 MiB on
+/// big.pcap, a fixed cost that does not grow with the file.
+const QUEUE: usize = 16;
 
 /// Pass 2 over `reader`'s batches, on at most `threads` threads (1: the calling thread).
 pub(super) fn run(

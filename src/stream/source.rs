@@ -395,8 +395,9 @@ impl Reader {
     /// `number`: the thread numbers each batch's packets (`Batch::nums`; else they are left
     /// empty for the receiver to number).
     pub fn start(path: &Path, checked: Option<Checked>, number: bool) -> Reader {
-        // one batch queued while the next is decoded: at most two ahead of the passes
-        let (tx, mut rx) = sync_channel::<Item>(1);
+        // up to four batches queued while the next is decoded, so that a pass taken off its
+        // core for a time slice does not stop the reader (`shards::QUEUE`)
+        let (tx, mut rx) = sync_channel::<Item>(4);
         let path: PathBuf = path.to_path_buf();
         // named for its pass, so that `top -H`, perf and `bench/bench_budget.py` tell the
         // passes' readers from the rest
