@@ -68,7 +68,8 @@ impl Scan {
 
     /// Trailing length, then the minimum length of its type.
     fn check(&mut self, src: &mut dyn Source, b: &Block, i: usize) {
-        let trailer = src.u32(b.e, b.off + u64::from(b.len) - 4).unwrap_or(0);
+        let at = b.off + u64::from(b.len) - 4;
+        let trailer = b.tail.or_else(|| src.u32(b.e, at)).unwrap_or(0);
         if trailer != b.len {
             self.errs.set(TRAILER, i, || {
                 corrupt(

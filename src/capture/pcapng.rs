@@ -33,6 +33,9 @@ pub(super) const MIN_LEN: [(u32, u32); 5] = [
 /// Bytes of a block's start kept with it ([`Block::u32`]): an EPB's fixed fields (interface,
 /// timestamp, captured and original lengths, pcapng §4.3) in one read, not a read per field.
 const HEAD: usize = 28;
+/// Blocks of at most this many bytes are read whole by the walk, so that the trailing length
+/// comes from the same read as the head (larger ones are read in two places, as the checks ask).
+const WHOLE: usize = 4096;
 
 /// One block found by the walk.
 #[derive(Clone, Copy)]
@@ -45,6 +48,8 @@ pub(super) struct Block {
     /// The block's first `hl` bytes (at most [`HEAD`], never past its end).
     head: [u8; HEAD],
     hl: usize,
+    /// The trailing length, where the block was read whole (see [`WHOLE`]).
+    pub(super) tail: Option<u32>,
 }
 
 impl Block {
@@ -129,7 +134,16 @@ impl Walk {
             return Ok(None);
         }
         let (n, off) = (src.size(), self.off);
-        let Some(btype) = src.u32(self.e, off) else {
+        // the block type and length in one read where the file holds both (the same bytes as
+        // a read each, which is what is done where it does not)
+        let mut first = [0u8; 8];
+        let have = src.get(off, 8).map(|b| first.copy_from_slice(b)).is_some();
+        let btype = if have {
+            self.e.u32(&first, 0)
+        } else {
+            src.u32(self.e, off)
+        };
+        let Some(btype) = btype else {
             self.cut = Some((off != n).then_some(off));
             return Ok(None);
         };
@@ -154,7 +168,12 @@ impl Walk {
             self.sections += 1;
         }
         let e = self.e;
-        let Some(len) = src.u32(e, off + 4) else {
+        let len = if have {
+            e.u32(&first, 4)
+        } else {
+            src.u32(e, off + 4)
+        };
+        let Some(len) = len else {
             self.cut = Some((off != n).then_some(off));
             return Ok(None);
         };
@@ -185,11 +204,25 @@ impl Walk {
         }
         self.blocks += 1;
         self.off = end;
+        // a block of at most WHOLE bytes (a packet block of a usual snap length) is read whole:
+        // its head and its trailing length in one read
+        let mut tail = None;
         let mut head = [0u8; HEAD];
         let mut hl = (len as usize).min(HEAD); // (the block lies within the file: end <= n)
-        match src.get(off, hl) {
-            Some(h) => head[..hl].copy_from_slice(h),
-            None => hl = 0,
+        let whole = if len as usize <= WHOLE {
+            src.get(off, len as usize)
+        } else {
+            None
+        };
+        match whole {
+            Some(b) => {
+                head[..hl].copy_from_slice(&b[..hl]);
+                tail = e.u32(b, len as usize - 4);
+            }
+            None => match src.get(off, hl) {
+                Some(h) => head[..hl].copy_from_slice(h),
+                None => hl = 0,
+            },
         }
         Ok(Some(Block {
             off,
@@ -199,6 +232,7 @@ impl Walk {
             section: self.sections.saturating_sub(1),
             head,
             hl,
+            tail,
         }))
     }
 }
@@ -400,18 +434,26 @@ pub(super) mod tests {
 
     #[test]
     fn bad_trailer_and_cut_block() {
-        let mut d = shb();
-        d.extend(idb(&[]));
-        let mut p = epb(0, 0, &[1]);
-        let n = p.len();
-        p[n - 4] = 7;
-        d.extend(p.clone());
-        let e = read(&mut Mem(&d), &Limits::default(), &mut Vec::new()).unwrap_err();
-        assert!(e.message.contains("trailing length 7 differs"));
-        d.truncate(d.len() - 6);
-        let mut w = Vec::new();
-        read(&mut Mem(&d), &Limits::default(), &mut w).unwrap();
-        assert_eq!(w[0].code, "W-TRUNCATED");
+        // a block read whole by the walk (its trailer from that read) and one over `WHOLE`
+        for size in [1, WHOLE] {
+            let mut d = shb();
+            d.extend(idb(&[]));
+            let mut p = epb(0, 0, &vec![1; size]);
+            let n = p.len();
+            p[n - 4..].copy_from_slice(&7u32.to_le_bytes());
+            d.extend(p.clone());
+            let e = read(&mut Mem(&d), &Limits::default(), &mut Vec::new()).unwrap_err();
+            assert!(
+                e.message.contains("trailing length 7 differs"),
+                "{size}: {}",
+                e.message
+            );
+            assert_eq!(e.offset, Some(48), "{size}");
+            d.truncate(d.len() - 6);
+            let mut w = Vec::new();
+            read(&mut Mem(&d), &Limits::default(), &mut w).unwrap();
+            assert_eq!(w[0].code, "W-TRUNCATED");
+        }
     }
 
     #[test]
