@@ -86,24 +86,28 @@ pub(super) const PKT_IFACE: usize = IFACE + 1;
 pub(super) const ROOM: usize = PKT_IFACE + 1;
 pub(super) const CAPLEN: usize = ROOM + 1;
 
-/// The first failure of each check (`TRAILER`…`CAPLEN`) with its block's index.
+/// The first failure of each check (`TRAILER`…`CAPLEN`) with its block's index, and whether
+/// any is set (asked for every packet block: a flag, not a look at every slot).
 #[derive(Default)]
-pub(super) struct Errs([Option<(usize, Failure)>; CAPLEN + 1]);
+pub(super) struct Errs([Option<(usize, Failure)>; CAPLEN + 1], bool);
 
 impl Errs {
     /// Block `i`'s failure of check `k`, unless an earlier block failed it.
     pub(super) fn set(&mut self, k: usize, i: usize, f: impl FnOnce() -> Failure) {
         if let Some(slot) = self.0.get_mut(k).filter(|s| s.is_none()) {
             *slot = Some((i, f()));
+            self.1 = true;
         }
     }
     pub(super) fn any(&self) -> bool {
-        self.0.iter().any(Option::is_some)
+        self.1
     }
     /// The failure reported: the earliest check's, with its check.
     pub(super) fn first(&mut self) -> Option<(usize, usize, Failure)> {
         let k = self.0.iter().position(Option::is_some)?;
-        self.0[k].take().map(|(i, f)| (k, i, f))
+        let got = self.0[k].take().map(|(i, f)| (k, i, f));
+        self.1 = self.0.iter().any(Option::is_some);
+        got
     }
 }
 
