@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from tracekit.cli.main import main
@@ -47,13 +48,14 @@ def test_warm_imports_and_leaves_a_failure_to_the_command() -> None:
     assert "tabnanny" in sys.modules and "tracekit_no_such_module" not in sys.modules
 
 
-def test_report_with_the_warm_thread_writes_the_same_page(tmp_path: Path) -> None:
-    """The command (warmed) and the library call (not) write the same page."""
+@pytest.mark.parametrize("command", [["report", "-o"], ["analyze", "--report"]])
+def test_report_with_the_warm_thread_writes_the_same_page(tmp_path: Path, command: list[str]) -> None:
+    """The commands (warmed) and the library call (not) write the same page."""
     from tracekit import pipeline
     from tracekit.reports.html import write_report
 
     cli_out, lib_out = tmp_path / "cli.html", tmp_path / "lib.html"
-    r = CliRunner().invoke(main, ["report", str(SAMPLE), "-o", str(cli_out)])
+    r = CliRunner().invoke(main, [command[0], str(SAMPLE), command[1], str(cli_out)])
     assert r.exit_code == 0, r.output
     an = pipeline.load(str(SAMPLE))
     write_report([an], lib_out, link_rates=[pipeline.link_rate(an)])

@@ -1,10 +1,11 @@
 """Importing a command's chart library on a thread of its own while the command reads its inputs.
 
-``tracekit report`` needs altair only once its captures are read and analysed, and importing
+``tracekit report`` (and ``analyze --report``) needs altair only once its captures are read and
+analysed, and importing
 it costs about 0.3 s of pure Python (jsonschema, referencing, narwhals, jinja2: see
 ``python -X importtime``). Reading and analysing a capture run in the core and in polars with
-the GIL released, so the import can run on the other core meanwhile: on big.pcap the report
-takes about 0.15 s less (bench/README.md, "tracekit report on big.pcap").
+the GIL released, so the import can run on the other core meanwhile: on big.pcap both commands
+take about 0.13-0.15 s less (bench/README.md, "tracekit report on big.pcap").
 
 Why this is safe: CPython imports under a lock per module, so the command's own
 ``import altair`` later waits until this thread's is done and never sees a half-built module.
