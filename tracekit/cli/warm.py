@@ -1,9 +1,8 @@
 """Importing a command's chart library on a thread of its own while the command reads its inputs.
 
 ``tracekit report`` (and ``analyze --report``) needs altair only once its captures are read and
-analysed, and importing
-it costs about 0.3 s of pure Python (jsonschema, referencing, narwhals, jinja2: see
-``python -X importtime``). Reading and analysing a capture run in the core and in polars with
+analysed, and importing it costs about 0.3 s of pure Python (jsonschema, referencing, narwhals,
+jinja2: see ``python -X importtime``). Reading and analysing a capture run in the core and in polars with
 the GIL released, so the import can run on the other core meanwhile: on big.pcap both commands
 take about 0.13-0.15 s less (bench/README.md, "tracekit report on big.pcap").
 
