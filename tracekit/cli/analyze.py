@@ -64,18 +64,16 @@ def analyze(files: tuple[str, ...], as_json: bool, export_dir: str | None, repor
         console = Console(width=None if sys.stdout.isatty() else 160)
     # a plain capture's --json comes from the stream alone (no polars, memory by connection): same document
     streamed = as_json and not (export_dir or report or kernel_logs or maps or fmt or strict or config)
-    warming = bool(report)
+    if report:  # altair imports on the other core while the captures are read (tracekit.cli.warm)
+        from tracekit import pipeline  # first: the warm thread starts after the command's heavy imports
+        from tracekit.cli.warm import warm
+
+        warm()
     for i, f in enumerate(files):
         if streamed and (got := _streamed(f, link_rate, rto_floor, docs)) is not None:
             reported += got
             continue
         from tracekit import pipeline
-
-        if warming:  # altair imports on the other core while the captures are read (tracekit.cli.warm)
-            from tracekit.cli.warm import warm
-
-            warm()
-            warming = False
 
         # the summary and the table never read the per-packet flight and rtt frames; --export and --report do
         analysis = pipeline.load(f, format=fmt, strict=strict, limits=limits, kernel=kernel_logs,
