@@ -38,7 +38,7 @@ def warm(modules: tuple[str, ...] = CHARTS) -> threading.Thread:
         for name in modules:
             try:
                 importlib.import_module(name)
-            except Exception:  # noqa: BLE001, S112 (the command's own import raises it again)
+            except Exception:  # noqa: BLE001 - the command's own import raises it again
                 continue
 
     t = threading.Thread(target=run, name="tracekit-warm", daemon=False)
